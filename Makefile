@@ -1,0 +1,57 @@
+# WheelGate developer commands. Every target creates .venv and installs what it needs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export AWS_EC2_METADATA_DISABLED := true
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+.PHONY: all venv test unit infra integration lint typecheck demo synth layer bench clean
+
+all: test
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+venv: $(STAMP)
+
+# Promoter dependencies for Lambda (arm64, Python 3.13), bundled without Docker.
+LAYER := build/layer
+$(LAYER)/.built: lambdas/requirements.txt | $(STAMP)
+	rm -rf $(LAYER)
+	$(BIN)/pip install --quiet --platform manylinux2014_aarch64 --implementation cp \
+	  --python-version 3.13 --only-binary=:all: --target $(LAYER)/python -r lambdas/requirements.txt
+	touch $@
+
+layer: $(LAYER)/.built
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit -q
+
+infra: $(STAMP) layer
+	$(BIN)/pytest tests/infra -q
+
+integration: $(STAMP)
+	$(BIN)/pytest tests/integration -q
+
+test: $(STAMP) layer lint typecheck
+	$(BIN)/pytest -q
+
+demo: $(STAMP)
+	$(BIN)/python -m wheelgate.demo
+
+clean:
+	rm -rf $(VENV) build cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,166 @@
+"""Where WheelGate keeps things: the one definition of bucket keys.
+
+The CDK stacks, the promoter Lambda and the ``wheelgate`` CLI all import this module, so
+a prefix or a file name is spelled exactly once.
+
+Staging bucket::
+
+    runs/<run_id>/<index>/<filename>            staged artifact
+    runs/<run_id>/<index>/<filename>.metadata   its PEP 658 core metadata
+    manifests/<run_id>.json                     test-result manifest (written by the reporter)
+    records/<run_id>.json                       promotion record (written by the promoter)
+    <index>/index.html|index.json               staging index root page
+    <index>/<project>/index.html|index.json     staging project page (staged + nightly files)
+
+Nightly bucket::
+
+    <index>/<filename>                          released artifact (Object Lock)
+    <index>/<filename>.metadata                 its PEP 658 core metadata
+    <index>/index.html|index.json               index root page
+    <index>/<project>/index.html|index.json     project page
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from packaging.utils import canonicalize_name
+
+RUNS_PREFIX = "runs/"
+MANIFESTS_PREFIX = "manifests/"
+MANIFEST_SUFFIX = ".json"
+RECORDS_PREFIX = "records/"
+STATUS_PREFIX = "status/"
+METADATA_SUFFIX = ".metadata"
+HTML_PAGE = "index.html"
+JSON_PAGE = "index.json"
+
+#: Top-level names an index directory may not start with: they hold WheelGate's own objects.
+RESERVED_TOP_LEVEL = frozenset(
+    p.rstrip("/") for p in (RUNS_PREFIX, MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX)
+)
+
+# One index directory segment: what CloudFront, S3 and pip all handle without escaping.
+_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,62}")
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MAX_INDEX_DEPTH = 4
+
+
+class LayoutError(ValueError):
+    """A run id, index directory or file name that cannot be placed in a bucket safely."""
+
+
+def check_run_id(run_id: str) -> str:
+    """Return ``run_id`` if it is safe as one key segment, else raise :class:`LayoutError`."""
+    if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise LayoutError(
+            f"run id {run_id!r} is not valid: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return run_id
+
+
+def check_index(index: str) -> str:
+    """Return ``index`` (e.g. ``v2/gfx94X-dcgpu``) if it is a valid index directory.
+
+    Raises :class:`LayoutError` for empty, absolute, traversing, doubled-slash or non-ASCII
+    paths, and for paths that start with a reserved top-level name.
+    """
+    if not index or index != index.strip():
+        raise LayoutError(f"index directory {index!r} is empty or has surrounding spaces")
+    if index.startswith("/") or index.endswith("/"):
+        raise LayoutError(f"index directory {index!r} must not start or end with '/'")
+    segments = index.split("/")
+    if len(segments) > MAX_INDEX_DEPTH:
+        raise LayoutError(f"index directory {index!r} is deeper than {MAX_INDEX_DEPTH} levels")
+    for segment in segments:
+        if not _SEGMENT.fullmatch(segment) or ".." in segment:
+            raise LayoutError(
+                f"index directory {index!r} has an invalid segment {segment!r}: use letters, "
+                "digits, '.', '_', '+' or '-', starting with a letter or digit"
+            )
+    if segments[0] in RESERVED_TOP_LEVEL:
+        raise LayoutError(
+            f"index directory {index!r} starts with {segments[0]!r}, which WheelGate reserves"
+        )
+    return index
+
+
+def check_filename(filename: str) -> str:
+    """Return ``filename`` if it is a plain, printable ASCII file name (no path parts)."""
+    if (
+        not filename
+        or "/" in filename
+        or "\\" in filename
+        or filename in (".", "..")
+        or filename.startswith(".")
+        or not filename.isascii()
+        or any(unicodedata.category(c).startswith("C") for c in filename)
+        or len(filename) > 255
+    ):
+        raise LayoutError(f"file name {filename!r} is not a plain ASCII file name")
+    return filename
+
+
+def project_dir(project: str) -> str:
+    """The PEP 503 normalized directory name of a project."""
+    return canonicalize_name(project)
+
+
+@dataclass(frozen=True)
+class StagingLayout:
+    """Keys in the staging bucket."""
+
+    def run_prefix(self, run_id: str) -> str:
+        return f"{RUNS_PREFIX}{check_run_id(run_id)}/"
+
+    def run_index_prefix(self, run_id: str, index: str) -> str:
+        return f"{self.run_prefix(run_id)}{check_index(index)}/"
+
+    def artifact(self, run_id: str, index: str, filename: str) -> str:
+        return f"{self.run_index_prefix(run_id, index)}{check_filename(filename)}"
+
+    def metadata(self, run_id: str, index: str, filename: str) -> str:
+        return self.artifact(run_id, index, filename) + METADATA_SUFFIX
+
+    def manifest(self, run_id: str) -> str:
+        return f"{MANIFESTS_PREFIX}{check_run_id(run_id)}{MANIFEST_SUFFIX}"
+
+    def record(self, run_id: str) -> str:
+        return f"{RECORDS_PREFIX}{check_run_id(run_id)}.json"
+
+    def run_id_from_manifest_key(self, key: str) -> str:
+        """The run id a manifest key names; :class:`LayoutError` if it is not a manifest key."""
+        if not key.startswith(MANIFESTS_PREFIX) or not key.endswith(MANIFEST_SUFFIX):
+            raise LayoutError(f"{key!r} is not a manifest key ({MANIFESTS_PREFIX}<run_id>.json)")
+        return check_run_id(key[len(MANIFESTS_PREFIX) : -len(MANIFEST_SUFFIX)])
+
+
+@dataclass(frozen=True)
+class IndexLayout:
+    """Index pages, the same shape in both buckets."""
+
+    def root_page(self, index: str, *, json: bool = False) -> str:
+        return f"{check_index(index)}/{JSON_PAGE if json else HTML_PAGE}"
+
+    def project_page(self, index: str, project: str, *, json: bool = False) -> str:
+        page = JSON_PAGE if json else HTML_PAGE
+        return f"{check_index(index)}/{project_dir(project)}/{page}"
+
+
+@dataclass(frozen=True)
+class NightlyLayout:
+    """Keys of released files in the nightly bucket."""
+
+    def artifact(self, index: str, filename: str) -> str:
+        return f"{check_index(index)}/{check_filename(filename)}"
+
+    def metadata(self, index: str, filename: str) -> str:
+        return self.artifact(index, filename) + METADATA_SUFFIX
+
+
+STAGING = StagingLayout()
+NIGHTLY = NightlyLayout()
+PAGES = IndexLayout()

@@ -1,0 +1,102 @@
+"""The promoter's configuration: environment variable names and their parsing.
+
+The stack sets these variables on the Lambda (it imports the names from here) and local mode
+sets the same ones, so both run the promoter with one contract.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from wheelgate.layout import LayoutError, check_index
+
+ENV_STAGING_BUCKET = "WHEELGATE_STAGING_BUCKET"
+ENV_NIGHTLY_BUCKET = "WHEELGATE_NIGHTLY_BUCKET"
+#: Public base URL of the nightly index (CloudFront), used for absolute links in staging pages.
+ENV_NIGHTLY_BASE_URL = "WHEELGATE_NIGHTLY_BASE_URL"
+ENV_NIGHTLY_DISTRIBUTION_ID = "WHEELGATE_NIGHTLY_DISTRIBUTION_ID"
+ENV_STAGING_DISTRIBUTION_ID = "WHEELGATE_STAGING_DISTRIBUTION_ID"
+#: Unique id (``AROA...``) of the reporter role; manifests written by anyone else are rejected.
+ENV_TRUSTED_REPORTER_ID = "WHEELGATE_TRUSTED_REPORTER_ID"
+#: JSON object: index directory -> list of test names that must have passed.
+ENV_REQUIRED_TESTS = "WHEELGATE_REQUIRED_TESTS"
+#: JSON list of index directories that may be promoted to; empty or unset means any.
+ENV_ALLOWED_INDEXES = "WHEELGATE_ALLOWED_INDEXES"
+
+ALL_ENV_NAMES = (
+    ENV_STAGING_BUCKET,
+    ENV_NIGHTLY_BUCKET,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_DISTRIBUTION_ID,
+    ENV_STAGING_DISTRIBUTION_ID,
+    ENV_TRUSTED_REPORTER_ID,
+    ENV_REQUIRED_TESTS,
+    ENV_ALLOWED_INDEXES,
+)
+
+
+class SettingsError(ValueError):
+    """The environment does not describe a usable promoter configuration."""
+
+
+@dataclass(frozen=True)
+class PromoterSettings:
+    """Everything the promoter needs to know about its deployment."""
+
+    staging_bucket: str
+    nightly_bucket: str
+    nightly_base_url: str
+    nightly_distribution_id: str | None = None
+    staging_distribution_id: str | None = None
+    trusted_reporter_id: str | None = None
+    required_tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    allowed_indexes: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
+        """Read settings from ``environ``; raise :class:`SettingsError` naming a bad variable."""
+
+        def required(name: str) -> str:
+            value = environ.get(name, "").strip()
+            if not value:
+                raise SettingsError(f"environment variable {name} is not set")
+            return value
+
+        def optional(name: str) -> str | None:
+            return environ.get(name, "").strip() or None
+
+        def json_value(name: str, default: object) -> object:
+            raw = environ.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise SettingsError(f"{name} is not valid JSON: {exc}") from exc
+
+        tests_raw = json_value(ENV_REQUIRED_TESTS, {})
+        if not isinstance(tests_raw, dict) or not all(
+            isinstance(v, list) and all(isinstance(t, str) for t in v) for v in tests_raw.values()
+        ):
+            raise SettingsError(f"{ENV_REQUIRED_TESTS} must map index directories to test names")
+        allowed_raw = json_value(ENV_ALLOWED_INDEXES, [])
+        if not isinstance(allowed_raw, list) or not all(isinstance(v, str) for v in allowed_raw):
+            raise SettingsError(f"{ENV_ALLOWED_INDEXES} must be a JSON list of index directories")
+        try:
+            for index in [*tests_raw, *allowed_raw]:
+                check_index(index)
+        except LayoutError as exc:
+            raise SettingsError(f"{ENV_REQUIRED_TESTS}/{ENV_ALLOWED_INDEXES}: {exc}") from exc
+        base_url = required(ENV_NIGHTLY_BASE_URL)
+        return cls(
+            staging_bucket=required(ENV_STAGING_BUCKET),
+            nightly_bucket=required(ENV_NIGHTLY_BUCKET),
+            nightly_base_url=base_url if base_url.endswith("/") else base_url + "/",
+            nightly_distribution_id=optional(ENV_NIGHTLY_DISTRIBUTION_ID),
+            staging_distribution_id=optional(ENV_STAGING_DISTRIBUTION_ID),
+            trusted_reporter_id=optional(ENV_TRUSTED_REPORTER_ID),
+            required_tests={k: tuple(v) for k, v in tests_raw.items()},
+            allowed_indexes=frozenset(allowed_raw),
+        )
