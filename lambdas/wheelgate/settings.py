@@ -36,6 +36,14 @@ ALL_ENV_NAMES = (
     ENV_ALLOWED_INDEXES,
 )
 
+#: Powertools service name of the promoter; Powertools adds it as the ``service`` metric
+#: dimension, so the stack's alarms must use the same value.
+SERVICE_NAME = "wheelgate-promoter"
+#: CloudWatch namespace and metric names the promoter emits and the stack alarms on.
+METRICS_NAMESPACE = "WheelGate"
+METRIC_PROMOTIONS_REJECTED = "PromotionsRejected"
+METRIC_PROMOTIONS_SUCCEEDED = "PromotionsSucceeded"
+
 
 class SettingsError(ValueError):
     """The environment does not describe a usable promoter configuration."""
