@@ -1,0 +1,1 @@
+"""The WheelGate CDK app: one compose-only stack and one construct per component."""

@@ -1,0 +1,195 @@
+"""CloudFront in front of the nightly and staging indexes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Duration
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_cloudfront as cloudfront
+from aws_cdk import aws_cloudfront_origins as origins
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+from wheelgate.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX
+
+from stacks.config import CustomDomain
+from stacks.nag import acknowledge
+
+INDEX_ROUTER_SOURCE = Path(__file__).parent / "functions" / "index_router.js"
+
+# Index pages change on every promotion; a minute of staleness is what pip users will see at
+# most (the promoter also invalidates them).
+PAGE_TTL = Duration.seconds(60)
+PAGE_MAX_TTL = Duration.minutes(5)
+# Wheels and their metadata never change once written (Object Lock on nightly, unique run
+# prefixes on staging), so edges may keep them for as long as CloudFront allows.
+FILE_TTL = Duration.days(365)
+FILE_PATTERNS = ("*.whl", f"*{METADATA_SUFFIX}", "*.tar.gz", "*.zip")
+
+
+class IndexCdn(Construct):
+    """Two distributions (nightly, staging) with S3 origins behind Origin Access Control.
+
+    Directory URLs go through the ``index_router.js`` CloudFront Function and the short-TTL page
+    cache policy, which has ``Accept`` in its cache key (PEP 691 content negotiation); files
+    use the long-TTL policy. HTTPS only; standard logs go to ``log_bucket``. The staging
+    distribution does not serve ``manifests/`` or ``records/``.
+
+    Attributes:
+        nightly / staging: the distributions.
+        nightly_base_url: ``https://<domain>/`` of the nightly index.
+        index_router: the CloudFront Function.
+        page_cache_policy / file_cache_policy: the cache policies.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        nightly_bucket: s3.IBucket,
+        staging_bucket: s3.IBucket,
+        log_bucket: s3.IBucket,
+        nightly_domain: CustomDomain | None,
+        staging_domain: CustomDomain | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.index_router = cloudfront.Function(
+            self,
+            "IndexRouter",
+            code=cloudfront.FunctionCode.from_file(file_path=str(INDEX_ROUTER_SOURCE)),
+            runtime=cloudfront.FunctionRuntime.JS_2_0,
+            comment="Maps index directories to index.html or index.json (PEP 503/691)",
+        )
+        self.page_cache_policy = cloudfront.CachePolicy(
+            self,
+            "PageCachePolicy",
+            comment="WheelGate index pages: short TTL, Accept in the key",
+            default_ttl=PAGE_TTL,
+            min_ttl=Duration.seconds(0),
+            max_ttl=PAGE_MAX_TTL,
+            header_behavior=cloudfront.CacheHeaderBehavior.allow_list("Accept"),
+            query_string_behavior=cloudfront.CacheQueryStringBehavior.none(),
+            cookie_behavior=cloudfront.CacheCookieBehavior.none(),
+            enable_accept_encoding_gzip=True,
+            enable_accept_encoding_brotli=True,
+        )
+        self.file_cache_policy = cloudfront.CachePolicy(
+            self,
+            "FileCachePolicy",
+            comment="WheelGate immutable files: long TTL",
+            default_ttl=FILE_TTL,
+            min_ttl=Duration.days(1),
+            max_ttl=FILE_TTL,
+            header_behavior=cloudfront.CacheHeaderBehavior.none(),
+            query_string_behavior=cloudfront.CacheQueryStringBehavior.none(),
+            cookie_behavior=cloudfront.CacheCookieBehavior.none(),
+            enable_accept_encoding_gzip=True,
+            enable_accept_encoding_brotli=True,
+        )
+        self.nightly = self._distribution(
+            "Nightly", nightly_bucket, log_bucket, nightly_domain, "WheelGate nightly index"
+        )
+        self.staging = self._distribution(
+            "Staging", staging_bucket, log_bucket, staging_domain, "WheelGate staging index"
+        )
+        staging_bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                # Manifests and promotion records are CI bookkeeping, not part of the index.
+                sid="DenyCloudFrontBookkeeping",
+                effect=iam.Effect.DENY,
+                principals=[iam.ServicePrincipal("cloudfront.amazonaws.com")],
+                actions=["s3:GetObject"],
+                resources=[
+                    staging_bucket.arn_for_objects(f"{MANIFESTS_PREFIX}*"),
+                    staging_bucket.arn_for_objects(f"{RECORDS_PREFIX}*"),
+                ],
+            )
+        )
+        nightly_host = (
+            nightly_domain.domain_name if nightly_domain else self.nightly.distribution_domain_name
+        )
+        self.nightly_base_url = f"https://{nightly_host}/"
+
+    def _distribution(
+        self,
+        name: str,
+        bucket: s3.IBucket,
+        log_bucket: s3.IBucket,
+        domain: CustomDomain | None,
+        comment: str,
+    ) -> cloudfront.Distribution:
+        origin = origins.S3BucketOrigin.with_origin_access_control(bucket)
+        files = cloudfront.BehaviorOptions(
+            origin=origin,
+            viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+            allowed_methods=cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+            cache_policy=self.file_cache_policy,
+            response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
+            compress=True,
+        )
+        distribution = cloudfront.Distribution(
+            self,
+            name,
+            comment=comment,
+            default_behavior=cloudfront.BehaviorOptions(
+                origin=origin,
+                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+                allowed_methods=cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+                cache_policy=self.page_cache_policy,
+                response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
+                compress=True,
+                function_associations=[
+                    cloudfront.FunctionAssociation(
+                        function=self.index_router,
+                        event_type=cloudfront.FunctionEventType.VIEWER_REQUEST,
+                    )
+                ],
+            ),
+            additional_behaviors=dict.fromkeys(FILE_PATTERNS, files),
+            enable_logging=True,
+            log_bucket=log_bucket,
+            log_file_prefix=f"cloudfront/{name.lower()}/",
+            http_version=cloudfront.HttpVersion.HTTP2_AND_3,
+            domain_names=[domain.domain_name] if domain else None,
+            certificate=(
+                acm.Certificate.from_certificate_arn(
+                    self, f"{name}Certificate", domain.certificate_arn
+                )
+                if domain
+                else None
+            ),
+            minimum_protocol_version=(
+                cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021 if domain else None
+            ),
+        )
+        bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                # Lets S3 answer 404 (not 403) for a missing page, which pip reports clearly.
+                sid=f"AllowCloudFront{name}List",
+                principals=[iam.ServicePrincipal("cloudfront.amazonaws.com")],
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringEquals": {"AWS:SourceArn": distribution.distribution_arn}},
+            )
+        )
+        if domain is None:
+            acknowledge(
+                distribution,
+                "AwsSolutions-CFR4",
+                "No custom domain is configured (custom_domain in cdk.json), so the default "
+                "*.cloudfront.net certificate is the only one available.",
+            )
+        acknowledge(
+            distribution,
+            "AwsSolutions-CFR1",
+            "A public package index for users worldwide; no geographic restriction.",
+        )
+        acknowledge(
+            distribution,
+            "AwsSolutions-CFR2",
+            "Static, read-only objects behind GET/HEAD only; no application to protect with "
+            "WAF rules.",
+        )
+        return distribution

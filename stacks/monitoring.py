@@ -1,0 +1,101 @@
+"""Alarms on the promotion pipeline and the SNS topic they notify."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+from wheelgate.settings import METRIC_PROMOTIONS_REJECTED, METRICS_NAMESPACE, SERVICE_NAME
+
+PERIOD = Duration.minutes(5)
+
+
+class Monitoring(Construct):
+    """Alarms on DLQ depth, promoter errors and rejected promotions, sent to one SNS topic.
+
+    Attributes:
+        topic: the alarm topic (encrypted with ``topic_key``); email subscription if
+            ``alarm_email`` is given.
+        dlq_alarm / errors_alarm / rejections_alarm: the alarms.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        function: lambda_.IFunction,
+        dead_letter_queue: sqs.IQueue,
+        alarm_email: str | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # A customer-managed key: CloudWatch cannot publish to a topic encrypted with the
+        # AWS-managed SNS key, because that key's policy cannot be changed.
+        self.topic_key = kms.Key(
+            self,
+            "TopicKey",
+            description="Encrypts the WheelGate alarm topic",
+            enable_key_rotation=True,
+        )
+        self.topic_key.grant(
+            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+        )
+        self.topic = sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name="WheelGate alarms",
+            master_key=self.topic_key,
+            enforce_ssl=True,
+        )
+        if alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+
+        self.dlq_alarm = cloudwatch.Alarm(
+            self,
+            "DeadLetterQueueNotEmpty",
+            alarm_description="A manifest failed promotion repeatedly and is in the DLQ.",
+            metric=dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=PERIOD, statistic="Maximum"
+            ),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.errors_alarm = cloudwatch.Alarm(
+            self,
+            "PromoterErrors",
+            alarm_description="The promoter Lambda raised an error.",
+            metric=function.metric_errors(period=PERIOD, statistic="Sum"),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.rejections_alarm = cloudwatch.Alarm(
+            self,
+            "PromotionsRejected",
+            alarm_description="The promoter rejected a manifest; see records/<run>.json.",
+            metric=cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=METRIC_PROMOTIONS_REJECTED,
+                # Powertools Metrics adds the service name as a dimension to every metric.
+                dimensions_map={"service": SERVICE_NAME},
+                period=PERIOD,
+                statistic="Sum",
+            ),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        action = actions.SnsAction(self.topic)
+        for alarm in (self.dlq_alarm, self.errors_alarm, self.rejections_alarm):
+            alarm.add_alarm_action(action)

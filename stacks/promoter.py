@@ -1,0 +1,199 @@
+"""The promotion pipeline: manifest notification -> SQS (with DLQ) -> promoter Lambda."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_notifications as s3n
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+from wheelgate.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
+from wheelgate.settings import METRICS_NAMESPACE, SERVICE_NAME
+
+from stacks.nag import acknowledge
+
+HANDLER = "wheelgate.promoter.handler.lambda_handler"
+
+# A 1,000-file set is 1,000 server-side copies (multi-GB wheels are multipart copies) plus the
+# index rewrite; 15 minutes is the Lambda maximum and leaves headroom.
+FUNCTION_TIMEOUT = Duration.minutes(15)
+# Memory also buys CPU and network for the parallel copies and page rendering.
+FUNCTION_MEMORY_MB = 1024
+# AWS guidance for SQS event sources: visibility timeout at least six times the function timeout.
+QUEUE_VISIBILITY_TIMEOUT = Duration.minutes(6 * 15)
+# With one concurrent execution, throttled receives count towards maxReceiveCount; five
+# receives keep a manifest from reaching the DLQ just because another run was being promoted.
+MAX_RECEIVE_COUNT = 5
+
+# The periods CloudWatch Logs accepts for RetentionInDays.
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+
+# Construct id CDK gives the singleton Lambda behind bucket notifications.
+NOTIFICATIONS_HANDLER_ID = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
+
+ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info"]
+
+
+class Promoter(Construct):
+    """Staging manifest notifications, their queue and DLQ, and the promoter function.
+
+    Attributes:
+        queue: receives ``s3:ObjectCreated`` events for ``manifests/*.json`` in staging.
+        dead_letter_queue: messages that failed ``MAX_RECEIVE_COUNT`` times.
+        function: the promoter Lambda (``HANDLER`` in ``code_dir``, deps in the layer).
+        log_group: the function's log group.
+
+    Raises ``FileNotFoundError`` naming ``make layer`` when ``layer_dir`` does not exist.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        staging: s3.IBucket,
+        role: iam.IRole,
+        code_dir: Path,
+        layer_dir: Path,
+        environment: Mapping[str, str],
+        log_retention_days: int,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if not (layer_dir / "python").is_dir():
+            raise FileNotFoundError(
+                f"promoter dependency layer {layer_dir / 'python'} is missing: run `make layer`"
+            )
+
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(self.dead_letter_queue, "AwsSolutions-SQS3", "This queue is itself the DLQ.")
+        self.queue = sqs.Queue(
+            self,
+            "ManifestQueue",
+            # SSE-SQS rather than KMS: S3 event notifications cannot publish to a queue
+            # encrypted with the AWS-managed KMS key.
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            visibility_timeout=QUEUE_VISIBILITY_TIMEOUT,
+            retention_period=Duration.days(4),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dead_letter_queue, max_receive_count=MAX_RECEIVE_COUNT
+            ),
+        )
+        staging.add_event_notification(
+            s3.EventType.OBJECT_CREATED,
+            s3n.SqsDestination(self.queue),
+            s3.NotificationKeyFilter(prefix=MANIFESTS_PREFIX, suffix=MANIFEST_SUFFIX),
+        )
+
+        if log_retention_days not in LOG_RETENTION_DAYS:
+            raise ValueError(
+                f"log retention of {log_retention_days} days is not one CloudWatch Logs offers: "
+                f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
+            )
+        self.log_group = logs.LogGroup(self, "Logs")
+        # The L2 takes an enum of named periods; the day count from cdk.json maps directly.
+        log_group_resource = self.log_group.node.default_child
+        assert isinstance(log_group_resource, logs.CfnLogGroup)
+        log_group_resource.retention_in_days = log_retention_days
+        layer = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=lambda_.Code.from_asset(str(layer_dir), exclude=ASSET_EXCLUDES),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description="Powertools, pydantic and packaging for the WheelGate promoter",
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=HANDLER,
+            code=lambda_.Code.from_asset(str(code_dir), exclude=ASSET_EXCLUDES),
+            layers=[layer],
+            role=role,
+            timeout=FUNCTION_TIMEOUT,
+            memory_size=FUNCTION_MEMORY_MB,
+            # One promotion at a time: two runs touching the same project page would otherwise
+            # race on read-merge-write of the index. The promoter's conditional writes catch a
+            # lost race, but serialising makes that the exception instead of the rule.
+            reserved_concurrent_executions=1,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            environment={
+                **environment,
+                "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            },
+            description="Verifies a staged run's manifest and promotes it to nightly",
+        )
+        self.log_group.grant_write(role)
+        self.function.add_event_source(
+            sources.SqsEventSource(
+                self.queue,
+                # One manifest (up to 1,000 files) can use most of the timeout on its own.
+                batch_size=1,
+                report_batch_item_failures=True,
+            )
+        )
+        acknowledge(
+            self.function,
+            "AwsSolutions-L1",
+            "The dependency layer is built for CPython 3.13 (`make layer`); moving the runtime "
+            "means rebuilding the layer for the new version.",
+        )
+        default_policy = role.node.try_find_child("DefaultPolicy")
+        if default_policy is not None:
+            acknowledge(
+                default_policy,
+                "AwsSolutions-IAM5[Resource::*]",
+                "Active tracing adds xray:PutTraceSegments and xray:PutTelemetryRecords, which "
+                "have no resource-level permissions.",
+            )
+        notifications = Stack.of(self).node.try_find_child(NOTIFICATIONS_HANDLER_ID)
+        role_of_handler = notifications.node.try_find_child("Role") if notifications else None
+        if role_of_handler is not None:
+            acknowledge(
+                role_of_handler,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AWSLambdaBasicExecutionRole]",
+                "CDK's bucket-notification custom resource (runs at deploy time only) logs "
+                "through the AWS-managed basic execution policy; it has no other permissions "
+                "beyond s3:PutBucketNotification.",
+            )

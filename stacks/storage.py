@@ -1,0 +1,122 @@
+"""The three buckets: staging (CI uploads), nightly (released, Object Lock) and access logs."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+from wheelgate.layout import RUNS_PREFIX
+
+from stacks.nag import acknowledge
+
+# Incomplete multipart uploads of multi-GB wheels are billed until aborted.
+_ABORT_MULTIPART_AFTER = Duration.days(7)
+
+
+class Storage(Construct):
+    """Staging, nightly and log buckets.
+
+    Staging holds CI uploads under ``runs/`` (expired after ``staging_run_expiry_days``),
+    manifests, promotion records and the staging index pages (kept). Nightly holds released
+    files and index pages under Object Lock with a default retention, is versioned and is
+    retained when the stack is deleted. Both block public access, encrypt with S3-managed keys,
+    refuse plain HTTP and log access to ``log_bucket``.
+
+    Attributes:
+        staging: the staging bucket.
+        nightly: the nightly bucket (Object Lock).
+        log_bucket: S3 server access logs and CloudFront standard logs.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        staging_run_expiry_days: int,
+        nightly_retention_mode: str,
+        nightly_retention_days: int,
+        nightly_noncurrent_version_days: int,
+        access_log_expiry_days: int,
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        self.log_bucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            # Server access logging only delivers to SSE-S3 buckets.
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            # CloudFront standard logging writes with ACLs; S3 server access logs use the
+            # bucket policy CDK adds. BUCKET_OWNER_PREFERRED serves both.
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="ExpireLogs",
+                    expiration=Duration.days(access_log_expiry_days),
+                    abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            self.log_bucket,
+            "AwsSolutions-S1",
+            "This is the access log bucket; logging it into itself would loop.",
+        )
+
+        self.staging = s3.Bucket(
+            self,
+            "Staging",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            # Staged runs are rebuilt rather than restored, so versions would only add cost.
+            versioned=False,
+            server_access_logs_bucket=self.log_bucket,
+            server_access_logs_prefix="s3/staging/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="ExpireStagedRuns",
+                    prefix=RUNS_PREFIX,
+                    expiration=Duration.days(staging_run_expiry_days),
+                ),
+                s3.LifecycleRule(
+                    id="AbortIncompleteUploads",
+                    abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
+                ),
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        retention = Duration.days(nightly_retention_days)
+        self.nightly = s3.Bucket(
+            self,
+            "Nightly",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
+            object_lock_enabled=True,
+            object_lock_default_retention=(
+                s3.ObjectLockRetention.compliance(retention)
+                if nightly_retention_mode == "COMPLIANCE"
+                else s3.ObjectLockRetention.governance(retention)
+            ),
+            server_access_logs_bucket=self.log_bucket,
+            server_access_logs_prefix="s3/nightly/",
+            lifecycle_rules=[
+                # Only index pages (and status files) are ever overwritten, so only they have
+                # noncurrent versions. Object Lock still holds each version until its
+                # retain-until date; the rule removes it after that.
+                s3.LifecycleRule(
+                    id="ExpireNoncurrentIndexVersions",
+                    noncurrent_version_expiration=Duration.days(nightly_noncurrent_version_days),
+                    abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
+                ),
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )

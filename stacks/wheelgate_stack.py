@@ -1,0 +1,127 @@
+"""The WheelGate stack: composes storage, access, promoter, CDN and monitoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+from wheelgate.settings import (
+    ENV_ALLOWED_INDEXES,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_BUCKET,
+    ENV_NIGHTLY_DISTRIBUTION_ID,
+    ENV_REQUIRED_TESTS,
+    ENV_STAGING_BUCKET,
+    ENV_STAGING_DISTRIBUTION_ID,
+    ENV_TRUSTED_REPORTER_ID,
+)
+
+from stacks.access import Access
+from stacks.cdn import IndexCdn
+from stacks.config import WheelGateConfig
+from stacks.monitoring import Monitoring
+from stacks.promoter import Promoter
+from stacks.storage import Storage
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LAMBDA_CODE_DIR = REPO_ROOT / "lambdas"
+LAYER_DIR = REPO_ROOT / "build" / "layer"
+
+
+class WheelGateStack(Stack):
+    """Creates the components, wires them together and exports what CI needs."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: WheelGateConfig,
+        code_dir: Path = LAMBDA_CODE_DIR,
+        layer_dir: Path = LAYER_DIR,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+
+        storage = Storage(
+            self,
+            "Storage",
+            staging_run_expiry_days=config.staging_run_expiry_days,
+            nightly_retention_mode=config.nightly_retention_mode,
+            nightly_retention_days=config.nightly_retention_days,
+            nightly_noncurrent_version_days=config.nightly_noncurrent_version_days,
+            access_log_expiry_days=config.access_log_expiry_days,
+        )
+        access = Access(
+            self,
+            "Access",
+            staging=storage.staging,
+            nightly=storage.nightly,
+            build_subs=config.build_subs,
+            dev_subs=config.dev_sub_patterns,
+            dev_bucket_name=config.dev_bucket_name,
+            oidc_provider_arn=config.oidc_provider_arn,
+            break_glass_role_arn=config.break_glass_role_arn,
+        )
+        cdn = IndexCdn(
+            self,
+            "Cdn",
+            nightly_bucket=storage.nightly,
+            staging_bucket=storage.staging,
+            log_bucket=storage.log_bucket,
+            nightly_domain=config.nightly_domain,
+            staging_domain=config.staging_domain,
+        )
+        promoter = Promoter(
+            self,
+            "Promoter",
+            staging=storage.staging,
+            role=access.promoter_role,
+            code_dir=code_dir,
+            layer_dir=layer_dir,
+            log_retention_days=config.log_retention_days,
+            environment={
+                ENV_STAGING_BUCKET: storage.staging.bucket_name,
+                ENV_NIGHTLY_BUCKET: storage.nightly.bucket_name,
+                ENV_NIGHTLY_BASE_URL: cdn.nightly_base_url,
+                ENV_NIGHTLY_DISTRIBUTION_ID: cdn.nightly.distribution_id,
+                ENV_STAGING_DISTRIBUTION_ID: cdn.staging.distribution_id,
+                ENV_TRUSTED_REPORTER_ID: access.reporter_role.role_id,
+                ENV_REQUIRED_TESTS: json.dumps(
+                    {k: list(v) for k, v in config.required_tests.items()}, sort_keys=True
+                ),
+                ENV_ALLOWED_INDEXES: json.dumps(list(config.index_dirs)),
+            },
+        )
+        cdn.nightly.grant_create_invalidation(access.promoter_role)
+        cdn.staging.grant_create_invalidation(access.promoter_role)
+        monitoring = Monitoring(
+            self,
+            "Monitoring",
+            function=promoter.function,
+            dead_letter_queue=promoter.dead_letter_queue,
+            alarm_email=config.alarm_email,
+        )
+
+        outputs = {
+            "StagingBucketName": storage.staging.bucket_name,
+            "NightlyBucketName": storage.nightly.bucket_name,
+            "LogBucketName": storage.log_bucket.bucket_name,
+            "BuildRoleArn": access.build_role.role_arn,
+            "ReporterRoleArn": access.reporter_role.role_arn,
+            "DevRoleArn": access.dev_role.role_arn,
+            "PromoterRoleArn": access.promoter_role.role_arn,
+            "NightlyDistributionDomain": cdn.nightly.distribution_domain_name,
+            "NightlyDistributionId": cdn.nightly.distribution_id,
+            "StagingDistributionDomain": cdn.staging.distribution_domain_name,
+            "StagingDistributionId": cdn.staging.distribution_id,
+            "NightlyIndexUrl": cdn.nightly_base_url,
+            "ManifestQueueUrl": promoter.queue.queue_url,
+            "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
+            "AlarmTopicArn": monitoring.topic.topic_arn,
+        }
+        for name, value in outputs.items():
+            CfnOutput(self, name, value=value)
