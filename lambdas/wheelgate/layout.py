@@ -22,6 +22,7 @@ Nightly bucket::
 
 from __future__ import annotations
 
+import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -42,10 +43,13 @@ RESERVED_TOP_LEVEL = frozenset(
     p.rstrip("/") for p in (RUNS_PREFIX, MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX)
 )
 
-# One index directory segment: what CloudFront, S3 and pip all handle without escaping.
-_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,62}")
-_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MAX_INDEX_DEPTH = 4
+# One index directory segment: what CloudFront, S3 and pip all handle without escaping.
+SEGMENT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,62}"
+INDEX_PATTERN = rf"^{SEGMENT_PATTERN}(/{SEGMENT_PATTERN}){{0,{MAX_INDEX_DEPTH - 1}}}$"
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+_SEGMENT = re.compile(SEGMENT_PATTERN)
+_RUN_ID = re.compile(RUN_ID_PATTERN)
 
 
 class LayoutError(ValueError):
@@ -109,6 +113,12 @@ def project_dir(project: str) -> str:
     return canonicalize_name(project)
 
 
+def relative_href(page_dir: str, target_key: str) -> str:
+    """URL of ``target_key`` relative to a page served from directory ``page_dir`` (both keys
+    in the same bucket), so pages work under any host or path prefix."""
+    return posixpath.relpath(target_key, start=page_dir.rstrip("/") or ".")
+
+
 @dataclass(frozen=True)
 class StagingLayout:
     """Keys in the staging bucket."""
@@ -145,9 +155,11 @@ class IndexLayout:
     def root_page(self, index: str, *, json: bool = False) -> str:
         return f"{check_index(index)}/{JSON_PAGE if json else HTML_PAGE}"
 
+    def project_dir(self, index: str, project: str) -> str:
+        return f"{check_index(index)}/{project_dir(project)}/"
+
     def project_page(self, index: str, project: str, *, json: bool = False) -> str:
-        page = JSON_PAGE if json else HTML_PAGE
-        return f"{check_index(index)}/{project_dir(project)}/{page}"
+        return self.project_dir(index, project) + (JSON_PAGE if json else HTML_PAGE)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,5 @@
+import sys
+
+from wheelgate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,367 @@
+"""The ``wheelgate`` command line: stage a run, report its tests, follow its promotion.
+
+The flow: build CI runs ``wheelgate stage`` for each index directory; test jobs install from the
+staging index; a final job runs ``wheelgate report`` with the test results, which writes the
+run's manifest and so triggers the promoter; ``wheelgate status --wait`` reports the decision.
+``wheelgate local`` runs the whole stack on this machine.
+
+Exit codes: 0 success (status: promoted), 1 rejected, 2 bad input or configuration,
+3 still pending, 4 storage or network error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wheelgate import __version__
+from wheelgate.errors import TransientError
+from wheelgate.layout import STAGING, LayoutError
+from wheelgate.manifest import json_schema
+from wheelgate.records import PromotionRecord, State
+from wheelgate.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.storage import AccessError, Bucket
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
+
+
+class UsageError(Exception):
+    """Bad options or input: exit 2 with the message."""
+
+
+def _s3_client(args: argparse.Namespace) -> S3Client:
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=32)
+    if args.endpoint_url:
+        return boto3.client("s3", endpoint_url=args.endpoint_url, config=config)
+    return boto3.client("s3", config=config)
+
+
+def _required(args: argparse.Namespace, attr: str, env: str, option: str) -> str:
+    value = getattr(args, attr, None) or os.environ.get(env, "")
+    if not value:
+        raise UsageError(f"{option} is required (or set {env})")
+    return str(value)
+
+
+def _buckets(args: argparse.Namespace, *, nightly: bool) -> tuple[Bucket, Bucket | None]:
+    s3 = _s3_client(args)
+    staging = Bucket(s3, _required(args, "staging_bucket", ENV_STAGING_BUCKET, "--staging-bucket"))
+    if not nightly:
+        return staging, None
+    return staging, Bucket(
+        s3, _required(args, "nightly_bucket", ENV_NIGHTLY_BUCKET, "--nightly-bucket")
+    )
+
+
+class Progress:
+    """Upload progress on stderr: a bar on a terminal, a line per 10 % in CI logs."""
+
+    def __init__(self) -> None:
+        self._tty = sys.stderr.isatty()
+        self._last: dict[str, float] = {}
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        if self._tty:
+            width = 30
+            bar = "#" * int(width * fraction)
+            sys.stderr.write(
+                f"\r{name[:50]:50} [{bar:{width}}] {fraction:6.1%} "
+                f"{done / 1e6:,.1f}/{total / 1e6:,.1f} MB"
+            )
+            if done >= total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+            return
+        step = int(fraction * 10)
+        if step > self._last.get(name, -1):
+            self._last[name] = step
+            print(f"upload {name}: {fraction:.0%} of {total:,} bytes", file=sys.stderr)
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    from wheelgate.staging import StageError, inspect_files, stage
+
+    commit = args.commit or os.environ.get("GITHUB_SHA", "")
+    if not commit:
+        raise UsageError("--commit is required (or set GITHUB_SHA)")
+    nightly_url = _required(args, "nightly_url", ENV_NIGHTLY_BASE_URL, "--nightly-url")
+    try:
+        STAGING.run_index_prefix(args.run_id, args.index)
+        artifacts = inspect_files([Path(p) for p in args.files])
+    except (LayoutError, StageError) as exc:
+        raise UsageError(str(exc)) from exc
+    staging, nightly = _buckets(args, nightly=True)
+    assert nightly is not None
+    try:
+        result = stage(
+            staging=staging,
+            nightly=nightly,
+            nightly_base_url=nightly_url if nightly_url.endswith("/") else nightly_url + "/",
+            run_id=args.run_id,
+            index=args.index,
+            commit=commit,
+            artifacts=artifacts,
+            progress=Progress(),
+        )
+    except StageError as exc:
+        raise UsageError(str(exc)) from exc
+    summary = {
+        "run_id": args.run_id,
+        "index": args.index,
+        "uploaded": result.uploaded,
+        "unchanged": result.unchanged,
+        "pages": result.pages.keys,
+    }
+    print(json.dumps(summary, indent=2))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from wheelgate.staging import build_manifest, parse_test_spec, staged_sets
+
+    try:
+        STAGING.run_prefix(args.run_id)
+        tests = [parse_test_spec(spec) for spec in args.test]
+    except (LayoutError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    staging, _ = _buckets(args, nightly=False)
+    staged = staged_sets(staging, args.run_id)
+    if not staged:
+        raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
+    try:
+        manifest = build_manifest(
+            run_id=args.run_id, commit=args.commit, staged=staged, tests=tests
+        )
+    except (ValueError, ValidationError) as exc:
+        raise UsageError(f"cannot build the manifest: {exc}") from exc
+    untested = [s.index for s in manifest.sets if not s.tests]
+    for index in untested:
+        print(
+            f"warning: no test results for {index}; the promoter will reject this run",
+            file=sys.stderr,
+        )
+    body = manifest.to_json()
+    key = STAGING.manifest(args.run_id)
+    if args.dry_run:
+        print(body, end="")
+        return EXIT_OK
+    staging.put(key, body.encode(), content_type="application/json")
+    print(json.dumps({"manifest": f"s3://{staging.name}/{key}", "sets": len(manifest.sets)}))
+    return EXIT_OK
+
+
+def _status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
+    found = staging.get(STAGING.record(run_id))
+    if found is not None:
+        record = PromotionRecord.model_validate_json(found[0])
+        return record.model_dump(mode="json", by_alias=True)
+    has_manifest = staging.head(STAGING.manifest(run_id)) is not None
+    return {
+        "run_id": run_id,
+        "state": State.PENDING.value,
+        "reason": None,
+        "message": (
+            "manifest written; waiting for the promoter"
+            if has_manifest
+            else "no manifest for this run yet"
+        ),
+        "sets": [],
+    }
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    try:
+        STAGING.record(args.run_id)
+    except LayoutError as exc:
+        raise UsageError(str(exc)) from exc
+    staging, _ = _buckets(args, nightly=False)
+    deadline = time.monotonic() + args.wait
+    while True:
+        document = _status_document(staging, args.run_id)
+        if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
+            break
+        time.sleep(min(args.interval, max(0.0, deadline - time.monotonic())))
+    print(json.dumps(document, indent=2))
+    return {
+        State.PROMOTED.value: EXIT_OK,
+        State.REJECTED.value: EXIT_REJECTED,
+    }.get(document["state"], EXIT_PENDING)
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    from wheelgate.local import LocalStack
+
+    required: dict[str, list[str]] = {}
+    for spec in args.require_test:
+        index, sep, name = spec.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--require-test {spec!r} is not DIR=NAME")
+        required.setdefault(index, []).append(name)
+    stack = LocalStack(
+        s3_port=args.s3_port,
+        staging_port=args.staging_port,
+        nightly_port=args.nightly_port,
+        required_tests=required,
+        verbose=args.verbose,
+    ).start()
+    sys.stdout.write(stack.ready_line() + "\n")
+    sys.stdout.flush()
+    # Exactly one line on stdout: everything after it (handler logs, metrics) goes to stderr.
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stopped.wait()
+    stack.stop()
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(json_schema(), indent=2))
+    return EXIT_OK
+
+
+# -- parser -------------------------------------------------------------------------------
+
+
+def _storage_options(parser: argparse.ArgumentParser, *, nightly: bool) -> None:
+    group = parser.add_argument_group("storage")
+    group.add_argument(
+        "--staging-bucket", help=f"staging bucket name (default: ${ENV_STAGING_BUCKET})"
+    )
+    if nightly:
+        group.add_argument(
+            "--nightly-bucket", help=f"nightly bucket name (default: ${ENV_NIGHTLY_BUCKET})"
+        )
+    group.add_argument(
+        "--endpoint-url", help="S3 endpoint (default: boto3's, e.g. $AWS_ENDPOINT_URL)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wheelgate",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog=(__doc__ or "").split("\n\n", 1)[-1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"wheelgate {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    stage = sub.add_parser(
+        "stage",
+        help="upload a run's files to staging and update the staging index",
+        description=(
+            "Upload wheels/sdists to runs/<run_id>/<index>/ with SHA-256 checksums, write each "
+            "wheel's PEP 658 .metadata, and update the staging index pages so test jobs can "
+            "install exactly as users will. Everything is checked before the first upload."
+        ),
+    )
+    stage.add_argument("--run-id", required=True, help="CI run id, e.g. $GITHUB_RUN_ID")
+    stage.add_argument("--index", required=True, help="index directory, e.g. v2/gfx94X-dcgpu")
+    stage.add_argument("--commit", help="commit the files were built from (default: $GITHUB_SHA)")
+    stage.add_argument(
+        "--nightly-url",
+        help=f"public URL of the nightly index, for links to nightly files "
+        f"(default: ${ENV_NIGHTLY_BASE_URL})",
+    )
+    stage.add_argument("files", nargs="+", metavar="FILE")
+    _storage_options(stage, nightly=True)
+    stage.set_defaults(func=cmd_stage)
+
+    report = sub.add_parser(
+        "report",
+        help="write the run's test-result manifest (triggers promotion)",
+        description=(
+            "Build manifests/<run_id>.json from what is staged for the run plus the test "
+            "results given with --test, and write it. Writing it triggers the promoter."
+        ),
+    )
+    report.add_argument("--run-id", required=True)
+    report.add_argument("--commit", required=True, help="40-hex commit of the run")
+    report.add_argument(
+        "--test",
+        action="append",
+        default=[],
+        metavar="DIR:NAME=RESULT[@URL]",
+        help="a test outcome: passed, failed or skipped (repeat for each test)",
+    )
+    report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
+    _storage_options(report, nightly=False)
+    report.set_defaults(func=cmd_report)
+
+    status = sub.add_parser(
+        "status",
+        help="print a run's promotion record as JSON",
+        description="Exit 0 promoted, 1 rejected, 3 still pending.",
+    )
+    status.add_argument("run_id", metavar="RUN_ID")
+    status.add_argument("--wait", type=float, default=0.0, metavar="SECONDS")
+    status.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
+    _storage_options(status, nightly=False)
+    status.set_defaults(func=cmd_status)
+
+    local = sub.add_parser(
+        "local",
+        help="run the whole stack locally (embedded S3, promoter loop, index servers)",
+        description=(
+            "Start an embedded S3/SQS on 127.0.0.1 laid out like the deployed stack, a loop "
+            "feeding manifest events to the promoter handler, and HTTP servers for the staging "
+            "and nightly indexes. Prints one JSON line with the environment to use, then runs "
+            "until interrupted."
+        ),
+    )
+    local.add_argument("--s3-port", type=int, default=0, help="default: any free port")
+    local.add_argument("--staging-port", type=int, default=0)
+    local.add_argument("--nightly-port", type=int, default=0)
+    local.add_argument(
+        "--require-test",
+        action="append",
+        default=[],
+        metavar="DIR=NAME",
+        help="a test that must pass for sets of DIR",
+    )
+    local.add_argument("--verbose", action="store_true", help="log every HTTP request")
+    local.set_defaults(func=cmd_local)
+
+    schema = sub.add_parser("schema", help="print the manifest JSON Schema")
+    schema.set_defaults(func=cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UsageError as exc:
+        print(f"wheelgate {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (AccessError, TransientError) as exc:
+        print(
+            f"wheelgate {args.command}: storage error: {exc}\n"
+            "check the bucket names, the endpoint and your credentials",
+            file=sys.stderr,
+        )
+        return EXIT_STORAGE

@@ -1,0 +1,54 @@
+"""Typed promotion errors: a machine reason code plus a sentence for people.
+
+The promoter maps these to the promotion record in one place (``promotion.py``); nothing matches
+on message text.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """Why a manifest was not promoted. Stable codes: records, metrics and docs use them."""
+
+    INVALID_JSON = "invalid-json"
+    INVALID_MANIFEST = "invalid-manifest"
+    UNSUPPORTED_SCHEMA = "unsupported-schema"
+    MANIFEST_TOO_LARGE = "manifest-too-large"
+    RUN_ID_MISMATCH = "run-id-mismatch"
+    UNTRUSTED_WRITER = "untrusted-writer"
+    INDEX_NOT_ALLOWED = "index-not-allowed"
+    TESTS_FAILED = "tests-failed"
+    TESTS_MISSING = "tests-missing"
+    BLOCKED_BY_OTHER_SET = "blocked-by-other-set"
+    FILE_MISSING = "file-missing"
+    FILE_NOT_LISTED = "file-not-listed"
+    SIZE_MISMATCH = "size-mismatch"
+    CHECKSUM_MISMATCH = "checksum-mismatch"
+    CHECKSUM_UNAVAILABLE = "checksum-unavailable"
+    COMMIT_MISMATCH = "commit-mismatch"
+    NIGHTLY_CONFLICT = "nightly-conflict"
+    REPLAY_CONFLICT = "replay-conflict"
+    METADATA_UNREADABLE = "metadata-unreadable"
+    COPY_VERIFICATION_FAILED = "copy-verification-failed"
+
+
+class PromotionRejected(Exception):
+    """A permanent refusal: retrying the same manifest cannot succeed.
+
+    ``index`` names the index directory of the set at fault, when there is one.
+    """
+
+    def __init__(self, reason: Reason, message: str, *, index: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.index = index
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.message}"
+
+
+class TransientError(Exception):
+    """A failure worth retrying (throttling, a lost race, a service error)."""

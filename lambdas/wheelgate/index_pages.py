@@ -1,0 +1,249 @@
+"""Rendering and reading simple-repository pages: PEP 503 HTML and PEP 691 JSON.
+
+Pure functions. The JSON project page carries every field WheelGate knows about a file, so it
+doubles as the state a later update starts from (:func:`parse_project_json`); there is no
+separate database to drift from what clients see.
+
+Fields written: PEP 503 ``#sha256=`` and ``data-requires-python``; PEP 629
+``pypi:repository-version``; PEP 658/714 ``data-core-metadata`` and ``data-dist-info-metadata``;
+PEP 592 ``data-yanked``; PEP 691 JSON with PEP 700 ``versions``, ``size`` and ``upload-time``
+(also ``data-upload-time`` in HTML).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from html import escape
+from urllib.parse import urljoin
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from wheelgate.manifest import parse_distribution_filename
+
+API_VERSION = "1.1"
+HTML_CONTENT_TYPE = "text/html; charset=utf-8"
+JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
+#: Index pages change on every promotion; clients and the CDN revalidate them quickly.
+PAGE_CACHE_CONTROL = "public, max-age=60, must-revalidate"
+#: Released files never change (Object Lock), so they may be cached for a year.
+FILE_CACHE_CONTROL = "public, max-age=31536000, immutable"
+
+
+class PageFormatError(ValueError):
+    """A stored index page that cannot be read back."""
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One file as an index page lists it.
+
+    ``url`` is relative to the project page (or absolute, for files of another index) and has
+    no fragment. ``yanked`` is ``False`` or the reason (possibly empty) it was yanked.
+    """
+
+    filename: str
+    url: str
+    sha256: str
+    size: int
+    upload_time: str
+    requires_python: str | None = None
+    metadata_sha256: str | None = None
+    yanked: str | bool = False
+
+    @property
+    def project(self) -> str:
+        return parse_distribution_filename(self.filename).project
+
+    @property
+    def version(self) -> Version:
+        return parse_distribution_filename(self.filename).version
+
+    @property
+    def is_absolute(self) -> bool:
+        return "://" in self.url
+
+    def with_url(self, url: str) -> IndexEntry:
+        return replace(self, url=url)
+
+
+@dataclass(frozen=True)
+class ProjectPage:
+    """A project's entries; ``name`` is the PEP 503 normalized name."""
+
+    name: str
+    entries: tuple[IndexEntry, ...]
+
+
+def upload_time(moment: datetime) -> str:
+    """PEP 700 timestamp: ISO 8601 in UTC with a ``Z`` suffix and microseconds."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _sort_key(entry: IndexEntry) -> tuple[Version, str]:
+    try:
+        return (entry.version, entry.filename)
+    except (ValueError, InvalidVersion):
+        return (Version("0"), entry.filename)
+
+
+def merge_entries(
+    base: Iterable[IndexEntry], updates: Iterable[IndexEntry]
+) -> tuple[IndexEntry, ...]:
+    """Entries of ``base`` with ``updates`` added; an update wins over a base entry of the
+    same file name. Sorted by version, then file name."""
+    by_name = {e.filename: e for e in base}
+    for entry in updates:
+        by_name[entry.filename] = entry
+    return tuple(sorted(by_name.values(), key=_sort_key))
+
+
+def absolute(entries: Iterable[IndexEntry], page_url: str) -> tuple[IndexEntry, ...]:
+    """``entries`` with URLs made absolute against the URL of the page that listed them."""
+    return tuple(e if e.is_absolute else e.with_url(urljoin(page_url, e.url)) for e in entries)
+
+
+def staging_view(
+    borrowed: Iterable[IndexEntry],
+    *,
+    add: Iterable[IndexEntry] = (),
+    drop: Iterable[str] = (),
+) -> Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]:
+    """Transform for a staging project page: its own (relative-URL) entries, minus file names
+    in ``drop``, plus ``add``, over the ``borrowed`` nightly entries (absolute URLs), so the
+    staging index is complete. Staging's own entry wins a file-name clash."""
+    borrowed = tuple(borrowed)
+    add = tuple(add)
+    dropped = frozenset(drop)
+
+    def transform(current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
+        own = [e for e in current if not e.is_absolute and e.filename not in dropped]
+        return merge_entries(borrowed, merge_entries(own, add))
+
+    return transform
+
+
+def render_project_html(page: ProjectPage) -> str:
+    """PEP 503 project page."""
+    name = escape(page.name)
+    lines = [
+        "<!DOCTYPE html>",
+        "<html>",
+        "  <head>",
+        f'    <meta name="pypi:repository-version" content="{API_VERSION}">',
+        f"    <title>Links for {name}</title>",
+        "  </head>",
+        "  <body>",
+        f"    <h1>Links for {name}</h1>",
+    ]
+    for e in page.entries:
+        attrs = [f'href="{escape(e.url)}#sha256={e.sha256}"']
+        if e.requires_python:
+            attrs.append(f'data-requires-python="{escape(e.requires_python)}"')
+        if e.metadata_sha256:
+            attrs.append(f'data-core-metadata="sha256={e.metadata_sha256}"')
+            attrs.append(f'data-dist-info-metadata="sha256={e.metadata_sha256}"')
+        attrs.append(f'data-upload-time="{e.upload_time}"')
+        if e.yanked is not False:
+            reason = "" if e.yanked is True else str(e.yanked)
+            attrs.append(f'data-yanked="{escape(reason)}"')
+        lines.append(f"    <a {' '.join(attrs)}>{escape(e.filename)}</a><br>")
+    lines += ["  </body>", "</html>", ""]
+    return "\n".join(lines)
+
+
+def _file_json(e: IndexEntry) -> dict[str, object]:
+    metadata: dict[str, str] | bool = {"sha256": e.metadata_sha256} if e.metadata_sha256 else False
+    item: dict[str, object] = {
+        "filename": e.filename,
+        "url": e.url,
+        "hashes": {"sha256": e.sha256},
+    }
+    if e.requires_python:
+        item["requires-python"] = e.requires_python
+    item["core-metadata"] = metadata
+    item["dist-info-metadata"] = metadata
+    item["size"] = e.size
+    item["upload-time"] = e.upload_time
+    item["yanked"] = e.yanked
+    return item
+
+
+def render_project_json(page: ProjectPage) -> str:
+    """PEP 691 project page with the PEP 700 fields."""
+    versions = sorted({e.version for e in page.entries})
+    doc = {
+        "meta": {"api-version": API_VERSION},
+        "name": page.name,
+        "versions": [str(v) for v in versions],
+        "files": [_file_json(e) for e in page.entries],
+    }
+    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+
+
+def parse_project_json(raw: bytes | str) -> ProjectPage:
+    """Read back a page written by :func:`render_project_json`.
+
+    Raises :class:`PageFormatError` when the page is not a PEP 691 project page.
+    """
+    try:
+        doc = json.loads(raw)
+        name = canonicalize_name(doc["name"])
+        entries = []
+        for f in doc["files"]:
+            metadata = f.get("core-metadata", f.get("dist-info-metadata", False))
+            yanked = f.get("yanked", False)
+            entries.append(
+                IndexEntry(
+                    filename=str(f["filename"]),
+                    url=str(f["url"]),
+                    sha256=str(f["hashes"]["sha256"]),
+                    size=int(f["size"]),
+                    upload_time=str(f["upload-time"]),
+                    requires_python=f.get("requires-python") or None,
+                    metadata_sha256=(
+                        str(metadata["sha256"]) if isinstance(metadata, dict) else None
+                    ),
+                    yanked=yanked if isinstance(yanked, str | bool) else False,
+                )
+            )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PageFormatError(f"not a WheelGate PEP 691 project page: {exc!r}") from exc
+    return ProjectPage(name=name, entries=tuple(sorted(entries, key=_sort_key)))
+
+
+def render_root_html(projects: Sequence[str]) -> str:
+    """PEP 503 root page listing ``projects`` (normalized names)."""
+    lines = [
+        "<!DOCTYPE html>",
+        "<html>",
+        "  <head>",
+        f'    <meta name="pypi:repository-version" content="{API_VERSION}">',
+        "    <title>Simple index</title>",
+        "  </head>",
+        "  <body>",
+    ]
+    lines += [f'    <a href="{escape(p)}/">{escape(p)}</a><br>' for p in sorted(projects)]
+    lines += ["  </body>", "</html>", ""]
+    return "\n".join(lines)
+
+
+def render_root_json(projects: Sequence[str]) -> str:
+    """PEP 691 root page."""
+    doc = {
+        "meta": {"api-version": API_VERSION},
+        "projects": [{"name": p} for p in sorted(projects)],
+    }
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def parse_root_json(raw: bytes | str) -> tuple[str, ...]:
+    """Project names listed by a root page; :class:`PageFormatError` if it is not one."""
+    try:
+        doc = json.loads(raw)
+        return tuple(sorted(canonicalize_name(p["name"]) for p in doc["projects"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PageFormatError(f"not a PEP 691 root page: {exc!r}") from exc

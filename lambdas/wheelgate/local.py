@@ -1,0 +1,370 @@
+"""``wheelgate local``: the whole WheelGate stack on this machine.
+
+An embedded S3/SQS (moto server) on 127.0.0.1 with the buckets, queue, dead-letter queue and
+manifest notification laid out as the CDK stack lays them out; a loop that receives from the
+queue and calls the promoter Lambda's own handler with the SQS event; and two HTTP servers that
+serve the staging and nightly indexes the way the CloudFront distributions do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.awsrequest import AWSRequest
+from botocore.exceptions import ClientError
+
+from wheelgate.layout import HTML_PAGE, JSON_PAGE, MANIFEST_SUFFIX, MANIFESTS_PREFIX
+from wheelgate.settings import (
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_BUCKET,
+    ENV_REQUIRED_TESTS,
+    ENV_STAGING_BUCKET,
+    ENV_TRUSTED_REPORTER_ID,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+STAGING_BUCKET = "wheelgate-staging"
+NIGHTLY_BUCKET = "wheelgate-nightly"
+QUEUE_NAME = "wheelgate-manifests"
+DLQ_NAME = "wheelgate-manifests-dlq"
+REGION = "us-east-1"
+#: Unique id the local reporter role would have; the event loop stamps it on manifest events.
+LOCAL_REPORTER_ID = "AROALOCALREPORTER0001"
+LOCAL_REPORTER_PRINCIPAL = f"AWS:{LOCAL_REPORTER_ID}:wheelgate-local"
+#: After this many failed receives a message moves to the DLQ (the stack uses the same).
+MAX_RECEIVE_COUNT = 3
+PYPI_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def choose_page(path: str, accept: str) -> str:
+    """The object key a CDN request path maps to (same rules as the CloudFront Function).
+
+    ``/dir/`` or an extension-less last segment is a directory: its ``index.json`` when the
+    client prefers the PEP 691 JSON type in ``Accept``, else ``index.html``.
+    """
+    key = path.split("?", 1)[0].lstrip("/")
+    last = key.rsplit("/", 1)[-1]
+    if key and not key.endswith("/") and "." in last:
+        return key
+    page = JSON_PAGE if prefers_json(accept) else HTML_PAGE
+    return (key.rstrip("/") + "/" if key else "") + page
+
+
+def prefers_json(accept: str) -> bool:
+    """True when ``Accept`` ranks the PEP 691 JSON type above every HTML type."""
+    best_json, best_html = 0.0, 0.0
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        media = fields[0].lower()
+        quality = 1.0
+        for param in fields[1:]:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if media in (PYPI_JSON, "application/vnd.pypi.simple.latest+json"):
+            best_json = max(best_json, quality)
+        elif media in ("text/html", "application/vnd.pypi.simple.v1+html", "*/*"):
+            best_html = max(best_html, quality)
+    return best_json > 0 and best_json >= best_html
+
+
+def _add_copy_checksum_header(request: AWSRequest, **_: Any) -> None:
+    # moto refuses CopyObject into an Object Lock bucket without this header (AWS does not
+    # need it for a copy); harmless on a real endpoint.
+    request.headers["x-amz-sdk-checksum-algorithm"] = "SHA256"
+
+
+def install_moto_compatibility() -> None:
+    """Register the local-only request fix-ups on boto3's default session."""
+    boto3.setup_default_session()
+    session = boto3.DEFAULT_SESSION
+    assert session is not None
+    session.events.register("before-sign.s3.CopyObject", _add_copy_checksum_header)
+
+
+class _IndexHandler(BaseHTTPRequestHandler):
+    server: _IndexServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def do_HEAD(self) -> None:
+        self._serve(body=False)
+
+    def do_GET(self) -> None:
+        self._serve(body=True)
+
+    def _serve(self, *, body: bool) -> None:
+        key = choose_page(self.path, self.headers.get("Accept", ""))
+        for bucket in self.server.buckets:
+            try:
+                obj = self.server.s3.get_object(Bucket=bucket, Key=key)
+            except ClientError:
+                continue
+            self.send_response(200)
+            self.send_header("Content-Type", obj.get("ContentType", "application/octet-stream"))
+            self.send_header("Content-Length", str(obj["ContentLength"]))
+            self.send_header("ETag", obj["ETag"])
+            self.send_header("Vary", "Accept")
+            self.end_headers()
+            stream = obj["Body"]
+            while body and (chunk := stream.read(1024 * 1024)):
+                self.wfile.write(chunk)
+            stream.close()
+            return
+        self.send_error(404, f"no object {key}")
+
+
+class _IndexServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port: int, s3: S3Client, buckets: list[str], verbose: bool) -> None:
+        super().__init__(("127.0.0.1", port), _IndexHandler)
+        self.s3 = s3
+        self.buckets = buckets
+        self.verbose = verbose
+
+
+@dataclass
+class _LocalContext:
+    """The attributes of a Lambda context the Powertools decorators read."""
+
+    function_name: str = "wheelgate-promoter-local"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = (
+        f"arn:aws:lambda:{REGION}:000000000000:function:wheelgate-promoter-local"
+    )
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
+
+def sqs_lambda_event(messages: list[Any], queue_arn: str) -> dict[str, Any]:
+    """The event Lambda's SQS event source would deliver for ``messages``."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {},
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+def stamp_identity(body: str, principal: str) -> str:
+    """Fill in what a real S3 notification carries and moto leaves out: who wrote the object
+    (the identity local mode knows: its reporter), and the request fields."""
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError:
+        return body
+    if not isinstance(payload, dict) or "Records" not in payload:
+        return body
+    for record in payload["Records"]:
+        if not isinstance(record, dict):
+            continue
+        record.setdefault("userIdentity", {"principalId": principal})
+        record.setdefault("requestParameters", {"sourceIPAddress": "127.0.0.1"})
+        record.setdefault("responseElements", {"x-amz-request-id": "LOCAL", "x-amz-id-2": "LOCAL"})
+        bucket = record.get("s3", {}).get("bucket", {})
+        bucket.setdefault("ownerIdentity", {"principalId": "LOCAL"})
+    return json.dumps(payload)
+
+
+@dataclass
+class LocalStack:
+    """Local S3/SQS, the promoter loop and the two index servers.
+
+    ``handler`` defaults to the promoter Lambda's ``lambda_handler``. ``principal`` is the
+    identity the loop stamps on manifest events.
+    """
+
+    s3_port: int = 0
+    staging_port: int = 0
+    nightly_port: int = 0
+    required_tests: Mapping[str, list[str]] = field(default_factory=dict)
+    principal: str = LOCAL_REPORTER_PRINCIPAL
+    verbose: bool = False
+    handler: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    staging_url: str = ""
+    nightly_url: str = ""
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _servers: list[Any] = field(default_factory=list)
+
+    def start(self) -> LocalStack:
+        from moto.server import ThreadedMotoServer
+
+        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.s3_port, verbose=self.verbose)
+        moto.start()
+        self._servers.append(moto)
+        host, port = moto.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        credentials = {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "wheelgate-local",
+            "AWS_SECRET_ACCESS_KEY": "wheelgate-local",
+            "AWS_DEFAULT_REGION": REGION,
+        }
+        os.environ.update(credentials)
+        install_moto_compatibility()
+        s3 = boto3.client("s3")
+        sqs = boto3.client("sqs")
+        queue_url, queue_arn = self._create(s3, sqs)
+        staging_server = _IndexServer(
+            self.staging_port, s3, [STAGING_BUCKET, NIGHTLY_BUCKET], self.verbose
+        )
+        nightly_server = _IndexServer(self.nightly_port, s3, [NIGHTLY_BUCKET], self.verbose)
+        self.staging_url = f"http://127.0.0.1:{staging_server.server_address[1]}/"
+        self.nightly_url = f"http://127.0.0.1:{nightly_server.server_address[1]}/"
+        self.env = {
+            **credentials,
+            ENV_STAGING_BUCKET: STAGING_BUCKET,
+            ENV_NIGHTLY_BUCKET: NIGHTLY_BUCKET,
+            ENV_NIGHTLY_BASE_URL: self.nightly_url,
+            "WHEELGATE_STAGING_BASE_URL": self.staging_url,
+        }
+        os.environ.update(self.env)
+        os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
+        os.environ[ENV_REQUIRED_TESTS] = json.dumps(dict(self.required_tests))
+        os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+        os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "wheelgate-promoter")
+        for server in (staging_server, nightly_server):
+            self._servers.append(server)
+            self._spawn(server.serve_forever)
+        self._spawn(lambda: self._loop(sqs, queue_url, queue_arn))
+        return self
+
+    def _spawn(self, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _create(self, s3: S3Client, sqs: SQSClient) -> tuple[str, str]:
+        s3.create_bucket(Bucket=STAGING_BUCKET)
+        s3.create_bucket(Bucket=NIGHTLY_BUCKET, ObjectLockEnabledForBucket=True)
+        s3.put_object_lock_configuration(
+            Bucket=NIGHTLY_BUCKET,
+            ObjectLockConfiguration={
+                "ObjectLockEnabled": "Enabled",
+                "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}},
+            },
+        )
+        dlq_url = sqs.create_queue(QueueName=DLQ_NAME)["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        queue_url = sqs.create_queue(
+            QueueName=QUEUE_NAME,
+            Attributes={
+                "VisibilityTimeout": "5",
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)}
+                ),
+            },
+        )["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        s3.put_bucket_notification_configuration(
+            Bucket=STAGING_BUCKET,
+            NotificationConfiguration={
+                "QueueConfigurations": [
+                    {
+                        "QueueArn": queue_arn,
+                        "Events": ["s3:ObjectCreated:*"],
+                        "Filter": {
+                            "Key": {
+                                "FilterRules": [
+                                    {"Name": "prefix", "Value": MANIFESTS_PREFIX},
+                                    {"Name": "suffix", "Value": MANIFEST_SUFFIX},
+                                ]
+                            }
+                        },
+                    }
+                ]
+            },
+        )
+        self.queue_url, self.dlq_url = queue_url, dlq_url
+        return queue_url, queue_arn
+
+    def _loop(self, sqs: SQSClient, queue_url: str, queue_arn: str) -> None:
+        handler = self.handler
+        if handler is None:
+            from wheelgate.promoter.handler import lambda_handler
+
+            handler = lambda_handler
+        while not self._stop.is_set():
+            try:
+                received = sqs.receive_message(
+                    QueueUrl=queue_url,
+                    MaxNumberOfMessages=10,
+                    WaitTimeSeconds=1,
+                    MessageSystemAttributeNames=["All"],
+                )
+            except Exception:
+                time.sleep(0.2)
+                continue
+            messages = received.get("Messages", [])
+            if not messages:
+                continue
+            for m in messages:
+                m["Body"] = stamp_identity(m["Body"], self.principal)
+            try:
+                response = handler(sqs_lambda_event(messages, queue_arn), _LocalContext())
+                failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+            except Exception:
+                failed = {m["MessageId"] for m in messages}
+            for m in messages:
+                if m["MessageId"] in failed:
+                    # Retry soon rather than after the full visibility timeout.
+                    sqs.change_message_visibility(
+                        QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=1
+                    )
+                else:
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+
+    def ready_line(self) -> str:
+        return json.dumps(
+            {
+                "ready": True,
+                "env": self.env,
+                "staging_url": self.staging_url,
+                "nightly_url": self.nightly_url,
+            }
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+        for server in self._servers:
+            if isinstance(server, ThreadingHTTPServer):
+                server.shutdown()
+                server.server_close()
+            else:
+                server.stop()

@@ -1,0 +1,248 @@
+"""Manifest contract v1: what a reporter job says about a run's artifact sets and tests.
+
+See ``docs/manifest.md``; the JSON Schema in ``schemas/manifest-v1.json`` is generated from these
+models (``wheelgate schema`` prints it) and a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    NormalizedName,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from wheelgate.errors import PromotionRejected, Reason
+from wheelgate.layout import (
+    INDEX_PATTERN,
+    RUN_ID_PATTERN,
+    LayoutError,
+    check_filename,
+    check_index,
+    check_run_id,
+)
+
+SCHEMA_V1 = "wheelgate/manifest/v1"
+#: A manifest is a few hundred bytes per file; 1,000 files per set and a few sets fit easily.
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+MAX_FILES_PER_SET = 5000
+MAX_SETS = 64
+
+Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+CommitSha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+_TEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}")
+
+
+def _run_id(value: str) -> str:
+    try:
+        return check_run_id(value)
+    except LayoutError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _index(value: str) -> str:
+    try:
+        return check_index(value)
+    except LayoutError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+RunId = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN), AfterValidator(_run_id)]
+IndexDir = Annotated[str, StringConstraints(pattern=INDEX_PATTERN), AfterValidator(_index)]
+
+
+class DistributionFile(BaseModel):
+    """A wheel or sdist file name, parsed with ``packaging``."""
+
+    project: NormalizedName
+    version: Version
+    kind: Literal["wheel", "sdist"]
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+
+def parse_distribution_filename(filename: str) -> DistributionFile:
+    """Parse a wheel (``.whl``) or sdist (``.tar.gz``/``.zip``) file name.
+
+    Raises ``ValueError`` naming the file when it is not a valid distribution file name.
+    """
+    try:
+        check_filename(filename)
+    except LayoutError as exc:
+        raise ValueError(str(exc)) from exc
+    try:
+        if filename.endswith(".whl"):
+            name, version, _build, _tags = parse_wheel_filename(filename)
+            return DistributionFile(project=name, version=version, kind="wheel")
+        if filename.endswith((".tar.gz", ".zip")):
+            name, version = parse_sdist_filename(filename)
+            return DistributionFile(project=name, version=version, kind="sdist")
+    except (InvalidWheelFilename, InvalidSdistFilename) as exc:
+        raise ValueError(f"{filename!r} is not a valid distribution file name: {exc}") from exc
+    raise ValueError(f"{filename!r} is neither a wheel (.whl) nor an sdist (.tar.gz, .zip)")
+
+
+class TestResult(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class ManifestFile(BaseModel):
+    """One artifact of a set, with the checksum and size the build recorded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    filename: Annotated[str, Field(min_length=1, max_length=255)]
+    sha256: Sha256Hex
+    size: Annotated[int, Field(gt=0, le=5 * 1024**4)]
+
+    @field_validator("filename")
+    @classmethod
+    def _valid_distribution_name(cls, value: str) -> str:
+        parse_distribution_filename(value)
+        return value
+
+    @property
+    def distribution(self) -> DistributionFile:
+        return parse_distribution_filename(self.filename)
+
+
+class ManifestTest(BaseModel):
+    """One test job's outcome for a set."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    result: TestResult
+    url: Annotated[str, Field(max_length=2048, pattern=r"^https?://[^\s]+$")] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _TEST_NAME.fullmatch(value):
+            raise ValueError(
+                f"test name {value!r} must be letters, digits or . _ : / + - (1-128 characters)"
+            )
+        return value
+
+
+class ArtifactSet(BaseModel):
+    """The files of one index directory that are promoted together, and their tests."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: IndexDir
+    files: Annotated[list[ManifestFile], Field(min_length=1, max_length=MAX_FILES_PER_SET)]
+    tests: Annotated[list[ManifestTest], Field(max_length=256)] = []
+
+    @model_validator(mode="after")
+    def _unique(self) -> ArtifactSet:
+        seen: set[str] = set()
+        for f in self.files:
+            if f.filename in seen:
+                raise ValueError(f"file {f.filename!r} is listed twice in set {self.index!r}")
+            seen.add(f.filename)
+        names = [t.name for t in self.tests]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"test {dupes[0]!r} is listed twice in set {self.index!r}")
+        return self
+
+    @property
+    def projects(self) -> frozenset[str]:
+        return frozenset(f.distribution.project for f in self.files)
+
+
+class Manifest(BaseModel):
+    """A run's test-result manifest (``manifests/<run_id>.json``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    schema_: Literal["wheelgate/manifest/v1"] = Field(alias="schema")
+    run_id: RunId
+    commit: CommitSha
+    sets: Annotated[list[ArtifactSet], Field(min_length=1, max_length=MAX_SETS)]
+
+    @model_validator(mode="after")
+    def _unique_indexes(self) -> Manifest:
+        indexes = [s.index for s in self.sets]
+        for index in indexes:
+            if indexes.count(index) > 1:
+                raise ValueError(f"index directory {index!r} has more than one set")
+        return self
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
+
+
+def json_schema() -> dict[str, object]:
+    """The JSON Schema of manifest v1, as published in ``schemas/manifest-v1.json``."""
+    schema = Manifest.model_json_schema(by_alias=True, mode="validation")
+    schema["$id"] = "urn:wheelgate:schema:manifest:v1"
+    schema["title"] = "WheelGate test-result manifest v1"
+    return schema
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        parts.append(f"{where}: {item['msg']}")
+    more = error.error_count() - 5
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def parse_manifest(raw: bytes, *, expected_run_id: str | None = None) -> Manifest:
+    """Parse and validate manifest bytes.
+
+    Raises :class:`PromotionRejected` with reason ``manifest-too-large``, ``invalid-json``,
+    ``unsupported-schema``, ``invalid-manifest`` or ``run-id-mismatch`` (when the manifest's
+    ``run_id`` is not the one its key names).
+    """
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise PromotionRejected(
+            Reason.MANIFEST_TOO_LARGE,
+            f"manifest is {len(raw)} bytes; the limit is {MAX_MANIFEST_BYTES}",
+        )
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PromotionRejected(Reason.INVALID_JSON, f"manifest is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise PromotionRejected(Reason.INVALID_MANIFEST, "manifest must be a JSON object")
+    if data.get("schema") != SCHEMA_V1:
+        raise PromotionRejected(
+            Reason.UNSUPPORTED_SCHEMA,
+            f"manifest schema is {data.get('schema')!r}; this promoter accepts {SCHEMA_V1!r}",
+        )
+    try:
+        manifest = Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise PromotionRejected(
+            Reason.INVALID_MANIFEST, f"manifest is invalid: {_describe(exc)}"
+        ) from exc
+    if expected_run_id is not None and manifest.run_id != expected_run_id:
+        raise PromotionRejected(
+            Reason.RUN_ID_MISMATCH,
+            f"manifest key names run {expected_run_id!r} but the manifest says {manifest.run_id!r}",
+        )
+    return manifest

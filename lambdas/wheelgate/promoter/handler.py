@@ -1,0 +1,124 @@
+"""Promoter Lambda: SQS messages carrying S3 events for ``manifests/<run_id>.json``.
+
+Thin by design: parse the event, build the adapters once per container, hand each manifest to
+:class:`wheelgate.promotion.Promoter`. A permanent rejection is recorded and the message is
+done; a transient error fails only that message (partial batch response) so SQS retries it
+and, after the redrive limit, moves it to the dead-letter queue.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from typing import Any
+from urllib.parse import unquote_plus
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.parser import parse
+from aws_lambda_powertools.utilities.parser.models import S3Model
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.config import Config
+
+from wheelgate.cdn import CloudFrontInvalidator
+from wheelgate.promotion import ManifestEvent, Promoter
+from wheelgate.records import State
+from wheelgate.settings import PromoterSettings
+from wheelgate.storage import Bucket
+
+logger = Logger(service="wheelgate-promoter")
+tracer = Tracer(service="wheelgate-promoter")
+metrics = Metrics(namespace="WheelGate", service="wheelgate-promoter")
+processor = BatchProcessor(event_type=EventType.SQS)
+
+#: S3 sends this once when a notification is configured; it names no object.
+S3_TEST_EVENT = "s3:TestEvent"
+
+
+@cache
+def promoter() -> Promoter:
+    """Built on first use and kept for the container's life (no work at import)."""
+    settings = PromoterSettings.from_env(os.environ)
+    # Adaptive retries absorb S3 503 SlowDown before a message has to be redelivered.
+    config = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=32)
+    s3 = boto3.client("s3", config=config)
+    invalidator = None
+    if settings.nightly_distribution_id or settings.staging_distribution_id:
+        invalidator = CloudFrontInvalidator(boto3.client("cloudfront", config=config))
+    return Promoter(
+        settings=settings,
+        staging=Bucket(s3, settings.staging_bucket),
+        nightly=Bucket(s3, settings.nightly_bucket),
+        invalidator=invalidator,
+    )
+
+
+def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
+    """The manifest events in one SQS message body (none for S3's test event).
+
+    Raises ``ValueError`` (and so sends the message towards the dead-letter queue) for a body
+    that is not an S3 event notification.
+    """
+    payload = json.loads(body)
+    if isinstance(payload, dict) and payload.get("Event") == S3_TEST_EVENT:
+        return []
+    events = []
+    for record in parse(event=payload, model=S3Model).Records:
+        if not record.eventName.startswith("ObjectCreated"):
+            continue
+        if record.s3.bucket.name != staging_bucket:
+            logger.warning(
+                "event for another bucket ignored", extra={"bucket": record.s3.bucket.name}
+            )
+            continue
+        key = unquote_plus(record.s3.object.key) if record.s3.object else ""
+        events.append(ManifestEvent(key=key, principal_id=record.userIdentity.principalId))
+    return events
+
+
+@tracer.capture_method
+def record_handler(record: SQSRecord) -> None:
+    service = promoter()
+    for event in manifest_events(record.body, service.settings.staging_bucket):
+        logger.append_keys(manifest_key=event.key)
+        try:
+            result = service.handle(event)
+        except Exception as exc:
+            logger.exception("promotion failed; the message will be retried")
+            metrics.add_metric(name="PromotionErrors", unit=MetricUnit.Count, value=1)
+            service.record_failure(event.key, exc)
+            raise
+        if result is None:
+            logger.info("not a manifest, or the manifest is gone; nothing to do")
+            continue
+        decision = {
+            "run_id": result.run_id,
+            "state": result.state.value,
+            "reason": result.reason,
+            "decision_message": result.message,
+        }
+        if result.state is State.PROMOTED:
+            metrics.add_metric(name="PromotionsSucceeded", unit=MetricUnit.Count, value=1)
+            logger.info("promoted", extra=decision)
+        else:
+            metrics.add_metric(name="PromotionsRejected", unit=MetricUnit.Count, value=1)
+            logger.warning("rejected", extra=decision)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return dict(
+        process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+    )

@@ -1,0 +1,503 @@
+"""Promotion of one manifest: verify, copy, publish, record.
+
+The order is the product's promise. Everything is checked before the first copy; every copy
+succeeds before any index page changes; the record is written last. Each step is idempotent
+(a released file with the same bytes is skipped, a page that already lists a file is left
+alone), so a redelivered or retried message converges on the same final state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from wheelgate.acceptance import AcceptancePolicy, decide
+from wheelgate.errors import PromotionRejected, Reason
+from wheelgate.index_pages import (
+    IndexEntry,
+    absolute,
+    merge_entries,
+    staging_view,
+    upload_time,
+)
+from wheelgate.index_store import IndexStore, PageWrites
+from wheelgate.layout import (
+    METADATA_SUFFIX,
+    NIGHTLY,
+    PAGES,
+    STAGING,
+    LayoutError,
+    relative_href,
+)
+from wheelgate.manifest import ArtifactSet, Manifest, parse_manifest
+from wheelgate.objects import ObjectInfo
+from wheelgate.planning import FileStep, SetPlan, plan_set
+from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
+from wheelgate.settings import PromoterSettings
+from wheelgate.storage import Bucket, PreconditionFailed, S3RangeReader
+from wheelgate.wheelmeta import CoreMetadata, WheelMetadataError, core_metadata, read_core_metadata
+
+METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
+
+
+class Invalidator(Protocol):
+    def invalidate(self, distribution_id: str, keys: Sequence[str]) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class ManifestEvent:
+    """An S3 ObjectCreated event for a manifest key; ``principal_id`` is who wrote it."""
+
+    key: str
+    principal_id: str | None = None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def add_missing(
+    entries: Iterable[IndexEntry],
+) -> Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]:
+    """Page transform that adds ``entries`` but keeps an entry the page already lists (its
+    original upload time stays), so re-publishing a set is a no-op."""
+    entries = tuple(entries)
+
+    def transform(current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
+        present = {e.filename for e in current}
+        return merge_entries(current, [e for e in entries if e.filename not in present])
+
+    return transform
+
+
+class Promoter:
+    """Promotes manifests from the staging bucket into the nightly bucket."""
+
+    def __init__(
+        self,
+        *,
+        settings: PromoterSettings,
+        staging: Bucket,
+        nightly: Bucket,
+        invalidator: Invalidator | None = None,
+        clock: Callable[[], datetime] = _now,
+        workers: int = 16,
+        block_all_on_failure: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.staging = staging
+        self.nightly = nightly
+        self.invalidator = invalidator
+        self.clock = clock
+        self.workers = workers
+        self.policy = AcceptancePolicy(
+            required_tests=settings.required_tests,
+            allowed_indexes=settings.allowed_indexes,
+            block_all_on_failure=block_all_on_failure,
+        )
+        self.staging_pages = IndexStore(staging)
+        self.nightly_pages = IndexStore(nightly)
+
+    # -- records -------------------------------------------------------------------------
+
+    def load_record(self, run_id: str) -> PromotionRecord | None:
+        found = self.staging.get(STAGING.record(run_id))
+        if found is None:
+            return None
+        return PromotionRecord.model_validate_json(found[0])
+
+    def _save(self, record: PromotionRecord) -> PromotionRecord:
+        self.staging.put(
+            STAGING.record(record.run_id),
+            record.to_json().encode(),
+            content_type="application/json",
+        )
+        return record
+
+    def record_failure(self, key: str, error: BaseException) -> None:
+        """Note a transient failure on the run's record (the message will be retried)."""
+        try:
+            run_id = STAGING.run_id_from_manifest_key(key)
+        except LayoutError:
+            return
+        existing = self.load_record(run_id)
+        if existing is not None and existing.state is not State.PENDING:
+            return
+        at = upload_time(self.clock())
+        attempts = (existing.attempts if existing else 0) + 1
+        message = f"attempt {attempts} failed: {type(error).__name__}: {error}; it will be retried"
+        record = existing or PromotionRecord(run_id=run_id, state=State.PENDING)
+        record = record.model_copy(
+            update={
+                "state": State.PENDING,
+                "reason": "transient-error",
+                "message": message,
+                "attempts": attempts,
+                "decided_at": at,
+            }
+        )
+        self._save(
+            record.with_decision(
+                at=at,
+                state=State.PENDING,
+                reason="transient-error",
+                message=message,
+                manifest_sha256=None,
+                actor=None,
+            )
+        )
+
+    # -- the flow ------------------------------------------------------------------------
+
+    def handle(self, event: ManifestEvent) -> PromotionRecord | None:
+        """Decide on the manifest at ``event.key`` and act on it.
+
+        Returns the record written (or the existing one when this manifest was already
+        decided), ``None`` when the key is not a manifest or the manifest is gone. Permanent
+        rejections are recorded and returned, never raised; transient errors raise.
+        """
+        try:
+            run_id = STAGING.run_id_from_manifest_key(event.key)
+        except LayoutError:
+            return None
+        found = self.staging.get(event.key)
+        if found is None:
+            return None
+        raw, _etag = found
+        digest = hashlib.sha256(raw).hexdigest()
+        existing = self.load_record(run_id)
+        if (
+            existing is not None
+            and existing.manifest_sha256 == digest
+            and existing.state is not State.PENDING
+        ):
+            return existing
+        actor = event.principal_id
+        try:
+            self._check_writer(actor)
+            manifest = parse_manifest(raw, expected_run_id=run_id)
+            if existing is not None and existing.state is State.PROMOTED:
+                raise PromotionRejected(
+                    Reason.REPLAY_CONFLICT,
+                    f"run {run_id} was already promoted from another manifest "
+                    f"(sha256 {existing.manifest_sha256}); a promoted run is never changed",
+                )
+            return self._promote(manifest, digest, actor, existing)
+        except PromotionRejected as rejection:
+            return self._reject(run_id, rejection, digest, actor, existing, sets=None)
+
+    def _check_writer(self, principal_id: str | None) -> None:
+        trusted = self.settings.trusted_reporter_id
+        if trusted is None:
+            return
+        if principal_id is None or not (
+            principal_id == f"AWS:{trusted}" or principal_id.startswith(f"AWS:{trusted}:")
+        ):
+            raise PromotionRejected(
+                Reason.UNTRUSTED_WRITER,
+                f"manifest was written by {principal_id or 'an unknown principal'}, "
+                "not by the reporter role",
+            )
+
+    def _reject(
+        self,
+        run_id: str,
+        rejection: PromotionRejected,
+        digest: str,
+        actor: str | None,
+        existing: PromotionRecord | None,
+        sets: list[SetOutcome] | None,
+    ) -> PromotionRecord:
+        at = upload_time(self.clock())
+        if existing is not None and existing.state is State.PROMOTED:
+            # A promoted run stays promoted; the refused replay goes into its history.
+            record = existing
+        else:
+            record = PromotionRecord(
+                run_id=run_id,
+                state=State.REJECTED,
+                reason=rejection.reason.value,
+                message=rejection.message,
+                manifest_sha256=digest,
+                decided_at=at,
+                actor=actor,
+                attempts=(existing.attempts if existing else 0) + 1,
+                sets=sets or [],
+                history=existing.history if existing else [],
+            )
+        return self._save(
+            record.with_decision(
+                at=at,
+                state=State.REJECTED,
+                reason=rejection.reason.value,
+                message=rejection.message,
+                manifest_sha256=digest,
+                actor=actor,
+            )
+        )
+
+    def _promote(
+        self,
+        manifest: Manifest,
+        digest: str,
+        actor: str | None,
+        existing: PromotionRecord | None,
+    ) -> PromotionRecord:
+        decision = decide(manifest, self.policy)
+        rejected_sets = [
+            SetOutcome(
+                index=s.index,
+                state=State.REJECTED,
+                reason=err.reason.value,
+                message=err.message,
+                tests=[t.model_dump(mode="json", exclude_none=True) for t in s.tests],
+            )
+            for s, err in decision.rejected
+        ]
+        if not decision.accepted:
+            first = decision.rejected[0][1]
+            return self._reject(manifest.run_id, first, digest, actor, existing, rejected_sets)
+        # Verify every accepted set before copying anything.
+        try:
+            plans = [self._plan(manifest, s) for s in decision.accepted]
+        except PromotionRejected as rejection:
+            sets = [
+                SetOutcome(
+                    index=s.index,
+                    state=State.REJECTED,
+                    reason=(
+                        rejection.reason.value
+                        if rejection.index in (None, s.index)
+                        else Reason.BLOCKED_BY_OTHER_SET.value
+                    ),
+                    message=rejection.message,
+                )
+                for s in decision.accepted
+            ]
+            return self._reject(
+                manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
+            )
+        entries = self._release(manifest.run_id, plans)
+        pages_nightly, pages_staging = self._publish(plans, entries)
+        invalidations = self._invalidate(pages_nightly, pages_staging)
+        at = upload_time(self.clock())
+        sets = [
+            SetOutcome(
+                index=plan.index,
+                state=State.PROMOTED,
+                files=[
+                    FileOutcome(
+                        filename=step.file.filename,
+                        sha256=step.file.sha256,
+                        size=step.file.size,
+                        action="copied" if step.copy else "already-released",
+                    )
+                    for step in plan.steps
+                ],
+                tests=[
+                    t.model_dump(mode="json", exclude_none=True)
+                    for s in decision.accepted
+                    if s.index == plan.index
+                    for t in s.tests
+                ],
+            )
+            for plan in plans
+        ]
+        copied = sum(len(p.copies) for p in plans)
+        total = sum(len(p.steps) for p in plans)
+        message = f"promoted {total} file(s) in {len(plans)} set(s) ({copied} copied)"
+        if rejected_sets:
+            message += f"; {len(rejected_sets)} set(s) rejected"
+        record = PromotionRecord(
+            run_id=manifest.run_id,
+            state=State.PROMOTED,
+            message=message,
+            commit=manifest.commit,
+            manifest_sha256=digest,
+            decided_at=at,
+            actor=actor,
+            attempts=(existing.attempts if existing else 0) + 1,
+            sets=sets + rejected_sets,
+            pages=pages_nightly.keys,
+            invalidations=invalidations,
+            history=existing.history if existing else [],
+        )
+        return self._save(
+            record.with_decision(
+                at=at,
+                state=State.PROMOTED,
+                reason=None,
+                message=message,
+                manifest_sha256=digest,
+                actor=actor,
+            )
+        )
+
+    def _map(
+        self, fn: Callable[[FileStep], IndexEntry], steps: Sequence[FileStep]
+    ) -> list[IndexEntry]:
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(fn, steps))
+
+    def _plan(self, manifest: Manifest, artifact_set: ArtifactSet) -> SetPlan:
+        prefix = STAGING.run_index_prefix(manifest.run_id, artifact_set.index)
+        names = [
+            obj.key[len(prefix) :]
+            for obj in self.staging.list(prefix)
+            if "/" not in obj.key[len(prefix) :]
+        ]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            heads = list(
+                pool.map(
+                    lambda name: (
+                        self.staging.head(prefix + name)
+                        if not name.endswith(METADATA_SUFFIX)
+                        else None
+                    ),
+                    names,
+                )
+            )
+            released_heads = list(
+                pool.map(
+                    lambda f: self.nightly.head(NIGHTLY.artifact(artifact_set.index, f.filename)),
+                    artifact_set.files,
+                )
+            )
+        staged: dict[str, ObjectInfo] = {}
+        for name, head in zip(names, heads, strict=True):
+            if head is not None:
+                staged[name] = head
+            elif name.endswith(METADATA_SUFFIX):
+                staged[name] = ObjectInfo(key=prefix + name, size=0, etag="")
+        released = {
+            f.filename: head for f, head in zip(artifact_set.files, released_heads, strict=True)
+        }
+        return plan_set(
+            artifact_set,
+            run_id=manifest.run_id,
+            commit=manifest.commit,
+            staged=staged,
+            released=released,
+        )
+
+    def _release(self, run_id: str, plans: Sequence[SetPlan]) -> list[IndexEntry]:
+        """Copy every planned file, write its core metadata, return the nightly entries."""
+        steps = [step for plan in plans for step in plan.steps]
+        return self._map(self._release_one, steps)
+
+    def _release_one(self, step: FileStep) -> IndexEntry:
+        if step.copy:
+            try:
+                copied_sha = self.nightly.copy_in(
+                    self.staging, step.source_key, step.source_etag, step.file.size, step.target_key
+                )
+            except PreconditionFailed:
+                copied_sha = self._already_there(step)
+            if copied_sha is not None and copied_sha != step.file.sha256:
+                raise PromotionRejected(
+                    Reason.COPY_VERIFICATION_FAILED,
+                    f"{step.target_key}: S3 computed sha256 {copied_sha} for the copy, "
+                    f"manifest says {step.file.sha256}",
+                    index=step.index,
+                )
+        metadata = self._core_metadata(step) if step.is_wheel else None
+        page_dir = PAGES.project_dir(step.index, step.file.distribution.project)
+        return IndexEntry(
+            filename=step.file.filename,
+            url=relative_href(page_dir, step.target_key),
+            sha256=step.file.sha256,
+            size=step.file.size,
+            upload_time=upload_time(self.clock()),
+            requires_python=metadata.requires_python if metadata else None,
+            metadata_sha256=metadata.sha256 if metadata else None,
+        )
+
+    def _already_there(self, step: FileStep) -> str | None:
+        head = self.nightly.head(step.target_key)
+        if head is None or head.sha256 != step.file.sha256:
+            raise PromotionRejected(
+                Reason.NIGHTLY_CONFLICT,
+                f"{step.target_key} appeared in nightly with other bytes during promotion",
+                index=step.index,
+            )
+        return head.sha256
+
+    def _core_metadata(self, step: FileStep) -> CoreMetadata:
+        key = NIGHTLY.metadata(step.index, step.file.filename)
+        found = self.nightly.get(key)
+        if found is not None:
+            return core_metadata(found[0])
+        reader = S3RangeReader(
+            self.staging.client,
+            self.staging.name,
+            step.source_key,
+            step.file.size,
+            step.source_etag,
+        )
+        try:
+            metadata = read_core_metadata(reader, step.file.filename)
+        except WheelMetadataError as exc:
+            raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=step.index) from exc
+        try:
+            self.nightly.put(
+                key, metadata.content, content_type=METADATA_CONTENT_TYPE, if_none_match=True
+            )
+        except PreconditionFailed:
+            found = self.nightly.get(key)
+            if found is None or core_metadata(found[0]).sha256 != metadata.sha256:
+                raise PromotionRejected(
+                    Reason.NIGHTLY_CONFLICT,
+                    f"{key} exists in nightly with other content",
+                    index=step.index,
+                ) from None
+        return metadata
+
+    def _publish(
+        self, plans: Sequence[SetPlan], entries: Sequence[IndexEntry]
+    ) -> tuple[PageWrites, PageWrites]:
+        """Update nightly pages of the touched projects, then the staging pages over them."""
+        by_page: dict[tuple[str, str], list[IndexEntry]] = defaultdict(list)
+        steps = [step for plan in plans for step in plan.steps]
+        for step, entry in zip(steps, entries, strict=True):
+            by_page[(step.index, step.file.distribution.project)].append(entry)
+        nightly_writes, staging_writes = PageWrites(), PageWrites()
+        for (index, project), page_entries in sorted(by_page.items()):
+            nightly_writes.extend(
+                self.nightly_pages.update_project(index, project, add_missing(page_entries))
+            )
+            page, _ = self.nightly_pages.read_project(index, project)
+            borrowed = absolute(
+                page.entries,
+                self.settings.nightly_base_url + PAGES.project_dir(index, project),
+            )
+            staging_writes.extend(
+                self.staging_pages.update_project(
+                    index,
+                    project,
+                    staging_view(borrowed, drop=[e.filename for e in page_entries]),
+                )
+            )
+        projects_by_index: dict[str, set[str]] = defaultdict(set)
+        for index, project in by_page:
+            projects_by_index[index].add(project)
+        for index, projects in sorted(projects_by_index.items()):
+            nightly_writes.extend(self.nightly_pages.add_projects(index, projects))
+            staging_writes.extend(self.staging_pages.add_projects(index, projects))
+        return nightly_writes, staging_writes
+
+    def _invalidate(self, nightly: PageWrites, staging: PageWrites) -> list[str]:
+        if self.invalidator is None:
+            return []
+        ids: list[str] = []
+        for distribution, writes in (
+            (self.settings.nightly_distribution_id, nightly),
+            (self.settings.staging_distribution_id, staging),
+        ):
+            if distribution and writes.keys:
+                ids += self.invalidator.invalidate(distribution, writes.keys)
+        return ids

@@ -1,0 +1,97 @@
+"""Promotion records: the decision about a run, with a reason, as the CLI and people read it."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from wheelgate.errors import PromotionRejected
+
+
+class State(StrEnum):
+    PENDING = "pending"
+    PROMOTED = "promoted"
+    REJECTED = "rejected"
+
+
+class FileOutcome(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    filename: str
+    sha256: str
+    size: int
+    action: Literal["copied", "already-released"]
+
+
+class SetOutcome(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    index: str
+    state: State
+    reason: str | None = None
+    message: str = ""
+    files: list[FileOutcome] = []
+    tests: list[dict[str, str]] = []
+
+
+class HistoryEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    at: str
+    state: State
+    reason: str | None = None
+    message: str = ""
+    manifest_sha256: str | None = None
+    actor: str | None = None
+
+
+class PromotionRecord(BaseModel):
+    """``records/<run_id>.json``. ``state`` and ``reason`` answer "was this run promoted, and
+    if not, why"; ``history`` keeps every decision taken on the run."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    schema_: Literal["wheelgate/record/v1"] = Field(default="wheelgate/record/v1", alias="schema")
+    run_id: str
+    state: State
+    reason: str | None = None
+    message: str = ""
+    commit: str | None = None
+    manifest_sha256: str | None = None
+    decided_at: str | None = None
+    actor: str | None = None
+    attempts: int = 0
+    sets: list[SetOutcome] = []
+    pages: list[str] = []
+    invalidations: list[str] = []
+    history: list[HistoryEntry] = []
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+    def with_decision(
+        self,
+        *,
+        at: str,
+        state: State,
+        reason: str | None,
+        message: str,
+        manifest_sha256: str | None,
+        actor: str | None,
+    ) -> PromotionRecord:
+        entry = HistoryEntry(
+            at=at,
+            state=state,
+            reason=reason,
+            message=message,
+            manifest_sha256=manifest_sha256,
+            actor=actor,
+        )
+        return self.model_copy(update={"history": [*self.history, entry][-50:]})
+
+
+def rejection_fields(error: PromotionRejected) -> dict[str, str | None]:
+    """The one place a rejection becomes record fields."""
+    return {"reason": error.reason.value, "message": error.message}

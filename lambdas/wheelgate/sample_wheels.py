@@ -1,0 +1,62 @@
+"""Build small, real, installable wheels for the demo, tests and benchmarks.
+
+The wheels follow the binary distribution format (METADATA, WHEEL, RECORD with hashes), so pip
+and uv install them like any other; ``payload_bytes`` pads one to a chosen size with
+incompressible data, to stand in for a large GPU wheel.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return "sha256=" + digest.decode()
+
+
+def build_wheel(
+    directory: Path,
+    name: str,
+    version: str,
+    *,
+    requires: Sequence[str] = (),
+    requires_python: str | None = ">=3.9",
+    tag: str = "py3-none-any",
+    payload_bytes: int = 0,
+    module_source: str | None = None,
+) -> Path:
+    """Write ``<name>-<version>-<tag>.whl`` into ``directory`` and return its path."""
+    module = canonicalize_name(name).replace("-", "_")
+    dist = f"{module}-{version}"
+    info = f"{dist}.dist-info"
+    metadata_lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    if requires_python:
+        metadata_lines.append(f"Requires-Python: {requires_python}")
+    metadata_lines += [f"Requires-Dist: {r}" for r in requires]
+    files: dict[str, bytes] = {
+        f"{module}/__init__.py": (module_source or f'__version__ = "{version}"\n').encode(),
+        f"{info}/METADATA": ("\n".join(metadata_lines) + "\n\n").encode(),
+        f"{info}/WHEEL": (
+            f"Wheel-Version: 1.0\nGenerator: wheelgate\nRoot-Is-Purelib: true\nTag: {tag}\n"
+        ).encode(),
+    }
+    if payload_bytes:
+        files[f"{module}/payload.bin"] = os.urandom(payload_bytes)
+    record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files.items())
+    record += f"{info}/RECORD,,\n"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{module}-{version}-{tag}.whl"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for member, data in files.items():
+            compress = zipfile.ZIP_STORED if member.endswith(".bin") else zipfile.ZIP_DEFLATED
+            archive.writestr(member, data, compress_type=compress)
+        archive.writestr(f"{info}/RECORD", record)
+    return path

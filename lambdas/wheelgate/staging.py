@@ -1,0 +1,300 @@
+"""Staging a run's files and building its manifest (what ``wheelgate stage``/``report`` do)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from wheelgate.index_pages import IndexEntry, absolute, staging_view, upload_time
+from wheelgate.index_store import IndexStore, PageWrites
+from wheelgate.layout import (
+    METADATA_SUFFIX,
+    PAGES,
+    STAGING,
+    check_index,
+    check_run_id,
+    relative_href,
+)
+from wheelgate.manifest import (
+    SCHEMA_V1,
+    ArtifactSet,
+    Manifest,
+    ManifestFile,
+    ManifestTest,
+    TestResult,
+    parse_distribution_filename,
+)
+from wheelgate.objects import META_COMMIT, META_RUN_ID
+from wheelgate.storage import Bucket
+from wheelgate.wheelmeta import (
+    CoreMetadata,
+    FileRangeReader,
+    WheelMetadataError,
+    read_core_metadata,
+)
+
+ARTIFACT_CONTENT_TYPE = "application/octet-stream"
+METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
+_HASH_CHUNK = 8 * 1024 * 1024
+
+
+class StageError(ValueError):
+    """Input that cannot be staged; nothing was uploaded."""
+
+
+@dataclass(frozen=True)
+class LocalArtifact:
+    path: Path
+    filename: str
+    project: str
+    size: int
+    sha256: str
+    metadata: CoreMetadata | None
+
+
+def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+            if progress:
+                progress(len(chunk))
+    return digest.hexdigest()
+
+
+def inspect_files(paths: Sequence[Path]) -> list[LocalArtifact]:
+    """Check every file before anything is uploaded: it exists, has a valid distribution name,
+    and (for a wheel) readable core metadata. Raises :class:`StageError` listing all problems."""
+    problems: list[str] = []
+    artifacts: list[LocalArtifact] = []
+    seen: set[str] = set()
+    for path in paths:
+        if not path.is_file():
+            problems.append(f"{path}: no such file")
+            continue
+        try:
+            dist = parse_distribution_filename(path.name)
+        except ValueError as exc:
+            problems.append(f"{path}: {exc}")
+            continue
+        if path.name in seen:
+            problems.append(f"{path}: a file named {path.name} is already in this upload")
+            continue
+        seen.add(path.name)
+        size = path.stat().st_size
+        metadata = None
+        if dist.kind == "wheel":
+            try:
+                with path.open("rb") as handle:
+                    metadata = read_core_metadata(FileRangeReader(handle, size), path.name)
+            except WheelMetadataError as exc:
+                problems.append(f"{path}: {exc}")
+                continue
+        artifacts.append(
+            LocalArtifact(path, path.name, dist.project, size, sha256_file(path), metadata)
+        )
+    if problems:
+        raise StageError("cannot stage:\n  " + "\n  ".join(problems))
+    if not artifacts:
+        raise StageError("cannot stage: no files given")
+    return artifacts
+
+
+@dataclass(frozen=True)
+class StageResult:
+    uploaded: list[str]
+    unchanged: list[str]
+    pages: PageWrites
+
+
+def stage(
+    *,
+    staging: Bucket,
+    nightly: Bucket,
+    nightly_base_url: str,
+    run_id: str,
+    index: str,
+    commit: str,
+    artifacts: Sequence[LocalArtifact],
+    progress: Callable[[str, int, int], None] | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> StageResult:
+    """Upload ``artifacts`` under ``runs/<run_id>/<index>/`` with their SHA-256 and commit,
+    write each wheel's ``.metadata``, then update the staging pages of the touched projects
+    (staged files over the nightly ones, so the staging index is complete).
+
+    Raises :class:`StageError` when a file of the same name is already staged for this run with
+    other bytes (a run's staged files are never replaced).
+    """
+    check_run_id(run_id)
+    check_index(index)
+    heads = {
+        a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
+    }
+    clashes = [
+        f"{name} (staged sha256 {head.sha256})"
+        for name, head in heads.items()
+        if head is not None
+        and head.sha256 != next(a.sha256 for a in artifacts if a.filename == name)
+    ]
+    if clashes:
+        raise StageError(
+            f"run {run_id} already has other bytes staged in {index} for: {', '.join(clashes)}; "
+            "staged files are not replaced, stage under a new run id"
+        )
+    uploaded, unchanged = [], []
+    for artifact in artifacts:
+        key = STAGING.artifact(run_id, index, artifact.filename)
+        existing = heads[artifact.filename]
+        if existing is not None and existing.metadata.get(META_COMMIT) == commit:
+            unchanged.append(artifact.filename)
+        else:
+            done = 0
+
+            def report(n: int, name: str = artifact.filename, total: int = artifact.size) -> None:
+                nonlocal done
+                done += n
+                if progress:
+                    progress(name, done, total)
+
+            staging.upload_file(
+                artifact.path,
+                key,
+                sha256=artifact.sha256,
+                content_type=ARTIFACT_CONTENT_TYPE,
+                metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+                progress=report,
+            )
+            uploaded.append(artifact.filename)
+        if artifact.metadata is not None:
+            staging.put(
+                key + METADATA_SUFFIX,
+                artifact.metadata.content,
+                content_type=METADATA_CONTENT_TYPE,
+                metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+            )
+    pages = publish_staged(
+        staging=staging,
+        nightly=nightly,
+        nightly_base_url=nightly_base_url,
+        run_id=run_id,
+        index=index,
+        artifacts=artifacts,
+        now=upload_time(clock()),
+    )
+    return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
+
+
+def publish_staged(
+    *,
+    staging: Bucket,
+    nightly: Bucket,
+    nightly_base_url: str,
+    run_id: str,
+    index: str,
+    artifacts: Sequence[LocalArtifact],
+    now: str,
+) -> PageWrites:
+    """Add staged artifacts to the staging pages of their projects."""
+    by_project: dict[str, list[LocalArtifact]] = defaultdict(list)
+    for artifact in artifacts:
+        by_project[artifact.project].append(artifact)
+    staging_pages, nightly_pages = IndexStore(staging), IndexStore(nightly)
+    writes = PageWrites()
+    for project, items in sorted(by_project.items()):
+        page_dir = PAGES.project_dir(index, project)
+        entries = [
+            IndexEntry(
+                filename=a.filename,
+                url=relative_href(page_dir, STAGING.artifact(run_id, index, a.filename)),
+                sha256=a.sha256,
+                size=a.size,
+                upload_time=now,
+                requires_python=a.metadata.requires_python if a.metadata else None,
+                metadata_sha256=a.metadata.sha256 if a.metadata else None,
+            )
+            for a in items
+        ]
+        nightly_page, _ = nightly_pages.read_project(index, project)
+        borrowed = absolute(nightly_page.entries, nightly_base_url + page_dir)
+        writes.extend(
+            staging_pages.update_project(index, project, staging_view(borrowed, add=entries))
+        )
+    nightly_projects, _ = nightly_pages.read_root(index)
+    writes.extend(staging_pages.add_projects(index, [*by_project, *nightly_projects]))
+    return writes
+
+
+def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
+    """Every file staged for ``run_id``, by index directory, with its recorded SHA-256."""
+    prefix = STAGING.run_prefix(run_id)
+    found: dict[str, list[ManifestFile]] = defaultdict(list)
+    for obj in staging.list(prefix):
+        rest = obj.key[len(prefix) :]
+        index, _, filename = rest.rpartition("/")
+        if not index or filename.endswith(METADATA_SUFFIX):
+            continue
+        head = staging.head(obj.key)
+        if head is None or head.sha256 is None:
+            raise StageError(f"{obj.key} has no SHA-256; was it staged with wheelgate stage?")
+        found[index].append(ManifestFile(filename=filename, sha256=head.sha256, size=head.size))
+    return dict(found)
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    index: str
+    name: str
+    result: TestResult
+    url: str | None
+
+
+def parse_test_spec(spec: str) -> TestSpec:
+    """``DIR:NAME=passed|failed|skipped[@URL]`` -> :class:`TestSpec`; ``ValueError`` if not."""
+    head, sep, result_part = spec.partition("=")
+    index, colon, name = head.rpartition(":")
+    if not sep or not colon or not index or not name:
+        raise ValueError(f"test {spec!r} is not DIR:NAME=passed|failed|skipped[@URL]")
+    result, _, url = result_part.partition("@")
+    try:
+        outcome = TestResult(result)
+    except ValueError:
+        raise ValueError(f"test {spec!r}: result must be passed, failed or skipped") from None
+    return TestSpec(index=check_index(index), name=name, result=outcome, url=url or None)
+
+
+def build_manifest(
+    *, run_id: str, commit: str, staged: Mapping[str, list[ManifestFile]], tests: Sequence[TestSpec]
+) -> Manifest:
+    """The manifest for what is staged plus test results. Raises ``ValueError`` for a test
+    naming an index directory with nothing staged, or pydantic's error for invalid fields."""
+    unknown = sorted({t.index for t in tests} - set(staged))
+    if unknown:
+        raise ValueError(
+            f"tests name index directories with nothing staged for run {run_id}: "
+            + ", ".join(unknown)
+        )
+    sets = [
+        ArtifactSet(
+            index=index,
+            files=sorted(files, key=lambda f: f.filename),
+            tests=[
+                ManifestTest(name=t.name, result=t.result, url=t.url)
+                for t in tests
+                if t.index == index
+            ],
+        )
+        for index, files in sorted(staged.items())
+    ]
+    return Manifest.model_validate(
+        {
+            "schema": SCHEMA_V1,
+            "run_id": run_id,
+            "commit": commit,
+            "sets": [s.model_dump() for s in sets],
+        }
+    )

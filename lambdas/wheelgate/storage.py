@@ -1,0 +1,390 @@
+"""S3 adapters. Every class takes a boto3 client; nothing here reads the environment.
+
+Errors are translated at this boundary: a missing object is ``None``, a lost conditional write
+is :class:`PreconditionFailed`, throttling and server errors are :class:`TransientError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from botocore.exceptions import ClientError
+
+from wheelgate.errors import TransientError
+from wheelgate.objects import (
+    META_SHA256,
+    ListedObject,
+    ObjectInfo,
+    sha256_b64_to_hex,
+    sha256_hex_to_b64,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+#: S3's single-request limit for PutObject and CopyObject.
+SINGLE_REQUEST_LIMIT = 5 * 1024**3
+#: Part size for multipart uploads and copies of larger files (S3 allows at most 10,000 parts).
+MULTIPART_PART_SIZE = 512 * 1024**2
+
+_NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchVersion"}
+_PRECONDITION = {"412", "PreconditionFailed", "ConditionalRequestConflict", "409"}
+_TRANSIENT = {
+    "500",
+    "502",
+    "503",
+    "504",
+    "SlowDown",
+    "InternalError",
+    "ServiceUnavailable",
+    "RequestTimeout",
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+}
+
+
+class PreconditionFailed(Exception):
+    """A conditional write lost: the object exists (If-None-Match) or changed (If-Match)."""
+
+
+class AccessError(Exception):
+    """S3 refused the request (permissions, missing bucket); names bucket and key."""
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _status(exc: ClientError) -> str:
+    return str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+
+
+def translate(exc: ClientError, bucket: str, key: str) -> Exception:
+    """Map a botocore error to the adapter's exceptions."""
+    code, status = _code(exc), _status(exc)
+    if code in _PRECONDITION or status in ("412", "409"):
+        return PreconditionFailed(f"s3://{bucket}/{key}: {code or status}")
+    if code in _TRANSIENT or status.startswith("5"):
+        return TransientError(f"s3://{bucket}/{key}: {code or status} (will retry)")
+    return AccessError(f"s3://{bucket}/{key}: {code or status}: {exc}")
+
+
+class S3RangeReader:
+    """:class:`wheelgate.wheelmeta.RangeReader` over one S3 object version (pinned by ETag)."""
+
+    def __init__(self, client: S3Client, bucket: str, key: str, size: int, etag: str) -> None:
+        self._client = client
+        self._bucket = bucket
+        self._key = key
+        self._size = size
+        self._etag = etag
+        self.requests = 0
+        self.bytes_read = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        end = min(start + length, self._size) - 1
+        try:
+            response = self._client.get_object(
+                Bucket=self._bucket,
+                Key=self._key,
+                Range=f"bytes={start}-{end}",
+                IfMatch=self._etag,
+            )
+        except ClientError as exc:
+            raise translate(exc, self._bucket, self._key) from exc
+        data = response["Body"].read()
+        self.requests += 1
+        self.bytes_read += len(data)
+        return data
+
+
+class ProgressReader:
+    """File wrapper that reports how far into the file the upload has read.
+
+    botocore may read the body more than once (checksums, retries), so progress is the
+    furthest offset reached, reported as the increase since the last report.
+    """
+
+    def __init__(self, handle: BinaryIO, callback: Callable[[int], None] | None) -> None:
+        self._handle = handle
+        self._callback = callback
+        self._furthest = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._handle.read(size)
+        position = self._handle.tell()
+        if position > self._furthest:
+            if self._callback:
+                self._callback(position - self._furthest)
+            self._furthest = position
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+
+class Bucket:
+    """One S3 bucket through one boto3 client."""
+
+    def __init__(self, client: S3Client, name: str) -> None:
+        self.client = client
+        self.name = name
+
+    def _call(self, key: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
+        try:
+            return fn(Bucket=self.name, Key=key, **kwargs)
+        except ClientError as exc:
+            if _code(exc) in _NOT_FOUND or _status(exc) == "404":
+                return None
+            raise translate(exc, self.name, key) from exc
+
+    def head(self, key: str) -> ObjectInfo | None:
+        response = self._call(key, self.client.head_object, ChecksumMode="ENABLED")
+        if response is None:
+            return None
+        checksum = response.get("ChecksumSHA256")
+        return ObjectInfo(
+            key=key,
+            size=int(response["ContentLength"]),
+            etag=str(response["ETag"]),
+            s3_sha256=sha256_b64_to_hex(checksum) if checksum else None,
+            metadata=dict(response.get("Metadata", {})),
+            version_id=response.get("VersionId"),
+        )
+
+    def get(self, key: str) -> tuple[bytes, str] | None:
+        """Body and ETag, or ``None`` if there is no such object."""
+        response = self._call(key, self.client.get_object)
+        if response is None:
+            return None
+        return response["Body"].read(), str(response["ETag"])
+
+    def list(self, prefix: str) -> Iterator[ListedObject]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=self.name, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    yield ListedObject(item["Key"], int(item["Size"]), str(item["ETag"]))
+        except ClientError as exc:
+            raise translate(exc, self.name, prefix) from exc
+
+    def put(
+        self,
+        key: str,
+        body: bytes,
+        *,
+        content_type: str,
+        cache_control: str | None = None,
+        if_match: str | None = None,
+        if_none_match: bool = False,
+        metadata: Mapping[str, str] | None = None,
+    ) -> str:
+        """Write a small object with a SHA-256 checksum; return its ETag.
+
+        ``if_match`` / ``if_none_match`` make the write conditional; a lost condition raises
+        :class:`PreconditionFailed`.
+        """
+        kwargs: dict[str, Any] = {
+            "Body": body,
+            "ContentType": content_type,
+            "ChecksumAlgorithm": "SHA256",
+            "ChecksumSHA256": base64.b64encode(hashlib.sha256(body).digest()).decode(),
+            "Metadata": dict(metadata or {}),
+        }
+        if cache_control:
+            kwargs["CacheControl"] = cache_control
+        if if_match:
+            kwargs["IfMatch"] = if_match
+        if if_none_match:
+            kwargs["IfNoneMatch"] = "*"
+        try:
+            response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
+        except ClientError as exc:
+            raise translate(exc, self.name, key) from exc
+        return str(response["ETag"])
+
+    def upload_file(
+        self,
+        path: Path,
+        key: str,
+        *,
+        sha256: str,
+        content_type: str,
+        metadata: Mapping[str, str],
+        progress: Callable[[int], None] | None = None,
+        part_size: int = MULTIPART_PART_SIZE,
+        single_request_limit: int = SINGLE_REQUEST_LIMIT,
+    ) -> None:
+        """Upload a file so that S3 checks its SHA-256.
+
+        Up to ``single_request_limit`` bytes go in one PutObject carrying the full-object
+        SHA-256, which S3 verifies. Larger files use multipart with a SHA-256 per part (S3
+        verifies each part); the full-object hash is then kept in user metadata.
+        """
+        size = path.stat().st_size
+        meta = {**metadata, META_SHA256: sha256}
+        if size <= single_request_limit:
+            with path.open("rb") as handle:
+                try:
+                    self.client.put_object(
+                        Bucket=self.name,
+                        Key=key,
+                        Body=ProgressReader(handle, progress),  # type: ignore[arg-type]
+                        ContentLength=size,
+                        ContentType=content_type,
+                        ChecksumAlgorithm="SHA256",
+                        ChecksumSHA256=sha256_hex_to_b64(sha256),
+                        Metadata=meta,
+                    )
+                except ClientError as exc:
+                    raise translate(exc, self.name, key) from exc
+            return
+        self._multipart_upload(path, key, size, content_type, meta, progress, part_size)
+
+    def _multipart_upload(
+        self,
+        path: Path,
+        key: str,
+        size: int,
+        content_type: str,
+        metadata: Mapping[str, str],
+        progress: Callable[[int], None] | None,
+        part_size: int,
+    ) -> None:
+        try:
+            upload = self.client.create_multipart_upload(
+                Bucket=self.name,
+                Key=key,
+                ContentType=content_type,
+                ChecksumAlgorithm="SHA256",
+                Metadata=dict(metadata),
+            )
+            upload_id = upload["UploadId"]
+            parts: list[dict[str, Any]] = []
+            try:
+                with path.open("rb") as handle:
+                    number = 1
+                    while chunk := handle.read(part_size):
+                        digest = base64.b64encode(hashlib.sha256(chunk).digest()).decode()
+                        part = self.client.upload_part(
+                            Bucket=self.name,
+                            Key=key,
+                            UploadId=upload_id,
+                            PartNumber=number,
+                            Body=chunk,
+                            ChecksumAlgorithm="SHA256",
+                            ChecksumSHA256=digest,
+                        )
+                        parts.append(
+                            {"PartNumber": number, "ETag": part["ETag"], "ChecksumSHA256": digest}
+                        )
+                        if progress:
+                            progress(len(chunk))
+                        number += 1
+                self.client.complete_multipart_upload(
+                    Bucket=self.name,
+                    Key=key,
+                    UploadId=upload_id,
+                    MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+                )
+            except BaseException:
+                self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
+                raise
+        except ClientError as exc:
+            raise translate(exc, self.name, key) from exc
+
+    def copy_in(
+        self,
+        source: Bucket,
+        source_key: str,
+        source_etag: str,
+        size: int,
+        key: str,
+        *,
+        part_size: int = MULTIPART_PART_SIZE,
+        single_request_limit: int = SINGLE_REQUEST_LIMIT,
+    ) -> str | None:
+        """Server-side copy that never overwrites; return the copy's full-object SHA-256.
+
+        The source is pinned by ETag. Up to ``single_request_limit`` bytes, S3 computes a
+        full-object SHA-256 of the copy, which is returned for the caller to verify; larger
+        objects are copied part by part and ``None`` is returned (the hash recorded in user
+        metadata travels with the copy). Raises :class:`PreconditionFailed` if ``key`` exists.
+        """
+        copy_source = {"Bucket": source.name, "Key": source_key}
+        if size <= single_request_limit:
+            try:
+                response = self.client.copy_object(
+                    Bucket=self.name,
+                    Key=key,
+                    CopySource=copy_source,  # type: ignore[arg-type]
+                    CopySourceIfMatch=source_etag,
+                    IfNoneMatch="*",
+                    ChecksumAlgorithm="SHA256",
+                )
+            except ClientError as exc:
+                raise translate(exc, self.name, key) from exc
+            checksum = response.get("CopyObjectResult", {}).get("ChecksumSHA256")
+            return sha256_b64_to_hex(checksum) if checksum else None
+        self._multipart_copy(source, source_key, source_etag, size, key, part_size)
+        return None
+
+    def _multipart_copy(
+        self, source: Bucket, source_key: str, source_etag: str, size: int, key: str, part: int
+    ) -> None:
+        head = source.head(source_key)
+        if head is None or head.etag != source_etag:
+            raise PreconditionFailed(f"s3://{source.name}/{source_key} changed during promotion")
+        try:
+            upload = self.client.create_multipart_upload(
+                Bucket=self.name,
+                Key=key,
+                ContentType="application/octet-stream",
+                Metadata=dict(head.metadata),
+            )
+            upload_id = upload["UploadId"]
+            ranges = [(start, min(start + part, size) - 1) for start in range(0, size, part)]
+
+            def copy_part(numbered: tuple[int, tuple[int, int]]) -> dict[str, Any]:
+                number, (first, last) = numbered
+                result = self.client.upload_part_copy(
+                    Bucket=self.name,
+                    Key=key,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    CopySource={"Bucket": source.name, "Key": source_key},
+                    CopySourceIfMatch=source_etag,
+                    CopySourceRange=f"bytes={first}-{last}",
+                )
+                return {"PartNumber": number, "ETag": result["CopyPartResult"]["ETag"]}
+
+            try:
+                with ThreadPoolExecutor(max_workers=8) as pool:
+                    parts = list(pool.map(copy_part, enumerate(ranges, start=1)))
+                self.client.complete_multipart_upload(
+                    Bucket=self.name,
+                    Key=key,
+                    UploadId=upload_id,
+                    MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+                    IfNoneMatch="*",
+                )
+            except BaseException:
+                self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
+                raise
+        except ClientError as exc:
+            raise translate(exc, self.name, key) from exc

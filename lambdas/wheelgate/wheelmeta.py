@@ -1,0 +1,218 @@
+"""Core metadata (PEP 658) of a wheel, read with a few ranged reads of its zip directory.
+
+A multi-gigabyte wheel is never downloaded: we read the end-of-central-directory record, the
+central directory and the one ``*.dist-info/METADATA`` member. The same code reads a local file
+(``wheelgate stage``) and an S3 object (the promoter) through :class:`RangeReader`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import zlib
+from dataclasses import dataclass
+from email.parser import BytesHeaderParser
+from typing import BinaryIO, Protocol
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+_EOCD_SIG = b"PK\x05\x06"
+_ZIP64_LOCATOR_SIG = b"PK\x06\x07"
+_ZIP64_EOCD_SIG = b"PK\x06\x06"
+_CDIR_SIG = b"PK\x01\x02"
+_LOCAL_SIG = b"PK\x03\x04"
+_EOCD_SIZE = 22
+_MAX_COMMENT = 65535
+#: METADATA is a few KB; anything past this is not a metadata file we should hold in memory.
+MAX_METADATA_BYTES = 16 * 1024 * 1024
+#: A directory of 200,000 entries is ~20 MB; larger is not a wheel we can index sanely.
+MAX_CENTRAL_DIRECTORY_BYTES = 64 * 1024 * 1024
+
+
+class WheelMetadataError(ValueError):
+    """The file is not a readable wheel, or has no usable METADATA."""
+
+
+class RangeReader(Protocol):
+    """Random access to the bytes of one file."""
+
+    @property
+    def size(self) -> int: ...
+
+    def read(self, start: int, length: int) -> bytes:
+        """Exactly ``length`` bytes from ``start`` (fewer only at end of file)."""
+        ...
+
+
+class FileRangeReader:
+    """:class:`RangeReader` over a local binary file; counts the bytes it reads."""
+
+    def __init__(self, handle: BinaryIO, size: int) -> None:
+        self._handle = handle
+        self._size = size
+        self.bytes_read = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, start: int, length: int) -> bytes:
+        self._handle.seek(start)
+        data = self._handle.read(length)
+        self.bytes_read += len(data)
+        return data
+
+
+@dataclass(frozen=True)
+class CoreMetadata:
+    """A wheel's METADATA bytes and what the index needs from them."""
+
+    content: bytes
+    sha256: str
+    requires_python: str | None
+
+
+def _find_eocd(reader: RangeReader) -> tuple[bytes, int]:
+    tail_len = min(reader.size, _EOCD_SIZE + _MAX_COMMENT)
+    tail_start = reader.size - tail_len
+    tail = reader.read(tail_start, tail_len)
+    pos = tail.rfind(_EOCD_SIG)
+    while pos >= 0 and pos + _EOCD_SIZE > len(tail):
+        pos = tail.rfind(_EOCD_SIG, 0, pos)
+    if pos < 0:
+        raise WheelMetadataError("no zip end-of-central-directory record: not a zip file")
+    return tail, tail_start + pos
+
+
+def _central_directory(reader: RangeReader) -> bytes:
+    tail, eocd_at = _find_eocd(reader)
+    rel = eocd_at - (reader.size - len(tail))
+    (_sig, _disk, _cd_disk, _n_disk, n_total, cd_size, cd_offset, _clen) = struct.unpack(
+        "<4sHHHHIIH", tail[rel : rel + _EOCD_SIZE]
+    )
+    if cd_offset == 0xFFFFFFFF or cd_size == 0xFFFFFFFF or n_total == 0xFFFF:
+        loc_at = eocd_at - 20
+        locator = reader.read(loc_at, 20) if loc_at >= 0 else b""
+        if len(locator) != 20 or locator[:4] != _ZIP64_LOCATOR_SIG:
+            raise WheelMetadataError("zip64 archive without a zip64 locator")
+        (zip64_eocd_at,) = struct.unpack("<Q", locator[8:16])
+        record = reader.read(zip64_eocd_at, 56)
+        if len(record) != 56 or record[:4] != _ZIP64_EOCD_SIG:
+            raise WheelMetadataError("zip64 end-of-central-directory record is missing")
+        cd_size, cd_offset = struct.unpack("<QQ", record[40:56])
+    if cd_size > MAX_CENTRAL_DIRECTORY_BYTES:
+        raise WheelMetadataError(f"zip central directory of {cd_size} bytes is too large")
+    if cd_offset + cd_size > reader.size:
+        raise WheelMetadataError("zip central directory lies outside the file")
+    # The directory often sits inside the tail we already read.
+    tail_start = reader.size - len(tail)
+    if cd_offset >= tail_start:
+        return tail[cd_offset - tail_start : cd_offset - tail_start + cd_size]
+    return reader.read(cd_offset, cd_size)
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str
+    method: int
+    crc: int
+    compressed_size: int
+    size: int
+    local_offset: int
+
+
+def _zip64_values(extra: bytes, member: list[int]) -> None:
+    # member = [size, compressed_size, local_offset]; replace 0xFFFFFFFF ones in that order.
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, length = struct.unpack("<HH", extra[pos : pos + 4])
+        body = extra[pos + 4 : pos + 4 + length]
+        if tag == 0x0001:
+            at = 0
+            for i in range(3):
+                if member[i] == 0xFFFFFFFF and at + 8 <= len(body):
+                    (member[i],) = struct.unpack("<Q", body[at : at + 8])
+                    at += 8
+            return
+        pos += 4 + length
+
+
+def _members(directory: bytes) -> list[_Member]:
+    members = []
+    pos = 0
+    while pos + 46 <= len(directory) and directory[pos : pos + 4] == _CDIR_SIG:
+        fields = struct.unpack("<4sHHHHHHIIIHHHHHII", directory[pos : pos + 46])
+        method, crc, csize, usize = fields[4], fields[7], fields[8], fields[9]
+        name_len, extra_len, comment_len, local_offset = (
+            fields[10],
+            fields[11],
+            fields[12],
+            fields[16],
+        )
+        name = directory[pos + 46 : pos + 46 + name_len].decode("utf-8", "replace")
+        extra = directory[pos + 46 + name_len : pos + 46 + name_len + extra_len]
+        values = [usize, csize, local_offset]
+        _zip64_values(extra, values)
+        members.append(_Member(name, method, crc, values[1], values[0], values[2]))
+        pos += 46 + name_len + extra_len + comment_len
+    return members
+
+
+def _metadata_member(members: list[_Member], wheel_filename: str) -> _Member:
+    project, _version, _build, _tags = parse_wheel_filename(wheel_filename)
+    candidates = []
+    for m in members:
+        parts = m.name.split("/")
+        if len(parts) == 2 and parts[1] == "METADATA" and parts[0].endswith(".dist-info"):
+            dist = parts[0][: -len(".dist-info")].rpartition("-")[0]
+            if canonicalize_name(dist) == project:
+                candidates.append(m)
+    if len(candidates) != 1:
+        raise WheelMetadataError(
+            f"{wheel_filename}: expected one {project}-*.dist-info/METADATA, "
+            f"found {len(candidates)}"
+        )
+    return candidates[0]
+
+
+def read_core_metadata(reader: RangeReader, wheel_filename: str) -> CoreMetadata:
+    """Extract the METADATA file of the wheel behind ``reader``.
+
+    Raises :class:`WheelMetadataError` when the file is not a zip, has no single matching
+    ``.dist-info/METADATA``, uses an unsupported compression or fails its CRC check.
+    """
+    member = _metadata_member(_members(_central_directory(reader)), wheel_filename)
+    if member.size > MAX_METADATA_BYTES or member.compressed_size > MAX_METADATA_BYTES:
+        raise WheelMetadataError(f"{wheel_filename}: METADATA is {member.size} bytes")
+    header = reader.read(member.local_offset, 30)
+    if len(header) != 30 or header[:4] != _LOCAL_SIG:
+        raise WheelMetadataError(f"{wheel_filename}: bad local header for {member.name}")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    data_at = member.local_offset + 30 + name_len + extra_len
+    raw = reader.read(data_at, member.compressed_size)
+    if member.method == 0:
+        content = raw
+    elif member.method == 8:
+        try:
+            content = zlib.decompress(raw, -15)
+        except zlib.error as exc:
+            raise WheelMetadataError(f"{wheel_filename}: METADATA is corrupt: {exc}") from exc
+    else:
+        raise WheelMetadataError(
+            f"{wheel_filename}: METADATA uses zip method {member.method}; only stored and "
+            "deflate are supported"
+        )
+    if zlib.crc32(content) != member.crc or len(content) != member.size:
+        raise WheelMetadataError(f"{wheel_filename}: METADATA fails its CRC check")
+    return core_metadata(content)
+
+
+def core_metadata(content: bytes) -> CoreMetadata:
+    """Hash and ``Requires-Python`` of METADATA bytes."""
+    headers = BytesHeaderParser().parsebytes(content)
+    requires_python = headers.get("Requires-Python")
+    return CoreMetadata(
+        content=content,
+        sha256=hashlib.sha256(content).hexdigest(),
+        requires_python=str(requires_python).strip() or None if requires_python else None,
+    )
