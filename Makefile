@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: all venv test unit infra integration lint typecheck demo synth layer bench clean
+.PHONY: all venv test unit infra integration lint typecheck demo synth layer bench clean node
 
 all: test
 
@@ -30,6 +30,18 @@ $(LAYER)/.built: lambdas/requirements.txt | $(STAMP)
 	touch $@
 
 layer: $(LAYER)/.built
+
+# The pinned CDK command-line tool (package.json); npm writes the stamp file on install.
+NODE_STAMP := node_modules/.package-lock.json
+CDK := node_modules/.bin/cdk
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+node: $(NODE_STAMP)
+
+# Prints the CloudFormation template. Needs no AWS credentials (see docs/deploy.md).
+synth: $(STAMP) layer $(NODE_STAMP)
+	@$(CDK) synth --no-notices --no-version-reporting WheelGate
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
