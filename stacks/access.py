@@ -325,6 +325,14 @@ class Access(Construct):
                 None,
                 break_glass,
             ),
+            (
+                # Staging has no Object Lock; the Deny keeps the matrix uniform should it gain one.
+                "DenyRetentionChanges",
+                RETENTION_ACTIONS,
+                [staging.bucket_arn, staging.arn_for_objects("*")],
+                None,
+                break_glass,
+            ),
         ]
         self._add_denies(staging, rules)
 

@@ -1,0 +1,39 @@
+"""Synthesize the stack once per test session; every infra test reads that template."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.infra.synth import REPO_ROOT, Synthesis, synthesize
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def synthesis(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    if not (REPO_ROOT / "build" / "layer" / "python").is_dir():
+        pytest.fail("build/layer is missing: run `make layer` before the infra tests")
+    return synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def template_json(synthesis: Synthesis) -> dict[str, object]:
+    return synthesis.template
+
+
+@pytest.fixture(scope="session")
+def template(synthesis: Synthesis):  # type: ignore[no-untyped-def]
+    from aws_cdk.assertions import Template
+
+    return Template.from_json(synthesis.template)
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

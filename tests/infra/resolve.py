@@ -1,0 +1,128 @@
+"""Turn a synthesized template's intrinsic functions into concrete, fake AWS values.
+
+Policies in the template reference buckets and roles with ``Ref``/``Fn::GetAtt``/``Fn::Join``.
+For assertions and the offline IAM evaluation they are resolved with a fixed account, region
+and readable physical names (``wheelgate-staging``, ``role/build``...).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+ACCOUNT = "111122223333"
+REGION = "us-east-1"
+PARTITION = "aws"
+
+# Construct path prefix (as it appears in the logical id) -> physical name.
+FRIENDLY_NAMES = {
+    "StorageStaging": "wheelgate-staging",
+    "StorageNightly": "wheelgate-nightly",
+    "StorageAccessLogs": "wheelgate-logs",
+    "AccessBuildRole": "build",
+    "AccessReporterRole": "reporter",
+    "AccessDevRole": "dev",
+    "AccessPromoterRole": "promoter",
+    "CdnNightly": "ENIGHTLY",
+    "CdnStaging": "ESTAGING",
+}
+_PSEUDO = {
+    "AWS::Partition": PARTITION,
+    "AWS::AccountId": ACCOUNT,
+    "AWS::Region": REGION,
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::StackName": "WheelGate",
+}
+
+
+class Resolver:
+    """Resolves intrinsics of one template."""
+
+    def __init__(self, template: dict[str, Any]) -> None:
+        self.resources: dict[str, Any] = template["Resources"]
+        self.names: dict[str, str] = {}
+        for logical_id in self.resources:
+            for prefix, name in FRIENDLY_NAMES.items():
+                if re.fullmatch(rf"{prefix}[0-9A-F]{{8}}", logical_id):
+                    self.names[logical_id] = name
+        missing = set(FRIENDLY_NAMES.values()) - set(self.names.values())
+        if missing:
+            raise LookupError(f"template has no resource for {sorted(missing)}")
+
+    def logical_id(self, name: str) -> str:
+        """The logical id given the friendly physical ``name``."""
+        return next(lid for lid, n in self.names.items() if n == name)
+
+    def physical_name(self, logical_id: str) -> str:
+        return self.names.get(logical_id, logical_id.lower())
+
+    def _type(self, logical_id: str) -> str:
+        return str(self.resources[logical_id]["Type"])
+
+    def ref(self, logical_id: str) -> str:
+        if logical_id in _PSEUDO:
+            return _PSEUDO[logical_id]
+        name = self.physical_name(logical_id)
+        if self._type(logical_id) == "AWS::SNS::Topic":
+            return f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}"
+        if self._type(logical_id) == "AWS::SQS::Queue":
+            return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+        return name
+
+    def get_att(self, logical_id: str, attribute: str) -> str:
+        kind = self._type(logical_id)
+        name = self.physical_name(logical_id)
+        if attribute == "Arn":
+            if kind == "AWS::S3::Bucket":
+                return f"arn:{PARTITION}:s3:::{name}"
+            if kind == "AWS::IAM::Role":
+                return f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}"
+            if kind == "AWS::SQS::Queue":
+                return f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:{name}"
+            if kind == "AWS::Logs::LogGroup":
+                return f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{name}:*"
+            service = kind.split("::")[1].lower()
+            return f"arn:{PARTITION}:{service}:{REGION}:{ACCOUNT}:{name}"
+        if attribute == "RoleId":
+            return f"AROA{name.upper()}"
+        if attribute in ("DomainName", "RegionalDomainName"):
+            return f"{name}.example.net"
+        return f"{name}.{attribute}"
+
+    def resolve(self, node: Any) -> Any:
+        """``node`` with every ``Ref``/``Fn::GetAtt``/``Fn::Join`` replaced by a string."""
+        if isinstance(node, list):
+            return [self.resolve(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if set(node) == {"Ref"}:
+            return self.ref(node["Ref"])
+        if set(node) == {"Fn::GetAtt"}:
+            logical_id, attribute = node["Fn::GetAtt"]
+            return self.get_att(logical_id, attribute)
+        if set(node) == {"Fn::Join"}:
+            separator, parts = node["Fn::Join"]
+            return separator.join(str(self.resolve(p)) for p in parts)
+        return {key: self.resolve(value) for key, value in node.items()}
+
+    def of_type(self, kind: str) -> dict[str, Any]:
+        """Resources of CloudFormation type ``kind`` by logical id."""
+        return {lid: r for lid, r in self.resources.items() if r["Type"] == kind}
+
+    def role_policies(self, role: str) -> list[dict[str, Any]]:
+        """Resolved policy documents attached to the role with friendly name ``role``."""
+        role_id = self.logical_id(role)
+        documents = []
+        for policy in self.of_type("AWS::IAM::Policy").values():
+            if {"Ref": role_id} in policy["Properties"].get("Roles", []):
+                documents.append(self.resolve(policy["Properties"]["PolicyDocument"]))
+        return documents
+
+    def bucket_policy(self, bucket: str) -> dict[str, Any]:
+        """Resolved bucket policy document of the bucket with friendly name ``bucket``."""
+        bucket_id = self.logical_id(bucket)
+        for policy in self.of_type("AWS::S3::BucketPolicy").values():
+            if policy["Properties"]["Bucket"] == {"Ref": bucket_id}:
+                document: dict[str, Any] = self.resolve(policy["Properties"]["PolicyDocument"])
+                return document
+        raise LookupError(f"no bucket policy for {bucket}")

@@ -1,0 +1,238 @@
+"""Roles: exact actions and resources, OIDC trust, and the bucket policies' Deny statements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.infra.resolve import ACCOUNT, Resolver
+
+STAGING = "arn:aws:s3:::wheelgate-staging"
+NIGHTLY = "arn:aws:s3:::wheelgate-nightly"
+DEV = "arn:aws:s3:::therock-dev-python"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role"
+
+
+def _statements(template_json: dict[str, Any], role: str) -> dict[str, tuple[str, Any, Any]]:
+    """Sid -> (effect, actions, resources) of the role's WheelGate access policy."""
+    documents = Resolver(template_json).role_policies(role)
+    statements = [s for doc in documents for s in doc["Statement"] if "Sid" in s]
+    return {s["Sid"]: (s["Effect"], s["Action"], s["Resource"]) for s in statements}
+
+
+def test_build_role_policy(template_json: dict[str, Any]) -> None:
+    assert _statements(template_json, "build") == {
+        "UploadStagedRuns": (
+            "Allow",
+            ["s3:PutObject", "s3:AbortMultipartUpload"],
+            f"{STAGING}/runs/*",
+        ),
+        "WriteStagingIndexPages": (
+            "Allow",
+            "s3:PutObject",
+            [f"{STAGING}/*/index.html", f"{STAGING}/*/index.json"],
+        ),
+        "DenyReservedPrefixes": (
+            "Deny",
+            "s3:PutObject",
+            [f"{STAGING}/manifests/*", f"{STAGING}/records/*", f"{STAGING}/status/*"],
+        ),
+        "ReadStaging": ("Allow", "s3:GetObject", f"{STAGING}/*"),
+        "ReadNightlyIndexPages": (
+            "Allow",
+            "s3:GetObject",
+            [f"{NIGHTLY}/*/index.html", f"{NIGHTLY}/*/index.json"],
+        ),
+        "ListBuckets": ("Allow", "s3:ListBucket", [STAGING, NIGHTLY]),
+    }
+
+
+def test_reporter_role_policy(template_json: dict[str, Any]) -> None:
+    assert _statements(template_json, "reporter") == {
+        "WriteManifests": ("Allow", "s3:PutObject", f"{STAGING}/manifests/*"),
+        "ReadRunsAndRecords": (
+            "Allow",
+            "s3:GetObject",
+            [f"{STAGING}/runs/*", f"{STAGING}/records/*"],
+        ),
+        "ListStaging": ("Allow", "s3:ListBucket", STAGING),
+    }
+
+
+def test_dev_role_touches_only_the_dev_bucket(template_json: dict[str, Any]) -> None:
+    assert _statements(template_json, "dev") == {
+        "UseDevBucket": (
+            "Allow",
+            ["s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+            f"{DEV}/*",
+        ),
+        "ListDevBucket": ("Allow", "s3:ListBucket", DEV),
+    }
+
+
+def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
+    assert _statements(template_json, "promoter") == {
+        "ReadStaging": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{STAGING}/*"),
+        "WriteRecordsAndStagingPages": (
+            "Allow",
+            "s3:PutObject",
+            [f"{STAGING}/records/*", f"{STAGING}/*/index.html", f"{STAGING}/*/index.json"],
+        ),
+        "ReadNightly": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{NIGHTLY}/*"),
+        "WriteNightly": ("Allow", ["s3:PutObject", "s3:AbortMultipartUpload"], f"{NIGHTLY}/*"),
+        "ListBuckets": ("Allow", "s3:ListBucket", [STAGING, NIGHTLY]),
+    }
+
+
+def test_promoter_runtime_grants(template_json: dict[str, Any]) -> None:
+    """The Lambda wiring adds queue consumption, logs, tracing and invalidation; nothing else."""
+    documents = Resolver(template_json).role_policies("promoter")
+    unnamed = [s for doc in documents for s in doc["Statement"] if "Sid" not in s]
+    actions = sorted(
+        a for s in unnamed for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    )
+    assert actions == sorted(
+        [
+            "cloudfront:CreateInvalidation",
+            "cloudfront:CreateInvalidation",
+            "logs:CreateLogStream",
+            "logs:PutLogEvents",
+            "sqs:ChangeMessageVisibility",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+            "sqs:GetQueueUrl",
+            "sqs:ReceiveMessage",
+            "xray:PutTelemetryRecords",
+            "xray:PutTraceSegments",
+        ]
+    )
+    invalidation = [s["Resource"] for s in unnamed if s["Action"] == "cloudfront:CreateInvalidation"]
+    assert sorted(invalidation) == [
+        f"arn:aws:cloudfront::{ACCOUNT}:distribution/ENIGHTLY",
+        f"arn:aws:cloudfront::{ACCOUNT}:distribution/ESTAGING",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("role", "subs"),
+    [
+        ("build", ["repo:ROCm/TheRock:ref:refs/heads/main", "repo:ROCm/TheRock:ref:refs/tags/v*"]),
+        (
+            "reporter",
+            ["repo:ROCm/TheRock:ref:refs/heads/main", "repo:ROCm/TheRock:ref:refs/tags/v*"],
+        ),
+        ("dev", ["repo:ROCm/TheRock:pull_request", "repo:ROCm/TheRock:ref:refs/heads/*"]),
+    ],
+)
+def test_github_trust_is_scoped_by_sub_and_audience(
+    template_json: dict[str, Any], role: str, subs: list[str]
+) -> None:
+    resolver = Resolver(template_json)
+    trust = template_json["Resources"][resolver.logical_id(role)]["Properties"][
+        "AssumeRolePolicyDocument"
+    ]
+    (statement,) = trust["Statement"]
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    provider = resolver.of_type("AWS::IAM::OIDCProvider")
+    assert list(provider) == [statement["Principal"]["Federated"]["Ref"]]
+    assert statement["Condition"] == {
+        "StringEquals": {"token.actions.githubusercontent.com:aud": "sts.amazonaws.com"},
+        "StringLike": {"token.actions.githubusercontent.com:sub": subs},
+    }
+
+
+def test_oidc_provider_is_github(template_json: dict[str, Any]) -> None:
+    (provider,) = Resolver(template_json).of_type("AWS::IAM::OIDCProvider").values()
+    assert provider["Properties"]["Url"] == "https://token.actions.githubusercontent.com"
+    assert provider["Properties"]["ClientIdList"] == ["sts.amazonaws.com"]
+
+
+def test_promoter_role_is_for_lambda_only(template_json: dict[str, Any]) -> None:
+    resolver = Resolver(template_json)
+    trust = template_json["Resources"][resolver.logical_id("promoter")]["Properties"]
+    assert trust["AssumeRolePolicyDocument"]["Statement"] == [
+        {
+            "Action": "sts:AssumeRole",
+            "Effect": "Allow",
+            "Principal": {"Service": "lambda.amazonaws.com"},
+        }
+    ]
+    assert "ManagedPolicyArns" not in trust
+
+
+def _denies(template_json: dict[str, Any], bucket: str) -> dict[str, dict[str, Any]]:
+    document = Resolver(template_json).bucket_policy(bucket)
+    return {s["Sid"]: s for s in document["Statement"] if s["Effect"] == "Deny" and "Sid" in s}
+
+
+def test_staging_bucket_policy_denies(template_json: dict[str, Any]) -> None:
+    denies = _denies(template_json, "wheelgate-staging")
+
+    def exempt(sid: str) -> Any:
+        return denies[sid].get("Condition", {}).get("ArnNotEquals", {}).get("aws:PrincipalArn")
+
+    assert exempt("DenyObjectWritesExceptWheelGateRoles") == [
+        f"{ROLE}/build",
+        f"{ROLE}/reporter",
+        f"{ROLE}/promoter",
+    ]
+    assert denies["DenyObjectWritesExceptWheelGateRoles"]["Action"] == [
+        "s3:PutObject*",
+        "s3:DeleteObject*",
+        "s3:RestoreObject",
+    ]
+    assert exempt("DenyRunWritesExceptBuild") == [f"{ROLE}/build"]
+    assert denies["DenyRunWritesExceptBuild"]["Resource"] == f"{STAGING}/runs/*"
+    assert exempt("DenyManifestWritesExceptReporter") == [f"{ROLE}/reporter"]
+    assert denies["DenyManifestWritesExceptReporter"]["Resource"] == f"{STAGING}/manifests/*"
+    assert exempt("DenyRecordWritesExceptPromoter") == [f"{ROLE}/promoter"]
+    assert exempt("DenyIndexPageWritesExceptBuildAndPromoter") == [
+        f"{ROLE}/build",
+        f"{ROLE}/promoter",
+    ]
+    assert denies["DenyIndexPageWritesExceptBuildAndPromoter"]["NotResource"] == [
+        f"{STAGING}/runs/*",
+        f"{STAGING}/manifests/*",
+        f"{STAGING}/records/*",
+    ]
+    # No break-glass role in cdk.json: deletes and retention changes are denied to everyone.
+    assert "Condition" not in denies["DenyDeletes"]
+    assert "Condition" not in denies["DenyRetentionChanges"]
+    assert all(
+        s["Principal"] == {"AWS": "*"}
+        for sid, s in denies.items()
+        if sid != "DenyCloudFrontBookkeeping"
+    )
+
+
+def test_nightly_bucket_policy_denies(template_json: dict[str, Any]) -> None:
+    denies = _denies(template_json, "wheelgate-nightly")
+    assert denies["DenyObjectWritesExceptPromoter"]["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/promoter"]}
+    }
+    assert denies["DenyDeletes"]["Action"] == ["s3:DeleteObject", "s3:DeleteObjectVersion"]
+    assert "Condition" not in denies["DenyDeletes"]
+    assert denies["DenyRetentionChanges"]["Action"] == [
+        "s3:BypassGovernanceRetention",
+        "s3:PutObjectRetention",
+        "s3:PutObjectLegalHold",
+        "s3:PutBucketObjectLockConfiguration",
+    ]
+    assert denies["DenyRetentionChanges"]["Resource"] == [NIGHTLY, f"{NIGHTLY}/*"]
+    assert "Condition" not in denies["DenyRetentionChanges"]
+
+
+def test_break_glass_role_is_the_only_retention_exception(tmp_path: Any) -> None:
+    from tests.infra.synth import cdk_json_context, synthesize
+
+    config = cdk_json_context()["wheelgate"]
+    break_glass = f"{ROLE}/break-glass"
+    synthesis = synthesize(tmp_path, {**config, "break_glass_role_arn": break_glass})
+    denies = _denies(synthesis.template, "wheelgate-nightly")
+    assert denies["DenyRetentionChanges"]["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [break_glass]}
+    }
+    assert denies["DenyDeletes"]["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [break_glass]}
+    }

@@ -1,0 +1,97 @@
+"""Buckets: Object Lock only on nightly, lifecycle, encryption, TLS, logging, retention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk.assertions import Match, Template
+
+from tests.infra.resolve import Resolver
+from wheelgate.layout import RUNS_PREFIX
+
+
+def _bucket(template_json: dict[str, Any], name: str) -> dict[str, Any]:
+    resolver = Resolver(template_json)
+    return template_json["Resources"][resolver.logical_id(name)]  # type: ignore[no-any-return]
+
+
+def test_object_lock_only_on_nightly(template_json: dict[str, Any]) -> None:
+    buckets = Resolver(template_json).of_type("AWS::S3::Bucket")
+    locked = {
+        lid for lid, r in buckets.items() if r["Properties"].get("ObjectLockEnabled") is True
+    }
+    assert locked == {Resolver(template_json).logical_id("wheelgate-nightly")}
+    nightly = _bucket(template_json, "wheelgate-nightly")["Properties"]
+    assert nightly["ObjectLockConfiguration"] == {
+        "ObjectLockEnabled": "Enabled",
+        "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 365}},
+    }
+    assert nightly["VersioningConfiguration"] == {"Status": "Enabled"}
+
+
+def test_nightly_is_retained_on_stack_deletion(template_json: dict[str, Any]) -> None:
+    nightly = _bucket(template_json, "wheelgate-nightly")
+    assert nightly["DeletionPolicy"] == "Retain"
+    assert nightly["UpdateReplacePolicy"] == "Retain"
+
+
+def test_nightly_expires_noncurrent_index_versions(template_json: dict[str, Any]) -> None:
+    rules = _bucket(template_json, "wheelgate-nightly")["Properties"]["LifecycleConfiguration"]
+    assert {"NoncurrentDays": 30} in [
+        r.get("NoncurrentVersionExpiration") for r in rules["Rules"]
+    ]
+    assert all("ExpirationInDays" not in r for r in rules["Rules"])
+
+
+def test_staging_expires_runs_and_keeps_manifests_and_records(
+    template_json: dict[str, Any],
+) -> None:
+    props = _bucket(template_json, "wheelgate-staging")["Properties"]
+    expiring = [r for r in props["LifecycleConfiguration"]["Rules"] if "ExpirationInDays" in r]
+    assert expiring == [
+        {"Id": "ExpireStagedRuns", "Prefix": RUNS_PREFIX, "ExpirationInDays": 14, "Status": "Enabled"}
+    ]
+    assert "ObjectLockEnabled" not in props
+
+
+def test_every_bucket_is_private_encrypted_and_logged(template_json: dict[str, Any]) -> None:
+    for name in ("wheelgate-staging", "wheelgate-nightly", "wheelgate-logs"):
+        props = _bucket(template_json, name)["Properties"]
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }, name
+        sse = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert sse == [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}], name
+    log_id = Resolver(template_json).logical_id("wheelgate-logs")
+    for name, prefix in (("wheelgate-staging", "s3/staging/"), ("wheelgate-nightly", "s3/nightly/")):
+        logging = _bucket(template_json, name)["Properties"]["LoggingConfiguration"]
+        assert logging == {"DestinationBucketName": {"Ref": log_id}, "LogFilePrefix": prefix}
+
+
+def test_every_bucket_policy_denies_plain_http(template: Template) -> None:
+    buckets = template.find_resources("AWS::S3::Bucket")
+    policies = template.find_resources("AWS::S3::BucketPolicy")
+    assert len(policies) == len(buckets)
+    for logical_id in buckets:
+        template.has_resource_properties(
+            "AWS::S3::BucketPolicy",
+            {
+                "Bucket": {"Ref": logical_id},
+                "PolicyDocument": {
+                    "Statement": Match.array_with(
+                        [
+                            Match.object_like(
+                                {
+                                    "Effect": "Deny",
+                                    "Action": "s3:*",
+                                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                                }
+                            )
+                        ]
+                    )
+                },
+            },
+        )
