@@ -9,6 +9,7 @@ serve the staging and nightly indexes the way the CloudFront distributions do.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -220,6 +221,9 @@ class LocalStack:
 
     def start(self) -> LocalStack:
         from moto.server import ThreadedMotoServer
+
+        if not self.verbose:
+            logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.s3_port, verbose=self.verbose)
         moto.start()

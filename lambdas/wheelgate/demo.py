@@ -1,0 +1,225 @@
+"""``make demo``: the whole WheelGate flow on this machine, as CI would drive it.
+
+1. start ``wheelgate local`` (embedded S3, promoter loop, index servers);
+2. seed nightly with ``demo-filelock`` through a normal promotion;
+3. run 1: stage ``demo-torch 2.7.0`` (needs demo-filelock, which only nightly has), install it
+   from the staging index in a clean venv, report its test passed, wait for promotion, install
+   it from the nightly index in another clean venv;
+4. run 2: stage ``demo-torch 2.8.0``, report a failed test: it is rejected and nightly keeps
+   every byte it had.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from wheelgate.sample_wheels import build_wheel
+
+INDEX = "v2/gfx94X-dcgpu"
+COMMITS = {"seed": "1" * 40, "1": "2" * 40, "2": "3" * 40}
+
+
+def hermetic_env(base: dict[str, str]) -> dict[str, str]:
+    """pip settings that ignore this machine's global configuration and caches."""
+    env = {k: v for k, v in base.items() if not k.startswith("PIP_")}
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_NO_CACHE_DIR="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_INPUT="1",
+    )
+    return env
+
+
+class Demo:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.steps: list[tuple[str, str, float]] = []
+        self.local: subprocess.Popen[str] | None = None
+        self.env: dict[str, str] = {}
+        self.staging_url = self.nightly_url = ""
+
+    def step(self, name: str, ok: bool, started: float) -> None:
+        self.steps.append((name, "ok" if ok else "FAILED", time.monotonic() - started))
+        print(f"[{'ok' if ok else 'FAILED'}] {name}", flush=True)
+        if not ok:
+            raise SystemExit(f"demo failed at: {name}")
+
+    def wheelgate(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "wheelgate", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            sys.stderr.write(result.stdout + result.stderr)
+        return result
+
+    def start_local(self) -> None:
+        started = time.monotonic()
+        log = (self.work / "local.log").open("w")
+        self.local = subprocess.Popen(
+            [sys.executable, "-m", "wheelgate", "local"],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        assert self.local.stdout is not None
+        ready: dict[str, Any] = json.loads(self.local.stdout.readline())
+        self.env = {**os.environ, **ready["env"]}
+        self.staging_url, self.nightly_url = ready["staging_url"], ready["nightly_url"]
+        self.step(
+            f"local stack up (staging {self.staging_url}, nightly {self.nightly_url})",
+            bool(ready.get("ready")),
+            started,
+        )
+
+    def stage(self, run: str, wheel: Path) -> None:
+        started = time.monotonic()
+        staged = self.wheelgate(
+            "stage", "--run-id", run, "--index", INDEX, "--commit", COMMITS[run], str(wheel)
+        )
+        self.step(f"run {run}: staged {wheel.name}", staged.returncode == 0, started)
+
+    def report(self, run: str, result: str) -> tuple[int, dict[str, Any], float]:
+        """Report the run's test, wait for the decision; return when the wait started."""
+        started = time.monotonic()
+        reported = self.wheelgate(
+            "report",
+            "--run-id",
+            run,
+            "--commit",
+            COMMITS[run],
+            "--test",
+            f"{INDEX}:demo-smoke={result}@https://github.com/example/project/actions/runs/{run}",
+        )
+        self.step(f"run {run}: reported test {result}", reported.returncode == 0, started)
+        started = time.monotonic()
+        status = self.wheelgate("status", run, "--wait", "60", check=False)
+        return status.returncode, json.loads(status.stdout), started
+
+    def pip_install(
+        self, name: str, index_url: str, requirement: str, *, quiet: bool = False
+    ) -> bool:
+        venv = self.work / name
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        env = hermetic_env(dict(os.environ))
+        env.pop("PIP_FIND_LINKS", None)
+        installed = subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "--index-url", index_url, requirement],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if installed.returncode != 0:
+            if not quiet:
+                sys.stderr.write(installed.stdout[-2000:] + installed.stderr[-2000:])
+            return False
+        probe = subprocess.run(
+            [
+                str(venv / "bin" / "python"),
+                "-c",
+                "import demo_torch, demo_filelock; print(demo_torch.__version__)",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return probe.returncode == 0
+
+    def nightly_snapshot(self) -> dict[str, str]:
+        import boto3
+
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=self.env["AWS_ENDPOINT_URL"],
+            region_name=self.env["AWS_DEFAULT_REGION"],
+            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
+        )
+        bucket = self.env["WHEELGATE_NIGHTLY_BUCKET"]
+        listing = s3.list_object_versions(Bucket=bucket)
+        return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+
+    def run(self) -> None:
+        began = time.monotonic()
+        wheels = self.work / "wheels"
+        filelock = build_wheel(wheels, "demo-filelock", "3.18.0")
+        torch_ok = build_wheel(wheels, "demo-torch", "2.7.0", requires=["demo-filelock>=3"])
+        torch_bad = build_wheel(wheels, "demo-torch", "2.8.0", requires=["demo-filelock>=3"])
+        self.start_local()
+
+        self.stage("seed", filelock)
+        code, record, started = self.report("seed", "passed")
+        self.step("seed: demo-filelock promoted to nightly", code == 0, started)
+
+        self.stage("1", torch_ok)
+        started = time.monotonic()
+        ok = self.pip_install("venv-staging", f"{self.staging_url}{INDEX}/", "demo-torch==2.7.0")
+        self.step(
+            "run 1: pip installed demo-torch==2.7.0 from staging "
+            "(demo-filelock resolved from nightly)",
+            ok,
+            started,
+        )
+        code, record, started = self.report("1", "passed")
+        self.step(f"run 1: {record['state']} ({record['message']})", code == 0, started)
+        started = time.monotonic()
+        ok = self.pip_install("venv-nightly", f"{self.nightly_url}{INDEX}/", "demo-torch==2.7.0")
+        self.step("run 1: pip installed demo-torch==2.7.0 from nightly", ok, started)
+
+        before = self.nightly_snapshot()
+        self.stage("2", torch_bad)
+        code, record, started = self.report("2", "failed")
+        self.step(
+            f"run 2: {record['state']} ({record['reason']}: {record['message']})",
+            code == 1 and record["reason"] == "tests-failed",
+            started,
+        )
+        started = time.monotonic()
+        after = self.nightly_snapshot()
+        self.step(
+            f"run 2: nightly unchanged ({len(after)} object versions, same ETags)",
+            before == after,
+            started,
+        )
+        started = time.monotonic()
+        refused = not self.pip_install(
+            "venv-refused", f"{self.nightly_url}{INDEX}/", "demo-torch==2.8.0", quiet=True
+        )
+        self.step("run 2: demo-torch==2.8.0 cannot be installed from nightly", refused, started)
+
+        print("\nWheelGate demo summary")
+        print(f"{'step':<80} {'result':>7} {'seconds':>8}")
+        for name, result, seconds in self.steps:
+            print(f"{name[:80]:<80} {result:>7} {seconds:8.1f}")
+        print(f"total {time.monotonic() - began:.1f} s")
+
+    def close(self) -> None:
+        if self.local is not None:
+            self.local.terminate()
+            self.local.wait(timeout=10)
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="wheelgate-demo-") as tmp:
+        demo = Demo(Path(tmp))
+        try:
+            demo.run()
+        finally:
+            demo.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
