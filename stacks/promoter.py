@@ -101,7 +101,11 @@ class Promoter(Construct):
             enforce_ssl=True,
             retention_period=Duration.days(14),
         )
-        acknowledge(self.dead_letter_queue, "AwsSolutions-SQS3", "This queue is itself the DLQ.")
+        acknowledge(
+            self.dead_letter_queue,
+            "AwsSolutions-SQS3",
+            "This is the manifest queue's dead-letter queue; a DLQ needs no DLQ of its own.",
+        )
         self.queue = sqs.Queue(
             self,
             "ManifestQueue",

@@ -1,0 +1,136 @@
+"""Promoter wiring: S3 notification -> queue (DLQ, redrive) -> Lambda, and its alarms."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match, Template
+
+from stacks.promoter import HANDLER
+from tests.infra.resolve import Resolver
+from wheelgate.settings import (
+    ALL_ENV_NAMES,
+    ENV_ALLOWED_INDEXES,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_REQUIRED_TESTS,
+    ENV_TRUSTED_REPORTER_ID,
+    METRIC_PROMOTIONS_REJECTED,
+    METRICS_NAMESPACE,
+    SERVICE_NAME,
+)
+
+
+def _function(template_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    functions = {
+        lid: r
+        for lid, r in Resolver(template_json).of_type("AWS::Lambda::Function").items()
+        if r["Properties"].get("Handler") == HANDLER
+    }
+    ((logical_id, function),) = functions.items()
+    return logical_id, function["Properties"]
+
+
+def test_function_runtime_and_sizing(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "wheelgate.promoter.handler.lambda_handler",
+            "Runtime": "python3.13",
+            "Architectures": ["arm64"],
+            "Timeout": 900,
+            "MemorySize": 1024,
+            "ReservedConcurrentExecutions": 1,
+            "TracingConfig": {"Mode": "Active"},
+            "Layers": [{"Ref": Match.string_like_regexp("^PromoterDependencies")}],
+        },
+    )
+
+
+def test_function_environment_uses_the_settings_contract(template_json: dict[str, Any]) -> None:
+    _, props = _function(template_json)
+    env = Resolver(template_json).resolve(props["Environment"]["Variables"])
+    assert set(env) == {*ALL_ENV_NAMES, "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"}
+    assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
+    assert env[ENV_TRUSTED_REPORTER_ID] == "AROAREPORTER"
+    assert env[ENV_NIGHTLY_BASE_URL] == "https://ENIGHTLY.example.net/"
+    assert json.loads(env[ENV_REQUIRED_TESTS])["v2/gfx94X-dcgpu"] == ["smoke", "pytorch-unit"]
+    assert "v2/gfx120X-all" in json.loads(env[ENV_ALLOWED_INDEXES])
+    assert env["WHEELGATE_STAGING_BUCKET"] == "wheelgate-staging"
+    assert env["WHEELGATE_NIGHTLY_BUCKET"] == "wheelgate-nightly"
+    assert env["WHEELGATE_NIGHTLY_DISTRIBUTION_ID"] == "ENIGHTLY"
+    assert env["WHEELGATE_STAGING_DISTRIBUTION_ID"] == "ESTAGING"
+
+
+def test_queue_visibility_covers_six_function_timeouts_and_redrives(
+    template_json: dict[str, Any],
+) -> None:
+    _, function = _function(template_json)
+    resolver = Resolver(template_json)
+    queues = resolver.of_type("AWS::SQS::Queue")
+    main = [q["Properties"] for q in queues.values() if "RedrivePolicy" in q["Properties"]]
+    assert len(main) == 1
+    assert main[0]["VisibilityTimeout"] >= 6 * function["Timeout"]
+    assert main[0]["SqsManagedSseEnabled"] is True
+    dlq_id = main[0]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    assert main[0]["RedrivePolicy"]["maxReceiveCount"] == 5
+    assert queues[dlq_id]["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+
+
+def test_event_source_reports_batch_item_failures(template_json: dict[str, Any]) -> None:
+    function_id, _ = _function(template_json)
+    (mapping,) = Resolver(template_json).of_type("AWS::Lambda::EventSourceMapping").values()
+    props = mapping["Properties"]
+    assert props["FunctionName"] == {"Ref": function_id}
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["BatchSize"] == 1
+    queue_id = props["EventSourceArn"]["Fn::GetAtt"][0]
+    assert "RedrivePolicy" in template_json["Resources"][queue_id]["Properties"]
+
+
+def test_staging_notifies_the_queue_of_manifests_only(template_json: dict[str, Any]) -> None:
+    resolver = Resolver(template_json)
+    (notification,) = resolver.of_type("Custom::S3BucketNotifications").values()
+    props = notification["Properties"]
+    assert props["BucketName"] == {"Ref": resolver.logical_id("wheelgate-staging")}
+    (config,) = props["NotificationConfiguration"]["QueueConfigurations"]
+    assert config["Events"] == ["s3:ObjectCreated:*"]
+    assert sorted(
+        config["Filter"]["Key"]["FilterRules"], key=lambda r: r["Name"]
+    ) == [{"Name": "prefix", "Value": "manifests/"}, {"Name": "suffix", "Value": ".json"}]
+
+
+def test_log_group_has_retention(template: Template) -> None:
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
+
+
+def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
+    alarm_topic = {"Ref": Match.string_like_regexp("^MonitoringAlarmTopic")}
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": METRICS_NAMESPACE,
+            "MetricName": METRIC_PROMOTIONS_REJECTED,
+            "Dimensions": [{"Name": "service", "Value": SERVICE_NAME}],
+            "AlarmActions": [alarm_topic],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {"Namespace": "AWS/Lambda", "MetricName": "Errors", "AlarmActions": [alarm_topic]},
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/SQS",
+            "MetricName": "ApproximateNumberOfMessagesVisible",
+            "Threshold": 1,
+            "AlarmActions": [alarm_topic],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()}
+    )
+    # No alarm_email in cdk.json: no subscription.
+    template.resource_count_is("AWS::SNS::Subscription", 0)
