@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.manifest import ArtifactSet, Manifest, TestResult
+from wheelgate.manifest import ArtifactSet, Manifest, Outcome
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def check_set(artifact_set: ArtifactSet, policy: AcceptancePolicy) -> None:
             f"set {index!r} lacks required test(s) {', '.join(sorted(missing))}",
             index=index,
         )
-    not_passed = sorted(f"{n} {r.value}" for n, r in results.items() if r is not TestResult.PASSED)
+    not_passed = sorted(f"{n} {r.value}" for n, r in results.items() if r is not Outcome.PASSED)
     if not_passed:
         raise PromotionRejected(
             Reason.TESTS_FAILED,

@@ -100,7 +100,7 @@ def parse_distribution_filename(filename: str) -> DistributionFile:
     raise ValueError(f"{filename!r} is neither a wheel (.whl) nor an sdist (.tar.gz, .zip)")
 
 
-class TestResult(StrEnum):
+class Outcome(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"
@@ -132,7 +132,7 @@ class ManifestTest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Annotated[str, Field(min_length=1, max_length=128)]
-    result: TestResult
+    result: Outcome
     url: Annotated[str, Field(max_length=2048, pattern=r"^https?://[^\s]+$")] | None = None
 
     @field_validator("name")

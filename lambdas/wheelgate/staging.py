@@ -25,7 +25,7 @@ from wheelgate.manifest import (
     Manifest,
     ManifestFile,
     ManifestTest,
-    TestResult,
+    Outcome,
     parse_distribution_filename,
 )
 from wheelgate.objects import META_COMMIT, META_RUN_ID
@@ -249,19 +249,19 @@ def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
 class TestSpec:
     index: str
     name: str
-    result: TestResult
+    result: Outcome
     url: str | None
 
 
 def parse_test_spec(spec: str) -> TestSpec:
     """``DIR:NAME=passed|failed|skipped[@URL]`` -> :class:`TestSpec`; ``ValueError`` if not."""
     head, sep, result_part = spec.partition("=")
-    index, colon, name = head.rpartition(":")
+    index, colon, name = head.partition(":")
     if not sep or not colon or not index or not name:
         raise ValueError(f"test {spec!r} is not DIR:NAME=passed|failed|skipped[@URL]")
     result, _, url = result_part.partition("@")
     try:
-        outcome = TestResult(result)
+        outcome = Outcome(result)
     except ValueError:
         raise ValueError(f"test {spec!r}: result must be passed, failed or skipped") from None
     return TestSpec(index=check_index(index), name=name, result=outcome, url=url or None)

@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.parser import parse
+from aws_lambda_powertools.utilities.parser.exceptions import InvalidModelTypeError
 from aws_lambda_powertools.utilities.parser.models import S3Model
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
@@ -70,8 +71,12 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
     payload = json.loads(body)
     if isinstance(payload, dict) and payload.get("Event") == S3_TEST_EVENT:
         return []
+    try:
+        records = parse(event=payload, model=S3Model).Records
+    except (InvalidModelTypeError, TypeError, AttributeError, KeyError) as exc:
+        raise ValueError(f"message body is not an S3 event notification: {exc!r}") from exc
     events = []
-    for record in parse(event=payload, model=S3Model).Records:
+    for record in records:
         if not record.eventName.startswith("ObjectCreated"):
             continue
         if record.s3.bucket.name != staging_bucket:

@@ -1,0 +1,35 @@
+"""Sample manifests and names shared by the unit tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SHA_A = "a" * 64
+SHA_B = "b" * 64
+COMMIT = "c" * 40
+TORCH = "torch-2.7.0a0+rocm7.0.0-cp312-cp312-linux_x86_64.whl"
+INDEX = "v2/gfx94X-dcgpu"
+
+
+def manifest_dict(**overrides: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": "wheelgate/manifest/v1",
+        "run_id": "16454515470",
+        "commit": COMMIT,
+        "sets": [
+            {
+                "index": INDEX,
+                "files": [{"filename": TORCH, "sha256": SHA_A, "size": 632000000}],
+                "tests": [
+                    {"name": "pytorch-gfx94X", "result": "passed", "url": "https://ci/runs/1"}
+                ],
+            }
+        ],
+    }
+    doc.update(overrides)
+    return doc
+
+
+def manifest_bytes(**overrides: Any) -> bytes:
+    return json.dumps(manifest_dict(**overrides)).encode()

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import pytest
+from wheelgate.layout import (
+    NIGHTLY,
+    PAGES,
+    STAGING,
+    LayoutError,
+    check_filename,
+    check_index,
+    check_run_id,
+    relative_href,
+)
+
+
+@pytest.mark.parametrize("index", ["v2/gfx94X-dcgpu", "cpu", "a/b/c/d", "rocm7.0+x"])
+def test_valid_index_directories(index: str) -> None:
+    assert check_index(index) == index
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        "",
+        "/v2",
+        "v2/",
+        "v2//x",
+        "../v2",
+        "v2/../x",
+        "v2\\x",
+        "v2/ x",
+        "v2/gfx\u0131",  # dotless i: a look-alike
+        "runs/x",
+        "manifests",
+        "records/a",
+        "a/b/c/d/e",
+        "v2/.hidden",
+        "v2/x\x00",
+    ],
+)
+def test_invalid_index_directories_are_refused(index: str) -> None:
+    with pytest.raises(LayoutError, match="index directory"):
+        check_index(index)
+
+
+@pytest.mark.parametrize("run_id", ["", "..", "a/b", "a b", "-x", "a" * 129, "a\nb", "x..y"])
+def test_invalid_run_ids_are_refused(run_id: str) -> None:
+    with pytest.raises(LayoutError, match="run id"):
+        check_run_id(run_id)
+
+
+@pytest.mark.parametrize("name", ["", "a/b.whl", "a\\b.whl", "..", ".x.whl", "é.whl", "a\tb.whl"])
+def test_invalid_filenames_are_refused(name: str) -> None:
+    with pytest.raises(LayoutError):
+        check_filename(name)
+
+
+def test_keys_follow_the_documented_layout() -> None:
+    assert STAGING.artifact("17", "v2/gfx94X-dcgpu", "t.whl") == "runs/17/v2/gfx94X-dcgpu/t.whl"
+    assert STAGING.metadata("17", "cpu", "t.whl") == "runs/17/cpu/t.whl.metadata"
+    assert STAGING.manifest("17") == "manifests/17.json"
+    assert STAGING.record("17") == "records/17.json"
+    assert STAGING.run_id_from_manifest_key("manifests/17.json") == "17"
+    assert NIGHTLY.artifact("v2/gfx94X-dcgpu", "t.whl") == "v2/gfx94X-dcgpu/t.whl"
+    assert PAGES.project_page("v2/gfx94X-dcgpu", "Torch_Vision") == (
+        "v2/gfx94X-dcgpu/torch-vision/index.html"
+    )
+    assert PAGES.root_page("cpu", json=True) == "cpu/index.json"
+
+
+@pytest.mark.parametrize("key", ["manifests/a/b.json", "runs/1.json", "manifests/.json"])
+def test_non_manifest_keys_are_refused(key: str) -> None:
+    with pytest.raises(LayoutError):
+        STAGING.run_id_from_manifest_key(key)
+
+
+def test_relative_hrefs_from_project_pages() -> None:
+    page = PAGES.project_dir("v2/gfx94X-dcgpu", "torch")
+    assert relative_href(page, NIGHTLY.artifact("v2/gfx94X-dcgpu", "t.whl")) == "../t.whl"
+    assert (
+        relative_href(page, STAGING.artifact("9", "v2/gfx94X-dcgpu", "t.whl"))
+        == "../../../runs/9/v2/gfx94X-dcgpu/t.whl"
+    )

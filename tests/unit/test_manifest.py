@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from wheelgate.errors import PromotionRejected, Reason
+from wheelgate.manifest import (
+    MAX_MANIFEST_BYTES,
+    json_schema,
+    parse_distribution_filename,
+    parse_manifest,
+)
+
+from tests.unit.samples import SHA_A, TORCH, manifest_bytes, manifest_dict
+
+SCHEMA_FILE = Path(__file__).parents[2] / "lambdas/wheelgate/schemas/manifest-v1.json"
+
+
+def reason_of(doc: Any, **kwargs: Any) -> Reason:
+    raw = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+    with pytest.raises(PromotionRejected) as caught:
+        parse_manifest(raw, **kwargs)
+    assert caught.value.message
+    return caught.value.reason
+
+
+def test_the_documented_example_parses() -> None:
+    manifest = parse_manifest(manifest_bytes(), expected_run_id="16454515470")
+    assert manifest.sets[0].files[0].distribution.project == "torch"
+    assert str(manifest.sets[0].files[0].distribution.version) == "2.7.0a0+rocm7.0.0"
+    assert parse_manifest(manifest.to_json().encode()) == manifest
+
+
+def test_committed_json_schema_is_the_generated_one() -> None:
+    assert json.loads(SCHEMA_FILE.read_text()) == json_schema()
+
+
+def with_set(**changes: Any) -> dict[str, Any]:
+    doc = manifest_dict()
+    doc["sets"][0].update(changes)
+    return doc
+
+
+def with_file(**changes: Any) -> dict[str, Any]:
+    return with_set(files=[{"filename": TORCH, "sha256": SHA_A, "size": 1, **changes}])
+
+
+@pytest.mark.parametrize(
+    ("doc", "reason"),
+    [
+        (b"{not json", Reason.INVALID_JSON),
+        (b"\xff\xfe", Reason.INVALID_JSON),
+        (b"[]", Reason.INVALID_MANIFEST),
+        (manifest_dict(schema="wheelgate/manifest/v2"), Reason.UNSUPPORTED_SCHEMA),
+        ({k: v for k, v in manifest_dict().items() if k != "schema"}, Reason.UNSUPPORTED_SCHEMA),
+        (manifest_dict(commit="abc"), Reason.INVALID_MANIFEST),
+        (manifest_dict(run_id="../1"), Reason.INVALID_MANIFEST),
+        (manifest_dict(sets=[]), Reason.INVALID_MANIFEST),
+        (manifest_dict(extra=1), Reason.INVALID_MANIFEST),
+        (with_set(index="../etc"), Reason.INVALID_MANIFEST),
+        (with_set(index="/abs"), Reason.INVALID_MANIFEST),
+        (with_set(index="a//b"), Reason.INVALID_MANIFEST),
+        (with_set(index="runs/x"), Reason.INVALID_MANIFEST),
+        (with_set(files=[]), Reason.INVALID_MANIFEST),
+        (with_file(sha256="A" * 64), Reason.INVALID_MANIFEST),
+        (with_file(sha256="a" * 63), Reason.INVALID_MANIFEST),
+        (with_file(size=0), Reason.INVALID_MANIFEST),
+        (with_file(size=-5), Reason.INVALID_MANIFEST),
+        (with_file(filename="torch.whl"), Reason.INVALID_MANIFEST),
+        (with_file(filename="../torch-1.0-py3-none-any.whl"), Reason.INVALID_MANIFEST),
+        (with_file(filename="torch-1.0-py3-none-any.exe"), Reason.INVALID_MANIFEST),
+        (with_file(filename="torch-1.0-py3-none-any.whl\n"), Reason.INVALID_MANIFEST),
+        (with_set(tests=[{"name": "t", "result": "maybe"}]), Reason.INVALID_MANIFEST),
+        (
+            with_set(tests=[{"name": "t", "result": "passed", "url": "javascript:x"}]),
+            Reason.INVALID_MANIFEST,
+        ),
+    ],
+)
+def test_bad_manifests_are_rejected_with_their_reason(doc: Any, reason: Reason) -> None:
+    assert reason_of(doc) is reason
+
+
+def test_duplicate_file_in_a_set_is_rejected() -> None:
+    entry = {"filename": TORCH, "sha256": SHA_A, "size": 1}
+    doc = with_set(files=[entry, entry])
+    with pytest.raises(PromotionRejected, match="listed twice") as caught:
+        parse_manifest(json.dumps(doc).encode())
+    assert caught.value.reason is Reason.INVALID_MANIFEST
+
+
+def test_two_sets_for_one_index_are_rejected() -> None:
+    doc = manifest_dict()
+    doc["sets"].append(doc["sets"][0])
+    with pytest.raises(PromotionRejected, match="more than one set"):
+        parse_manifest(json.dumps(doc).encode())
+
+
+def test_huge_manifest_is_rejected_before_parsing() -> None:
+    assert reason_of(b" " * (MAX_MANIFEST_BYTES + 1)) is Reason.MANIFEST_TOO_LARGE
+
+
+def test_manifest_for_another_run_is_rejected() -> None:
+    assert reason_of(manifest_bytes(), expected_run_id="other") is Reason.RUN_ID_MISMATCH
+
+
+@pytest.mark.parametrize(
+    ("filename", "project", "kind"),
+    [
+        ("torch-2.7.0a0+rocm7.0.0-cp312-cp312-linux_x86_64.whl", "torch", "wheel"),
+        ("Filelock-3.18.0-py3-none-any.whl", "filelock", "wheel"),
+        (
+            "pytorch_triton_rocm-3.3.0-1-cp312-cp312-linux_x86_64.whl",
+            "pytorch-triton-rocm",
+            "wheel",
+        ),
+        ("filelock-3.18.0.tar.gz", "filelock", "sdist"),
+    ],
+)
+def test_distribution_names_are_parsed_with_packaging(
+    filename: str, project: str, kind: str
+) -> None:
+    dist = parse_distribution_filename(filename)
+    assert (dist.project, dist.kind) == (project, kind)
