@@ -68,7 +68,10 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
     Raises ``ValueError`` (and so sends the message towards the dead-letter queue) for a body
     that is not an S3 event notification.
     """
-    payload = json.loads(body)
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"message body is not JSON: {exc}") from exc
     if isinstance(payload, dict) and payload.get("Event") == S3_TEST_EVENT:
         return []
     try:
