@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.infra.resolve import ACCOUNT, PARTITION, Resolver
 from wheelgate.layout import NIGHTLY, PAGES, STAGING
+
+from tests.infra.resolve import ACCOUNT, PARTITION, Resolver
 
 # principalmapper 1.1.5 still imports these names from `collections` (removed in 3.10).
 for _name in ("Mapping", "MutableMapping", "Sequence", "Iterable", "Callable"):
@@ -48,7 +49,11 @@ ACTIONS = (
 )
 PRINCIPALS = ("build", "reporter", "dev", "promoter", "account-admin", "other-account", "anonymous")
 
-_RUN, _INDEX, _WHEEL = "12345-1", "v2/gfx94X-dcgpu", "torch-2.7.0+rocm7.0-cp312-cp312-linux_x86_64.whl"
+_RUN, _INDEX, _WHEEL = (
+    "12345-1",
+    "v2/gfx94X-dcgpu",
+    "torch-2.7.0+rocm7.0-cp312-cp312-linux_x86_64.whl",
+)
 #: Target name -> (bucket friendly name, example key).
 TARGETS: dict[str, tuple[str, str]] = {
     "staging runs/": ("wheelgate-staging", STAGING.artifact(_RUN, _INDEX, _WHEEL)),
@@ -57,7 +62,10 @@ TARGETS: dict[str, tuple[str, str]] = {
     "nightly index": ("wheelgate-nightly", PAGES.project_page(_INDEX, "torch")),
 }
 
-_ADMIN_POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+_ADMIN_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+}
 
 
 @dataclass(frozen=True)
@@ -73,8 +81,18 @@ def _node(arn: str, documents: Sequence[dict[str, Any]]) -> Node:
     # The trust policy does not take part in authorization; principalmapper only requires one.
     trust = {"Version": "2012-10-17", "Statement": []}
     return Node(
-        arn, f"AROA{arn.rsplit('/', 1)[1].upper()}", policies, [], trust, [], 0, False, False,
-        None, False, {},
+        arn,
+        f"AROA{arn.rsplit('/', 1)[1].upper()}",
+        policies,
+        [],
+        trust,
+        [],
+        0,
+        False,
+        False,
+        None,
+        False,
+        {},
     )
 
 
@@ -101,7 +119,11 @@ def compute(template: dict[str, Any]) -> list[Cell]:
                 if node is None:
                     # No identity policy: only a bucket policy Allow for "*" could grant access.
                     result = resource_policy_authorization(
-                        "anonymous", ACCOUNT, policies[bucket], action, resource,
+                        "anonymous",
+                        ACCOUNT,
+                        policies[bucket],
+                        action,
+                        resource,
                         {"aws:SecureTransport": "true"},
                     )
                     allowed = result == ResourcePolicyEvalResult.SERVICE_MATCH

@@ -107,7 +107,9 @@ def test_promoter_runtime_grants(template_json: dict[str, Any]) -> None:
             "xray:PutTraceSegments",
         ]
     )
-    invalidation = [s["Resource"] for s in unnamed if s["Action"] == "cloudfront:CreateInvalidation"]
+    invalidation = [
+        s["Resource"] for s in unnamed if s["Action"] == "cloudfront:CreateInvalidation"
+    ]
     assert sorted(invalidation) == [
         f"arn:aws:cloudfront::{ACCOUNT}:distribution/ENIGHTLY",
         f"arn:aws:cloudfront::{ACCOUNT}:distribution/ESTAGING",

@@ -76,7 +76,9 @@ def test_distributions_route_pages_through_the_function(template_json: dict[str,
     resolver = Resolver(template_json)
     (function_id,) = resolver.of_type("AWS::CloudFront::Function")
     policies = resolver.of_type("AWS::CloudFront::CachePolicy")
-    by_ttl = {p["Properties"]["CachePolicyConfig"]["DefaultTTL"]: lid for lid, p in policies.items()}
+    by_ttl = {
+        p["Properties"]["CachePolicyConfig"]["DefaultTTL"]: lid for lid, p in policies.items()
+    }
     page_policy, file_policy = by_ttl[60], by_ttl[365 * 24 * 3600]
     distributions = _distributions(template_json)
     assert set(distributions) == {"ENIGHTLY", "ESTAGING"}

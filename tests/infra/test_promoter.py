@@ -6,9 +6,6 @@ import json
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
-
-from stacks.promoter import HANDLER
-from tests.infra.resolve import Resolver
 from wheelgate.settings import (
     ALL_ENV_NAMES,
     ENV_ALLOWED_INDEXES,
@@ -19,6 +16,9 @@ from wheelgate.settings import (
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
+
+from stacks.promoter import HANDLER
+from tests.infra.resolve import Resolver
 
 
 def _function(template_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -96,9 +96,10 @@ def test_staging_notifies_the_queue_of_manifests_only(template_json: dict[str, A
     assert props["BucketName"] == {"Ref": resolver.logical_id("wheelgate-staging")}
     (config,) = props["NotificationConfiguration"]["QueueConfigurations"]
     assert config["Events"] == ["s3:ObjectCreated:*"]
-    assert sorted(
-        config["Filter"]["Key"]["FilterRules"], key=lambda r: r["Name"]
-    ) == [{"Name": "prefix", "Value": "manifests/"}, {"Name": "suffix", "Value": ".json"}]
+    assert sorted(config["Filter"]["Key"]["FilterRules"], key=lambda r: r["Name"]) == [
+        {"Name": "prefix", "Value": "manifests/"},
+        {"Name": "suffix", "Value": ".json"},
+    ]
 
 
 def test_log_group_has_retention(template: Template) -> None:
@@ -129,8 +130,6 @@ def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
             "AlarmActions": [alarm_topic],
         },
     )
-    template.has_resource_properties(
-        "AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()}
-    )
+    template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
     # No alarm_email in cdk.json: no subscription.
     template.resource_count_is("AWS::SNS::Subscription", 0)

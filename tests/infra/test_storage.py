@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
+from wheelgate.layout import RUNS_PREFIX
 
 from tests.infra.resolve import Resolver
-from wheelgate.layout import RUNS_PREFIX
 
 
 def _bucket(template_json: dict[str, Any], name: str) -> dict[str, Any]:
@@ -17,9 +17,7 @@ def _bucket(template_json: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_object_lock_only_on_nightly(template_json: dict[str, Any]) -> None:
     buckets = Resolver(template_json).of_type("AWS::S3::Bucket")
-    locked = {
-        lid for lid, r in buckets.items() if r["Properties"].get("ObjectLockEnabled") is True
-    }
+    locked = {lid for lid, r in buckets.items() if r["Properties"].get("ObjectLockEnabled") is True}
     assert locked == {Resolver(template_json).logical_id("wheelgate-nightly")}
     nightly = _bucket(template_json, "wheelgate-nightly")["Properties"]
     assert nightly["ObjectLockConfiguration"] == {
@@ -37,9 +35,7 @@ def test_nightly_is_retained_on_stack_deletion(template_json: dict[str, Any]) ->
 
 def test_nightly_expires_noncurrent_index_versions(template_json: dict[str, Any]) -> None:
     rules = _bucket(template_json, "wheelgate-nightly")["Properties"]["LifecycleConfiguration"]
-    assert {"NoncurrentDays": 30} in [
-        r.get("NoncurrentVersionExpiration") for r in rules["Rules"]
-    ]
+    assert {"NoncurrentDays": 30} in [r.get("NoncurrentVersionExpiration") for r in rules["Rules"]]
     assert all("ExpirationInDays" not in r for r in rules["Rules"])
 
 
@@ -49,7 +45,12 @@ def test_staging_expires_runs_and_keeps_manifests_and_records(
     props = _bucket(template_json, "wheelgate-staging")["Properties"]
     expiring = [r for r in props["LifecycleConfiguration"]["Rules"] if "ExpirationInDays" in r]
     assert expiring == [
-        {"Id": "ExpireStagedRuns", "Prefix": RUNS_PREFIX, "ExpirationInDays": 14, "Status": "Enabled"}
+        {
+            "Id": "ExpireStagedRuns",
+            "Prefix": RUNS_PREFIX,
+            "ExpirationInDays": 14,
+            "Status": "Enabled",
+        }
     ]
     assert "ObjectLockEnabled" not in props
 
@@ -66,7 +67,10 @@ def test_every_bucket_is_private_encrypted_and_logged(template_json: dict[str, A
         sse = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
         assert sse == [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}], name
     log_id = Resolver(template_json).logical_id("wheelgate-logs")
-    for name, prefix in (("wheelgate-staging", "s3/staging/"), ("wheelgate-nightly", "s3/nightly/")):
+    for name, prefix in (
+        ("wheelgate-staging", "s3/staging/"),
+        ("wheelgate-nightly", "s3/nightly/"),
+    ):
         logging = _bucket(template_json, name)["Properties"]["LoggingConfiguration"]
         assert logging == {"DestinationBucketName": {"Ref": log_id}, "LogFilePrefix": prefix}
 

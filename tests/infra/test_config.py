@@ -1,0 +1,92 @@
+"""cdk.json context -> WheelGateConfig: clear errors naming the missing or bad key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks.config import ConfigError, CustomDomain, WheelGateConfig
+from tests.infra.synth import cdk_json_context
+
+
+def _config(**changes: Any) -> WheelGateConfig:
+    values = {**cdk_json_context()["wheelgate"], **changes}
+    values = {k: v for k, v in values.items() if v is not ...}
+    return WheelGateConfig.from_context({"wheelgate": values}.get)
+
+
+def test_cdk_json_is_complete() -> None:
+    config = _config()
+    assert config.build_subs == (
+        "repo:ROCm/TheRock:ref:refs/heads/main",
+        "repo:ROCm/TheRock:ref:refs/tags/v*",
+    )
+    assert config.nightly_retention_mode == "GOVERNANCE"
+    assert config.nightly_domain is None
+
+
+@pytest.mark.parametrize("key", ["github_repo", "index_dirs", "staging_run_expiry_days"])
+def test_missing_key_is_named_with_the_override_hint(key: str) -> None:
+    with pytest.raises(ConfigError, match=rf"wheelgate\.{key} is missing.*-c wheelgate\.{key}="):
+        _config(**{key: ...})
+
+
+def test_nested_missing_key_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"wheelgate\.nightly_retention\.days is missing"):
+        _config(nightly_retention={"mode": "GOVERNANCE"})
+
+
+def test_no_context_at_all_names_the_first_key() -> None:
+    with pytest.raises(ConfigError, match="is missing"):
+        WheelGateConfig.from_context({}.get)
+
+
+def test_command_line_override_wins_and_is_parsed_as_json() -> None:
+    context = {
+        "wheelgate": cdk_json_context()["wheelgate"],
+        "wheelgate.staging_run_expiry_days": "3",
+    }
+    assert WheelGateConfig.from_context(context.get).staging_run_expiry_days == 3
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"nightly_retention": {"mode": "FOREVER", "days": 1}}, "GOVERNANCE, COMPLIANCE"),
+        ({"index_dirs": ["runs/x"]}, "reserves"),
+        ({"index_dirs": ["v2/ok"], "required_tests": {"v2/other": []}}, "v2/other"),
+        ({"staging_run_expiry_days": 0}, "positive integer"),
+        ({"build_refs": []}, "non-empty list"),
+        ({"custom_domain": {"nightly": {"domain_name": "x.example"}}}, "certificate_arn"),
+    ],
+)
+def test_bad_values_are_refused(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(**changes)
+
+
+def test_custom_domain_is_read() -> None:
+    config = _config(
+        custom_domain={
+            "nightly": {
+                "domain_name": "nightly.example.org",
+                "certificate_arn": "arn:aws:acm:us-east-1:111122223333:certificate/abc",
+            }
+        }
+    )
+    assert config.nightly_domain == CustomDomain(
+        "nightly.example.org", "arn:aws:acm:us-east-1:111122223333:certificate/abc"
+    )
+    assert config.staging_domain is None
+
+
+def test_missing_layer_says_to_run_make_layer(tmp_path: Path) -> None:
+    import aws_cdk as cdk
+
+    from stacks.wheelgate_stack import WheelGateStack
+
+    app = cdk.App()
+    with pytest.raises(FileNotFoundError, match="make layer"):
+        WheelGateStack(app, "NoLayer", config=_config(), layer_dir=tmp_path / "missing")
