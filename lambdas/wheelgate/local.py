@@ -202,7 +202,8 @@ class LocalStack:
     """Local S3/SQS, the promoter loop and the two index servers.
 
     ``handler`` defaults to the promoter Lambda's ``lambda_handler``. ``principal`` is the
-    identity the loop stamps on manifest events.
+    identity the loop stamps on manifest events. Without ``run_loop`` nothing consumes the
+    queue (tests deliver events to the handler themselves).
     """
 
     s3_port: int = 0
@@ -211,6 +212,7 @@ class LocalStack:
     required_tests: Mapping[str, list[str]] = field(default_factory=dict)
     principal: str = LOCAL_REPORTER_PRINCIPAL
     verbose: bool = False
+    run_loop: bool = True
     handler: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
     env: dict[str, str] = field(default_factory=dict)
     staging_url: str = ""
@@ -262,7 +264,9 @@ class LocalStack:
         for server in (staging_server, nightly_server):
             self._servers.append(server)
             self._spawn(server.serve_forever)
-        self._spawn(lambda: self._loop(sqs, queue_url, queue_arn))
+        self.queue_arn = queue_arn
+        if self.run_loop:
+            self._spawn(lambda: self._loop(sqs, queue_url, queue_arn))
         return self
 
     def _spawn(self, target: Callable[[], None]) -> None:

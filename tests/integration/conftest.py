@@ -1,0 +1,132 @@
+"""Local endpoints for the integration tests: the real S3 API over HTTP (moto server), the
+promoter handler, and real pip and uv run hermetically against the served indexes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from wheelgate.local import QUEUE_NAME, LocalStack
+
+
+@dataclass
+class LocalProcess:
+    """A running ``wheelgate local`` and what its ready line said."""
+
+    process: subprocess.Popen[str]
+    env: dict[str, str]
+    staging_url: str
+    nightly_url: str
+
+    def client(self, service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=self.env["AWS_ENDPOINT_URL"],
+            region_name=self.env["AWS_DEFAULT_REGION"],
+            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    def wheelgate(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "wheelgate", *args],
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+
+    def wait_idle(self, timeout: float = 30) -> None:
+        """Until the promoter loop has consumed every message."""
+        sqs = self.client("sqs")
+        url = sqs.get_queue_url(QueueName=QUEUE_NAME)["QueueUrl"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            attrs = sqs.get_queue_attributes(
+                QueueUrl=url,
+                AttributeNames=[
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                ],
+            )["Attributes"]
+            if all(v == "0" for v in attrs.values()):
+                return
+            time.sleep(0.2)
+        raise TimeoutError("promoter loop did not drain the queue")
+
+    def nightly_versions(self) -> dict[str, str]:
+        """Every object version in nightly with its ETag: equal snapshots, equal bytes."""
+        s3 = self.client("s3")
+        versions: dict[str, str] = {}
+        for page in s3.get_paginator("list_object_versions").paginate(
+            Bucket=self.env["WHEELGATE_NIGHTLY_BUCKET"]
+        ):
+            for v in page.get("Versions", []):
+                versions[f"{v['Key']}@{v['VersionId']}"] = v["ETag"]
+        return versions
+
+
+@pytest.fixture(scope="session")
+def local() -> Iterator[LocalProcess]:
+    """``wheelgate local`` in its own process, exactly as ``make demo`` starts it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "wheelgate", "local"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    ready = json.loads(process.stdout.readline())
+    assert ready["ready"] is True
+    yield LocalProcess(process, ready["env"], ready["staging_url"], ready["nightly_url"])
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[LocalStack]:
+    """An in-process local stack whose queue nobody consumes: tests deliver events to the
+    promoter handler themselves."""
+    stack = LocalStack(run_loop=False).start()
+    yield stack
+    stack.stop()
+
+
+def hermetic_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_NO_CACHE_DIR="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        UV_NO_CONFIG="1",
+        UV_NO_CACHE="1",
+    )
+    return env
+
+
+@pytest.fixture(scope="session")
+def venv_factory(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    def make(name: str) -> Path:
+        path = tmp_path_factory.mktemp(name)
+        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+        return path
+
+    return make
+
+
+def uv_binary() -> str:
+    found = shutil.which("uv", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("uv is not installed in the test environment (requirements-dev.txt)")
+    return found
