@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
@@ -147,3 +148,33 @@ def test_staging_distribution_cannot_read_manifests_or_records(
         "arn:aws:s3:::wheelgate-staging/manifests/*",
         "arn:aws:s3:::wheelgate-staging/records/*",
     ]
+
+
+def test_custom_domain_gets_its_certificate_and_modern_tls(tmp_path: Path) -> None:
+    from tests.infra.synth import cdk_json_context, synthesize
+
+    certificate = "arn:aws:acm:us-east-1:111122223333:certificate/0000"
+    config = {
+        **cdk_json_context()["wheelgate"],
+        "custom_domain": {
+            "nightly": {"domain_name": "nightly.example.org", "certificate_arn": certificate}
+        },
+    }
+    # Synthesis also runs the nag gate: CFR4 is only acknowledged without a custom domain.
+    synthesis = synthesize(tmp_path, config)
+    distributions = _distributions(synthesis.template)
+    nightly = distributions["ENIGHTLY"]
+    assert nightly["Aliases"] == ["nightly.example.org"]
+    assert nightly["ViewerCertificate"] == {
+        "AcmCertificateArn": certificate,
+        "MinimumProtocolVersion": "TLSv1.2_2021",
+        "SslSupportMethod": "sni-only",
+    }
+    assert "Aliases" not in distributions["ESTAGING"]
+    variables = [
+        f["Properties"].get("Environment", {}).get("Variables", {})
+        for f in Resolver(synthesis.template).of_type("AWS::Lambda::Function").values()
+    ]
+    assert {"WHEELGATE_NIGHTLY_BASE_URL": "https://nightly.example.org/"}.items() <= {
+        k: v for env in variables for k, v in env.items()
+    }.items()
