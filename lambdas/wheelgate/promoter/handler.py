@@ -38,7 +38,9 @@ from wheelgate.storage import Bucket
 logger = Logger(service="wheelgate-promoter")
 tracer = Tracer(service="wheelgate-promoter")
 metrics = Metrics(namespace="WheelGate", service="wheelgate-promoter")
-processor = BatchProcessor(event_type=EventType.SQS)
+# A wholly failed batch is reported item by item (not raised): SQS retries exactly those
+# messages, and the failure shows in the PromotionErrors metric.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 #: S3 sends this once when a notification is configured; it names no object.
 S3_TEST_EVENT = "s3:TestEvent"
@@ -95,7 +97,13 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
 @tracer.capture_method
 def record_handler(record: SQSRecord) -> None:
     service = promoter()
-    for event in manifest_events(record.body, service.settings.staging_bucket):
+    try:
+        events = manifest_events(record.body, service.settings.staging_bucket)
+    except ValueError:
+        logger.exception("poison message: retried, then moved to the dead-letter queue")
+        metrics.add_metric(name="PoisonMessages", unit=MetricUnit.Count, value=1)
+        raise
+    for event in events:
         logger.append_keys(manifest_key=event.key)
         try:
             result = service.handle(event)

@@ -1,0 +1,300 @@
+"""The promoter handler against the real S3 API (moto server), events delivered by the test."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from wheelgate.errors import TransientError
+from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.promoter import handler
+from wheelgate.sample_wheels import build_wheel
+from wheelgate.staging import inspect_files, stage
+from wheelgate.storage import Bucket
+
+COMMIT = "4" * 40
+
+
+def sqs_event(key: str, principal: str | None) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "eventVersion": "2.1",
+        "eventSource": "aws:s3",
+        "awsRegion": "us-east-1",
+        "eventTime": "2026-11-30T04:00:00.000Z",
+        "eventName": "ObjectCreated:Put",
+        "requestParameters": {"sourceIPAddress": "127.0.0.1"},
+        "responseElements": {"x-amz-request-id": "r", "x-amz-id-2": "i"},
+        "s3": {
+            "s3SchemaVersion": "1.0",
+            "configurationId": "manifests",
+            "bucket": {
+                "name": STAGING_BUCKET,
+                "ownerIdentity": {"principalId": "o"},
+                "arn": f"arn:aws:s3:::{STAGING_BUCKET}",
+            },
+            "object": {"key": key.replace("/", "%2F"), "size": 1, "eTag": "e"},
+        },
+    }
+    record["userIdentity"] = {"principalId": principal} if principal else {"principalId": ""}
+    return {
+        "Records": [
+            {
+                "messageId": "m-1",
+                "receiptHandle": "h",
+                "body": json.dumps({"Records": [record]}),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:q",
+                "awsRegion": "us-east-1",
+            }
+        ]
+    }
+
+
+class Context:
+    function_name = "promoter-test"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:promoter-test"
+    aws_request_id = "req"
+
+
+def deliver(key: str, principal: str | None = LOCAL_REPORTER_PRINCIPAL) -> dict[str, Any]:
+    return handler.lambda_handler(sqs_event(key, principal), Context())  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def s3(stack: LocalStack) -> Any:
+    return boto3.client("s3")
+
+
+@pytest.fixture(scope="module")
+def buckets(s3: Any) -> tuple[Bucket, Bucket]:
+    return Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
+
+
+def nightly_versions(s3: Any) -> dict[str, str]:
+    listing = s3.list_object_versions(Bucket=NIGHTLY_BUCKET)
+    return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+
+
+class Run:
+    """One run staged through the same code as ``wheelgate stage``."""
+
+    def __init__(self, buckets: tuple[Bucket, Bucket], tmp: Path, run_id: str, index: str) -> None:
+        self.staging, self.nightly = buckets
+        self.run_id, self.index, self.tmp = run_id, index, tmp
+        self.files: list[Path] = []
+
+    def stage(self, *wheels: Path) -> Run:
+        stage(
+            staging=self.staging,
+            nightly=self.nightly,
+            nightly_base_url="http://nightly/",
+            run_id=self.run_id,
+            index=self.index,
+            commit=COMMIT,
+            artifacts=inspect_files(list(wheels)),
+        )
+        self.files += wheels
+        return self
+
+    def manifest(self, files: list[Path] | None = None, result: str = "passed") -> dict[str, Any]:
+        return {
+            "schema": "wheelgate/manifest/v1",
+            "run_id": self.run_id,
+            "commit": COMMIT,
+            "sets": [
+                {
+                    "index": self.index,
+                    "files": [
+                        {
+                            "filename": f.name,
+                            "sha256": hashlib.sha256(f.read_bytes()).hexdigest(),
+                            "size": f.stat().st_size,
+                        }
+                        for f in (files or self.files)
+                    ],
+                    "tests": [{"name": "smoke", "result": result}],
+                }
+            ],
+        }
+
+    def report(
+        self, manifest: dict[str, Any] | bytes, principal: str | None = LOCAL_REPORTER_PRINCIPAL
+    ) -> dict[str, Any]:
+        body = manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode()
+        key = f"manifests/{self.run_id}.json"
+        self.staging.put(key, body, content_type="application/json")
+        response = deliver(key, principal)
+        assert response == {"batchItemFailures": []}
+        found = self.staging.get(f"records/{self.run_id}.json")
+        assert found is not None
+        return json.loads(found[0])
+
+
+@pytest.fixture
+def run(buckets: tuple[Bucket, Bucket], tmp_path: Path, request: pytest.FixtureRequest) -> Run:
+    name = request.node.name.replace("_", "-")[-60:].strip("-")
+    return Run(buckets, tmp_path, name, f"t/{name}")
+
+
+def wheel(tmp: Path, name: str = "pkg", version: str = "1.0", **kw: Any) -> Path:
+    return build_wheel(tmp, name, version, **kw)
+
+
+def test_manifest_from_another_principal_is_rejected(run: Run, s3: Any) -> None:
+    run.stage(wheel(run.tmp))
+    before = nightly_versions(s3)
+    record = run.report(run.manifest(), principal="AWS:AROAINTRUDER:session")
+    assert (record["state"], record["reason"]) == ("rejected", "untrusted-writer")
+    assert "AROAINTRUDER" in record["message"]
+    assert nightly_versions(s3) == before
+
+
+def test_event_without_identity_is_rejected(run: Run) -> None:
+    run.stage(wheel(run.tmp))
+    assert run.report(run.manifest(), principal=None)["reason"] == "untrusted-writer"
+
+
+def test_promotion_never_downloads_a_wheel(run: Run, s3: Any) -> None:
+    big = wheel(run.tmp, "big", payload_bytes=8_000_000)
+    run.stage(big)
+    reads: list[dict[str, Any]] = []
+
+    def spy(params: dict[str, Any], **_: Any) -> None:
+        reads.append(params)
+
+    assert boto3.DEFAULT_SESSION is not None
+    boto3.DEFAULT_SESSION.events.register("provide-client-params.s3.GetObject", spy)
+    try:
+        record = run.report(run.manifest())
+    finally:
+        boto3.DEFAULT_SESSION.events.unregister("provide-client-params.s3.GetObject", spy)
+    assert record["state"] == "promoted", record
+    wheel_reads = [p for p in reads if p["Key"].endswith(".whl")]
+    assert wheel_reads, "metadata should be read from the staged wheel with ranged reads"
+    assert all("Range" in p for p in wheel_reads)
+    ranges = [p["Range"].removeprefix("bytes=").split("-") for p in wheel_reads]
+    assert sum(int(b) - int(a) + 1 for a, b in ranges) < big.stat().st_size // 100
+    # The copy is server-side and keeps a verifiable full-object SHA-256.
+    head = s3.head_object(
+        Bucket=NIGHTLY_BUCKET, Key=f"{run.index}/{big.name}", ChecksumMode="ENABLED"
+    )
+    import base64
+
+    assert (
+        base64.b64decode(head["ChecksumSHA256"]).hex()
+        == hashlib.sha256(big.read_bytes()).hexdigest()
+    )
+    assert head["ObjectLockMode"] == "GOVERNANCE"
+
+
+def test_tampered_staged_file_is_rejected(run: Run, s3: Any) -> None:
+    good = wheel(run.tmp)
+    run.stage(good)
+    manifest = run.manifest()
+    # Someone flips one byte of the staged file after the tests ran (same size).
+    tampered = bytearray(good.read_bytes())
+    tampered[len(tampered) // 2] ^= 0xFF
+    key = f"runs/{run.run_id}/{run.index}/{good.name}"
+    s3.put_object(
+        Bucket=STAGING_BUCKET,
+        Key=key,
+        Body=bytes(tampered),
+        ChecksumAlgorithm="SHA256",
+        Metadata={"wheelgate-commit": COMMIT},
+    )
+    before = nightly_versions(s3)
+    record = run.report(manifest)
+    assert (record["state"], record["reason"]) == ("rejected", "checksum-mismatch")
+    assert nightly_versions(s3) == before
+
+
+def test_file_staged_but_not_listed_rejects_the_set(run: Run, s3: Any) -> None:
+    a, b = wheel(run.tmp, "a"), wheel(run.tmp, "b")
+    run.stage(a, b)
+    before = nightly_versions(s3)
+    record = run.report(run.manifest(files=[a]))
+    assert record["reason"] == "file-not-listed"
+    assert nightly_versions(s3) == before
+
+
+def test_existing_nightly_file_with_other_bytes_is_never_overwritten(run: Run, s3: Any) -> None:
+    w = wheel(run.tmp)
+    run.stage(w)
+    s3.put_object(
+        Bucket=NIGHTLY_BUCKET,
+        Key=f"{run.index}/{w.name}",
+        Body=b"older release",
+        ChecksumAlgorithm="SHA256",
+    )
+    before = nightly_versions(s3)
+    record = run.report(run.manifest())
+    assert record["reason"] == "nightly-conflict"
+    assert nightly_versions(s3) == before
+
+
+def test_a_promoted_run_cannot_be_replayed_with_other_content(run: Run, s3: Any) -> None:
+    first = wheel(run.tmp)
+    run.stage(first)
+    assert run.report(run.manifest())["state"] == "promoted"
+    later = wheel(run.tmp, "later")
+    run.stage(later)
+    before = nightly_versions(s3)
+    record = run.report(run.manifest(files=[first, later]))
+    assert record["state"] == "promoted"
+    assert record["history"][-1]["reason"] == "replay-conflict"
+    assert nightly_versions(s3) == before
+
+
+def test_transient_failure_is_retried_and_converges(
+    run: Run, s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w1, w2 = wheel(run.tmp, "one"), wheel(run.tmp, "two")
+    run.stage(w1, w2)
+    key = f"manifests/{run.run_id}.json"
+    run.staging.put(key, json.dumps(run.manifest()).encode(), content_type="application/json")
+    original = Bucket.copy_in
+    calls = {"n": 0}
+
+    def flaky(self: Bucket, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise TransientError("SlowDown (injected)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Bucket, "copy_in", flaky)
+    # Given a copy fails after the first succeeded, the message is reported as failed...
+    assert deliver(key) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    pending = json.loads(run.staging.get(f"records/{run.run_id}.json")[0])  # type: ignore[index]
+    assert (pending["state"], pending["attempts"]) == ("pending", 1)
+    # ...no page lists any file of the incomplete set...
+    assert run.nightly.get(f"{run.index}/one/index.json") is None
+    assert run.nightly.get(f"{run.index}/two/index.json") is None
+    # ...and the redelivery finishes the job, skipping what was already copied.
+    assert deliver(key) == {"batchItemFailures": []}
+    record = json.loads(run.staging.get(f"records/{run.run_id}.json")[0])  # type: ignore[index]
+    assert record["state"] == "promoted"
+    actions = sorted(f["action"] for f in record["sets"][0]["files"])
+    assert actions == ["already-released", "copied"]
+
+
+def test_poison_message_fails_so_sqs_moves_it_to_the_dead_letter_queue() -> None:
+    event = sqs_event("manifests/x.json", LOCAL_REPORTER_PRINCIPAL)
+    event["Records"][0]["body"] = "this is not an S3 event"
+    response = handler.lambda_handler(event, Context())  # type: ignore[arg-type]
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_promoter() -> Iterator[None]:
+    handler.promoter.cache_clear()
+    yield
+    handler.promoter.cache_clear()
