@@ -62,31 +62,21 @@ class IndexCdn(Construct):
             runtime=cloudfront.FunctionRuntime.JS_2_0,
             comment="Maps index directories to index.html or index.json (PEP 503/691)",
         )
-        self.page_cache_policy = cloudfront.CachePolicy(
-            self,
+        self.page_cache_policy = self._cache_policy(
             "PageCachePolicy",
-            comment="WheelGate index pages: short TTL, Accept in the key",
+            "WheelGate index pages: short TTL, Accept in the key",
             default_ttl=PAGE_TTL,
             min_ttl=Duration.seconds(0),
             max_ttl=PAGE_MAX_TTL,
-            header_behavior=cloudfront.CacheHeaderBehavior.allow_list("Accept"),
-            query_string_behavior=cloudfront.CacheQueryStringBehavior.none(),
-            cookie_behavior=cloudfront.CacheCookieBehavior.none(),
-            enable_accept_encoding_gzip=True,
-            enable_accept_encoding_brotli=True,
+            headers=cloudfront.CacheHeaderBehavior.allow_list("Accept"),
         )
-        self.file_cache_policy = cloudfront.CachePolicy(
-            self,
+        self.file_cache_policy = self._cache_policy(
             "FileCachePolicy",
-            comment="WheelGate immutable files: long TTL",
+            "WheelGate immutable files: long TTL",
             default_ttl=FILE_TTL,
             min_ttl=Duration.days(1),
             max_ttl=FILE_TTL,
-            header_behavior=cloudfront.CacheHeaderBehavior.none(),
-            query_string_behavior=cloudfront.CacheQueryStringBehavior.none(),
-            cookie_behavior=cloudfront.CacheCookieBehavior.none(),
-            enable_accept_encoding_gzip=True,
-            enable_accept_encoding_brotli=True,
+            headers=cloudfront.CacheHeaderBehavior.none(),
         )
         self.nightly = self._distribution(
             "Nightly", nightly_bucket, log_bucket, nightly_domain, "WheelGate nightly index"
@@ -111,6 +101,31 @@ class IndexCdn(Construct):
             nightly_domain.domain_name if nightly_domain else self.nightly.distribution_domain_name
         )
         self.nightly_base_url = f"https://{nightly_host}/"
+
+    def _cache_policy(
+        self,
+        construct_id: str,
+        comment: str,
+        *,
+        default_ttl: Duration,
+        min_ttl: Duration,
+        max_ttl: Duration,
+        headers: cloudfront.CacheHeaderBehavior,
+    ) -> cloudfront.CachePolicy:
+        # Query strings and cookies never select a different object in a static index.
+        return cloudfront.CachePolicy(
+            self,
+            construct_id,
+            comment=comment,
+            default_ttl=default_ttl,
+            min_ttl=min_ttl,
+            max_ttl=max_ttl,
+            header_behavior=headers,
+            query_string_behavior=cloudfront.CacheQueryStringBehavior.none(),
+            cookie_behavior=cloudfront.CacheCookieBehavior.none(),
+            enable_accept_encoding_gzip=True,
+            enable_accept_encoding_brotli=True,
+        )
 
     def _distribution(
         self,

@@ -57,33 +57,22 @@ class Monitoring(Construct):
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
 
-        self.dlq_alarm = cloudwatch.Alarm(
-            self,
+        self.dlq_alarm = self._alarm(
             "DeadLetterQueueNotEmpty",
-            alarm_description="A manifest failed promotion repeatedly and is in the DLQ.",
-            metric=dead_letter_queue.metric_approximate_number_of_messages_visible(
+            "A manifest failed promotion repeatedly and is in the DLQ.",
+            dead_letter_queue.metric_approximate_number_of_messages_visible(
                 period=PERIOD, statistic="Maximum"
             ),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        self.errors_alarm = cloudwatch.Alarm(
-            self,
+        self.errors_alarm = self._alarm(
             "PromoterErrors",
-            alarm_description="The promoter Lambda raised an error.",
-            metric=function.metric_errors(period=PERIOD, statistic="Sum"),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            "The promoter Lambda raised an error.",
+            function.metric_errors(period=PERIOD, statistic="Sum"),
         )
-        self.rejections_alarm = cloudwatch.Alarm(
-            self,
+        self.rejections_alarm = self._alarm(
             "PromotionsRejected",
-            alarm_description="The promoter rejected a manifest; see records/<run>.json.",
-            metric=cloudwatch.Metric(
+            "The promoter rejected a manifest; see records/<run>.json.",
+            cloudwatch.Metric(
                 namespace=METRICS_NAMESPACE,
                 metric_name=METRIC_PROMOTIONS_REJECTED,
                 # Powertools Metrics adds the service name as a dimension to every metric.
@@ -91,11 +80,22 @@ class Monitoring(Construct):
                 period=PERIOD,
                 statistic="Sum",
             ),
+        )
+
+    def _alarm(
+        self, construct_id: str, description: str, metric: cloudwatch.IMetric
+    ) -> cloudwatch.Alarm:
+        """An alarm that fires on the first occurrence in a period and notifies the topic."""
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_description=description,
+            metric=metric,
             threshold=1,
             evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            # No data means nothing happened: no messages, no invocations, no rejections.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        action = actions.SnsAction(self.topic)
-        for alarm in (self.dlq_alarm, self.errors_alarm, self.rejections_alarm):
-            alarm.add_alarm_action(action)
+        alarm.add_alarm_action(actions.SnsAction(self.topic))
+        return alarm

@@ -138,7 +138,7 @@ class Promoter(Construct):
         layer = lambda_.LayerVersion(
             self,
             "Dependencies",
-            code=lambda_.Code.from_asset(str(layer_dir), exclude=ASSET_EXCLUDES),
+            code=lambda_.Code.from_asset(str(layer_dir), exclude=[*ASSET_EXCLUDES, ".built"]),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
             compatible_architectures=[lambda_.Architecture.ARM_64],
             description="Powertools, pydantic and packaging for the WheelGate promoter",
