@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,20 @@ def test_security_doc_shows_the_current_matrix(cells: list[Cell]) -> None:
         "docs/security.md is stale: run `.venv/bin/python -m tests.infra.iam_matrix "
         "--write docs/security.md`"
     )
+
+
+def test_matrix_notices_a_missing_bucket_policy_deny(template_json: dict[str, Any]) -> None:
+    """The evaluator really reads the bucket policy: without its Deny, an admin could write."""
+    mutated = copy.deepcopy(template_json)
+    for policy in mutated["Resources"].values():
+        if policy["Type"] == "AWS::S3::BucketPolicy":
+            statements = policy["Properties"]["PolicyDocument"]["Statement"]
+            statements[:] = [
+                s for s in statements if s.get("Sid") != "DenyObjectWritesExceptPromoter"
+            ]
+    writers = {
+        c.principal
+        for c in compute(mutated)
+        if c.allowed and c.action == PUT and c.target.startswith("nightly")
+    }
+    assert writers == {"promoter", "account-admin"}

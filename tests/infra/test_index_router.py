@@ -133,3 +133,11 @@ def test_traversal_and_malformed_paths_are_refused(uri: str) -> None:
     (result,) = _run([_event(uri)])
     assert result["statusCode"] == 400
     assert "uri" not in result
+
+
+def test_source_fits_cloudfront_functions_limits() -> None:
+    source = INDEX_ROUTER_SOURCE.read_text()
+    # CloudFront Functions: 10 KB of code, no modules or network access.
+    assert len(source.encode()) < 10 * 1024
+    assert "require(" not in source
+    assert "module.exports" not in source

@@ -1,0 +1,48 @@
+"""`cdk synth` through the pinned command-line tool, as `make synth` runs it: no credentials."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.infra.synth import REPO_ROOT, STACK_NAME
+
+CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
+
+
+@pytest.mark.skipif(not CDK.exists(), reason="node_modules missing: run `make node` (npm ci)")
+def test_cli_synth_prints_the_template_without_credentials(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        HOME=str(tmp_path),  # no ~/.aws
+        AWS_EC2_METADATA_DISABLED="true",
+        CDK_DISABLE_CLI_TELEMETRY="true",
+        JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
+    )
+    started = time.monotonic()
+    completed = subprocess.run(
+        [
+            str(CDK),
+            "synth",
+            "--no-notices",
+            "--no-version-reporting",
+            "-o",
+            str(tmp_path / "out"),
+            STACK_NAME,
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("Description:"), completed.stdout[:200]
+    assert "AWS::S3::Bucket" in completed.stdout
+    assert elapsed < 60
