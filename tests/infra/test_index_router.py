@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wheelgate.layout import HTML_PAGE, JSON_PAGE
 
 from stacks.cdn import INDEX_ROUTER_SOURCE
 
@@ -141,3 +142,10 @@ def test_source_fits_cloudfront_functions_limits() -> None:
     assert len(source.encode()) < 10 * 1024
     assert "require(" not in source
     assert "module.exports" not in source
+
+
+def test_page_names_match_the_key_layout() -> None:
+    # JavaScript cannot import layout.py; this keeps the two spellings from drifting apart.
+    source = INDEX_ROUTER_SOURCE.read_text()
+    assert f"'{HTML_PAGE}'" in source
+    assert f"'{JSON_PAGE}'" in source
