@@ -86,7 +86,9 @@ function handler(event) {
 
     var last = segments.length > 0 ? segments[segments.length - 1] : '';
     var isDirectory = request.uri.charAt(request.uri.length - 1) === '/' || last.indexOf('.') === -1;
-    var path = segments.length > 0 ? '/' + segments.join('/') : '';
+    // A literal '+' (local version labels: torch-2.7.0+rocm7.0-...) is sent to S3 as %2B, which
+    // S3 cannot mistake for an encoded space.
+    var path = segments.length > 0 ? '/' + segments.join('/').replace(/\+/g, '%2B') : '';
     request.uri = isDirectory ? path + '/' + (json ? 'index.json' : 'index.html') : path;
     return request;
 }

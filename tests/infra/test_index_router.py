@@ -96,6 +96,18 @@ ROUTES = [
         "/v2/gfx94X-dcgpu/torch-2.7.0-cp312-cp312-linux_x86_64.whl.metadata",
         "text/html",
     ),
+    (
+        "/v2/gfx94X-dcgpu/torch-2.7.0+rocm7.0-cp312-cp312-linux_x86_64.whl",
+        None,
+        "/v2/gfx94X-dcgpu/torch-2.7.0%2Brocm7.0-cp312-cp312-linux_x86_64.whl",
+        "text/html",
+    ),
+    (
+        "/v2/gfx94X-dcgpu/torch-2.7.0%2Brocm7.0-cp312-cp312-linux_x86_64.whl",
+        None,
+        "/v2/gfx94X-dcgpu/torch-2.7.0%2Brocm7.0-cp312-cp312-linux_x86_64.whl",
+        "text/html",
+    ),
     # Odd but harmless paths are normalized, so they share one cache entry.
     ("/", None, "/index.html", "text/html"),
     ("//", None, "/index.html", "text/html"),
