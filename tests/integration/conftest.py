@@ -16,6 +16,7 @@ from typing import Any
 
 import boto3
 import pytest
+
 from wheelgate.local import QUEUE_NAME, LocalStack
 
 

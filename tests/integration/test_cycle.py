@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wheelgate.sample_wheels import build_wheel
 
 from tests.integration.conftest import LocalProcess, hermetic_env, uv_binary
+from wheelgate.sample_wheels import build_wheel
 
 INDEX = "v2/gfx94X-dcgpu"
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
+
 from wheelgate.errors import TransientError
 from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.promoter import handler

@@ -4,11 +4,11 @@ import copy
 from typing import Any
 
 import pytest
+
+from tests.unit.samples import INDEX, manifest_dict
 from wheelgate.acceptance import AcceptancePolicy, check_set, decide
 from wheelgate.errors import PromotionRejected, Reason
 from wheelgate.manifest import Manifest
-
-from tests.unit.samples import INDEX, manifest_dict
 
 
 def manifest(*tests_per_set: list[dict[str, Any]]) -> Manifest:

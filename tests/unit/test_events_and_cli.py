@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from wheelgate.cli import EXIT_USAGE, main
 from wheelgate.local import choose_page, prefers_json, stamp_identity
 from wheelgate.manifest import Outcome

@@ -4,6 +4,7 @@ import json
 
 from pypi_simple import IndexPage
 from pypi_simple import ProjectPage as SimpleProjectPage
+
 from wheelgate.index_pages import (
     IndexEntry,
     ProjectPage,

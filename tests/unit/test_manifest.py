@@ -5,6 +5,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.unit.samples import SHA_A, TORCH, manifest_bytes, manifest_dict
 from wheelgate.errors import PromotionRejected, Reason
 from wheelgate.manifest import (
     MAX_MANIFEST_BYTES,
@@ -12,8 +14,6 @@ from wheelgate.manifest import (
     parse_distribution_filename,
     parse_manifest,
 )
-
-from tests.unit.samples import SHA_A, TORCH, manifest_bytes, manifest_dict
 
 SCHEMA_FILE = Path(__file__).parents[2] / "lambdas/wheelgate/schemas/manifest-v1.json"
 

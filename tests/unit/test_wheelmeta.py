@@ -6,6 +6,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from wheelgate.sample_wheels import build_wheel
 from wheelgate.wheelmeta import FileRangeReader, WheelMetadataError, read_core_metadata
 

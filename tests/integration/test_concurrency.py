@@ -1,0 +1,99 @@
+"""Concurrent writers into one index directory never lose an entry (S3 conditional writes)."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import boto3
+import pytest
+
+from wheelgate.index_pages import IndexEntry
+from wheelgate.index_store import IndexStore
+from wheelgate.local import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.promotion import add_missing
+from wheelgate.sample_wheels import build_wheel
+from wheelgate.staging import inspect_files, stage
+from wheelgate.storage import Bucket
+
+WRITERS = 8
+
+
+def entry(name: str, version: str) -> IndexEntry:
+    filename = f"{name}-{version}-py3-none-any.whl"
+    return IndexEntry(
+        filename=filename,
+        url=f"../{filename}",
+        sha256="a" * 64,
+        size=1,
+        upload_time="2026-11-30T00:00:00.000000Z",
+    )
+
+
+@pytest.fixture(scope="module")
+def nightly(stack: LocalStack) -> Bucket:
+    return Bucket(boto3.client("s3"), NIGHTLY_BUCKET)
+
+
+def test_eight_writers_on_one_project_page_lose_nothing(nightly: Bucket) -> None:
+    index = "conc/one-page"
+    entries = [entry("shared", f"1.{i}") for i in range(WRITERS * 3)]
+
+    def write(i: int) -> None:
+        # Each writer has its own store (as separate Lambda invocations would).
+        store = IndexStore(Bucket(boto3.client("s3"), NIGHTLY_BUCKET))
+        store.update_project(index, "shared", add_missing(entries[i::WRITERS]))
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        list(pool.map(write, range(WRITERS)))
+
+    store = IndexStore(nightly)
+    page, _ = store.read_project(index, "shared")
+    assert {e.filename for e in page.entries} == {e.filename for e in entries}
+    html = nightly.get(f"{index}/shared/index.html")
+    assert html is not None
+    # The HTML page converged on the final JSON page too.
+    assert all(e.filename in html[0].decode() for e in entries)
+
+
+def test_eight_writers_adding_projects_keep_every_root_entry(nightly: Bucket) -> None:
+    index = "conc/root"
+
+    def write(i: int) -> None:
+        store = IndexStore(Bucket(boto3.client("s3"), NIGHTLY_BUCKET))
+        store.update_project(index, f"proj{i}", add_missing([entry(f"proj{i}", "1.0")]))
+        store.add_projects(index, [f"proj{i}"])
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        list(pool.map(write, range(WRITERS)))
+    projects, _ = IndexStore(nightly).read_root(index)
+    assert projects == tuple(sorted(f"proj{i}" for i in range(WRITERS)))
+    root_html = nightly.get(f"{index}/index.html")
+    assert root_html is not None
+    assert all(f'href="proj{i}/"' in root_html[0].decode() for i in range(WRITERS))
+
+
+def test_eight_concurrent_stage_runs_into_one_directory(stack: LocalStack, tmp_path: Path) -> None:
+    index = "conc/stage"
+    wheels = [build_wheel(tmp_path / str(i), "torch", f"2.{i}.0") for i in range(WRITERS)]
+
+    def run(i: int) -> None:
+        s3 = boto3.client("s3")
+        stage(
+            staging=Bucket(s3, STAGING_BUCKET),
+            nightly=Bucket(s3, NIGHTLY_BUCKET),
+            nightly_base_url=stack.nightly_url,
+            run_id=f"conc-{i}",
+            index=index,
+            commit=str(i) * 40,
+            artifacts=inspect_files([wheels[i]]),
+        )
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        list(pool.map(run, range(WRITERS)))
+    staging = Bucket(boto3.client("s3"), STAGING_BUCKET)
+    found = staging.get(f"{index}/torch/index.json")
+    assert found is not None
+    listed = {f["filename"] for f in json.loads(found[0])["files"]}
+    assert listed == {w.name for w in wheels}
