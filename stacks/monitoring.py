@@ -12,7 +12,13 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from wheelgate.settings import METRIC_PROMOTIONS_REJECTED, METRICS_NAMESPACE, SERVICE_NAME
+
+from wheelgate.settings import (
+    METRIC_PROMOTION_ERRORS,
+    METRIC_PROMOTIONS_REJECTED,
+    METRICS_NAMESPACE,
+    SERVICE_NAME,
+)
 
 PERIOD = Duration.minutes(5)
 
@@ -23,7 +29,7 @@ class Monitoring(Construct):
     Attributes:
         topic: the alarm topic (encrypted with ``topic_key``); email subscription if
             ``alarm_email`` is given.
-        dlq_alarm / errors_alarm / rejections_alarm: the alarms.
+        dlq_alarm / errors_alarm / promotion_errors_alarm / rejections_alarm: the alarms.
     """
 
     def __init__(
@@ -66,20 +72,20 @@ class Monitoring(Construct):
         )
         self.errors_alarm = self._alarm(
             "PromoterErrors",
-            "The promoter Lambda raised an error.",
+            "The promoter Lambda failed as a whole (crash, timeout, out of memory).",
             function.metric_errors(period=PERIOD, statistic="Sum"),
+        )
+        # Failed records are reported as partial batch failures, which the invocation-level
+        # Errors metric above does not count; the promoter counts them itself.
+        self.promotion_errors_alarm = self._alarm(
+            "PromotionErrors",
+            "A promotion attempt raised and will be retried; see the promoter logs.",
+            _promoter_metric(METRIC_PROMOTION_ERRORS),
         )
         self.rejections_alarm = self._alarm(
             "PromotionsRejected",
             "The promoter rejected a manifest; see records/<run>.json.",
-            cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name=METRIC_PROMOTIONS_REJECTED,
-                # Powertools Metrics adds the service name as a dimension to every metric.
-                dimensions_map={"service": SERVICE_NAME},
-                period=PERIOD,
-                statistic="Sum",
-            ),
+            _promoter_metric(METRIC_PROMOTIONS_REJECTED),
         )
 
     def _alarm(
@@ -99,3 +105,15 @@ class Monitoring(Construct):
         )
         alarm.add_alarm_action(actions.SnsAction(self.topic))
         return alarm
+
+
+def _promoter_metric(name: str) -> cloudwatch.Metric:
+    """A count the promoter emits through Powertools Metrics, summed per period."""
+    return cloudwatch.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=name,
+        # Powertools Metrics adds the service name as a dimension to every metric.
+        dimensions_map={"service": SERVICE_NAME},
+        period=PERIOD,
+        statistic="Sum",
+    )

@@ -43,6 +43,9 @@ SERVICE_NAME = "wheelgate-promoter"
 METRICS_NAMESPACE = "WheelGate"
 METRIC_PROMOTIONS_REJECTED = "PromotionsRejected"
 METRIC_PROMOTIONS_SUCCEEDED = "PromotionsSucceeded"
+#: A promotion attempt that raised; the message is retried (partial batch response), so the
+#: Lambda ``Errors`` metric does not see it.
+METRIC_PROMOTION_ERRORS = "PromotionErrors"
 
 
 class SettingsError(ValueError):

@@ -6,19 +6,20 @@ import json
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
+
+from stacks.promoter import HANDLER
+from tests.infra.resolve import Resolver
 from wheelgate.settings import (
     ALL_ENV_NAMES,
     ENV_ALLOWED_INDEXES,
     ENV_NIGHTLY_BASE_URL,
     ENV_REQUIRED_TESTS,
     ENV_TRUSTED_REPORTER_ID,
+    METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
-
-from stacks.promoter import HANDLER
-from tests.infra.resolve import Resolver
 
 
 def _function(template_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -113,6 +114,15 @@ def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
         {
             "Namespace": METRICS_NAMESPACE,
             "MetricName": METRIC_PROMOTIONS_REJECTED,
+            "Dimensions": [{"Name": "service", "Value": SERVICE_NAME}],
+            "AlarmActions": [alarm_topic],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": METRICS_NAMESPACE,
+            "MetricName": METRIC_PROMOTION_ERRORS,
             "Dimensions": [{"Name": "service", "Value": SERVICE_NAME}],
             "AlarmActions": [alarm_topic],
         },
