@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
 from stacks.promoter import HANDLER
+from stacks.wheelgate_stack import LAMBDA_CODE_DIR
 from tests.infra.resolve import Resolver
 from wheelgate.settings import (
     ALL_ENV_NAMES,
@@ -143,3 +145,12 @@ def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
     # No alarm_email in cdk.json: no subscription.
     template.resource_count_is("AWS::SNS::Subscription", 0)
+
+
+def test_handler_named_by_the_stack_exists_in_the_code_asset() -> None:
+    module, _, function = HANDLER.rpartition(".")
+    path = LAMBDA_CODE_DIR.joinpath(*module.split(".")).with_suffix(".py")
+    tree = ast.parse(path.read_text())
+    # Decorated functions are still plain (async) function definitions at module level.
+    names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert function in names, f"{path} defines no {function}()"
