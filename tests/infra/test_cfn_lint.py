@@ -13,8 +13,6 @@ from tests.infra.synth import STACK_NAME, Synthesis
 ACCEPTED_WARNINGS = {
     # CDK adds DependsOn next to a GetAtt for the Lambda role and the notification queue.
     "W3005",
-    # The log bucket keeps the LogDeliveryWrite ACL: CloudFront standard logging writes via ACLs.
-    "W3045",
 }
 
 

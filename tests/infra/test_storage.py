@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
-from wheelgate.layout import RUNS_PREFIX
 
 from tests.infra.resolve import Resolver
+from wheelgate.layout import RUNS_PREFIX
 
 
 def _bucket(template_json: dict[str, Any], name: str) -> dict[str, Any]:
@@ -99,3 +99,21 @@ def test_every_bucket_policy_denies_plain_http(template: Template) -> None:
                 },
             },
         )
+
+
+def test_log_bucket_takes_server_access_logs_by_policy_not_acl(
+    template_json: dict[str, Any],
+) -> None:
+    resolver = Resolver(template_json)
+    props = _bucket(template_json, "wheelgate-logs")["Properties"]
+    assert "AccessControl" not in props
+    statements = resolver.bucket_policy("wheelgate-logs")["Statement"]
+    deliveries = {
+        s["Condition"]["ArnLike"]["aws:SourceArn"]: s["Resource"]
+        for s in statements
+        if s["Principal"] == {"Service": "logging.s3.amazonaws.com"}
+    }
+    assert deliveries == {
+        "arn:aws:s3:::wheelgate-staging": "arn:aws:s3:::wheelgate-logs/s3/staging/*",
+        "arn:aws:s3:::wheelgate-nightly": "arn:aws:s3:::wheelgate-logs/s3/nightly/*",
+    }
