@@ -1,11 +1,11 @@
-"""The ``wheelgate`` command line: stage a run, report its tests, follow its promotion.
+"""wheelgate: stage a run's wheels, report its tests, follow its promotion.
 
-The flow: build CI runs ``wheelgate stage`` for each index directory; test jobs install from the
-staging index; a final job runs ``wheelgate report`` with the test results, which writes the
-run's manifest and so triggers the promoter; ``wheelgate status --wait`` reports the decision.
-``wheelgate local`` runs the whole stack on this machine.
+The flow: build CI runs `wheelgate stage` for each index directory; test jobs install from the
+staging index exactly as users will; a final job runs `wheelgate report` with the test results,
+which writes the run's manifest and so triggers the promoter; `wheelgate status RUN --wait S`
+reports the decision. `wheelgate local` runs the whole stack on this machine.
 
-Exit codes: 0 success (status: promoted), 1 rejected, 2 bad input or configuration,
+Exit codes: 0 success (status/yank: done), 1 rejected, 2 bad input or configuration,
 3 still pending, 4 storage or network error.
 """
 
@@ -196,17 +196,98 @@ def cmd_status(args: argparse.Namespace) -> int:
     except LayoutError as exc:
         raise UsageError(str(exc)) from exc
     staging, _ = _buckets(args, nightly=False)
-    deadline = time.monotonic() + args.wait
+    return _wait_for_record(staging, args.run_id, args.wait, args.interval)
+
+
+def _wait_for_record(staging: Bucket, run_id: str, wait: float, interval: float) -> int:
+    deadline = time.monotonic() + wait
     while True:
-        document = _status_document(staging, args.run_id)
+        document = _status_document(staging, run_id)
         if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
             break
-        time.sleep(min(args.interval, max(0.0, deadline - time.monotonic())))
+        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
     print(json.dumps(document, indent=2))
     return {
         State.PROMOTED.value: EXIT_OK,
         State.REJECTED.value: EXIT_REJECTED,
     }.get(document["state"], EXIT_PENDING)
+
+
+def cmd_yank(args: argparse.Namespace) -> int:
+    from wheelgate.manifest import parse_distribution_filename
+    from wheelgate.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
+
+    yanked = args.command == "yank"
+    if yanked and not args.reason.strip():
+        raise UsageError("--reason is required: users see it when pip skips the file")
+    try:
+        STAGING.run_index_prefix("x", args.index)
+        parse_distribution_filename(args.filename)
+    except (LayoutError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    request = YankRequest.model_validate(
+        {
+            "schema": SCHEMA_YANK_V1,
+            "run_id": new_request_id(),
+            "index": args.index,
+            "filename": args.filename,
+            "yanked": yanked,
+            "reason": args.reason if yanked else "",
+        }
+    )
+    staging, _ = _buckets(args, nightly=False)
+    staging.put(
+        STAGING.manifest(request.run_id),
+        request.to_json().encode(),
+        content_type="application/json",
+    )
+    print(f"request {request.run_id} written; waiting for the promoter", file=sys.stderr)
+    return _wait_for_record(staging, request.run_id, args.wait, 1.0)
+
+
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from wheelgate.rebuild import rebuild, scan_nightly, scan_staging
+
+    try:
+        STAGING.run_index_prefix("x", args.index)
+    except LayoutError as exc:
+        raise UsageError(str(exc)) from exc
+    staging, nightly = _buckets(args, nightly=True)
+    assert nightly is not None
+    try:
+        if args.bucket == "nightly":
+            changes, writes = rebuild(
+                target=nightly,
+                index=args.index,
+                scanned=scan_nightly(nightly, args.index),
+                dry_run=args.dry_run,
+            )
+        else:
+            base = _required(args, "nightly_url", ENV_NIGHTLY_BASE_URL, "--nightly-url")
+            changes, writes = rebuild(
+                target=staging,
+                index=args.index,
+                scanned=scan_staging(staging, args.index),
+                borrowed_from=nightly,
+                borrowed_base_url=base if base.endswith("/") else base + "/",
+                dry_run=args.dry_run,
+            )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    print(
+        json.dumps(
+            {
+                "index": args.index,
+                "bucket": args.bucket,
+                "dry_run": args.dry_run,
+                "projects": [c.__dict__ for c in changes if c.any],
+                "unchanged_projects": sum(1 for c in changes if not c.any),
+                "pages_written": writes.keys,
+            },
+            indent=2,
+        )
+    )
+    return EXIT_OK
 
 
 def cmd_local(args: argparse.Namespace) -> int:
@@ -344,6 +425,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     local.add_argument("--verbose", action="store_true", help="log every HTTP request")
     local.set_defaults(func=cmd_local)
+
+    for name, what in (
+        ("yank", "mark a released file as yanked (PEP 592); nothing is deleted"),
+        ("unyank", "clear the yanked mark of a released file"),
+    ):
+        yank = sub.add_parser(
+            name,
+            help=what,
+            description=(
+                f"Ask the promoter to {what}, on the nightly and staging pages (HTML and JSON). "
+                "The request is written where manifests go, so run it with the reporter role. "
+                "Exit 0 done, 1 refused, 3 pending."
+            ),
+        )
+        yank.add_argument("--index", required=True, metavar="DIR")
+        yank.add_argument("filename", metavar="FILE", help="the released file name")
+        yank.add_argument("--reason", default="", required=name == "yank")
+        yank.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
+        _storage_options(yank, nightly=False)
+        yank.set_defaults(func=cmd_yank)
+
+    index = sub.add_parser("index", help="index maintenance")
+    index_sub = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")
+    rebuild = index_sub.add_parser(
+        "rebuild",
+        help="rewrite an index directory's pages from the files in the bucket",
+        description=(
+            "Repair: scan the files of DIR (nightly: <DIR>/<file>; staging: runs/*/<DIR>/<file>) "
+            "and rewrite every project page and the root page. Yank state and upload times of "
+            "unchanged files are kept. --dry-run prints what would change and writes nothing. "
+            "Writing nightly pages needs the promoter's (or the break-glass) permissions."
+        ),
+    )
+    rebuild.add_argument("--index", required=True, metavar="DIR")
+    rebuild.add_argument("--bucket", choices=["nightly", "staging"], default="nightly")
+    rebuild.add_argument("--dry-run", action="store_true")
+    rebuild.add_argument(
+        "--nightly-url", help=f"for staging pages (default: ${ENV_NIGHTLY_BASE_URL})"
+    )
+    _storage_options(rebuild, nightly=True)
+    rebuild.set_defaults(func=cmd_index_rebuild)
 
     schema = sub.add_parser("schema", help="print the manifest JSON Schema")
     schema.set_defaults(func=cmd_schema)

@@ -6,6 +6,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 #: User metadata WheelGate stores on staged and released files (``x-amz-meta-*``).
 META_SHA256 = "wheelgate-sha256"
@@ -58,3 +59,4 @@ class ListedObject:
     key: str
     size: int
     etag: str
+    last_modified: datetime | None = None

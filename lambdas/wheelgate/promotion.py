@@ -34,13 +34,14 @@ from wheelgate.layout import (
     LayoutError,
     relative_href,
 )
-from wheelgate.manifest import ArtifactSet, Manifest, parse_manifest
+from wheelgate.manifest import ArtifactSet, Manifest, parse_distribution_filename, parse_manifest
 from wheelgate.objects import ObjectInfo
 from wheelgate.planning import FileStep, SetPlan, plan_set
 from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
 from wheelgate.settings import PromoterSettings
 from wheelgate.storage import Bucket, PreconditionFailed, S3RangeReader
 from wheelgate.wheelmeta import CoreMetadata, WheelMetadataError, core_metadata, read_core_metadata
+from wheelgate.yank import YANK_RUN_PREFIX, YankRequest, apply_yank, parse_yank
 
 METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
 
@@ -180,6 +181,9 @@ class Promoter:
         actor = event.principal_id
         try:
             self._check_writer(actor)
+            if run_id.startswith(YANK_RUN_PREFIX):
+                request = parse_yank(raw, expected_run_id=run_id)
+                return self._yank(request, digest, actor, existing)
             manifest = parse_manifest(raw, expected_run_id=run_id)
             if existing is not None and existing.state is State.PROMOTED:
                 raise PromotionRejected(
@@ -190,6 +194,57 @@ class Promoter:
             return self._promote(manifest, digest, actor, existing)
         except PromotionRejected as rejection:
             return self._reject(run_id, rejection, digest, actor, existing, sets=None)
+
+    def _yank(
+        self,
+        request: YankRequest,
+        digest: str,
+        actor: str | None,
+        existing: PromotionRecord | None,
+    ) -> PromotionRecord:
+        """Set a released file's yank state on its nightly and staging pages."""
+        yanked: str | bool = (request.reason or True) if request.yanked else False
+        project = parse_distribution_filename(request.filename).project
+        nightly = self.nightly_pages.update_project(
+            request.index, project, lambda current: apply_yank(current, request.filename, yanked)
+        )
+        staging = self._refresh_staging_page(request.index, project, drop=())
+        invalidations = self._invalidate(nightly, staging)
+        verb = "yanked" if request.yanked else "unyanked"
+        message = f"{verb} {request.index}/{request.filename}" + (
+            f": {request.reason}" if request.reason else ""
+        )
+        at = upload_time(self.clock())
+        record = PromotionRecord(
+            run_id=request.run_id,
+            state=State.PROMOTED,
+            message=message,
+            manifest_sha256=digest,
+            decided_at=at,
+            actor=actor,
+            attempts=(existing.attempts if existing else 0) + 1,
+            pages=nightly.keys,
+            invalidations=invalidations,
+            history=existing.history if existing else [],
+        )
+        return self._save(
+            record.with_decision(
+                at=at,
+                state=State.PROMOTED,
+                reason=None,
+                message=message,
+                manifest_sha256=digest,
+                actor=actor,
+            )
+        )
+
+    def _refresh_staging_page(self, index: str, project: str, drop: Iterable[str]) -> PageWrites:
+        """Re-merge a staging project page over the current nightly page of the project."""
+        page, _ = self.nightly_pages.read_project(index, project)
+        borrowed = absolute(
+            page.entries, self.settings.nightly_base_url + PAGES.project_dir(index, project)
+        )
+        return self.staging_pages.update_project(index, project, staging_view(borrowed, drop=drop))
 
     def _check_writer(self, principal_id: str | None) -> None:
         trusted = self.settings.trusted_reporter_id
@@ -470,17 +525,8 @@ class Promoter:
             nightly_writes.extend(
                 self.nightly_pages.update_project(index, project, add_missing(page_entries))
             )
-            page, _ = self.nightly_pages.read_project(index, project)
-            borrowed = absolute(
-                page.entries,
-                self.settings.nightly_base_url + PAGES.project_dir(index, project),
-            )
             staging_writes.extend(
-                self.staging_pages.update_project(
-                    index,
-                    project,
-                    staging_view(borrowed, drop=[e.filename for e in page_entries]),
-                )
+                self._refresh_staging_page(index, project, drop=[e.filename for e in page_entries])
             )
         projects_by_index: dict[str, set[str]] = defaultdict(set)
         for index, project in by_page:

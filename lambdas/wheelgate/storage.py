@@ -179,7 +179,9 @@ class Bucket:
         try:
             for page in paginator.paginate(Bucket=self.name, Prefix=prefix):
                 for item in page.get("Contents", []):
-                    yield ListedObject(item["Key"], int(item["Size"]), str(item["ETag"]))
+                    yield ListedObject(
+                        item["Key"], int(item["Size"]), str(item["ETag"]), item.get("LastModified")
+                    )
         except ClientError as exc:
             raise translate(exc, self.name, prefix) from exc
 

@@ -1,0 +1,171 @@
+"""Full rebuild of an index directory's pages from the files in the bucket (repair).
+
+Promotion keeps pages current incrementally; this is for the day a page is lost or damaged.
+Yank state and upload times already on a page are kept for files whose bytes are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from wheelgate.index_pages import IndexEntry, absolute, merge_entries, upload_time
+from wheelgate.index_store import IndexStore, PageWrites
+from wheelgate.layout import METADATA_SUFFIX, PAGES, RUNS_PREFIX, check_index, relative_href
+from wheelgate.manifest import parse_distribution_filename
+from wheelgate.objects import ListedObject
+from wheelgate.storage import Bucket
+from wheelgate.wheelmeta import core_metadata
+
+
+@dataclass
+class ProjectChange:
+    project: str
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def _is_distribution(name: str) -> bool:
+    try:
+        parse_distribution_filename(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _entry(bucket: Bucket, obj: ListedObject, filename: str, page_dir: str) -> IndexEntry:
+    head = bucket.head(obj.key)
+    if head is None or head.sha256 is None:
+        raise ValueError(f"s3://{bucket.name}/{obj.key} has no SHA-256; it cannot be indexed")
+    metadata = None
+    if filename.endswith(".whl"):
+        found = bucket.get(obj.key + METADATA_SUFFIX)
+        metadata = core_metadata(found[0]) if found else None
+    return IndexEntry(
+        filename=filename,
+        url=relative_href(page_dir, obj.key),
+        sha256=head.sha256,
+        size=head.size,
+        upload_time=upload_time(obj.last_modified) if obj.last_modified else "",
+        requires_python=metadata.requires_python if metadata else None,
+        metadata_sha256=metadata.sha256 if metadata else None,
+    )
+
+
+def _scan(
+    bucket: Bucket, objects: Mapping[str, ListedObject], index: str
+) -> dict[str, list[IndexEntry]]:
+    def build(item: tuple[str, ListedObject]) -> IndexEntry:
+        filename, obj = item
+        project = parse_distribution_filename(filename).project
+        return _entry(bucket, obj, filename, PAGES.project_dir(index, project))
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        entries = list(pool.map(build, sorted(objects.items())))
+    by_project: dict[str, list[IndexEntry]] = defaultdict(list)
+    for e in entries:
+        by_project[e.project].append(e)
+    return dict(by_project)
+
+
+def scan_nightly(bucket: Bucket, index: str) -> dict[str, list[IndexEntry]]:
+    """Entries for every distribution file directly under ``<index>/``."""
+    prefix = f"{check_index(index)}/"
+    files = {
+        obj.key[len(prefix) :]: obj
+        for obj in bucket.list(prefix)
+        if "/" not in obj.key[len(prefix) :] and _is_distribution(obj.key[len(prefix) :])
+    }
+    return _scan(bucket, files, index)
+
+
+def scan_staging(bucket: Bucket, index: str) -> dict[str, list[IndexEntry]]:
+    """Entries for every file staged for ``index`` by any run (the newest run wins a name)."""
+    check_index(index)
+    latest: dict[str, ListedObject] = {}
+    for obj in bucket.list(RUNS_PREFIX):
+        run_and_rest = obj.key[len(RUNS_PREFIX) :]
+        _run, _, rest = run_and_rest.partition("/")
+        directory, _, filename = rest.rpartition("/")
+        if directory != index or not _is_distribution(filename):
+            continue
+        known = latest.get(filename)
+        if known is None or (
+            obj.last_modified and known.last_modified and obj.last_modified > known.last_modified
+        ):
+            latest[filename] = obj
+    return _scan(bucket, latest, index)
+
+
+def reconcile(current: tuple[IndexEntry, ...], scanned: list[IndexEntry]) -> tuple[IndexEntry, ...]:
+    """Scanned entries, keeping yank state and upload time of unchanged files."""
+    known = {e.filename: e for e in current}
+    result = []
+    for e in scanned:
+        old = known.get(e.filename)
+        if old is not None and old.sha256 == e.sha256:
+            e = IndexEntry(**{**e.__dict__, "yanked": old.yanked, "upload_time": old.upload_time})
+        result.append(e)
+    return merge_entries([], result)
+
+
+def _replace_with(
+    entries: tuple[IndexEntry, ...],
+) -> Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]:
+    def transform(_current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
+        return entries
+
+    return transform
+
+
+def rebuild(
+    *,
+    target: Bucket,
+    index: str,
+    scanned: Mapping[str, list[IndexEntry]],
+    borrowed_base_url: str | None = None,
+    borrowed_from: Bucket | None = None,
+    dry_run: bool,
+) -> tuple[list[ProjectChange], PageWrites]:
+    """Rewrite every project page of ``index`` in ``target`` from ``scanned`` entries.
+
+    For staging, ``borrowed_from`` (nightly) and ``borrowed_base_url`` add nightly's files to
+    each page. Returns the per-project changes and (unless ``dry_run``) the pages written.
+    """
+    store = IndexStore(target)
+    nightly = IndexStore(borrowed_from) if borrowed_from else None
+    projects = set(scanned)
+    if nightly is not None:
+        projects |= set(nightly.read_root(index)[0])
+    changes: list[ProjectChange] = []
+    writes = PageWrites()
+    for project in sorted(projects):
+        page, _ = store.read_project(index, project)
+        entries = reconcile(page.entries, scanned.get(project, []))
+        if nightly is not None and borrowed_base_url is not None:
+            borrowed_page, _ = nightly.read_project(index, project)
+            borrowed = absolute(
+                borrowed_page.entries, borrowed_base_url + PAGES.project_dir(index, project)
+            )
+            entries = merge_entries(borrowed, entries)
+        before = {e.filename: e for e in page.entries}
+        after = {e.filename: e for e in entries}
+        change = ProjectChange(
+            project=project,
+            added=sorted(set(after) - set(before)),
+            removed=sorted(set(before) - set(after)),
+            changed=sorted(n for n in set(after) & set(before) if after[n] != before[n]),
+        )
+        changes.append(change)
+        if change.any and not dry_run:
+            writes.extend(store.update_project(index, project, _replace_with(entries)))
+    if not dry_run:
+        writes.extend(store.add_projects(index, projects))
+    return changes, writes

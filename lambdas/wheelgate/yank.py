@@ -1,0 +1,75 @@
+"""Yank requests: mark a released file as yanked (PEP 592) or not, without deleting anything.
+
+A yank request travels the same way a manifest does (an object under ``manifests/`` written by
+the reporter role), so the promoter stays the only writer of nightly and the same provenance
+check applies. Its run id starts with ``yank-``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from wheelgate.errors import PromotionRejected, Reason
+from wheelgate.index_pages import IndexEntry
+from wheelgate.manifest import IndexDir, RunId, parse_distribution_filename
+
+SCHEMA_YANK_V1 = "wheelgate/yank/v1"
+YANK_RUN_PREFIX = "yank-"
+
+
+class YankRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    schema_: Literal["wheelgate/yank/v1"] = Field(alias="schema")
+    run_id: RunId
+    index: IndexDir
+    filename: Annotated[str, Field(min_length=1, max_length=255)]
+    yanked: bool
+    reason: Annotated[str, Field(max_length=500)] = ""
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+def new_request_id(moment: datetime | None = None) -> str:
+    """A unique, sortable run id for a yank request."""
+    stamp = (moment or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{YANK_RUN_PREFIX}{stamp}-{secrets.token_hex(4)}"
+
+
+def is_yank_document(data: object) -> bool:
+    return isinstance(data, dict) and data.get("schema") == SCHEMA_YANK_V1
+
+
+def parse_yank(raw: bytes, *, expected_run_id: str) -> YankRequest:
+    """Validate a yank request; :class:`PromotionRejected` (``invalid-manifest``) if bad."""
+    try:
+        request = YankRequest.model_validate(json.loads(raw))
+        parse_distribution_filename(request.filename)
+    except (ValidationError, ValueError) as exc:
+        raise PromotionRejected(Reason.INVALID_MANIFEST, f"yank request is invalid: {exc}") from exc
+    if request.run_id != expected_run_id:
+        raise PromotionRejected(
+            Reason.RUN_ID_MISMATCH,
+            f"yank request key names {expected_run_id!r} but it says {request.run_id!r}",
+        )
+    return request
+
+
+def apply_yank(
+    entries: tuple[IndexEntry, ...], filename: str, yanked: str | bool
+) -> tuple[IndexEntry, ...]:
+    """Entries with ``filename``'s yank state set; :class:`PromotionRejected` if not listed."""
+    if filename not in {e.filename for e in entries}:
+        raise PromotionRejected(
+            Reason.FILE_MISSING, f"{filename} is not listed in nightly; nothing to yank"
+        )
+    return tuple(
+        IndexEntry(**{**e.__dict__, "yanked": yanked}) if e.filename == filename else e
+        for e in entries
+    )

@@ -1,0 +1,121 @@
+"""Yank/unyank and full index rebuild, through the CLI against ``wheelgate local``."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import LocalProcess
+from tests.integration.test_cycle import pip, run_ok
+from wheelgate.sample_wheels import build_wheel
+
+INDEX = "v2/maint"
+
+
+def fetch(url: str, accept: str = "text/html") -> str:
+    request = urllib.request.Request(url, headers={"Accept": accept})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(response.read().decode())
+
+
+@pytest.fixture(scope="module")
+def released(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    wheels = tmp_path_factory.mktemp("maint")
+    old = build_wheel(wheels, "maint-pkg", "1.0")
+    new = build_wheel(wheels, "maint-pkg", "1.1")
+    for run, wheel in (("maint-1", old), ("maint-2", new)):
+        run_ok(local, "stage", "--run-id", run, "--index", INDEX, "--commit", "5" * 40, str(wheel))
+        run_ok(
+            local,
+            "report",
+            "--run-id",
+            run,
+            "--commit",
+            "5" * 40,
+            "--test",
+            f"{INDEX}:smoke=passed",
+        )
+        assert local.wheelgate("status", run, "--wait", "60").returncode == 0
+    return {"old": old, "new": new}
+
+
+def test_yank_is_reflected_in_both_formats_and_honoured_by_pip(
+    local: LocalProcess, released: dict[str, Path], venv_factory: Any
+) -> None:
+    new = released["new"].name
+    result = local.wheelgate("yank", "--index", INDEX, new, "--reason", "bad GPU kernels")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["message"] == f"yanked {INDEX}/{new}: bad GPU kernels"
+    page = f"{local.nightly_url}{INDEX}/maint-pkg/"
+    doc = json.loads(fetch(page, "application/vnd.pypi.simple.v1+json"))
+    assert {f["filename"]: f["yanked"] for f in doc["files"]} == {
+        released["old"].name: False,
+        new: "bad GPU kernels",
+    }
+    assert 'data-yanked="bad GPU kernels"' in fetch(page)
+    staging_doc = json.loads(
+        fetch(f"{local.staging_url}{INDEX}/maint-pkg/", "application/vnd.pypi.simple.v1+json")
+    )
+    assert {f["filename"]: f["yanked"] for f in staging_doc["files"]}[new] == "bad GPU kernels"
+    # The file is still there: nothing was deleted.
+    assert local.client("s3").head_object(
+        Bucket=local.env["WHEELGATE_NIGHTLY_BUCKET"], Key=f"{INDEX}/{new}"
+    )
+    venv = venv_factory("yank")
+    installed = pip(venv, "install", "--index-url", f"{local.nightly_url}{INDEX}/", "maint-pkg")
+    assert installed.returncode == 0, installed.stderr
+    assert "maint-pkg-1.0" in installed.stdout  # the yanked 1.1 was skipped
+
+    result = local.wheelgate("unyank", "--index", INDEX, new)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(fetch(page, "application/vnd.pypi.simple.v1+json"))
+    assert all(f["yanked"] is False for f in doc["files"])
+
+
+def test_yanking_a_file_that_is_not_released_is_refused(local: LocalProcess, released: Any) -> None:
+    result = local.wheelgate(
+        "yank", "--index", INDEX, "maint_pkg-9.9-py3-none-any.whl", "--reason", "x"
+    )
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["reason"] == "file-missing"
+
+
+def test_rebuild_restores_a_lost_page_and_dry_run_writes_nothing(
+    local: LocalProcess, released: dict[str, Path]
+) -> None:
+    s3 = local.client("s3")
+    bucket = local.env["WHEELGATE_NIGHTLY_BUCKET"]
+    original = json.loads(
+        fetch(f"{local.nightly_url}{INDEX}/maint-pkg/", "application/vnd.pypi.simple.v1+json")
+    )
+    # Given the project's pages are lost (a delete marker hides them)...
+    for page in ("index.json", "index.html"):
+        s3.delete_object(Bucket=bucket, Key=f"{INDEX}/maint-pkg/{page}")
+    before = local.nightly_versions()
+    dry = local.wheelgate("index", "rebuild", "--index", INDEX, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert plan["projects"][0]["added"] == sorted(p.name for p in released.values())
+    assert plan["pages_written"] == []
+    assert local.nightly_versions() == before
+    # ...a rebuild writes them again from the files, with the same entries.
+    done = local.wheelgate("index", "rebuild", "--index", INDEX)
+    assert done.returncode == 0, done.stderr
+    rebuilt = json.loads(
+        fetch(f"{local.nightly_url}{INDEX}/maint-pkg/", "application/vnd.pypi.simple.v1+json")
+    )
+    strip = lambda files: [{k: v for k, v in f.items() if k != "upload-time"} for f in files]  # noqa: E731
+    assert strip(rebuilt["files"]) == strip(original["files"])
+    # A second rebuild finds nothing to change.
+    again = json.loads(local.wheelgate("index", "rebuild", "--index", INDEX).stdout)
+    assert again["projects"] == []
+
+
+def test_rebuild_of_the_staging_index(local: LocalProcess, released: dict[str, Path]) -> None:
+    done = local.wheelgate("index", "rebuild", "--index", INDEX, "--bucket", "staging", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["bucket"] == "staging"
