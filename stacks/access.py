@@ -8,6 +8,8 @@ from aws_cdk import Aws, Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
+from stacks.nag import acknowledge_resource_wildcards
 from wheelgate.layout import (
     HTML_PAGE,
     JSON_PAGE,
@@ -16,8 +18,6 @@ from wheelgate.layout import (
     RUNS_PREFIX,
     STATUS_PREFIX,
 )
-
-from stacks.nag import acknowledge_resource_wildcards
 
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"

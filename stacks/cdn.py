@@ -11,10 +11,10 @@ from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
-from wheelgate.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX
 
 from stacks.config import CustomDomain
 from stacks.nag import acknowledge
+from wheelgate.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX
 
 INDEX_ROUTER_SOURCE = Path(__file__).parent / "functions" / "index_router.js"
 

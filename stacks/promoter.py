@@ -14,10 +14,10 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from wheelgate.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
-from wheelgate.settings import METRICS_NAMESPACE, SERVICE_NAME
 
 from stacks.nag import acknowledge
+from wheelgate.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
+from wheelgate.settings import METRICS_NAMESPACE, SERVICE_NAME
 
 HANDLER = "wheelgate.promoter.handler.lambda_handler"
 

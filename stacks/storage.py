@@ -5,9 +5,9 @@ from __future__ import annotations
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
-from wheelgate.layout import RUNS_PREFIX
 
 from stacks.nag import acknowledge
+from wheelgate.layout import RUNS_PREFIX
 
 # Incomplete multipart uploads of multi-GB wheels are billed until aborted.
 _ABORT_MULTIPART_AFTER = Duration.days(7)

@@ -8,6 +8,13 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
+
+from stacks.access import Access
+from stacks.cdn import IndexCdn
+from stacks.config import WheelGateConfig
+from stacks.monitoring import Monitoring
+from stacks.promoter import Promoter
+from stacks.storage import Storage
 from wheelgate.settings import (
     ENV_ALLOWED_INDEXES,
     ENV_NIGHTLY_BASE_URL,
@@ -18,13 +25,6 @@ from wheelgate.settings import (
     ENV_STAGING_DISTRIBUTION_ID,
     ENV_TRUSTED_REPORTER_ID,
 )
-
-from stacks.access import Access
-from stacks.cdn import IndexCdn
-from stacks.config import WheelGateConfig
-from stacks.monitoring import Monitoring
-from stacks.promoter import Promoter
-from stacks.storage import Storage
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDA_CODE_DIR = REPO_ROOT / "lambdas"

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wheelgate.layout import NIGHTLY, PAGES, STAGING
-
 from tests.infra.resolve import ACCOUNT, PARTITION, Resolver
+from wheelgate.layout import NIGHTLY, PAGES, STAGING
 
 # principalmapper 1.1.5 still imports these names from `collections` (removed in 3.10).
 for _name in ("Mapping", "MutableMapping", "Sequence", "Iterable", "Callable"):

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wheelgate.layout import HTML_PAGE, JSON_PAGE
 
 from stacks.cdn import INDEX_ROUTER_SOURCE
+from wheelgate.layout import HTML_PAGE, JSON_PAGE
 
 HARNESS = Path(__file__).with_name("index_router_harness.js")
 NODE = shutil.which("node")
