@@ -27,7 +27,7 @@ FUNCTION_TIMEOUT = Duration.minutes(15)
 # Memory also buys CPU and network for the parallel copies and page rendering.
 FUNCTION_MEMORY_MB = 1024
 # AWS guidance for SQS event sources: visibility timeout at least six times the function timeout.
-QUEUE_VISIBILITY_TIMEOUT = Duration.minutes(6 * 15)
+QUEUE_VISIBILITY_TIMEOUT = Duration.seconds(6 * FUNCTION_TIMEOUT.to_seconds())
 # With one concurrent execution, throttled receives count towards maxReceiveCount; five
 # receives keep a manifest from reaching the DLQ just because another run was being promoted.
 MAX_RECEIVE_COUNT = 5
