@@ -225,16 +225,27 @@ def test_nightly_bucket_policy_denies(template_json: dict[str, Any]) -> None:
     assert "Condition" not in denies["DenyRetentionChanges"]
 
 
-def test_break_glass_role_is_the_only_retention_exception(tmp_path: Any) -> None:
+def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None:
     from tests.infra.synth import cdk_json_context, synthesize
 
-    config = cdk_json_context()["wheelgate"]
+    # Given a break-glass role and an existing OIDC provider in the context (one synth for both)
     break_glass = f"{ROLE}/break-glass"
-    synthesis = synthesize(tmp_path, {**config, "break_glass_role_arn": break_glass})
+    provider = f"arn:aws:iam::{ACCOUNT}:oidc-provider/token.actions.githubusercontent.com"
+    config = {
+        **cdk_json_context()["wheelgate"],
+        "break_glass_role_arn": break_glass,
+        "oidc_provider_arn": provider,
+    }
+    # When the app is synthesized
+    synthesis = synthesize(tmp_path, config)
+    # Then only the break-glass role escapes the nightly delete and retention denies
     denies = _denies(synthesis.template, "wheelgate-nightly")
-    assert denies["DenyRetentionChanges"]["Condition"] == {
-        "ArnNotEquals": {"aws:PrincipalArn": [break_glass]}
-    }
-    assert denies["DenyDeletes"]["Condition"] == {
-        "ArnNotEquals": {"aws:PrincipalArn": [break_glass]}
-    }
+    for sid in ("DenyRetentionChanges", "DenyDeletes"):
+        assert denies[sid]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [break_glass]}}
+    # And the roles trust the existing provider instead of a new one
+    resolver = Resolver(synthesis.template)
+    assert resolver.of_type("AWS::IAM::OIDCProvider") == {}
+    for role in ("build", "reporter", "dev"):
+        trust = synthesis.template["Resources"][resolver.logical_id(role)]["Properties"]
+        (statement,) = trust["AssumeRolePolicyDocument"]["Statement"]
+        assert statement["Principal"] == {"Federated": provider}
