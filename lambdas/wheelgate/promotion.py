@@ -39,7 +39,13 @@ from wheelgate.objects import ObjectInfo
 from wheelgate.planning import FileStep, SetPlan, plan_set
 from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
 from wheelgate.settings import PromoterSettings
-from wheelgate.storage import Bucket, PreconditionFailed, S3RangeReader
+from wheelgate.storage import (
+    MULTIPART_PART_SIZE,
+    SINGLE_REQUEST_LIMIT,
+    Bucket,
+    PreconditionFailed,
+    S3RangeReader,
+)
 from wheelgate.wheelmeta import CoreMetadata, WheelMetadataError, core_metadata, read_core_metadata
 from wheelgate.yank import YANK_RUN_PREFIX, YankRequest, apply_yank, parse_yank
 
@@ -89,6 +95,8 @@ class Promoter:
         clock: Callable[[], datetime] = _now,
         workers: int = 16,
         block_all_on_failure: bool = True,
+        single_request_limit: int = SINGLE_REQUEST_LIMIT,
+        part_size: int = MULTIPART_PART_SIZE,
     ) -> None:
         self.settings = settings
         self.staging = staging
@@ -96,6 +104,9 @@ class Promoter:
         self.invalidator = invalidator
         self.clock = clock
         self.workers = workers
+        # S3 limits, lowered only by tests that exercise multipart copies with small files.
+        self.single_request_limit = single_request_limit
+        self.part_size = part_size
         self.policy = AcceptancePolicy(
             required_tests=settings.required_tests,
             allowed_indexes=settings.allowed_indexes,
@@ -449,14 +460,26 @@ class Promoter:
         if step.copy:
             try:
                 copied_sha = self.nightly.copy_in(
-                    self.staging, step.source_key, step.source_etag, step.file.size, step.target_key
+                    self.staging,
+                    step.source_key,
+                    step.source_etag,
+                    step.file.size,
+                    step.target_key,
+                    part_size=self.part_size,
+                    single_request_limit=self.single_request_limit,
                 )
             except PreconditionFailed:
                 copied_sha = self._already_there(step)
-            if copied_sha is not None and copied_sha != step.file.sha256:
+            if copied_sha is None:
+                # A multipart copy has no full-object checksum from S3: check that the copy
+                # carries the recorded SHA-256 and the right size.
+                copied = self.nightly.head(step.target_key)
+                if copied is not None and copied.size == step.file.size:
+                    copied_sha = copied.meta_sha256
+            if copied_sha != step.file.sha256:
                 raise PromotionRejected(
                     Reason.COPY_VERIFICATION_FAILED,
-                    f"{step.target_key}: S3 computed sha256 {copied_sha} for the copy, "
+                    f"{step.target_key}: the copy has sha256 {copied_sha}, "
                     f"manifest says {step.file.sha256}",
                     index=step.index,
                 )

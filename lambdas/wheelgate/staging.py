@@ -29,7 +29,7 @@ from wheelgate.manifest import (
     parse_distribution_filename,
 )
 from wheelgate.objects import META_COMMIT, META_RUN_ID
-from wheelgate.storage import Bucket
+from wheelgate.storage import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
 from wheelgate.wheelmeta import (
     CoreMetadata,
     FileRangeReader,
@@ -122,6 +122,8 @@ def stage(
     artifacts: Sequence[LocalArtifact],
     progress: Callable[[str, int, int], None] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    single_request_limit: int = SINGLE_REQUEST_LIMIT,
+    part_size: int = MULTIPART_PART_SIZE,
 ) -> StageResult:
     """Upload ``artifacts`` under ``runs/<run_id>/<index>/`` with their SHA-256 and commit,
     write each wheel's ``.metadata``, then update the staging pages of the touched projects
@@ -168,6 +170,8 @@ def stage(
                 content_type=ARTIFACT_CONTENT_TYPE,
                 metadata={META_COMMIT: commit, META_RUN_ID: run_id},
                 progress=report,
+                single_request_limit=single_request_limit,
+                part_size=part_size,
             )
             uploaded.append(artifact.filename)
         if artifact.metadata is not None:

@@ -158,11 +158,15 @@ class Bucket:
         if response is None:
             return None
         checksum = response.get("ChecksumSHA256")
+        etag = str(response["ETag"])
+        # S3 keeps only a composite (checksum-of-parts) SHA-256 for multipart objects, which
+        # is not the file's hash; a multipart ETag ends in "-<parts>".
+        composite = response.get("ChecksumType") == "COMPOSITE" or "-" in etag.strip('"')
         return ObjectInfo(
             key=key,
             size=int(response["ContentLength"]),
-            etag=str(response["ETag"]),
-            s3_sha256=sha256_b64_to_hex(checksum) if checksum else None,
+            etag=etag,
+            s3_sha256=sha256_b64_to_hex(checksum) if checksum and not composite else None,
             metadata=dict(response.get("Metadata", {})),
             version_id=response.get("VersionId"),
         )
