@@ -1,0 +1,235 @@
+"""The example GitHub Actions workflows in ``examples/github/``.
+
+actionlint checks them as GitHub would read them (syntax, expressions, action inputs, job
+graph); the structural checks below hold them to the security model of ``docs/security.md``:
+OIDC roles only, no long-lived keys, and the dev workflow never touching the build or
+reporter roles.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.infra.synth import REPO_ROOT
+
+EXAMPLES = REPO_ROOT / "examples" / "github"
+ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
+WORKFLOWS = sorted(EXAMPLES.glob("*.yml"))
+CONFIGURE_AWS = "aws-actions/configure-aws-credentials"
+PRIVILEGED_ROLE_VARS = ("WHEELGATE_BUILD_ROLE_ARN", "WHEELGATE_REPORTER_ROLE_ARN")
+# Names that mean a long-lived access key, in any casing or separator.
+LONG_LIVED_KEY = re.compile(
+    r"secrets\.AWS|aws[-_]access[-_]key[-_]id|aws[-_]secret[-_]access[-_]key|AKIA[0-9A-Z]{16}",
+    re.IGNORECASE,
+)
+PINNED_USES = re.compile(r"^\s*(?:-\s*)?uses:\s*[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*\s*$")
+
+
+def actionlint() -> str:
+    """The actionlint binary installed with requirements-dev.txt (or on PATH)."""
+    beside_python = Path(sys.executable).parent / "actionlint"
+    found = str(beside_python) if beside_python.is_file() else shutil.which("actionlint")
+    if found is None:
+        pytest.fail("actionlint is missing: install requirements-dev.txt (make venv)")
+    return found
+
+
+def run_actionlint(*paths: Path, shellcheck: bool = False) -> subprocess.CompletedProcess[str]:
+    # Without shellcheck the result does not depend on what else the machine has installed.
+    options = [] if shellcheck else ["-shellcheck="]
+    return subprocess.run(
+        [actionlint(), "-no-color", "-pyflakes=", *options, "-config-file", str(ACTIONLINT_CONFIG)]
+        + [str(p) for p in paths],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def load(path: Path) -> dict[str, Any]:
+    document = yaml.safe_load(path.read_text())
+    assert isinstance(document, dict), f"{path.name} is not a mapping"
+    return document
+
+
+def strings(node: Any) -> Iterator[str]:
+    """Every key and scalar in a parsed YAML document, as text."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield str(key)
+            yield from strings(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from strings(item)
+    elif node is not None:
+        yield str(node)
+
+
+def long_lived_key_problems(document: dict[str, Any]) -> list[str]:
+    return sorted({s for s in strings(document) if LONG_LIVED_KEY.search(s)})
+
+
+def role_problems(document: dict[str, Any]) -> list[str]:
+    """Jobs that assume a role without `id-token: write`, or name a role other than by a
+    repository variable."""
+    problems = []
+    for job_id, job in document.get("jobs", {}).items():
+        # Job-level permissions replace the workflow's; without them the workflow's apply.
+        permissions = job.get("permissions", document.get("permissions", {}))
+        for step in job.get("steps", []):
+            if not str(step.get("uses", "")).startswith(f"{CONFIGURE_AWS}@"):
+                continue
+            if not isinstance(permissions, dict) or permissions.get("id-token") != "write":
+                problems.append(f"{job_id}: assumes a role without id-token: write")
+            role = str(step.get("with", {}).get("role-to-assume", ""))
+            if not re.fullmatch(r"\$\{\{ vars\.WHEELGATE_[A-Z]+_ROLE_ARN \}\}", role):
+                problems.append(f"{job_id}: role-to-assume {role!r} is not a repository variable")
+    return problems
+
+
+def unpinned_actions(text: str) -> list[str]:
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if re.match(r"^\s*(?:-\s*)?uses:", line) and not PINNED_USES.match(line)
+    ]
+
+
+# -- actionlint ---------------------------------------------------------------------------
+
+
+def test_there_are_example_workflows() -> None:
+    assert {p.name for p in WORKFLOWS} == {"release-nightly.yml", "dev.yml"}
+
+
+def test_examples_pass_actionlint() -> None:
+    result = run_actionlint(*WORKFLOWS)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_example_scripts_pass_shellcheck() -> None:
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed; actionlint checks the run: scripts with it")
+    result = run_actionlint(*WORKFLOWS, shellcheck=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_reports_a_broken_workflow(tmp_path: Path) -> None:
+    # Given a workflow that needs a job that does not exist and reads an undefined output
+    broken = tmp_path / "broken.yml"
+    broken.write_text(
+        "on: push\n"
+        "jobs:\n"
+        "  report:\n"
+        "    needs: tests\n"
+        "    runs-on: ubuntu-24.04\n"
+        "    steps:\n"
+        "      - run: echo ${{ needs.build.outputs.version }}\n"
+    )
+    # When actionlint checks it
+    result = run_actionlint(broken)
+    # Then it fails, naming both mistakes
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'job "report" needs job "tests" which does not exist' in result.stdout
+    assert "[expression]" in result.stdout
+
+
+# -- structure ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_no_long_lived_keys(path: Path) -> None:
+    assert long_lived_key_problems(load(path)) == []
+    assert not LONG_LIVED_KEY.search(path.read_text())
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_roles_are_assumed_through_oidc(path: Path) -> None:
+    document = load(path)
+    assert role_problems(document) == []
+    assert document.get("permissions") == {"contents": "read"}, "least privilege by default"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_actions_are_pinned_to_commits(path: Path) -> None:
+    assert unpinned_actions(path.read_text()) == []
+
+
+def test_dev_workflow_uses_only_the_dev_role() -> None:
+    text = (EXAMPLES / "dev.yml").read_text()
+    for name in PRIVILEGED_ROLE_VARS:
+        assert name not in text
+    assert "vars.WHEELGATE_DEV_ROLE_ARN" in text
+    # The proof step: a write to staging that must be refused.
+    assert re.search(r'if aws s3 cp \S+ "s3://\$STAGING_BUCKET/runs/', text)
+
+
+def test_release_roles_by_job() -> None:
+    jobs = load(EXAMPLES / "release-nightly.yml")["jobs"]
+
+    def roles(job: dict[str, Any]) -> list[str]:
+        return [
+            s["with"]["role-to-assume"]
+            for s in job["steps"]
+            if str(s.get("uses", "")).startswith(CONFIGURE_AWS)
+        ]
+
+    assert roles(jobs["build"]) == ["${{ vars.WHEELGATE_BUILD_ROLE_ARN }}"]
+    assert roles(jobs["test"]) == [], "tests install from the public staging index"
+    assert roles(jobs["report"]) == ["${{ vars.WHEELGATE_REPORTER_ROLE_ARN }}"]
+    assert jobs["report"]["if"] == "${{ always() }}"
+    assert jobs["report"]["needs"] == ["build", "test"]
+
+
+def test_release_tests_cover_the_required_tests() -> None:
+    # The test job's step ids are the test names the promoter requires (cdk.json).
+    context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]
+    jobs = load(EXAMPLES / "release-nightly.yml")["jobs"]
+    step_ids = {s["id"] for s in jobs["test"]["steps"] if "id" in s}
+    for job_id in ("build", "test"):
+        for entry in jobs[job_id]["strategy"]["matrix"]["include"]:
+            assert entry["index"] in context["index_dirs"]
+            assert set(context["required_tests"].get(entry["index"], [])) <= step_ids
+
+
+# -- the structural checks can fail -------------------------------------------------------
+
+
+def test_structural_checks_catch_bad_workflows() -> None:
+    # Given a workflow with a long-lived key and a role assumed without id-token: write
+    bad = yaml.safe_load(
+        """
+        permissions: {contents: read}
+        jobs:
+          upload:
+            steps:
+              - uses: aws-actions/configure-aws-credentials@v6
+                with:
+                  aws-access-key-id: ${{ secrets.AWS_ACCESS_KEY_ID }}
+                  role-to-assume: arn:aws:iam::111122223333:role/build
+        """
+    )
+    # Then every check reports it
+    assert long_lived_key_problems(bad) == [
+        "${{ secrets.AWS_ACCESS_KEY_ID }}",
+        "aws-access-key-id",
+    ]
+    assert role_problems(bad) == [
+        "upload: assumes a role without id-token: write",
+        "upload: role-to-assume 'arn:aws:iam::111122223333:role/build' is not a repository "
+        "variable",
+    ]
+    assert unpinned_actions("      - uses: aws-actions/configure-aws-credentials@v6\n") == [
+        "- uses: aws-actions/configure-aws-credentials@v6"
+    ]
