@@ -36,6 +36,11 @@ class IndexCdn(Construct):
     use the long-TTL policy. HTTPS only; standard logs go to ``log_bucket``. The staging
     distribution does not serve ``manifests/`` or ``records/``.
 
+    The staging distribution's origin is an origin group: the staging bucket first, the nightly
+    bucket when staging answers 403 or 404. A project that was never staged (a dependency only
+    nightly has) therefore still resolves through the staging index, and so do the files its
+    nightly page links relatively.
+
     Attributes:
         nightly / staging: the distributions.
         nightly_base_url: ``https://<domain>/`` of the nightly index.
@@ -82,7 +87,12 @@ class IndexCdn(Construct):
             "Nightly", nightly_bucket, log_bucket, nightly_domain, "WheelGate nightly index"
         )
         self.staging = self._distribution(
-            "Staging", staging_bucket, log_bucket, staging_domain, "WheelGate staging index"
+            "Staging",
+            staging_bucket,
+            log_bucket,
+            staging_domain,
+            "WheelGate staging index",
+            fallback_bucket=nightly_bucket,
         )
         staging_bucket.add_to_resource_policy(
             iam.PolicyStatement(
@@ -134,8 +144,18 @@ class IndexCdn(Construct):
         log_bucket: s3.IBucket,
         domain: CustomDomain | None,
         comment: str,
+        fallback_bucket: s3.IBucket | None = None,
     ) -> cloudfront.Distribution:
-        origin = origins.S3BucketOrigin.with_origin_access_control(bucket)
+        origin: cloudfront.IOrigin = origins.S3BucketOrigin.with_origin_access_control(bucket)
+        if fallback_bucket is not None:
+            # Every behavior uses the group, so files a nightly page links relatively resolve too.
+            origin = origins.OriginGroup(
+                primary_origin=origin,
+                fallback_origin=origins.S3BucketOrigin.with_origin_access_control(fallback_bucket),
+                # Through OAC, S3 answers 403 for a missing key unless ListBucket is granted;
+                # both mean "not in this bucket".
+                fallback_status_codes=[403, 404],
+            )
         files = cloudfront.BehaviorOptions(
             origin=origin,
             viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
@@ -179,16 +199,19 @@ class IndexCdn(Construct):
                 cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021 if domain else None
             ),
         )
-        bucket.add_to_resource_policy(
-            iam.PolicyStatement(
-                # Lets S3 answer 404 (not 403) for a missing page, which pip reports clearly.
-                sid=f"AllowCloudFront{name}List",
-                principals=[iam.ServicePrincipal("cloudfront.amazonaws.com")],
-                actions=["s3:ListBucket"],
-                resources=[bucket.bucket_arn],
-                conditions={"StringEquals": {"AWS:SourceArn": distribution.distribution_arn}},
+        for listed in (bucket, fallback_bucket):
+            if listed is None:
+                continue
+            listed.add_to_resource_policy(
+                iam.PolicyStatement(
+                    # Lets S3 answer 404 (not 403) for a missing page, which pip reports clearly.
+                    sid=f"AllowCloudFront{name}List",
+                    principals=[iam.ServicePrincipal("cloudfront.amazonaws.com")],
+                    actions=["s3:ListBucket"],
+                    resources=[listed.bucket_arn],
+                    conditions={"StringEquals": {"AWS:SourceArn": distribution.distribution_arn}},
+                )
             )
-        )
         if domain is None:
             acknowledge(
                 distribution,

@@ -1,4 +1,4 @@
-"""CloudFront: OAC origins, HTTPS only, the index router, cache policies and logs."""
+"""CloudFront: OAC origins, staging's fallback to nightly, HTTPS only, router, caching, logs."""
 
 from __future__ import annotations
 
@@ -99,43 +99,84 @@ def test_distributions_route_pages_through_the_function(template_json: dict[str,
             assert behavior["ViewerProtocolPolicy"] == "https-only"
             assert behavior["CachePolicyId"] == {"Ref": file_policy}
             assert "FunctionAssociations" not in behavior
+            # Files use the same origin (group) as pages.
+            assert behavior["TargetOriginId"] == default["TargetOriginId"], name
         assert config["Logging"]["Prefix"] == f"cloudfront/{name[1:].lower()}/"
-        (origin,) = config["Origins"]
-        assert "OriginAccessControlId" in origin
-        assert origin["S3OriginConfig"] == {"OriginAccessIdentity": ""}
+        for origin in config["Origins"]:
+            assert "OriginAccessControlId" in origin
+            assert origin["S3OriginConfig"] == {"OriginAccessIdentity": ""}
 
 
-def test_origins_use_origin_access_control(template: Template) -> None:
-    template.resource_properties_count_is(
-        "AWS::CloudFront::OriginAccessControl",
-        {
-            "OriginAccessControlConfig": Match.object_like(
-                {"OriginAccessControlOriginType": "s3", "SigningBehavior": "always"}
-            )
-        },
-        2,
-    )
+def _origin_buckets(config: dict[str, Any], resolver: Resolver) -> dict[str, str]:
+    """Origin id -> friendly bucket name of each origin of a distribution."""
+    return {
+        o["Id"]: resolver.physical_name(o["DomainName"]["Fn::GetAtt"][0]) for o in config["Origins"]
+    }
 
 
-def test_cloudfront_reads_each_bucket_only_for_its_distribution(
+def test_staging_fails_over_to_nightly_on_403_and_404(template_json: dict[str, Any]) -> None:
+    # Given the staging distribution: a project only nightly has must resolve through it.
+    resolver = Resolver(template_json)
+    staging = _distributions(template_json)["ESTAGING"]
+    buckets = _origin_buckets(staging, resolver)
+    # Then its one origin group tries the staging bucket first and nightly second
+    (group,) = staging["OriginGroups"]["Items"]
+    assert staging["OriginGroups"]["Quantity"] == 1
+    members = [m["OriginId"] for m in group["Members"]["Items"]]
+    assert [buckets[m] for m in members] == ["wheelgate-staging", "wheelgate-nightly"]
+    assert group["Members"]["Quantity"] == 2
+    # And fails over on "missing" as S3 spells it through OAC (403 without ListBucket, or 404)
+    assert group["FailoverCriteria"] == {"StatusCodes": {"Items": [403, 404], "Quantity": 2}}
+    # And every behavior, pages and files, targets the group
+    assert staging["DefaultCacheBehavior"]["TargetOriginId"] == group["Id"]
+    assert {b["TargetOriginId"] for b in staging["CacheBehaviors"]} == {group["Id"]}
+    # And both origins sign their requests with an Origin Access Control
+    oacs = resolver.of_type("AWS::CloudFront::OriginAccessControl")
+    for origin in staging["Origins"]:
+        oac_id = origin["OriginAccessControlId"]["Fn::GetAtt"][0]
+        assert oac_id in oacs, origin["Id"]
+
+
+def test_nightly_distribution_has_no_fallback(template_json: dict[str, Any]) -> None:
+    resolver = Resolver(template_json)
+    nightly = _distributions(template_json)["ENIGHTLY"]
+    assert "OriginGroups" not in nightly
+    assert list(_origin_buckets(nightly, resolver).values()) == ["wheelgate-nightly"]
+
+
+def test_origins_use_origin_access_control(template_json: dict[str, Any]) -> None:
+    oacs = Resolver(template_json).of_type("AWS::CloudFront::OriginAccessControl")
+    assert oacs
+    for oac in oacs.values():
+        config = oac["Properties"]["OriginAccessControlConfig"]
+        assert config["OriginAccessControlOriginType"] == "s3"
+        assert config["SigningBehavior"] == "always"
+        assert config["SigningProtocol"] == "sigv4"
+
+
+def test_cloudfront_reads_each_bucket_only_for_the_distributions_serving_it(
     template_json: dict[str, Any],
 ) -> None:
+    # Nightly is read by its own distribution and by staging's fallback origin; staging only by
+    # its own distribution.
     resolver = Resolver(template_json)
-    for bucket, distribution in (
-        ("wheelgate-nightly", "ENIGHTLY"),
-        ("wheelgate-staging", "ESTAGING"),
+    for bucket, distributions in (
+        ("wheelgate-nightly", {"ENIGHTLY", "ESTAGING"}),
+        ("wheelgate-staging", {"ESTAGING"}),
     ):
         statements = resolver.bucket_policy(bucket)["Statement"]
-        reads = [
+        allows = [
             s
             for s in statements
             if s["Effect"] == "Allow" and s["Principal"] == {"Service": "cloudfront.amazonaws.com"}
         ]
-        assert reads, bucket
-        for statement in reads:
-            assert statement["Condition"]["StringEquals"]["AWS:SourceArn"].endswith(
-                f":distribution/{distribution}"
-            )
+        granted: dict[str, set[str]] = {}
+        for statement in allows:
+            source = statement["Condition"]["StringEquals"]["AWS:SourceArn"]
+            assert source.startswith("arn:aws:cloudfront::111122223333:distribution/"), source
+            granted.setdefault(statement["Action"], set()).add(source.rsplit("/", 1)[1])
+        # GetObject to read, ListBucket so that a key missing everywhere is a 404, not a 403
+        assert granted == {"s3:GetObject": distributions, "s3:ListBucket": distributions}, bucket
 
 
 def test_staging_distribution_cannot_read_manifests_or_records(
