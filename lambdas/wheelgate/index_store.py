@@ -3,8 +3,10 @@
 Each project page pair is updated on its own: the JSON page is read (with its ETag), changed by a
 pure function, and written back with ``If-Match`` (``If-None-Match: *`` for a new page). Losing
 that race means another writer committed first; we re-read and re-apply, so no entry is lost.
-The JSON page is the commit point; the HTML page is rendered from it and re-checked until it was
-rendered from the newest JSON, so both formats converge even when writers interleave.
+The HTML page is written first and the JSON page is the commit point: every committed JSON page
+was preceded by an HTML page rendered from the same entries, so a crash at any moment leaves
+the pair consistent once the update is retried, and a retry never finds "nothing to do" while
+the HTML lags. Three requests per page when nobody else is writing: read, HTML, JSON.
 
 A promotion touches only its own projects' pages, plus the root page when a project is new: its
 cost does not depend on how many other files the directory holds.
@@ -39,9 +41,11 @@ EntriesTransform = Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]
 
 @dataclass
 class PageWrites:
-    """Keys of the pages an update changed (for CloudFront invalidation)."""
+    """Keys of the pages an update changed (for CloudFront invalidation), and the page as it
+    stands after the update (for callers that need it next)."""
 
     keys: list[str] = field(default_factory=list)
+    page: ProjectPage | None = None
 
     def extend(self, other: PageWrites) -> None:
         self.keys.extend(k for k in other.keys if k not in self.keys)
@@ -73,21 +77,37 @@ class IndexStore:
         body, etag = found
         return parse_project_json(body), etag
 
-    def update_project(self, index: str, project: str, transform: EntriesTransform) -> PageWrites:
+    def update_project(
+        self,
+        index: str,
+        project: str,
+        transform: EntriesTransform,
+        *,
+        known: tuple[ProjectPage, str | None] | None = None,
+    ) -> PageWrites:
         """Apply ``transform`` to a project's entries and write both page formats.
 
-        Raises :class:`TransientError` when the page keeps changing under us for too long.
+        ``known`` is the page and ETag the caller read already (saves a request; a stale one
+        only costs a lost condition and a re-read). Raises :class:`TransientError` when the
+        page keeps changing under us for too long.
         """
         name = project_dir(project)
         json_key = PAGES.project_page(index, name, json=True)
         for attempt in range(self._max_attempts):
-            page, etag = self.read_project(index, name)
+            page, etag = known if known is not None else self.read_project(index, name)
+            known = None
             entries = transform(page.entries)
             if entries == page.entries and etag is not None:
-                return PageWrites()
+                return PageWrites(page=page)
             new_page = ProjectPage(name=name, entries=entries)
+            self.bucket.put(
+                PAGES.project_page(index, name),
+                render_project_html(new_page).encode(),
+                content_type=HTML_CONTENT_TYPE,
+                cache_control=PAGE_CACHE_CONTROL,
+            )
             try:
-                written = self.bucket.put(
+                self.bucket.put(
                     json_key,
                     render_project_json(new_page).encode(),
                     content_type=JSON_CONTENT_TYPE,
@@ -96,33 +116,11 @@ class IndexStore:
                     if_none_match=etag is None,
                 )
             except PreconditionFailed:
+                # Another writer committed first; our HTML is rewritten on the retry.
                 self._backoff(attempt)
                 continue
-            self._write_html_from(index, name, new_page, written)
-            return PageWrites([json_key, PAGES.project_page(index, name)])
+            return PageWrites([json_key, PAGES.project_page(index, name)], page=new_page)
         raise TransientError(f"{json_key} kept changing; gave up after {self._max_attempts} tries")
-
-    def _write_html_from(self, index: str, name: str, page: ProjectPage, etag: str) -> None:
-        html_key = PAGES.project_page(index, name)
-        for _ in range(self._max_attempts):
-            self.bucket.put(
-                html_key,
-                render_project_html(page).encode(),
-                content_type=HTML_CONTENT_TYPE,
-                cache_control=PAGE_CACHE_CONTROL,
-            )
-            latest, latest_etag = self.read_project(index, name)
-            if latest_etag == etag:
-                return
-            # Another writer committed a newer JSON page; render HTML from that one.
-            page, etag = latest, latest_etag or ""
-        raise TransientError(f"{html_key} could not catch up with its JSON page")
-
-    def repair_html(self, index: str, project: str) -> None:
-        """Re-render the HTML page from the JSON page (after an interrupted update)."""
-        page, etag = self.read_project(index, project)
-        if etag is not None:
-            self._write_html_from(index, page.name, page, etag)
 
     def read_root(self, index: str) -> tuple[tuple[str, ...], str | None]:
         found = self.bucket.get(PAGES.root_page(index, json=True))
@@ -140,8 +138,14 @@ class IndexStore:
             if wanted <= set(current) and etag is not None:
                 return PageWrites()
             names = sorted(wanted | set(current))
+            self.bucket.put(
+                PAGES.root_page(index),
+                render_root_html(names).encode(),
+                content_type=HTML_CONTENT_TYPE,
+                cache_control=PAGE_CACHE_CONTROL,
+            )
             try:
-                written = self.bucket.put(
+                self.bucket.put(
                     json_key,
                     render_root_json(names).encode(),
                     content_type=JSON_CONTENT_TYPE,
@@ -152,20 +156,5 @@ class IndexStore:
             except PreconditionFailed:
                 self._backoff(attempt)
                 continue
-            self._write_root_html(index, names, written)
             return PageWrites([json_key, PAGES.root_page(index)])
         raise TransientError(f"{json_key} kept changing; gave up after {self._max_attempts} tries")
-
-    def _write_root_html(self, index: str, names: list[str], etag: str) -> None:
-        for _ in range(self._max_attempts):
-            self.bucket.put(
-                PAGES.root_page(index),
-                render_root_html(names).encode(),
-                content_type=HTML_CONTENT_TYPE,
-                cache_control=PAGE_CACHE_CONTROL,
-            )
-            latest, latest_etag = self.read_root(index)
-            if latest_etag == etag:
-                return
-            names, etag = list(latest), latest_etag or ""
-        raise TransientError(f"root page of {index} could not catch up with its JSON page")

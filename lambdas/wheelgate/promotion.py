@@ -20,6 +20,7 @@ from wheelgate.acceptance import AcceptancePolicy, decide
 from wheelgate.errors import PromotionRejected, Reason
 from wheelgate.index_pages import (
     IndexEntry,
+    ProjectPage,
     absolute,
     merge_entries,
     staging_view,
@@ -80,6 +81,34 @@ def add_missing(
         return merge_entries(current, [e for e in entries if e.filename not in present])
 
     return transform
+
+
+@dataclass(frozen=True)
+class _ProjectPages:
+    """A project's nightly and staging pages (with ETags) as read while planning."""
+
+    nightly: tuple[ProjectPage, str | None]
+    staging: tuple[ProjectPage, str | None]
+
+    def nightly_entry(self, filename: str) -> IndexEntry | None:
+        return next((e for e in self.nightly[0].entries if e.filename == filename), None)
+
+    def staging_entry(self, filename: str) -> IndexEntry | None:
+        """The staging page's own (staged) entry for a file, not one borrowed from nightly."""
+        return next(
+            (e for e in self.staging[0].entries if e.filename == filename and not e.is_absolute),
+            None,
+        )
+
+
+@dataclass(frozen=True)
+class _SetWork:
+    plan: SetPlan
+    pages: dict[str, _ProjectPages]
+    #: ETag and size of each staged ``.metadata`` file, by the name of the file it describes.
+    sidecars: dict[str, tuple[str, int]]
+    #: Keys of the set's projects' files that nightly already holds.
+    nightly_keys: frozenset[str]
 
 
 class Promoter:
@@ -330,7 +359,7 @@ class Promoter:
             return self._reject(manifest.run_id, first, digest, actor, existing, rejected_sets)
         # Verify every accepted set before copying anything.
         try:
-            plans = [self._plan(manifest, s) for s in decision.accepted]
+            work = [self._plan(manifest, s) for s in decision.accepted]
         except PromotionRejected as rejection:
             sets = [
                 SetOutcome(
@@ -348,8 +377,9 @@ class Promoter:
             return self._reject(
                 manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
             )
-        entries = self._release(manifest.run_id, plans)
-        pages_nightly, pages_staging = self._publish(plans, entries)
+        entries = self._release(work)
+        pages_nightly, pages_staging = self._publish(work, entries)
+        plans = [w.plan for w in work]
         invalidations = self._invalidate(pages_nightly, pages_staging)
         at = upload_time(self.clock())
         sets = [
@@ -404,86 +434,98 @@ class Promoter:
             )
         )
 
-    def _map(
-        self, fn: Callable[[FileStep], IndexEntry], steps: Sequence[FileStep]
-    ) -> list[IndexEntry]:
+    def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, _ProjectPages]:
+        """The nightly and staging pages of each project of a set (two requests a project)."""
+        projects = sorted(artifact_set.projects)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(fn, steps))
+            nightly = list(
+                pool.map(lambda p: self.nightly_pages.read_project(artifact_set.index, p), projects)
+            )
+            staging = list(
+                pool.map(lambda p: self.staging_pages.read_project(artifact_set.index, p), projects)
+            )
+        return {p: _ProjectPages(n, s) for p, n, s in zip(projects, nightly, staging, strict=True)}
 
-    def _plan(self, manifest: Manifest, artifact_set: ArtifactSet) -> SetPlan:
+    def _plan(self, manifest: Manifest, artifact_set: ArtifactSet) -> _SetWork:
+        """Verify a set: one listing, a HEAD per staged file (S3's SHA-256), the project pages.
+
+        Whether a file is already released is read from the nightly project page, which lists
+        every released file of the project with its SHA-256; a file released but not listed
+        (an interrupted promotion) is caught by the copy's ``If-None-Match``.
+        """
         prefix = STAGING.run_index_prefix(manifest.run_id, artifact_set.index)
-        names = [
-            obj.key[len(prefix) :]
+        listing = {
+            obj.key[len(prefix) :]: obj
             for obj in self.staging.list(prefix)
             if "/" not in obj.key[len(prefix) :]
-        ]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            heads = list(
-                pool.map(
-                    lambda name: (
-                        self.staging.head(prefix + name)
-                        if not name.endswith(METADATA_SUFFIX)
-                        else None
-                    ),
-                    names,
-                )
-            )
-            released_heads = list(
-                pool.map(
-                    lambda f: self.nightly.head(NIGHTLY.artifact(artifact_set.index, f.filename)),
-                    artifact_set.files,
-                )
-            )
-        staged: dict[str, ObjectInfo] = {}
-        for name, head in zip(names, heads, strict=True):
-            if head is not None:
-                staged[name] = head
-            elif name.endswith(METADATA_SUFFIX):
-                staged[name] = ObjectInfo(key=prefix + name, size=0, etag="")
-        released = {
-            f.filename: head for f, head in zip(artifact_set.files, released_heads, strict=True)
         }
-        return plan_set(
+        files = [n for n in listing if not n.endswith(METADATA_SUFFIX)]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            heads = list(pool.map(lambda name: self.staging.head(prefix + name), files))
+        staged: dict[str, ObjectInfo] = {
+            name: ObjectInfo(key=obj.key, size=obj.size, etag=obj.etag)
+            for name, obj in listing.items()
+            if name.endswith(METADATA_SUFFIX)
+        }
+        staged.update({name: head for name, head in zip(files, heads, strict=True) if head})
+        pages = self._read_pages(artifact_set)
+        # Every nightly key of these projects' files (one listing per file-name prefix, so the
+        # cost follows the project's own files, not the directory's): catches a file that an
+        # interrupted promotion copied but never listed.
+        prefixes = sorted({f.filename.split("-", 1)[0] + "-" for f in artifact_set.files})
+        nightly_keys = {
+            obj.key
+            for prefix in prefixes
+            for obj in self.nightly.list(NIGHTLY.artifact(artifact_set.index, prefix))
+        }
+        released: dict[str, ObjectInfo | None] = {}
+        for f in artifact_set.files:
+            key = NIGHTLY.artifact(artifact_set.index, f.filename)
+            listed = pages[f.distribution.project].nightly_entry(f.filename)
+            if listed is not None:
+                released[f.filename] = ObjectInfo(
+                    key=key, size=listed.size, etag="", s3_sha256=listed.sha256
+                )
+            elif key in nightly_keys:
+                released[f.filename] = self.nightly.head(key)
+            else:
+                released[f.filename] = None
+        plan = plan_set(
             artifact_set,
             run_id=manifest.run_id,
             commit=manifest.commit,
             staged=staged,
             released=released,
         )
+        return _SetWork(
+            plan=plan,
+            pages=pages,
+            nightly_keys=frozenset(nightly_keys),
+            sidecars={
+                name[: -len(METADATA_SUFFIX)]: (obj.etag, obj.size)
+                for name, obj in listing.items()
+                if name.endswith(METADATA_SUFFIX)
+            },
+        )
 
-    def _release(self, run_id: str, plans: Sequence[SetPlan]) -> list[IndexEntry]:
-        """Copy every planned file, write its core metadata, return the nightly entries."""
-        steps = [step for plan in plans for step in plan.steps]
-        return self._map(self._release_one, steps)
+    def _release(self, work: Sequence[_SetWork]) -> list[IndexEntry]:
+        """Copy every planned file and its core metadata; return the nightly entries."""
+        jobs = [(w, step) for w in work for step in w.plan.steps]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(lambda job: self._release_one(*job), jobs))
 
-    def _release_one(self, step: FileStep) -> IndexEntry:
+    def _release_one(self, work: _SetWork, step: FileStep) -> IndexEntry:
         if step.copy:
-            try:
-                copied_sha = self.nightly.copy_in(
-                    self.staging,
-                    step.source_key,
-                    step.source_etag,
-                    step.file.size,
-                    step.target_key,
-                    part_size=self.part_size,
-                    single_request_limit=self.single_request_limit,
-                )
-            except PreconditionFailed:
-                copied_sha = self._already_there(step)
-            if copied_sha is None:
-                # A multipart copy has no full-object checksum from S3: check that the copy
-                # carries the recorded SHA-256 and the right size.
-                copied = self.nightly.head(step.target_key)
-                if copied is not None and copied.size == step.file.size:
-                    copied_sha = copied.meta_sha256
-            if copied_sha != step.file.sha256:
-                raise PromotionRejected(
-                    Reason.COPY_VERIFICATION_FAILED,
-                    f"{step.target_key}: the copy has sha256 {copied_sha}, "
-                    f"manifest says {step.file.sha256}",
-                    index=step.index,
-                )
-        metadata = self._core_metadata(step) if step.is_wheel else None
+            self._copy(
+                work,
+                step,
+                step.source_key,
+                step.source_etag,
+                step.file.size,
+                step.target_key,
+                step.file.sha256,
+            )
+        metadata = self._core_metadata(work, step) if step.is_wheel else None
         page_dir = PAGES.project_dir(step.index, step.file.distribution.project)
         return IndexEntry(
             filename=step.file.filename,
@@ -495,18 +537,84 @@ class Promoter:
             metadata_sha256=metadata.sha256 if metadata else None,
         )
 
-    def _already_there(self, step: FileStep) -> str | None:
-        head = self.nightly.head(step.target_key)
-        if head is None or head.sha256 != step.file.sha256:
+    def _copy(
+        self,
+        work: _SetWork,
+        step: FileStep,
+        source: str,
+        etag: str,
+        size: int,
+        target: str,
+        sha256: str,
+    ) -> None:
+        """Server-side copy that must end with ``target`` holding bytes of ``sha256``; a key
+        nightly already holds is checked, never written."""
+        try:
+            if target in work.nightly_keys:
+                raise PreconditionFailed(target)
+            copied_sha = self.nightly.copy_in(
+                self.staging,
+                source,
+                etag,
+                size,
+                target,
+                part_size=self.part_size,
+                single_request_limit=self.single_request_limit,
+            )
+        except PreconditionFailed:
+            # Already there (an interrupted earlier attempt, or a twin): same bytes or refuse.
+            head = self.nightly.head(target)
+            if head is None or head.sha256 != sha256:
+                raise PromotionRejected(
+                    Reason.NIGHTLY_CONFLICT,
+                    f"{target} exists in nightly with other bytes (sha256 "
+                    f"{head.sha256 if head else 'unknown'}); released files are never overwritten",
+                    index=step.index,
+                ) from None
+            return
+        if copied_sha is None:
+            # A multipart copy has no full-object checksum from S3: check that the copy
+            # carries the recorded SHA-256 and the right size.
+            copied = self.nightly.head(target)
+            if copied is not None and copied.size == size:
+                copied_sha = copied.meta_sha256
+        if copied_sha != sha256:
             raise PromotionRejected(
-                Reason.NIGHTLY_CONFLICT,
-                f"{step.target_key} appeared in nightly with other bytes during promotion",
+                Reason.COPY_VERIFICATION_FAILED,
+                f"{target}: the copy has sha256 {copied_sha}, expected {sha256}",
                 index=step.index,
             )
-        return head.sha256
 
-    def _core_metadata(self, step: FileStep) -> CoreMetadata:
+    def _core_metadata(self, work: _SetWork, step: FileStep) -> CoreMetadata:
+        """The wheel's PEP 658 metadata, released beside it in nightly.
+
+        Usually a server-side copy of the ``.metadata`` file staged with the wheel, whose hash
+        and ``Requires-Python`` the staging page already lists for exactly these wheel bytes
+        (S3 checksums the copy, so the listed hash is the released file's). Otherwise it is
+        read from the staged wheel with ranged reads and written.
+        """
         key = NIGHTLY.metadata(step.index, step.file.filename)
+        staged = work.pages[step.file.distribution.project].staging_entry(step.file.filename)
+        sidecar = work.sidecars.get(step.file.filename)
+        if (
+            staged is not None
+            and staged.sha256 == step.file.sha256
+            and staged.metadata_sha256
+            and sidecar is not None
+        ):
+            etag, size = sidecar
+            self._copy(
+                work,
+                step,
+                step.source_key + METADATA_SUFFIX,
+                etag,
+                size,
+                key,
+                staged.metadata_sha256,
+            )
+            return CoreMetadata(
+                content=b"", sha256=staged.metadata_sha256, requires_python=staged.requires_python
+            )
         found = self.nightly.get(key)
         if found is not None:
             return core_metadata(found[0])
@@ -536,20 +644,39 @@ class Promoter:
         return metadata
 
     def _publish(
-        self, plans: Sequence[SetPlan], entries: Sequence[IndexEntry]
+        self, work: Sequence[_SetWork], entries: Sequence[IndexEntry]
     ) -> tuple[PageWrites, PageWrites]:
-        """Update nightly pages of the touched projects, then the staging pages over them."""
+        """Update nightly pages of the touched projects, then the staging pages over them.
+
+        Pages read while planning are reused, so a page costs two writes when nobody else wrote
+        it meanwhile (and a re-read when somebody did).
+        """
         by_page: dict[tuple[str, str], list[IndexEntry]] = defaultdict(list)
-        steps = [step for plan in plans for step in plan.steps]
-        for step, entry in zip(steps, entries, strict=True):
-            by_page[(step.index, step.file.distribution.project)].append(entry)
+        known: dict[tuple[str, str], _ProjectPages] = {}
+        jobs = [(w, step) for w in work for step in w.plan.steps]
+        for (w, step), entry in zip(jobs, entries, strict=True):
+            page_key = (step.index, step.file.distribution.project)
+            by_page[page_key].append(entry)
+            known[page_key] = w.pages[step.file.distribution.project]
         nightly_writes, staging_writes = PageWrites(), PageWrites()
         for (index, project), page_entries in sorted(by_page.items()):
-            nightly_writes.extend(
-                self.nightly_pages.update_project(index, project, add_missing(page_entries))
+            pages = known[(index, project)]
+            written = self.nightly_pages.update_project(
+                index, project, add_missing(page_entries), known=pages.nightly
+            )
+            nightly_writes.extend(written)
+            assert written.page is not None
+            borrowed = absolute(
+                written.page.entries,
+                self.settings.nightly_base_url + PAGES.project_dir(index, project),
             )
             staging_writes.extend(
-                self._refresh_staging_page(index, project, drop=[e.filename for e in page_entries])
+                self.staging_pages.update_project(
+                    index,
+                    project,
+                    staging_view(borrowed, drop=[e.filename for e in page_entries]),
+                    known=pages.staging,
+                )
             )
         projects_by_index: dict[str, set[str]] = defaultdict(set)
         for index, project in by_page:

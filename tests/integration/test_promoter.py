@@ -164,9 +164,7 @@ def test_event_without_identity_is_rejected(run: Run) -> None:
     assert run.report(run.manifest(), principal=None)["reason"] == "untrusted-writer"
 
 
-def test_promotion_never_downloads_a_wheel(run: Run, s3: Any) -> None:
-    big = wheel(run.tmp, "big", payload_bytes=8_000_000)
-    run.stage(big)
+def promote_spying_on_reads(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     reads: list[dict[str, Any]] = []
 
     def spy(params: dict[str, Any], **_: Any) -> None:
@@ -178,23 +176,58 @@ def test_promotion_never_downloads_a_wheel(run: Run, s3: Any) -> None:
         record = run.report(run.manifest())
     finally:
         boto3.DEFAULT_SESSION.events.unregister("provide-client-params.s3.GetObject", spy)
+    return record, reads
+
+
+def released_metadata_matches(s3: Any, run: Run, wheel_path: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(wheel_path) as archive:
+        [member] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        expected = archive.read(member)
+    key = f"{run.index}/{wheel_path.name}.metadata"
+    released = s3.get_object(Bucket=NIGHTLY_BUCKET, Key=key)["Body"].read()
+    assert released == expected
+    page = json.loads(
+        s3.get_object(Bucket=NIGHTLY_BUCKET, Key=f"{run.index}/big/index.json")["Body"].read()
+    )
+    assert page["files"][0]["core-metadata"] == {"sha256": hashlib.sha256(expected).hexdigest()}
+    assert page["files"][0]["requires-python"] == ">=3.9"
+
+
+def test_promotion_never_downloads_a_wheel(run: Run, s3: Any) -> None:
+    big = wheel(run.tmp, "big", payload_bytes=8_000_000)
+    run.stage(big)
+    record, reads = promote_spying_on_reads(run)
     assert record["state"] == "promoted", record
-    wheel_reads = [p for p in reads if p["Key"].endswith(".whl")]
-    assert wheel_reads, "metadata should be read from the staged wheel with ranged reads"
-    assert all("Range" in p for p in wheel_reads)
-    ranges = [p["Range"].removeprefix("bytes=").split("-") for p in wheel_reads]
-    assert sum(int(b) - int(a) + 1 for a, b in ranges) < big.stat().st_size // 100
-    # The copy is server-side and keeps a verifiable full-object SHA-256.
+    # The wheel and its staged .metadata are copied server-side: no wheel byte is read.
+    assert [p for p in reads if p["Key"].endswith(".whl")] == []
+    released_metadata_matches(s3, run, big)
+    # The copy keeps a verifiable full-object SHA-256, and Object Lock retention.
     head = s3.head_object(
         Bucket=NIGHTLY_BUCKET, Key=f"{run.index}/{big.name}", ChecksumMode="ENABLED"
     )
     import base64
 
-    assert (
-        base64.b64decode(head["ChecksumSHA256"]).hex()
-        == hashlib.sha256(big.read_bytes()).hexdigest()
-    )
+    digest = hashlib.sha256(big.read_bytes()).hexdigest()
+    assert base64.b64decode(head["ChecksumSHA256"]).hex() == digest
     assert head["ObjectLockMode"] == "GOVERNANCE"
+
+
+def test_without_a_staged_metadata_file_it_is_read_with_ranged_reads(run: Run, s3: Any) -> None:
+    big = wheel(run.tmp, "big", payload_bytes=8_000_000)
+    run.stage(big)
+    s3.delete_object(
+        Bucket=STAGING_BUCKET, Key=f"runs/{run.run_id}/{run.index}/{big.name}.metadata"
+    )
+    record, reads = promote_spying_on_reads(run)
+    assert record["state"] == "promoted", record
+    wheel_reads = [p for p in reads if p["Key"].endswith(".whl")]
+    assert wheel_reads
+    assert all("Range" in p for p in wheel_reads)
+    ranges = [p["Range"].removeprefix("bytes=").split("-") for p in wheel_reads]
+    assert sum(int(b) - int(a) + 1 for a, b in ranges) < big.stat().st_size // 100
+    released_metadata_matches(s3, run, big)
 
 
 def test_tampered_staged_file_is_rejected(run: Run, s3: Any) -> None:
