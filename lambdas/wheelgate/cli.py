@@ -176,16 +176,20 @@ def _status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
     if found is not None:
         record = PromotionRecord.model_validate_json(found[0])
         return record.model_dump(mode="json", by_alias=True)
-    has_manifest = staging.head(STAGING.manifest(run_id)) is not None
+    try:
+        has_manifest: bool | None = staging.head(STAGING.manifest(run_id)) is not None
+    except AccessError:
+        # The reporter role may write manifests without being allowed to read them back.
+        has_manifest = None
     return {
         "run_id": run_id,
         "state": State.PENDING.value,
         "reason": None,
-        "message": (
-            "manifest written; waiting for the promoter"
-            if has_manifest
-            else "no manifest for this run yet"
-        ),
+        "message": {
+            True: "manifest written; waiting for the promoter",
+            False: "no manifest for this run yet",
+            None: "no decision recorded yet; waiting for the promoter",
+        }[has_manifest],
         "sets": [],
     }
 

@@ -32,12 +32,20 @@ from botocore.config import Config
 from wheelgate.cdn import CloudFrontInvalidator
 from wheelgate.promotion import ManifestEvent, Promoter
 from wheelgate.records import State
-from wheelgate.settings import PromoterSettings
+from wheelgate.settings import (
+    METRIC_PROMOTION_ERRORS,
+    METRIC_PROMOTIONS_REJECTED,
+    METRIC_PROMOTIONS_SUCCEEDED,
+    METRICS_NAMESPACE,
+    SERVICE_NAME,
+    PromoterSettings,
+)
 from wheelgate.storage import Bucket
 
-logger = Logger(service="wheelgate-promoter")
-tracer = Tracer(service="wheelgate-promoter")
-metrics = Metrics(namespace="WheelGate", service="wheelgate-promoter")
+logger = Logger(service=SERVICE_NAME)
+tracer = Tracer(service=SERVICE_NAME)
+# The stack's alarms watch these metrics with only the service dimension: add no others.
+metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
 # A wholly failed batch is reported item by item (not raised): SQS retries exactly those
 # messages, and the failure shows in the PromotionErrors metric.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
@@ -109,7 +117,7 @@ def record_handler(record: SQSRecord) -> None:
             result = service.handle(event)
         except Exception as exc:
             logger.exception("promotion failed; the message will be retried")
-            metrics.add_metric(name="PromotionErrors", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name=METRIC_PROMOTION_ERRORS, unit=MetricUnit.Count, value=1)
             service.record_failure(event.key, exc)
             raise
         if result is None:
@@ -122,10 +130,10 @@ def record_handler(record: SQSRecord) -> None:
             "decision_message": result.message,
         }
         if result.state is State.PROMOTED:
-            metrics.add_metric(name="PromotionsSucceeded", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name=METRIC_PROMOTIONS_SUCCEEDED, unit=MetricUnit.Count, value=1)
             logger.info("promoted", extra=decision)
         else:
-            metrics.add_metric(name="PromotionsRejected", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name=METRIC_PROMOTIONS_REJECTED, unit=MetricUnit.Count, value=1)
             logger.warning("rejected", extra=decision)
 
 
