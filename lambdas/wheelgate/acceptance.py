@@ -21,6 +21,11 @@ class AcceptancePolicy:
     required_tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     allowed_indexes: frozenset[str] = frozenset()
     block_all_on_failure: bool = True
+    #: Runs whose id starts with this prefix mirror reviewed third-party wheels (``deps.yml``):
+    #: their tests are the review, so they need ``review_test`` passed instead of the index
+    #: directory's required tests.
+    review_run_prefix: str = "deps-"
+    review_test: str = "deps-review"
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,9 @@ class AcceptanceDecision:
     rejected: tuple[tuple[ArtifactSet, PromotionRejected], ...]
 
 
-def check_set(artifact_set: ArtifactSet, policy: AcceptancePolicy) -> None:
+def check_set(
+    artifact_set: ArtifactSet, policy: AcceptancePolicy, *, run_id: str = ""
+) -> None:
     """Raise :class:`PromotionRejected` unless the set may be promoted.
 
     A set needs at least one test, every test passed (skipped is not passed), and every test
@@ -47,7 +54,10 @@ def check_set(artifact_set: ArtifactSet, policy: AcceptancePolicy) -> None:
             Reason.TESTS_MISSING, f"set {index!r} lists no test results", index=index
         )
     results = {t.name: t.result for t in artifact_set.tests}
-    missing = [n for n in policy.required_tests.get(index, ()) if n not in results]
+    required = policy.required_tests.get(index, ())
+    if policy.review_run_prefix and run_id.startswith(policy.review_run_prefix):
+        required = (policy.review_test,)
+    missing = [n for n in required if n not in results]
     if missing:
         raise PromotionRejected(
             Reason.TESTS_MISSING,
@@ -73,7 +83,7 @@ def decide(manifest: Manifest, policy: AcceptancePolicy) -> AcceptanceDecision:
     rejected: list[tuple[ArtifactSet, PromotionRejected]] = []
     for artifact_set in manifest.sets:
         try:
-            check_set(artifact_set, policy)
+            check_set(artifact_set, policy, run_id=manifest.run_id)
         except PromotionRejected as exc:
             rejected.append((artifact_set, exc))
         else:

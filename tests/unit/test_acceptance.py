@@ -74,3 +74,16 @@ def test_without_blocking_passing_sets_go_ahead() -> None:
     decision = decide(manifest([{"name": "t", "result": "failed"}], [PASS]), policy)
     assert [s.index for s in decision.accepted] == ["v2/gfx1"]
     assert [s.index for s, _ in decision.rejected] == [INDEX]
+
+
+def test_dependency_mirror_runs_need_the_review_instead_of_index_tests() -> None:
+    policy = AcceptancePolicy(required_tests={INDEX: ("gpu-smoke",)})
+    reviewed = manifest([{"name": "deps-review", "result": "passed"}]).sets[0]
+    check_set(reviewed, policy, run_id="deps-0123456789ab")
+    with pytest.raises(PromotionRejected) as caught:
+        check_set(reviewed, policy, run_id="17")
+    assert caught.value.reason is Reason.TESTS_MISSING
+    unreviewed = manifest([PASS]).sets[0]
+    with pytest.raises(PromotionRejected) as caught:
+        check_set(unreviewed, policy, run_id="deps-0123456789ab")
+    assert caught.value.reason is Reason.TESTS_MISSING
