@@ -34,9 +34,7 @@ class AcceptanceDecision:
     rejected: tuple[tuple[ArtifactSet, PromotionRejected], ...]
 
 
-def check_set(
-    artifact_set: ArtifactSet, policy: AcceptancePolicy, *, run_id: str = ""
-) -> None:
+def check_set(artifact_set: ArtifactSet, policy: AcceptancePolicy, *, run_id: str = "") -> None:
     """Raise :class:`PromotionRejected` unless the set may be promoted.
 
     A set needs at least one test, every test passed (skipped is not passed), and every test

@@ -181,7 +181,7 @@ def render_project_json(page: ProjectPage) -> str:
         "versions": [str(v) for v in versions],
         "files": [_file_json(e) for e in page.entries],
     }
-    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+    return json.dumps(doc, separators=(",", ":")) + "\n"
 
 
 def parse_project_json(raw: bytes | str) -> ProjectPage:
@@ -215,6 +215,24 @@ def parse_project_json(raw: bytes | str) -> ProjectPage:
     return ProjectPage(name=name, entries=tuple(sorted(entries, key=_sort_key)))
 
 
+def render_index_directory(entries: Iterable[IndexEntry]) -> dict[str, str]:
+    """Every page of one index directory from its entries: ``<project>/index.html``,
+    ``<project>/index.json``, and the root ``index.html``/``index.json`` (paths relative to
+    the directory). Used for full builds; promotion updates pages incrementally instead."""
+    by_project: dict[str, list[IndexEntry]] = {}
+    for entry in entries:
+        by_project.setdefault(entry.project, []).append(entry)
+    pages: dict[str, str] = {}
+    for project, items in by_project.items():
+        page = ProjectPage(name=project, entries=tuple(sorted(items, key=_sort_key)))
+        pages[f"{project}/index.html"] = render_project_html(page)
+        pages[f"{project}/index.json"] = render_project_json(page)
+    names = sorted(by_project)
+    pages["index.html"] = render_root_html(names)
+    pages["index.json"] = render_root_json(names)
+    return pages
+
+
 def render_root_html(projects: Sequence[str]) -> str:
     """PEP 503 root page listing ``projects`` (normalized names)."""
     lines = [
@@ -237,7 +255,7 @@ def render_root_json(projects: Sequence[str]) -> str:
         "meta": {"api-version": API_VERSION},
         "projects": [{"name": p} for p in sorted(projects)],
     }
-    return json.dumps(doc, indent=1) + "\n"
+    return json.dumps(doc, separators=(",", ":")) + "\n"
 
 
 def parse_root_json(raw: bytes | str) -> tuple[str, ...]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from packaging.utils import canonicalize_name
@@ -92,17 +91,15 @@ def check_index(index: str) -> str:
     return index
 
 
+_PLAIN_FILENAME = re.compile(r"[!-.0-\[\]-~]{1,255}")  # printable ASCII but '/', '\\', space
+
+
 def check_filename(filename: str) -> str:
     """Return ``filename`` if it is a plain, printable ASCII file name (no path parts)."""
     if (
-        not filename
-        or "/" in filename
-        or "\\" in filename
-        or filename in (".", "..")
+        not _PLAIN_FILENAME.fullmatch(filename)
         or filename.startswith(".")
-        or not filename.isascii()
-        or any(unicodedata.category(c).startswith("C") for c in filename)
-        or len(filename) > 255
+        or filename in (".", "..")
     ):
         raise LayoutError(f"file name {filename!r} is not a plain ASCII file name")
     return filename

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from enum import StrEnum
+from functools import lru_cache
 from typing import Annotated, Literal
 
 from packaging.utils import (
@@ -79,6 +80,7 @@ class DistributionFile(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
 
+@lru_cache(maxsize=1 << 18)
 def parse_distribution_filename(filename: str) -> DistributionFile:
     """Parse a wheel (``.whl``) or sdist (``.tar.gz``/``.zip``) file name.
 
