@@ -11,6 +11,7 @@ Any key can be overridden on the command line with
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,20 @@ from wheelgate.layout import LayoutError, check_index
 CONTEXT_KEY = "wheelgate"
 
 RETENTION_MODES = ("GOVERNANCE", "COMPLIANCE")
+
+#: The repository's OIDC subject template (``include_claim_keys``, set through GitHub's REST API
+#: ``PUT /repos/{owner}/{repo}/actions/oidc/customization/sub``; see docs/deploy.md). GitHub
+#: joins the claims in this order as ``key:value`` (``repo`` and ``context`` as in the default
+#: subject) and writes any ``:`` inside a value as ``%3A``.
+OIDC_SUBJECT_CLAIM_KEYS = ("repo", "context", "job_workflow_ref", "event_name")
+#: Events whose runs may build and report. Never ``workflow_dispatch`` (anyone with write access
+#: can start it on main), ``repository_dispatch``, ``workflow_call`` or pull request events.
+RELEASE_EVENTS = ("push", "release", "schedule")
+#: A workflow file directly under .github/workflows (GitHub reads no subdirectories).
+_WORKFLOW_FILE = re.compile(r"\.github/workflows/[A-Za-z0-9._-]+\.ya?ml")
+#: IAM's default quota for a role trust policy is 2,048 characters; keep the build patterns
+#: well under it so that the aud condition and the JSON around them fit too.
+MAX_TRUST_PATTERN_CHARS = 1600
 
 
 class ConfigError(ValueError):
@@ -40,6 +55,8 @@ class WheelGateConfig:
 
     github_repo: str
     build_refs: tuple[str, ...]
+    release_workflows: tuple[str, ...]
+    release_events: tuple[str, ...]
     dev_sub_patterns: tuple[str, ...]
     staging_run_expiry_days: int
     nightly_retention_mode: str
@@ -58,8 +75,15 @@ class WheelGateConfig:
 
     @property
     def build_subs(self) -> tuple[str, ...]:
-        """GitHub OIDC ``sub`` patterns of workflows allowed to build and report."""
-        return tuple(f"repo:{self.github_repo}:ref:{ref}" for ref in self.build_refs)
+        """GitHub OIDC ``sub`` patterns of the runs allowed to build and report.
+
+        One pattern per build ref x release workflow x release event, in the customized subject
+        format (:data:`OIDC_SUBJECT_CLAIM_KEYS`), e.g. ``repo:o/r:ref:refs/heads/main:``
+        ``job_workflow_ref:o/r/.github/workflows/release.yml@refs/heads/main:event_name:schedule``.
+        """
+        return build_subject_patterns(
+            self.github_repo, self.build_refs, self.release_workflows, self.release_events
+        )
 
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> WheelGateConfig:
@@ -92,10 +116,47 @@ class WheelGateConfig:
                 f"not in {CONTEXT_KEY}.index_dirs: {', '.join(unknown)}"
             )
         domains = reader.optional_mapping("custom_domain") or {}
+        github_repo = reader.string("github_repo")
+        build_refs = reader.strings("build_refs")
+        release_workflows = reader.strings("release_workflows")
+        bad_files = [w for w in release_workflows if not _WORKFLOW_FILE.fullmatch(w)]
+        if bad_files:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.release_workflows: {', '.join(bad_files)} is not a "
+                "workflow file path such as .github/workflows/release-nightly.yml"
+            )
+        release_events = reader.strings("release_events")
+        bad_events = [e for e in release_events if e not in RELEASE_EVENTS]
+        if bad_events:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.release_events: {', '.join(bad_events)} may not "
+                f"build or report (manual and pull request runs must not get the build and "
+                f"reporter roles); use some of {', '.join(RELEASE_EVENTS)}"
+            )
+        build_subs = build_subject_patterns(
+            github_repo, build_refs, release_workflows, release_events
+        )
+        if sum(len(s) + 3 for s in build_subs) > MAX_TRUST_PATTERN_CHARS:
+            raise ConfigError(
+                f"context keys {CONTEXT_KEY}.build_refs x release_workflows x release_events "
+                f"make {len(build_subs)} trust patterns, too long for an IAM trust policy "
+                "(2,048 characters); list fewer refs, workflows or events"
+            )
+        dev_sub_patterns = reader.strings("dev_sub_patterns")
+        old_format = [p for p in dev_sub_patterns if not _customized_subject(p)]
+        if old_format:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.dev_sub_patterns: {', '.join(old_format)} cannot "
+                "match the customized OIDC subject (repo:<owner>/<name>:<context>:"
+                "job_workflow_ref:...:event_name:...); end the pattern with '*' (e.g. "
+                f"repo:{github_repo}:pull_request:*) or spell out every claim (docs/deploy.md)"
+            )
         return cls(
-            github_repo=reader.string("github_repo"),
-            build_refs=reader.strings("build_refs"),
-            dev_sub_patterns=reader.strings("dev_sub_patterns"),
+            github_repo=github_repo,
+            build_refs=build_refs,
+            release_workflows=release_workflows,
+            release_events=release_events,
+            dev_sub_patterns=dev_sub_patterns,
             staging_run_expiry_days=reader.positive_int("staging_run_expiry_days"),
             nightly_retention_mode=mode,
             nightly_retention_days=reader.positive_int("nightly_retention", "days"),
@@ -111,6 +172,30 @@ class WheelGateConfig:
             nightly_domain=_domain(domains, "nightly"),
             staging_domain=_domain(domains, "staging"),
         )
+
+
+def build_subject_patterns(
+    repo: str, refs: tuple[str, ...], workflows: tuple[str, ...], events: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``sub`` patterns (IAM ``StringLike``) for each ref x workflow x event of ``repo``.
+
+    A workflow that is not reusable has ``job_workflow_ref`` = ``<repo>/<file>@<ref>``. Git refs,
+    file names under .github/workflows and event names cannot contain ``:`` (GitHub would write
+    it as ``%3A``), so a ``*`` in a ref cannot reach into the next claim's ``key:``.
+    """
+    return tuple(
+        f"repo:{repo}:ref:{ref}:job_workflow_ref:{repo}/{workflow}@{ref}:event_name:{event}"
+        for ref in refs
+        for workflow in workflows
+        for event in events
+    )
+
+
+def _customized_subject(pattern: str) -> bool:
+    """Whether ``pattern`` can match a subject built from :data:`OIDC_SUBJECT_CLAIM_KEYS`."""
+    if not pattern.startswith("repo:"):
+        return False
+    return pattern.endswith("*") or (":job_workflow_ref:" in pattern and ":event_name:" in pattern)
 
 
 def _domain(domains: Mapping[str, Any], name: str) -> CustomDomain | None:

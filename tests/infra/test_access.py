@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -116,15 +117,30 @@ def test_promoter_runtime_grants(template_json: dict[str, Any]) -> None:
     ]
 
 
+REPO = "ROCm/TheRock"
+WORKFLOWS = f"{REPO}/.github/workflows"
+
+
+def _subject(ref_context: str, workflow: str, ref: str, event: str) -> str:
+    """The ``sub`` GitHub issues under the repository's customized template
+    (``repo``, ``context``, ``job_workflow_ref``, ``event_name``)."""
+    job_workflow_ref = f"{WORKFLOWS}/{workflow}@{ref}"
+    return f"repo:{REPO}:{ref_context}:job_workflow_ref:{job_workflow_ref}:event_name:{event}"
+
+
+RELEASE_SUBS = [
+    f"repo:{REPO}:ref:{ref}:job_workflow_ref:{WORKFLOWS}/release-nightly.yml@{ref}:event_name:{e}"
+    for ref in ("refs/heads/main", "refs/tags/v*")
+    for e in ("schedule", "push")
+]
+
+
 @pytest.mark.parametrize(
     ("role", "subs"),
     [
-        ("build", ["repo:ROCm/TheRock:ref:refs/heads/main", "repo:ROCm/TheRock:ref:refs/tags/v*"]),
-        (
-            "reporter",
-            ["repo:ROCm/TheRock:ref:refs/heads/main", "repo:ROCm/TheRock:ref:refs/tags/v*"],
-        ),
-        ("dev", ["repo:ROCm/TheRock:pull_request", "repo:ROCm/TheRock:ref:refs/heads/*"]),
+        ("build", RELEASE_SUBS),
+        ("reporter", RELEASE_SUBS),
+        ("dev", [f"repo:{REPO}:pull_request:*", f"repo:{REPO}:ref:refs/heads/*"]),
     ],
 )
 def test_github_trust_is_scoped_by_sub_and_audience(
@@ -142,6 +158,78 @@ def test_github_trust_is_scoped_by_sub_and_audience(
         "StringEquals": {"token.actions.githubusercontent.com:aud": "sts.amazonaws.com"},
         "StringLike": {"token.actions.githubusercontent.com:sub": subs},
     }
+
+
+def _string_like(pattern: str, value: str) -> bool:
+    """IAM ``StringLike``: ``*`` matches any run of characters (``:`` included), ``?`` one."""
+    translated = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(translated, value, flags=re.DOTALL) is not None
+
+
+def _roles_trusting(template_json: dict[str, Any], sub: str) -> set[str]:
+    resolver = Resolver(template_json)
+    trusted = set()
+    for role in ("build", "reporter", "dev"):
+        trust = template_json["Resources"][resolver.logical_id(role)]["Properties"]
+        (statement,) = trust["AssumeRolePolicyDocument"]["Statement"]
+        patterns = statement["Condition"]["StringLike"]["token.actions.githubusercontent.com:sub"]
+        if any(_string_like(p, sub) for p in patterns):
+            trusted.add(role)
+    return trusted
+
+
+@pytest.mark.parametrize(
+    ("sub", "roles"),
+    [
+        # The nightly schedule of the release workflow on main: the release roles.
+        (
+            _subject("ref:refs/heads/main", "release-nightly.yml", "refs/heads/main", "schedule"),
+            {"build", "reporter", "dev"},
+        ),
+        # A release tag pushed: the release roles.
+        (
+            _subject("ref:refs/tags/v7.1.0", "release-nightly.yml", "refs/tags/v7.1.0", "push"),
+            {"build", "reporter"},
+        ),
+        # A manual run of the very same workflow file on main: dev role only.
+        (
+            _subject(
+                "ref:refs/heads/main", "release-nightly.yml", "refs/heads/main", "workflow_dispatch"
+            ),
+            {"dev"},
+        ),
+        # Another workflow file on main, even on a schedule: dev role only.
+        (_subject("ref:refs/heads/main", "dev.yml", "refs/heads/main", "schedule"), {"dev"}),
+        # The release workflow run from another branch: dev role only.
+        (
+            _subject("ref:refs/heads/feature", "release-nightly.yml", "refs/heads/feature", "push"),
+            {"dev"},
+        ),
+        # A pull request (its ref is the merge ref): dev role only.
+        (_subject("pull_request", "dev.yml", "refs/pull/7/merge", "pull_request"), {"dev"}),
+        # A job with a GitHub environment: nothing.
+        (
+            _subject("environment:prod", "release-nightly.yml", "refs/heads/main", "schedule"),
+            set(),
+        ),
+        # The repository still on GitHub's default subject: the release roles fail closed.
+        (f"repo:{REPO}:ref:refs/heads/main", {"dev"}),
+        (f"repo:{REPO}:pull_request", set()),
+        # Another repository: nothing.
+        (
+            _subject(
+                "ref:refs/heads/main", "release-nightly.yml", "refs/heads/main", "schedule"
+            ).replace(REPO, "ROCm/Other"),
+            set(),
+        ),
+    ],
+)
+def test_only_release_workflow_runs_get_the_release_roles(
+    template_json: dict[str, Any], sub: str, roles: set[str]
+) -> None:
+    # Given the subject GitHub signs for a job, when STS evaluates the trust policies, then
+    # exactly these roles accept it.
+    assert _roles_trusting(template_json, sub) == roles
 
 
 def test_oidc_provider_is_github(template_json: dict[str, Any]) -> None:

@@ -17,17 +17,36 @@ def _config(**changes: Any) -> WheelGateConfig:
     return WheelGateConfig.from_context({"wheelgate": values}.get)
 
 
+RELEASE = "ROCm/TheRock/.github/workflows/release-nightly.yml"
+
+
 def test_cdk_json_is_complete() -> None:
     config = _config()
+    # repo x build_refs x release_workflows x release_events, in the customized subject format
     assert config.build_subs == (
-        "repo:ROCm/TheRock:ref:refs/heads/main",
-        "repo:ROCm/TheRock:ref:refs/tags/v*",
+        f"repo:ROCm/TheRock:ref:refs/heads/main:job_workflow_ref:{RELEASE}@refs/heads/main"
+        ":event_name:schedule",
+        f"repo:ROCm/TheRock:ref:refs/heads/main:job_workflow_ref:{RELEASE}@refs/heads/main"
+        ":event_name:push",
+        f"repo:ROCm/TheRock:ref:refs/tags/v*:job_workflow_ref:{RELEASE}@refs/tags/v*"
+        ":event_name:schedule",
+        f"repo:ROCm/TheRock:ref:refs/tags/v*:job_workflow_ref:{RELEASE}@refs/tags/v*"
+        ":event_name:push",
     )
     assert config.nightly_retention_mode == "GOVERNANCE"
     assert config.nightly_domain is None
 
 
-@pytest.mark.parametrize("key", ["github_repo", "index_dirs", "staging_run_expiry_days"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "github_repo",
+        "index_dirs",
+        "staging_run_expiry_days",
+        "release_workflows",
+        "release_events",
+    ],
+)
 def test_missing_key_is_named_with_the_override_hint(key: str) -> None:
     with pytest.raises(ConfigError, match=rf"wheelgate\.{key} is missing.*-c wheelgate\.{key}="):
         _config(**{key: ...})
@@ -59,6 +78,18 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
         ({"index_dirs": ["v2/ok"], "required_tests": {"v2/other": []}}, "v2/other"),
         ({"staging_run_expiry_days": 0}, "positive integer"),
         ({"build_refs": []}, "non-empty list"),
+        ({"release_workflows": []}, "non-empty list"),
+        ({"release_workflows": ["release-nightly.yml"]}, r"\.github/workflows/release-nightly"),
+        ({"release_workflows": [".github/workflows/sub/x.yml"]}, "not a workflow file path"),
+        ({"release_events": ["schedule", "workflow_dispatch"]}, "workflow_dispatch may not"),
+        ({"release_events": ["pull_request_target"]}, "pull_request_target may not"),
+        (
+            {"release_workflows": [f".github/workflows/w{i}.yml" for i in range(8)]},
+            "too long for an IAM trust policy",
+        ),
+        # The default-format PR subject has no ':job_workflow_ref:' and would never match.
+        ({"dev_sub_patterns": ["repo:ROCm/TheRock:pull_request"]}, "pull_request:\\*"),
+        ({"dev_sub_patterns": ["ROCm/TheRock:*"]}, "customized OIDC subject"),
         ({"custom_domain": {"nightly": {"domain_name": "x.example"}}}, "certificate_arn"),
     ],
 )
@@ -90,3 +121,22 @@ def test_missing_layer_says_to_run_make_layer(tmp_path: Path) -> None:
     app = cdk.App()
     with pytest.raises(FileNotFoundError, match="make layer"):
         WheelGateStack(app, "NoLayer", config=_config(), layer_dir=tmp_path / "missing")
+
+
+def test_deploy_doc_sets_the_subject_template_the_trust_expects() -> None:
+    import json
+    import re
+
+    from stacks.config import OIDC_SUBJECT_CLAIM_KEYS
+    from tests.infra.synth import REPO_ROOT
+
+    document = (REPO_ROOT / "docs" / "deploy.md").read_text()
+    (body,) = re.findall(r"^\{\"use_default\".*\}$", document, flags=re.MULTILINE)
+    assert json.loads(body) == {
+        "use_default": False,
+        "include_claim_keys": list(OIDC_SUBJECT_CLAIM_KEYS),
+    }
+    # build_subject_patterns spells the parts in the template's order.
+    sub = _config().build_subs[0]
+    positions = [sub.index(f"{key}:") for key in ("repo", "job_workflow_ref", "event_name")]
+    assert positions == sorted(positions)

@@ -192,6 +192,19 @@ def test_release_roles_by_job() -> None:
     assert jobs["report"]["needs"] == ["build", "test"]
 
 
+def test_release_workflow_can_assume_the_release_roles() -> None:
+    # The build and reporter trust names the workflow file and the events (cdk.json); a trigger
+    # outside release_events (workflow_dispatch) would run without the roles.
+    context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]
+    document = load(EXAMPLES / "release-nightly.yml")
+    # PyYAML reads the bare key `on` as the boolean True.
+    triggers = document.get("on", document.get(True))
+    assert isinstance(triggers, dict)
+    assert set(triggers) <= set(context["release_events"])
+    assert "workflow_dispatch" not in triggers
+    assert ".github/workflows/release-nightly.yml" in context["release_workflows"]
+
+
 def test_release_tests_cover_the_required_tests() -> None:
     # The test job's step ids are the test names the promoter requires (cdk.json).
     context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]
