@@ -1,0 +1,267 @@
+"""Immutability on a real S3 server: the promoter into an Object Lock bucket on Ceph RGW.
+
+Ceph RGW (Pacific, Debian 12) enforces Object Lock retention like AWS S3 but ignores
+``If-None-Match: *`` on versioned buckets and neither stores nor returns
+``x-amz-checksum-sha256``. So these tests show what Ceph can show: every promoted copy carries
+retention, a locked version cannot be deleted or have its retention shortened, and the promoter
+itself never sends a write to a released key (it HEADs first and refuses a conflict before any
+copy). Checksums and conditional writes are covered against moto in ``test_promoter.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.integration.ceph import INSTALL_SCRIPT, CephCluster, CephEndpoint, missing_binaries
+from wheelgate.promotion import ManifestEvent, Promoter
+from wheelgate.records import PromotionRecord
+from wheelgate.sample_wheels import build_wheel
+from wheelgate.settings import PromoterSettings
+from wheelgate.staging import inspect_files, stage
+from wheelgate.storage import Bucket
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+STAGING = "wheelgate-staging"
+NIGHTLY = "wheelgate-nightly"
+GOVERNED = "wheelgate-governed"
+NIGHTLY_URL = "http://nightly.invalid/"
+COMMIT = "c" * 40
+INDEX = "v2/ceph"
+#: Operations that create or replace an object (or a version of one).
+WRITES = {"PutObject", "CopyObject", "CreateMultipartUpload", "CompleteMultipartUpload"}
+
+
+@pytest.fixture(scope="session")
+def ceph() -> Iterator[CephEndpoint]:
+    """A single-node Ceph cluster with RGW, started for the session and deleted after it."""
+    missing = missing_binaries()
+    if missing:
+        pytest.skip(
+            f"Ceph is not installed (missing {', '.join(missing)}); "
+            f"run {INSTALL_SCRIPT} to install ceph-mon, ceph-osd and radosgw"
+        )
+    with CephCluster(Path(tempfile.mkdtemp(prefix="wheelgate-ceph-"))) as cluster:
+        endpoint = cluster.start()
+        print(f"\nCeph RGW at {endpoint.endpoint_url}, started in {endpoint.started_in:.1f} s")
+        yield endpoint
+
+
+@pytest.fixture(scope="module")
+def s3(ceph: CephEndpoint) -> S3Client:
+    client = ceph.client()
+    client.create_bucket(Bucket=STAGING)
+    for bucket, mode in ((NIGHTLY, "COMPLIANCE"), (GOVERNED, "GOVERNANCE")):
+        client.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=True)
+        client.put_object_lock_configuration(
+            Bucket=bucket,
+            ObjectLockConfiguration={
+                "ObjectLockEnabled": "Enabled",
+                "Rule": {"DefaultRetention": {"Mode": mode, "Days": 1}},  # type: ignore[typeddict-item]
+            },
+        )
+    return client
+
+
+class WriteSpy:
+    """Every S3 call the client makes, as (operation, bucket, key), from its API parameters.
+
+    ``before-parameter-build`` sees the caller's parameters (``before-call`` sees only the
+    serialised request), so the key is exactly what the promoter asked for.
+    """
+
+    def __init__(self, client: S3Client) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+        self._client = client
+        client.meta.events.register("before-parameter-build.s3.*", self._record)
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.calls.append((model.name, params.get("Bucket", ""), params.get("Key", "")))
+
+    def writes_to(self, bucket: str) -> list[tuple[str, str]]:
+        return [(op, key) for op, b, key in self.calls if b == bucket and op in WRITES]
+
+    def close(self) -> None:
+        self._client.meta.events.unregister("before-parameter-build.s3.*", self._record)
+
+
+@pytest.fixture
+def spy(s3: S3Client) -> Iterator[WriteSpy]:
+    recorder = WriteSpy(s3)
+    yield recorder
+    recorder.close()
+
+
+def promoter(s3: S3Client) -> Promoter:
+    return Promoter(
+        settings=PromoterSettings(
+            staging_bucket=STAGING, nightly_bucket=NIGHTLY, nightly_base_url=NIGHTLY_URL
+        ),
+        staging=Bucket(s3, STAGING),
+        nightly=Bucket(s3, NIGHTLY),
+        workers=4,
+    )
+
+
+def promote(s3: S3Client, run_id: str, wheels: list[Path]) -> PromotionRecord:
+    """Stage ``wheels`` as ``wheelgate stage`` does, write the manifest, run the promoter."""
+    staging, nightly = Bucket(s3, STAGING), Bucket(s3, NIGHTLY)
+    stage(
+        staging=staging,
+        nightly=nightly,
+        nightly_base_url=NIGHTLY_URL,
+        run_id=run_id,
+        index=INDEX,
+        commit=COMMIT,
+        artifacts=inspect_files(wheels),
+    )
+    manifest = {
+        "schema": "wheelgate/manifest/v1",
+        "run_id": run_id,
+        "commit": COMMIT,
+        "sets": [
+            {
+                "index": INDEX,
+                "files": [
+                    {
+                        "filename": w.name,
+                        "sha256": hashlib.sha256(w.read_bytes()).hexdigest(),
+                        "size": w.stat().st_size,
+                    }
+                    for w in wheels
+                ],
+                "tests": [{"name": "smoke", "result": "passed"}],
+            }
+        ],
+    }
+    key = f"manifests/{run_id}.json"
+    staging.put(key, json.dumps(manifest).encode(), content_type="application/json")
+    record = promoter(s3).handle(ManifestEvent(key=key))
+    assert record is not None
+    return record
+
+
+def versions(s3: S3Client, bucket: str = NIGHTLY) -> dict[str, str]:
+    listing = s3.list_object_versions(Bucket=bucket)
+    return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+
+
+def error_code(exc: pytest.ExceptionInfo[ClientError]) -> str:
+    return str(exc.value.response["Error"]["Code"])
+
+
+@pytest.fixture(scope="module")
+def released(s3: S3Client, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two wheels promoted into the COMPLIANCE bucket by the real promoter."""
+    tmp = tmp_path_factory.mktemp("released")
+    wheels = [build_wheel(tmp, "alpha", "1.0"), build_wheel(tmp, "beta", "2.0")]
+    record = promote(s3, "ceph-run-1", wheels)
+    assert record.state.value == "promoted", record.message
+    return wheels
+
+
+def test_every_promoted_copy_carries_retention(s3: S3Client, released: list[Path]) -> None:
+    keys = [f"{INDEX}/{w.name}" for w in released]
+    keys += [key + ".metadata" for key in keys]
+    for key in keys:
+        retention = s3.get_object_retention(Bucket=NIGHTLY, Key=key)["Retention"]
+        assert retention["Mode"] == "COMPLIANCE", key
+        until = retention["RetainUntilDate"]
+        assert until > datetime.now(UTC) + timedelta(hours=23), (key, until)
+        head = s3.head_object(Bucket=NIGHTLY, Key=key)
+        assert head["ObjectLockMode"] == "COMPLIANCE"
+
+
+def test_deleting_a_locked_version_is_refused(s3: S3Client, released: list[Path]) -> None:
+    key = f"{INDEX}/{released[0].name}"
+    version = s3.head_object(Bucket=NIGHTLY, Key=key)["VersionId"]
+    before = versions(s3)
+    with pytest.raises(ClientError) as refused:
+        s3.delete_object(Bucket=NIGHTLY, Key=key, VersionId=version)
+    assert error_code(refused) == "AccessDenied"
+    with pytest.raises(ClientError) as bypass:
+        s3.delete_object(Bucket=NIGHTLY, Key=key, VersionId=version, BypassGovernanceRetention=True)
+    assert error_code(bypass) == "AccessDenied", "COMPLIANCE ignores the governance bypass"
+    assert versions(s3) == before
+    body = s3.get_object(Bucket=NIGHTLY, Key=key, VersionId=version)["Body"].read()
+    assert body == released[0].read_bytes()
+
+
+def test_compliance_retention_cannot_be_shortened(s3: S3Client, released: list[Path]) -> None:
+    key = f"{INDEX}/{released[1].name}"
+    current = s3.get_object_retention(Bucket=NIGHTLY, Key=key)["Retention"]
+    shorter = {"Mode": "COMPLIANCE", "RetainUntilDate": datetime.now(UTC) + timedelta(minutes=1)}
+    for bypass in (False, True):
+        with pytest.raises(ClientError) as refused:
+            s3.put_object_retention(
+                Bucket=NIGHTLY,
+                Key=key,
+                Retention=shorter,  # type: ignore[arg-type]
+                BypassGovernanceRetention=bypass,
+            )
+        assert error_code(refused) == "AccessDenied"
+    assert s3.get_object_retention(Bucket=NIGHTLY, Key=key)["Retention"] == current
+
+
+def test_governance_retention_gives_way_only_to_an_explicit_bypass(s3: S3Client) -> None:
+    # Given an object under the GOVERNANCE default retention (the other mode the stack allows)
+    version = s3.put_object(Bucket=GOVERNED, Key="w.whl", Body=b"wheel")["VersionId"]
+    shorter = {"Mode": "GOVERNANCE", "RetainUntilDate": datetime.now(UTC) + timedelta(minutes=1)}
+    # When it is shortened or deleted without the bypass header, Ceph refuses
+    with pytest.raises(ClientError) as shorten:
+        s3.put_object_retention(Bucket=GOVERNED, Key="w.whl", Retention=shorter)  # type: ignore[arg-type]
+    assert error_code(shorten) == "AccessDenied"
+    with pytest.raises(ClientError) as delete:
+        s3.delete_object(Bucket=GOVERNED, Key="w.whl", VersionId=version)
+    assert error_code(delete) == "AccessDenied"
+    # Then only a principal allowed s3:BypassGovernanceRetention (which the stack's bucket
+    # policy denies to everyone, docs/security.md) could remove it
+    s3.delete_object(
+        Bucket=GOVERNED, Key="w.whl", VersionId=version, BypassGovernanceRetention=True
+    )
+    assert versions(s3, GOVERNED) == {}
+
+
+def test_promoter_refuses_other_bytes_for_a_released_name_before_any_write(
+    s3: S3Client, released: list[Path], spy: WriteSpy, tmp_path: Path
+) -> None:
+    # Given a later run that built a file of a released name with other bytes
+    impostor = build_wheel(tmp_path, "alpha", "1.0", payload_bytes=4096)
+    assert impostor.name == released[0].name
+    assert impostor.read_bytes() != released[0].read_bytes()
+    before = versions(s3)
+    # When the promoter handles its manifest
+    record = promote(s3, "ceph-run-2", [impostor])
+    # Then it is rejected for the conflict, and nothing was written to nightly at all: the
+    # promoter found the released copy by reading nightly, not by trying to overwrite it
+    assert (record.state.value, record.reason) == ("rejected", "nightly-conflict")
+    assert impostor.name in record.message
+    assert spy.writes_to(NIGHTLY) == []
+    assert any(bucket == NIGHTLY for _, bucket, _ in spy.calls), "the spy saw no nightly call"
+    assert versions(s3) == before
+
+
+def test_promoter_does_not_copy_a_file_that_is_already_released(
+    s3: S3Client, released: list[Path], spy: WriteSpy, tmp_path: Path
+) -> None:
+    # Given a new run with the released alpha (same bytes) and a new gamma
+    gamma = build_wheel(tmp_path, "gamma", "1.0")
+    record = promote(s3, "ceph-run-3", [released[0], gamma])
+    assert record.state.value == "promoted", record.message
+    actions = {f.filename: f.action for s in record.sets for f in s.files}
+    assert actions == {released[0].name: "already-released", gamma.name: "copied"}
+    # The spy sees the copy it should (so it would see a write to alpha) and none to alpha.
+    written = {key for _, key in spy.writes_to(NIGHTLY)}
+    assert f"{INDEX}/{gamma.name}" in written
+    assert not any(key.startswith(f"{INDEX}/{released[0].name}") for key in written)
+    assert len([k for k in versions(s3) if k.startswith(f"{INDEX}/{released[0].name}@")]) == 1
