@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -18,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import boto3
 from botocore.awsrequest import AWSRequest
@@ -47,39 +49,56 @@ LOCAL_REPORTER_PRINCIPAL = f"AWS:{LOCAL_REPORTER_ID}:wheelgate-local"
 #: After this many failed receives a message moves to the DLQ (the stack uses the same).
 MAX_RECEIVE_COUNT = 3
 PYPI_JSON = "application/vnd.pypi.simple.v1+json"
+# The media types stacks/functions/index_router.js ranks (tests/infra/index_router_cases.json).
+_JSON_TYPES = (PYPI_JSON, "application/vnd.pypi.simple.latest+json")
+_HTML_TYPES = (
+    "application/vnd.pypi.simple.v1+html",
+    "application/vnd.pypi.simple.latest+html",
+    "text/html",
+    "text/*",
+    "*/*",
+)
+# What JavaScript's parseFloat reads from the start of a q value.
+_LEADING_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?")
 
 
 def choose_page(path: str, accept: str) -> str:
     """The object key a CDN request path maps to (same rules as the CloudFront Function).
 
-    ``/dir/`` or an extension-less last segment is a directory: its ``index.json`` when the
-    client prefers the PEP 691 JSON type in ``Accept``, else ``index.html``.
+    Empty segments (doubled slashes) are dropped and each segment is percent-decoded, as S3
+    decodes the URI the function sends it. ``/dir/`` or a last segment without a ``.`` (before
+    decoding) is a directory: its ``index.json`` when the client prefers the PEP 691 JSON type
+    in ``Accept``, else ``index.html``. The requests the function refuses with 400 (dot
+    segments, malformed escapes) are not refused here: their keys simply do not exist.
     """
-    key = path.split("?", 1)[0].lstrip("/")
-    last = key.rsplit("/", 1)[-1]
-    if key and not key.endswith("/") and "." in last:
+    raw = path.split("?", 1)[0]
+    segments = [s for s in raw.split("/") if s]
+    key = "/".join(unquote(s) for s in segments)
+    if segments and not raw.endswith("/") and "." in segments[-1]:
         return key
     page = JSON_PAGE if prefers_json(accept) else HTML_PAGE
-    return (key.rstrip("/") + "/" if key else "") + page
+    return (key + "/" if key else "") + page
 
 
 def prefers_json(accept: str) -> bool:
-    """True when ``Accept`` ranks the PEP 691 JSON type above every HTML type."""
+    """True when ``Accept`` gives the PEP 691 JSON type a nonzero quality at least as high as
+    every HTML type's (``text/*`` and ``*/*`` count as HTML). A q value outside 0..1 or not a
+    number counts as 0, as in the CloudFront Function."""
     best_json, best_html = 0.0, 0.0
     for part in accept.split(","):
-        fields = [f.strip() for f in part.split(";")]
-        media = fields[0].lower()
+        fields = part.split(";")
+        media = fields[0].strip().lower()
         quality = 1.0
-        for param in fields[1:]:
-            name, _, value = param.partition("=")
-            if name.strip() == "q":
-                try:
-                    quality = float(value)
-                except ValueError:
+        for field_ in fields[1:]:
+            param = field_.strip().lower()
+            if param.startswith("q="):
+                number = _LEADING_NUMBER.match(param[2:])
+                quality = float(number.group()) if number else 0.0
+                if not 0.0 <= quality <= 1.0:
                     quality = 0.0
-        if media in (PYPI_JSON, "application/vnd.pypi.simple.latest+json"):
+        if media in _JSON_TYPES:
             best_json = max(best_json, quality)
-        elif media in ("text/html", "application/vnd.pypi.simple.v1+html", "*/*"):
+        elif media in _HTML_TYPES:
             best_html = max(best_html, quality)
     return best_json > 0 and best_json >= best_html
 
@@ -127,6 +146,7 @@ class _IndexHandler(BaseHTTPRequestHandler):
             stream = obj["Body"]
             while body and (chunk := stream.read(1024 * 1024)):
                 self.wfile.write(chunk)
+                self.server.count(key, len(chunk))
             stream.close()
             return
         self.send_error(404, f"no object {key}")
@@ -140,6 +160,13 @@ class _IndexServer(ThreadingHTTPServer):
         self.s3 = s3
         self.buckets = buckets
         self.verbose = verbose
+        #: Body bytes served per key, for benchmarks of what clients download.
+        self.bytes_sent: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def count(self, key: str, size: int) -> None:
+        with self._lock:
+            self.bytes_sent[key] = self.bytes_sent.get(key, 0) + size
 
 
 @dataclass
@@ -261,6 +288,7 @@ class LocalStack:
         os.environ[ENV_REQUIRED_TESTS] = json.dumps(dict(self.required_tests))
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "wheelgate-promoter")
+        self.staging_server, self.nightly_server = staging_server, nightly_server
         for server in (staging_server, nightly_server):
             self._servers.append(server)
             self._spawn(server.serve_forever)

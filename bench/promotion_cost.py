@@ -1,0 +1,180 @@
+"""S3 requests and time to promote N files of P projects into a directory that already holds
+M files of other projects, for M = 1,000 and M = 100,000, side by side in one run.
+
+The local S3 (moto server, real HTTP) is filled directly through its backend (fast), then each
+promotion runs the real promoter with a client that counts every request it sends. Rounds
+alternate between the two directories so machine noise hits both alike.
+
+    .venv/bin/python bench/promotion_cost.py [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from wheelgate.index_pages import (
+    IndexEntry,
+    ProjectPage,
+    render_project_html,
+    render_project_json,
+    render_root_html,
+    render_root_json,
+)
+from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.promotion import ManifestEvent, Promoter
+from wheelgate.sample_wheels import build_wheel
+from wheelgate.settings import PromoterSettings
+from wheelgate.staging import inspect_files, stage
+from wheelgate.storage import Bucket
+
+N_FILES = 20
+PROJECTS = ("torch", "torchvision")
+FILES_PER_OTHER_PROJECT = 50
+
+
+def fill_directory(index: str, m_files: int) -> None:
+    """M released files of M/50 other projects, with their pages, straight into the backend."""
+    from moto.s3.models import s3_backends
+
+    backend = next(iter(s3_backends.values()))["aws"]
+    projects = [f"other{i:05d}" for i in range(m_files // FILES_PER_OTHER_PROJECT)]
+    for p in projects:
+        entries = []
+        for v in range(FILES_PER_OTHER_PROJECT):
+            name = f"{p}-1.{v}-py3-none-any.whl"
+            backend.put_object(NIGHTLY_BUCKET, f"{index}/{name}", b"x")
+            entries.append(
+                IndexEntry(name, f"../{name}", "a" * 64, 1, "2026-01-01T00:00:00.000000Z")
+            )
+        page = ProjectPage(p, tuple(entries))
+        backend.put_object(
+            NIGHTLY_BUCKET, f"{index}/{p}/index.json", render_project_json(page).encode()
+        )
+        backend.put_object(
+            NIGHTLY_BUCKET, f"{index}/{p}/index.html", render_project_html(page).encode()
+        )
+    names = [*projects, *PROJECTS]
+    backend.put_object(NIGHTLY_BUCKET, f"{index}/index.json", render_root_json(names).encode())
+    backend.put_object(NIGHTLY_BUCKET, f"{index}/index.html", render_root_html(names).encode())
+
+
+def counting_client(counter: Counter[str]) -> Any:
+    client = boto3.client("s3")  # the default session carries local mode's fix-ups
+
+    def count(model: Any, **_: Any) -> None:
+        counter[model.name] += 1
+
+    client.meta.events.register("before-call.s3", count)
+    return client
+
+
+def one_round(
+    stack: LocalStack, index: str, run: str, wheels: list[Path]
+) -> tuple[Counter[str], float]:
+    s3 = boto3.client("s3")
+    staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
+    commit = "7" * 40
+    stage(
+        staging=staging,
+        nightly=nightly,
+        nightly_base_url=stack.nightly_url,
+        run_id=run,
+        index=index,
+        commit=commit,
+        artifacts=inspect_files(wheels),
+    )
+    import hashlib
+
+    manifest = {
+        "schema": "wheelgate/manifest/v1",
+        "run_id": run,
+        "commit": commit,
+        "sets": [
+            {
+                "index": index,
+                "files": [
+                    {
+                        "filename": w.name,
+                        "sha256": hashlib.sha256(w.read_bytes()).hexdigest(),
+                        "size": w.stat().st_size,
+                    }
+                    for w in wheels
+                ],
+                "tests": [{"name": "smoke", "result": "passed"}],
+            }
+        ],
+    }
+    staging.put(
+        f"manifests/{run}.json", json.dumps(manifest).encode(), content_type="application/json"
+    )
+    counter: Counter[str] = Counter()
+    client = counting_client(counter)
+    promoter = Promoter(
+        settings=PromoterSettings.from_env(__import__("os").environ),
+        staging=Bucket(client, STAGING_BUCKET),
+        nightly=Bucket(client, NIGHTLY_BUCKET),
+    )
+    started = time.perf_counter()
+    record = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
+    elapsed = time.perf_counter() - started
+    if record is None or record.state.value != "promoted":
+        raise SystemExit(f"promotion failed: {record}")
+    return counter, elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    stack = LocalStack(run_loop=False).start()
+    sizes = {1_000: "bench/m1k", 100_000: "bench/m100k"}
+    setup = {}
+    for m, index in sizes.items():
+        started = time.perf_counter()
+        fill_directory(index, m)
+        setup[m] = time.perf_counter() - started
+    results: dict[int, list[tuple[Counter[str], float]]] = {m: [] for m in sizes}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for m, index in sizes.items():
+                wheels = [
+                    build_wheel(Path(tmp) / f"{m}-{r}", PROJECTS[i % 2], f"2.{r}.{i}")
+                    for i in range(N_FILES)
+                ]
+                results[m].append(one_round(stack, index, f"bench-{m}-{r}", wheels))
+    stack.stop()
+    p = len(PROJECTS)
+    print(
+        f"Promote N={N_FILES} files of P={p} projects into a directory holding M other files "
+        f"(median of {args.rounds} rounds; bound 3N + 6P = {3 * N_FILES + 6 * p} + constant)"
+    )
+    header = f"| {'M other files':>13} | {'requests':>8} | {'seconds':>8} |"
+    print(f"{header} {'requests by operation':<60} |")
+    print(f"|{'-' * 15}|{'-' * 10}|{'-' * 10}|{'-' * 62}|")
+    medians = {}
+    for m, rounds in results.items():
+        total = statistics.median(sum(c.values()) for c, _ in rounds)
+        seconds = statistics.median(t for _, t in rounds)
+        medians[m] = seconds
+        ops = rounds[-1][0]
+        by_op = ", ".join(f"{k} {v}" for k, v in sorted(ops.items()))
+        print(f"| {m:>13,} | {total:>8.0f} | {seconds:8.3f} | {by_op:<60} |")
+    print(
+        f"time ratio M=100,000 / M=1,000: {medians[100_000] / medians[1_000]:.2f} "
+        f"(setup: {setup[1_000]:.1f} s and {setup[100_000]:.1f} s, not timed)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
