@@ -1,4 +1,5 @@
-"""The CloudFront Function (stacks/functions/index_router.js) run under node."""
+"""The CloudFront Function (stacks/functions/index_router.js) under node, and local mode's
+``choose_page``, both against one case table (index_router_cases.json)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,25 @@ import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
 from stacks.cdn import INDEX_ROUTER_SOURCE
 from wheelgate.layout import HTML_PAGE, JSON_PAGE
+from wheelgate.local import choose_page
 
 HARNESS = Path(__file__).with_name("index_router_harness.js")
+CASES_FILE = Path(__file__).with_name("index_router_cases.json")
 NODE = shutil.which("node")
-PEP691_PIP = (
-    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
-    "text/html;q=0.01"
-)
-JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+CASES: list[dict[str, Any]] = json.loads(CASES_FILE.read_text())["cases"]
+SHARED = [c for c in CASES if not c.get("cdn_only")]
 
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+
+def _ids(cases: list[dict[str, Any]]) -> list[str]:
+    return [c["name"] for c in cases]
 
 
 def _event(uri: str, accept: str | None = None, querystring: str = "") -> dict[str, Any]:
@@ -46,6 +51,12 @@ def _event(uri: str, accept: str | None = None, querystring: str = "") -> dict[s
     }
 
 
+def _event_for(case: dict[str, Any]) -> dict[str, Any]:
+    # CloudFront hands the function the path and the query string separately.
+    uri, _, query = case["path"].partition("?")
+    return _event(uri, case["accept"], query)
+
+
 def _run(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     assert NODE is not None
     completed = subprocess.run(
@@ -60,92 +71,55 @@ def _run(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return results
 
 
-# (uri, Accept, expected uri, expected normalized Accept)
-ROUTES = [
-    ("/v2/gfx94X-dcgpu/", None, "/v2/gfx94X-dcgpu/index.html", "text/html"),
-    ("/v2/gfx94X-dcgpu", None, "/v2/gfx94X-dcgpu/index.html", "text/html"),
-    ("/v2/gfx94X-dcgpu/torch/", "text/html", "/v2/gfx94X-dcgpu/torch/index.html", "text/html"),
-    ("/v2/gfx94X-dcgpu/torch/", PEP691_PIP, "/v2/gfx94X-dcgpu/torch/index.json", JSON_TYPE),
-    ("/v2/gfx94X-dcgpu/torch", JSON_TYPE, "/v2/gfx94X-dcgpu/torch/index.json", JSON_TYPE),
-    # The client prefers HTML: serve HTML even though JSON is acceptable.
-    (
-        "/v2/gfx94X-dcgpu/torch/",
-        "application/vnd.pypi.simple.v1+json;q=0.5, text/html",
-        "/v2/gfx94X-dcgpu/torch/index.html",
-        "text/html",
-    ),
-    (
-        "/v2/gfx94X-dcgpu/torch/",
-        "application/vnd.pypi.simple.latest+json",
-        "/v2/gfx94X-dcgpu/torch/index.json",
-        JSON_TYPE,
-    ),
-    # JSON explicitly refused (q=0) falls back to HTML.
-    ("/v2/gfx94X-dcgpu/", f"{JSON_TYPE};q=0", "/v2/gfx94X-dcgpu/index.html", "text/html"),
-    ("/v2/gfx94X-dcgpu/", "*/*", "/v2/gfx94X-dcgpu/index.html", "text/html"),
-    # Files pass through untouched, whatever the Accept header says.
-    (
-        "/v2/gfx94X-dcgpu/torch-2.7.0-cp312-cp312-linux_x86_64.whl",
-        PEP691_PIP,
-        "/v2/gfx94X-dcgpu/torch-2.7.0-cp312-cp312-linux_x86_64.whl",
-        JSON_TYPE,
-    ),
-    (
-        "/v2/gfx94X-dcgpu/torch-2.7.0-cp312-cp312-linux_x86_64.whl.metadata",
-        None,
-        "/v2/gfx94X-dcgpu/torch-2.7.0-cp312-cp312-linux_x86_64.whl.metadata",
-        "text/html",
-    ),
-    (
-        "/v2/gfx94X-dcgpu/torch-2.7.0+rocm7.0-cp312-cp312-linux_x86_64.whl",
-        None,
-        "/v2/gfx94X-dcgpu/torch-2.7.0%2Brocm7.0-cp312-cp312-linux_x86_64.whl",
-        "text/html",
-    ),
-    (
-        "/v2/gfx94X-dcgpu/torch-2.7.0%2Brocm7.0-cp312-cp312-linux_x86_64.whl",
-        None,
-        "/v2/gfx94X-dcgpu/torch-2.7.0%2Brocm7.0-cp312-cp312-linux_x86_64.whl",
-        "text/html",
-    ),
-    # Odd but harmless paths are normalized, so they share one cache entry.
-    ("/", None, "/index.html", "text/html"),
-    ("//", None, "/index.html", "text/html"),
-    ("//v2//gfx94X-dcgpu//", None, "/v2/gfx94X-dcgpu/index.html", "text/html"),
-    ("/v2/gfx94X-dcgpu/torch%2Bcpu/", None, "/v2/gfx94X-dcgpu/torch%2Bcpu/index.html", "text/html"),
-]
+@pytest.fixture(scope="module")
+def cdn_results() -> dict[str, dict[str, Any]]:
+    """Every case through the function in one node process, by case name."""
+    results = _run([_event_for(c) for c in CASES])
+    return {c["name"]: r for c, r in zip(CASES, results, strict=True)}
 
 
-@pytest.mark.parametrize(("uri", "accept", "expected_uri", "expected_accept"), ROUTES)
-def test_routes(uri: str, accept: str | None, expected_uri: str, expected_accept: str) -> None:
-    # Given a viewer request, when the function runs, then the origin URI names the S3 object.
-    (result,) = _run([_event(uri, accept)])
-    assert result["uri"] == expected_uri
-    assert result["headers"]["accept"] == {"value": expected_accept}
+def test_case_table_is_well_formed() -> None:
+    names = _ids(CASES)
+    assert len(names) == len(set(names)), "case names must be unique"
+    for case in CASES:
+        assert ("key" in case) != ("status" in case), case["name"]
+        if case.get("cdn_only"):
+            assert case.get("reason"), f"{case['name']}: a cdn_only case says why"
+        else:
+            assert "key" in case, case["name"]
+            assert "cdn_accept" in case, case["name"]
+    # Most of the table is shared; cdn_only is the exception.
+    assert len(SHARED) > 2 * (len(CASES) - len(SHARED))
 
 
+@needs_node
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_cdn_function(case: dict[str, Any], cdn_results: dict[str, dict[str, Any]]) -> None:
+    # Given a viewer request, when the function runs, then S3 is asked for the expected key
+    result = cdn_results[case["name"]]
+    if "status" in case:
+        assert result["statusCode"] == case["status"]
+        assert "uri" not in result
+        return
+    # S3 percent-decodes the origin URI; a literal '+' must never reach it (it could be
+    # read as a space), so the function sends it as %2B.
+    assert "+" not in result["uri"]
+    assert unquote(result["uri"].removeprefix("/")) == case["key"]
+    # And the forwarded Accept header is one of the two cache-key flavours.
+    assert result["headers"]["accept"] == {"value": case["cdn_accept"]}
+
+
+@pytest.mark.parametrize("case", SHARED, ids=_ids(SHARED))
+def test_local_mode_maps_requests_like_the_cdn(case: dict[str, Any]) -> None:
+    # Local mode's index servers answer the same request from the same key.
+    assert choose_page(case["path"], case["accept"] or "") == case["key"]
+
+
+@needs_node
 def test_query_string_is_kept() -> None:
     (result,) = _run([_event("/v2/gfx94X-dcgpu/", None, "x=1")])
     assert result["uri"] == "/v2/gfx94X-dcgpu/index.html"
     assert result["querystring"] == {"x": {"value": "1"}}
-
-
-@pytest.mark.parametrize(
-    "uri",
-    [
-        "/v2/../manifests/",
-        "/v2/%2e%2e/records/",
-        "/v2/./gfx94X-dcgpu/",
-        "/v2/gfx%2Fescape/",
-        "/v2/bad%ZZ/",
-        "/v2/nul%00/",
-        "/v2/back%5Cslash/",
-    ],
-)
-def test_traversal_and_malformed_paths_are_refused(uri: str) -> None:
-    (result,) = _run([_event(uri)])
-    assert result["statusCode"] == 400
-    assert "uri" not in result
 
 
 def test_source_fits_cloudfront_functions_limits() -> None:
