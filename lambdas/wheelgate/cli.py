@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wheelgate import __version__
+from wheelgate import __version__, redact
 from wheelgate.errors import TransientError
 from wheelgate.layout import STAGING, LayoutError
 from wheelgate.manifest import json_schema
@@ -352,6 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"wheelgate {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="log debug output, boto3's included (secrets masked)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     stage = sub.add_parser(
@@ -477,8 +481,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    redact.install()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.debug:
+        logging.basicConfig(level=logging.DEBUG)
     try:
         return int(args.func(args))
     except UsageError as exc:

@@ -29,6 +29,7 @@ from aws_lambda_powertools.utilities.parser.models import S3Model
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 
+from wheelgate import redact
 from wheelgate.cdn import CloudFrontInvalidator
 from wheelgate.promotion import ManifestEvent, Promoter
 from wheelgate.records import State
@@ -57,6 +58,7 @@ S3_TEST_EVENT = "s3:TestEvent"
 @cache
 def promoter() -> Promoter:
     """Built on first use and kept for the container's life (no work at import)."""
+    redact.install(streams=False)
     settings = PromoterSettings.from_env(os.environ)
     # Adaptive retries absorb S3 503 SlowDown before a message has to be redelivered.
     config = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=32)
