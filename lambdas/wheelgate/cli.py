@@ -172,6 +172,29 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_pins(args: argparse.Namespace) -> int:
+    from wheelgate.staging import pinned_requirements, staged_sets
+
+    try:
+        STAGING.run_index_prefix(args.run_id, args.index)
+    except LayoutError as exc:
+        raise UsageError(str(exc)) from exc
+    staging, _ = _buckets(args, nightly=False)
+    files = staged_sets(staging, args.run_id).get(args.index)
+    if not files:
+        raise UsageError(
+            f"nothing is staged for run {args.run_id} in {args.index} (s3://{staging.name}/"
+            f"{STAGING.run_index_prefix(args.run_id, args.index)})"
+        )
+    try:
+        text = pinned_requirements(files)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    header = f"# Run {args.run_id}, {args.index}: install with pip --require-hashes\n"
+    print(header + text, end="")
+    return EXIT_OK
+
+
 def _status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
     found = staging.get(STAGING.record(run_id))
     if found is not None:
@@ -399,6 +422,20 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
     _storage_options(report, nightly=False)
     report.set_defaults(func=cmd_report)
+
+    pins = sub.add_parser(
+        "pins",
+        help="print a requirements file pinning a run's staged files by hash",
+        description=(
+            "Print name==version lines with --hash for exactly the files staged for RUN in DIR, "
+            "so a test job installs the bytes that will be promoted: "
+            "pip install --require-hashes --index-url <staging>/<DIR>/ -r pins.txt"
+        ),
+    )
+    pins.add_argument("--run-id", required=True)
+    pins.add_argument("--index", required=True, metavar="DIR")
+    _storage_options(pins, nightly=False)
+    pins.set_defaults(func=cmd_pins)
 
     status = sub.add_parser(
         "status",

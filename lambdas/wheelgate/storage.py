@@ -235,15 +235,19 @@ class Bucket:
         progress: Callable[[int], None] | None = None,
         part_size: int = MULTIPART_PART_SIZE,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
+        if_none_match: bool = False,
     ) -> None:
         """Upload a file so that S3 checks its SHA-256.
 
         Up to ``single_request_limit`` bytes go in one PutObject carrying the full-object
         SHA-256, which S3 verifies. Larger files use multipart with a SHA-256 per part (S3
         verifies each part); the full-object hash is then kept in user metadata.
+        With ``if_none_match`` the write never replaces an object: if ``key`` exists (or is
+        written concurrently) it raises :class:`PreconditionFailed`.
         """
         size = path.stat().st_size
         meta = {**metadata, META_SHA256: sha256}
+        condition = {"IfNoneMatch": "*"} if if_none_match else {}
         if size <= single_request_limit:
             with path.open("rb") as handle:
                 try:
@@ -256,11 +260,12 @@ class Bucket:
                         ChecksumAlgorithm="SHA256",
                         ChecksumSHA256=sha256_hex_to_b64(sha256),
                         Metadata=meta,
+                        **condition,  # type: ignore[arg-type]
                     )
                 except ClientError as exc:
                     raise translate(exc, self.name, key) from exc
             return
-        self._multipart_upload(path, key, size, content_type, meta, progress, part_size)
+        self._multipart_upload(path, key, size, content_type, meta, progress, part_size, condition)
 
     def _multipart_upload(
         self,
@@ -271,6 +276,7 @@ class Bucket:
         metadata: Mapping[str, str],
         progress: Callable[[int], None] | None,
         part_size: int,
+        condition: Mapping[str, str],
     ) -> None:
         try:
             upload = self.client.create_multipart_upload(
@@ -307,6 +313,7 @@ class Bucket:
                     Key=key,
                     UploadId=upload_id,
                     MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+                    **condition,  # type: ignore[arg-type]
                 )
             except BaseException:
                 self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)

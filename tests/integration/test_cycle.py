@@ -180,3 +180,84 @@ def test_redelivered_manifest_is_a_no_op(local: LocalProcess, promoted: dict[str
     # ...nothing changes: no copy, no page write, no new record.
     assert local.nightly_versions() == before
     assert s3.get_object(Bucket=bucket, Key="records/cyc-seed.json")["Body"].read() == record_before
+
+
+def test_pypi_simple_reads_both_formats_over_http(
+    local: LocalProcess, promoted: dict[str, Any]
+) -> None:
+    from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
+
+    for accept in (ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY):
+        with PyPISimple(endpoint=f"{local.nightly_url}{INDEX}/", accept=accept) as client:
+            page = client.get_project_page("cyc-filelock")
+            [package] = page.packages
+            assert package.filename == promoted["filelock"].name
+            assert package.has_metadata
+            assert package.digests["sha256"]
+            assert page.repository_version == "1.1"
+            index = client.get_index_page()
+            assert "cyc-filelock" in index.projects
+
+
+def test_pins_install_exactly_the_staged_bytes(
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
+) -> None:
+    # Given nightly already has pins-b 1.0, and the run stages a rebuilt pins-b 1.0 (build
+    # tag 1, other bytes) with pins-a which needs it...
+    old_b = build_wheel(tmp_path / "old", "pins-b", "1.0")
+    code, _ = stage_and_report(local, "pins-seed", "8" * 40, [old_b])
+    assert code == 0
+    new_b = build_wheel(
+        tmp_path / "new", "pins-b", "1.0", tag="1-py3-none-any", module_source="REBUILT = True\n"
+    )
+    a = build_wheel(tmp_path / "new", "pins-a", "1.0", requires=["pins-b==1.0"])
+    run_ok(
+        local,
+        "stage",
+        "--run-id",
+        "pins-1",
+        "--index",
+        INDEX,
+        "--commit",
+        "9" * 40,
+        str(new_b),
+        str(a),
+    )
+    pins = tmp_path / "pins.txt"
+    pins.write_text(run_ok(local, "pins", "--run-id", "pins-1", "--index", INDEX))
+    assert "--hash=sha256:" in pins.read_text()
+    venv = venv_factory("pins")
+    result = pip(
+        venv,
+        "install",
+        "--require-hashes",
+        "--index-url",
+        f"{local.staging_url}{INDEX}/",
+        "-r",
+        str(pins),
+    )
+    assert result.returncode == 0, result.stderr
+    probe = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import pins_b; print(pins_b.REBUILT)"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # ...the test job got the staged rebuild, not nightly's same-named release.
+    assert probe.stdout.strip() == "True", probe.stderr
+    # A pin with one changed hex digit refuses to install.
+    text = pins.read_text()
+    first = text.index("sha256:") + len("sha256:")
+    pins.write_text(text[:first] + ("0" if text[first] != "0" else "1") + text[first + 1 :])
+    venv = venv_factory("pins-tampered")
+    result = pip(
+        venv,
+        "install",
+        "--require-hashes",
+        "--index-url",
+        f"{local.staging_url}{INDEX}/",
+        "-r",
+        str(pins),
+    )
+    assert result.returncode != 0
+    assert "hash" in result.stderr.lower()
