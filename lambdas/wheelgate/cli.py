@@ -512,6 +512,9 @@ def build_parser() -> argparse.ArgumentParser:
     _storage_options(rebuild, nightly=True)
     rebuild.set_defaults(func=cmd_index_rebuild)
 
+    from wheelgate.deps_cli import register as register_deps
+
+    register_deps(sub)
     schema = sub.add_parser("schema", help="print the manifest JSON Schema")
     schema.set_defaults(func=cmd_schema)
     return parser

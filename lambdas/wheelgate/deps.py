@@ -207,19 +207,25 @@ class Deps:
     def run_id(self) -> str | None:
         """``deps-<12 hex>``: the mirror run of the python section, or ``None`` without one.
 
-        The id is a hash of the section's canonical JSON, so the same reviewed section always
-        syncs under the same run (re-runs are idempotent) and a changed one under a new run.
+        The id is a hash of the section's canonical JSON (``indexes: all`` resolved), so the
+        same reviewed section always syncs under the same run (re-runs are idempotent) and a
+        changed one, or a new index directory, under a new run.
         """
         if not self.document.python:
             return None
-        return python_run_id(self.document.python)
+        return python_run_id(self.document.python, self.document.validation.indexes)
 
 
-def python_run_id(entries: Sequence[PythonEntry]) -> str:
-    """``deps-`` and the first 12 hex digits of the SHA-256 of the section's canonical JSON."""
-    canonical = json.dumps(
-        [e.model_dump(mode="json") for e in entries], sort_keys=True, separators=(",", ":")
-    )
+def python_run_id(entries: Sequence[PythonEntry], all_indexes: Sequence[str]) -> str:
+    """``deps-`` and the first 12 hex digits of the SHA-256 of the canonical JSON of the
+    python section, with ``indexes: all`` replaced by ``all_indexes``."""
+    resolved = [
+        {**e.model_dump(mode="json"), "indexes": list(all_indexes)}
+        if e.indexes == "all"
+        else e.model_dump(mode="json")
+        for e in entries
+    ]
+    canonical = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
     return RUN_PREFIX + hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 

@@ -205,12 +205,14 @@ class Bucket:
         ``if_match`` / ``if_none_match`` make the write conditional; a lost condition raises
         :class:`PreconditionFailed`.
         """
+        digest = hashlib.sha256(body).digest()
         kwargs: dict[str, Any] = {
             "Body": body,
             "ContentType": content_type,
             "ChecksumAlgorithm": "SHA256",
-            "ChecksumSHA256": base64.b64encode(hashlib.sha256(body).digest()).decode(),
-            "Metadata": dict(metadata or {}),
+            "ChecksumSHA256": base64.b64encode(digest).decode(),
+            # Also in metadata: not every S3 implementation stores the checksum.
+            "Metadata": {**(metadata or {}), META_SHA256: digest.hex()},
         }
         if cache_control:
             kwargs["CacheControl"] = cache_control

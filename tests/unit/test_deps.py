@@ -292,8 +292,10 @@ def test_requirements_must_be_exact_pins() -> None:
 
 def test_run_id_follows_the_python_section() -> None:
     deps = load_deps((REPO / "examples/deps.yml").read_text())
-    assert deps.run_id == python_run_id(deps.document.python)
-    changed = list(deps.document.python[:-1])
-    assert python_run_id(changed) != deps.run_id
+    indexes = deps.document.validation.indexes
+    assert deps.run_id == python_run_id(deps.document.python, indexes)
+    assert python_run_id(deps.document.python[:-1], indexes) != deps.run_id
+    # `indexes: all` is resolved: a new index directory is a new mirror run.
+    assert python_run_id(deps.document.python, [*indexes, "v3/new"]) != deps.run_id
     assert len(deps.run_id or "") == len(RUN_PREFIX) + 12
     assert REVIEW_TEST == "deps-review"

@@ -1,0 +1,358 @@
+"""``wheelgate deps check|plan|sync``: the CLI over :mod:`wheelgate.deps` and
+:mod:`wheelgate.deps_sync`.
+
+``check`` validates deps.yml and needs no credentials. ``plan`` also HEADs every target (and
+reads the nightly pages) and prints what ``sync`` would do. ``sync`` caches the files and
+mirrors the wheels through the gate: it stages them under the mirror run, writes the run's
+manifest (its one test is the review of deps.yml) and waits for the promoter's decision.
+In CI the two halves run with two roles: ``--step upload`` with the build role, then
+``--step report`` with the reporter role.
+
+Exit codes: 0 done, 1 an entry failed or the promoter rejected the run, 2 invalid deps.yml or
+options, 3 promotion still pending, 4 storage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from wheelgate.cli import (
+    EXIT_OK,
+    EXIT_PENDING,
+    EXIT_REJECTED,
+    UsageError,
+    _required,
+    _s3_client,
+    _status_document,
+    _storage_options,
+)
+from wheelgate.deps import Deps, DepsInvalid, load_deps
+from wheelgate.deps_sync import (
+    Fetcher,
+    Row,
+    https_opener,
+    plan_file,
+    plan_mirror,
+    report_mirror,
+    stage_mirror,
+    sync_files,
+)
+from wheelgate.records import State
+from wheelgate.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.storage import Bucket
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+class SyncProgress:
+    """Download progress on stderr from several threads: one status line on a terminal, a
+    line per entry every 25 % in CI logs."""
+
+    def __init__(self) -> None:
+        self._tty = sys.stderr.isatty()
+        self._lock = threading.Lock()
+        self._done: dict[str, tuple[int, int | None]] = {}
+        self._steps: dict[str, int] = {}
+
+    def __call__(self, name: str, done: int, total: int | None) -> None:
+        with self._lock:
+            self._done[name] = (done, total)
+            if self._tty:
+                received = sum(d for d, _ in self._done.values()) / 1e6
+                active = sum(1 for d, t in self._done.values() if t is None or d < t)
+                sys.stderr.write(
+                    f"\rdownloading: {active} active, {len(self._done)} started, "
+                    f"{received:,.1f} MB received   "
+                )
+                sys.stderr.flush()
+                return
+            step = 4 if total and done >= total else (int(4 * done / total) if total else 0)
+            if step > self._steps.get(name, -1):
+                self._steps[name] = step
+                amount = f"{done:,} of {total:,} bytes" if total else f"{done:,} bytes"
+                print(f"download {name}: {amount}", file=sys.stderr)
+
+    def finish(self) -> None:
+        if self._tty and self._done:
+            sys.stderr.write("\n")
+
+
+def _load(path: str) -> Deps:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from exc
+    try:
+        return load_deps(text)
+    except DepsInvalid as exc:
+        for problem in exc.problems:
+            print(f"{path}:{problem.line}: {problem.entry}: {problem.message}", file=sys.stderr)
+        raise UsageError(
+            f"{path}: {len(exc.problems)} problem(s); nothing was downloaded or uploaded"
+        ) from exc
+
+
+def _parts(args: argparse.Namespace, deps: Deps) -> tuple[bool, bool]:
+    files = bool(deps.files) and args.only in (None, "files")
+    python = bool(deps.wheels) and args.only in (None, "python")
+    return files, python
+
+
+def _gate_buckets(args: argparse.Namespace) -> tuple[Bucket, Bucket]:
+    s3 = _s3_client(args)
+    staging = _required(args, "staging_bucket", ENV_STAGING_BUCKET, "--staging-bucket")
+    nightly = _required(args, "nightly_bucket", ENV_NIGHTLY_BUCKET, "--nightly-bucket")
+    return Bucket(s3, staging), Bucket(s3, nightly)
+
+
+def _cache_buckets(args: argparse.Namespace, deps: Deps) -> dict[str, Bucket]:
+    s3 = _s3_client(args)
+    return {name: Bucket(s3, name) for name in sorted({t.bucket for t in deps.files})}
+
+
+def _human(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size = size / 1000  # type: ignore[assignment]
+    return str(size)  # pragma: no cover
+
+
+def render_table(rows: Sequence[Row], *, timing: bool) -> str:
+    """The plan or summary as an aligned text table."""
+    header = ["entry", "target", "action", "bytes"] + (["seconds"] if timing else []) + ["detail"]
+    lines = [header]
+    for r in rows:
+        cells = [r.entry, r.target, r.action, _human(r.bytes) if r.bytes else "-"]
+        if timing:
+            cells.append(f"{r.seconds:.1f}")
+        lines.append([*cells, r.detail])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    out = []
+    for line in lines:
+        out.append(
+            "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=False)) + "  " + line[-1]
+        )
+    return "\n".join(s.rstrip() for s in out)
+
+
+def _emit(
+    args: argparse.Namespace, rows: Sequence[Row], extra: dict[str, Any], timing: bool
+) -> None:
+    if args.json:
+        print(json.dumps({**extra, "rows": [asdict(r) for r in rows]}, indent=2))
+        return
+    print(render_table(rows, timing=timing))
+    for name, value in extra.items():
+        if value is not None:
+            print(f"{name}: {value if not isinstance(value, dict) else json.dumps(value)}")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    deps = _load(args.deps_file)
+    print(
+        f"{args.deps_file}: OK: {len(deps.files)} file(s), {len(deps.wheels)} wheel(s)"
+        + (f", mirror run {deps.run_id}" if deps.run_id else "")
+    )
+    return EXIT_OK
+
+
+def _plan_rows(args: argparse.Namespace, deps: Deps) -> list[Row]:
+    files, python = _parts(args, deps)
+    rows: list[Row] = []
+    if files:
+        buckets = _cache_buckets(args, deps)
+        rows += [plan_file(buckets[t.bucket], t) for t in deps.files]
+    if python:
+        _, nightly = _gate_buckets(args)
+        rows += [row for _, _, row in plan_mirror(nightly, deps.wheels).rows]
+    return rows
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """``plan`` and ``sync --dry-run``: HEAD every target, read the nightly pages, write
+    nothing."""
+    deps = _load(args.deps_file)
+    rows = _plan_rows(args, deps)
+    _emit(args, rows, {"run_id": deps.run_id, "dry_run": True}, timing=False)
+    return EXIT_REJECTED if any(r.action == "conflict" for r in rows) else EXIT_OK
+
+
+def _commit(args: argparse.Namespace) -> str:
+    commit = args.commit or os.environ.get("GITHUB_SHA", "")
+    if not _COMMIT.fullmatch(commit):
+        raise UsageError("--commit (or $GITHUB_SHA) must be a 40-hex commit to mirror wheels")
+    return str(commit)
+
+
+def _review_url(args: argparse.Namespace) -> str:
+    if args.review_url:
+        url = str(args.review_url)
+    elif os.environ.get("GITHUB_REPOSITORY") and os.environ.get("GITHUB_SHA"):
+        server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
+        url = f"{server}/{os.environ['GITHUB_REPOSITORY']}/commit/{os.environ['GITHUB_SHA']}"
+    else:
+        raise UsageError("--review-url is required: the pull request that reviewed deps.yml")
+    if not re.fullmatch(r"https?://\S+", url):
+        raise UsageError(f"--review-url {url!r} is not an http(s) URL")
+    return url
+
+
+def _wait(staging: Bucket, run_id: str, wait: float, interval: float) -> dict[str, Any]:
+    deadline = time.monotonic() + wait
+    while True:
+        document = _status_document(staging, run_id)
+        if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
+            return document
+        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    deps = _load(args.deps_file)
+    if args.dry_run:
+        return cmd_plan(args)
+    files, python = _parts(args, deps)
+    upload, report = args.step in ("all", "upload"), args.step in ("all", "report")
+    commit = _commit(args) if python else ""
+    review_url = _review_url(args) if python and report else ""
+    fetcher = Fetcher(
+        https_opener(args.ca_bundle), timeout=args.timeout, retries=args.retries, backoff=0.5
+    )
+    progress = SyncProgress()
+    rows: list[Row] = []
+    promotion: dict[str, Any] | None = None
+    with tempfile.TemporaryDirectory(prefix="wheelgate-deps-", dir=args.workdir) as tmp:
+        workdir = Path(tmp)
+        if files and upload:
+            rows += sync_files(
+                deps.files,
+                _cache_buckets(args, deps),
+                fetcher,
+                workdir,
+                jobs=args.jobs,
+                progress=progress,
+            )
+        if python:
+            staging, nightly = _gate_buckets(args)
+            run_id = deps.run_id
+            assert run_id is not None
+            staged_now = False
+            if upload:
+                base = _required(args, "nightly_url", ENV_NIGHTLY_BASE_URL, "--nightly-url")
+                mirror_rows = stage_mirror(
+                    plan=plan_mirror(nightly, deps.wheels),
+                    staging=staging,
+                    nightly=nightly,
+                    nightly_base_url=base if base.endswith("/") else base + "/",
+                    run_id=run_id,
+                    commit=commit,
+                    fetcher=fetcher,
+                    workdir=workdir,
+                    jobs=args.jobs,
+                    progress=progress,
+                )
+                rows += mirror_rows
+                staged_now = any(r.action == "staged" for r in mirror_rows)
+                failed = any(r.action in ("failed", "held") for r in mirror_rows)
+            else:
+                failed = False
+            if report and not failed and (staged_now or args.step == "report"):
+                sets = report_mirror(
+                    staging=staging, run_id=run_id, commit=commit, review_url=review_url
+                )
+                if sets:
+                    print(
+                        f"manifest for {run_id} written; waiting for the promoter", file=sys.stderr
+                    )
+                    promotion = _wait(staging, run_id, args.wait, args.interval)
+    progress.finish()
+    summary = (
+        {
+            "state": promotion["state"],
+            "reason": promotion.get("reason"),
+            "message": promotion.get("message"),
+        }
+        if promotion
+        else None
+    )
+    _emit(args, rows, {"run_id": deps.run_id, "promotion": summary}, timing=True)
+    if any(r.action in ("failed", "held") for r in rows):
+        return EXIT_REJECTED
+    if promotion is None:
+        return EXIT_OK
+    return {
+        State.PROMOTED.value: EXIT_OK,
+        State.REJECTED.value: EXIT_REJECTED,
+    }.get(promotion["state"], EXIT_PENDING)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``deps check|plan|sync`` to the ``wheelgate`` command."""
+    deps = subparsers.add_parser(
+        "deps",
+        help="cache third-party files and mirror pinned wheels from a reviewed deps.yml",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = deps.add_subparsers(dest="deps_command", required=True, metavar="ACTION")
+
+    check = actions.add_parser(
+        "check",
+        help="validate deps.yml (no network, no credentials)",
+        description="Report every problem of deps.yml with its line; exit 2 if there is any.",
+    )
+    check.add_argument("deps_file", metavar="DEPS_YML")
+    check.set_defaults(func=cmd_check)
+
+    for name, what in (
+        ("plan", "validate, look at every target and print what sync would do"),
+        ("sync", "download, verify and upload what is missing; mirror wheels through the gate"),
+    ):
+        action = actions.add_parser(name, help=what, description=what)
+        action.add_argument("deps_file", metavar="DEPS_YML")
+        action.add_argument(
+            "--only", choices=["files", "python"], help="sync one part of deps.yml only"
+        )
+        action.add_argument("--json", action="store_true", help="print the result as JSON")
+        action.add_argument(
+            "--nightly-url",
+            help=f"public URL of the nightly index (default: ${ENV_NIGHTLY_BASE_URL})",
+        )
+        _storage_options(action, nightly=True)
+        action.set_defaults(func=cmd_plan if name == "plan" else cmd_sync)
+        if name == "plan":
+            continue
+        action.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+        action.add_argument(
+            "--step",
+            choices=["all", "upload", "report"],
+            default="all",
+            help="upload: cache files and stage wheels (build role); report: write the mirror "
+            "run's manifest and wait (reporter role); all: both (default)",
+        )
+        action.add_argument("--jobs", type=int, default=4, help="parallel downloads (default 4)")
+        action.add_argument("--retries", type=int, default=4, help="retries per download")
+        action.add_argument(
+            "--timeout", type=float, default=60.0, help="seconds per connect or read (default 60)"
+        )
+        action.add_argument("--commit", help="commit of deps.yml (default: $GITHUB_SHA)")
+        action.add_argument(
+            "--review-url", help="the review of deps.yml, e.g. its pull request (the test URL)"
+        )
+        action.add_argument(
+            "--wait", type=float, default=900.0, metavar="SECONDS", help="for the promoter"
+        )
+        action.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
+        action.add_argument("--ca-bundle", help="CA certificates for downloads (PEM)")
+        action.add_argument("--workdir", help="where downloads are kept while uploading")
