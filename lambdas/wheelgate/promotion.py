@@ -39,6 +39,7 @@ from wheelgate.manifest import ArtifactSet, Manifest, parse_distribution_filenam
 from wheelgate.objects import ObjectInfo
 from wheelgate.planning import FileStep, SetPlan, plan_set
 from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
+from wheelgate.redact import Redactor
 from wheelgate.settings import PromoterSettings
 from wheelgate.storage import (
     MULTIPART_PART_SIZE,
@@ -153,9 +154,10 @@ class Promoter:
         return PromotionRecord.model_validate_json(found[0])
 
     def _save(self, record: PromotionRecord) -> PromotionRecord:
+        # Test URLs come from the manifest and may carry a token: records are read widely.
         self.staging.put(
             STAGING.record(record.run_id),
-            record.to_json().encode(),
+            Redactor()(record.to_json()).encode(),
             content_type="application/json",
         )
         return record
@@ -664,20 +666,22 @@ class Promoter:
             written = self.nightly_pages.update_project(
                 index, project, add_missing(page_entries), known=pages.nightly
             )
-            nightly_writes.extend(written)
+            # Invalidate the project's pages even when this attempt found them written already:
+            # an earlier attempt may have failed between writing them and invalidating.
+            touched = [PAGES.project_page(index, project, json=j) for j in (True, False)]
+            nightly_writes.extend(PageWrites(touched))
             assert written.page is not None
             borrowed = absolute(
                 written.page.entries,
                 self.settings.nightly_base_url + PAGES.project_dir(index, project),
             )
-            staging_writes.extend(
-                self.staging_pages.update_project(
-                    index,
-                    project,
-                    staging_view(borrowed, drop=[e.filename for e in page_entries]),
-                    known=pages.staging,
-                )
+            self.staging_pages.update_project(
+                index,
+                project,
+                staging_view(borrowed, drop=[e.filename for e in page_entries]),
+                known=pages.staging,
             )
+            staging_writes.extend(PageWrites(touched))
         projects_by_index: dict[str, set[str]] = defaultdict(set)
         for index, project in by_page:
             projects_by_index[index].add(project)
