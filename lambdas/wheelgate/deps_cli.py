@@ -227,7 +227,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
     commit = _commit(args) if python else ""
     review_url = _review_url(args) if python and report else ""
     fetcher = Fetcher(
-        https_opener(args.ca_bundle), timeout=args.timeout, retries=args.retries, backoff=0.5
+        https_opener(args.ca_bundle),
+        timeout=args.timeout,
+        retries=args.retries,
+        backoff=args.backoff,
     )
     progress = SyncProgress()
     rows: list[Row] = []
@@ -354,5 +357,6 @@ def register(subparsers: Any) -> None:
             "--wait", type=float, default=900.0, metavar="SECONDS", help="for the promoter"
         )
         action.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
+        action.add_argument("--backoff", type=float, default=0.5, help=argparse.SUPPRESS)
         action.add_argument("--ca-bundle", help="CA certificates for downloads (PEM)")
         action.add_argument("--workdir", help="where downloads are kept while uploading")

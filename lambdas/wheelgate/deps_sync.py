@@ -189,7 +189,8 @@ class Fetcher:
             raise DownloadError(
                 f"{url}: timed out after {self.timeout:g} s", transient=True
             ) from exc
-        except (http.client.IncompleteRead, ConnectionError, http.client.HTTPException) as exc:
+        except (http.client.HTTPException, OSError) as exc:
+            # Resets, truncated bodies and TLS errors mid-body (ssl.SSLError is an OSError).
             raise DownloadError(
                 f"{url}: connection broken after {received} bytes ({exc!r})", transient=True
             ) from exc
