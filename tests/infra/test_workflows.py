@@ -110,7 +110,7 @@ def unpinned_actions(text: str) -> list[str]:
 
 
 def test_there_are_example_workflows() -> None:
-    assert {p.name for p in WORKFLOWS} == {"release-nightly.yml", "dev.yml"}
+    assert {p.name for p in WORKFLOWS} == {"release-nightly.yml", "dev.yml", "deps.yml"}
 
 
 def test_examples_pass_actionlint() -> None:
@@ -190,6 +190,31 @@ def test_release_roles_by_job() -> None:
     assert roles(jobs["report"]) == ["${{ vars.WHEELGATE_REPORTER_ROLE_ARN }}"]
     assert jobs["report"]["if"] == "${{ always() }}"
     assert jobs["report"]["needs"] == ["build", "test"]
+
+
+def test_deps_workflow_checks_without_credentials_and_syncs_with_two_roles() -> None:
+    jobs = load(EXAMPLES / "deps.yml")["jobs"]
+
+    def roles(job: dict[str, Any]) -> list[str]:
+        return [
+            s["with"]["role-to-assume"]
+            for s in job["steps"]
+            if str(s.get("uses", "")).startswith(CONFIGURE_AWS)
+        ]
+
+    assert roles(jobs["check"]) == [], "pull requests validate deps.yml with no AWS access"
+    assert jobs["check"]["permissions"] == {"contents": "read"}
+    assert roles(jobs["sync"]) == [
+        "${{ vars.WHEELGATE_BUILD_ROLE_ARN }}",
+        "${{ vars.WHEELGATE_REPORTER_ROLE_ARN }}",
+    ]
+    runs = [str(s.get("run", "")) for s in jobs["sync"]["steps"]]
+    upload = next(i for i, r in enumerate(runs) if "--step upload" in r)
+    report = next(i for i, r in enumerate(runs) if "--step report" in r)
+    uses = [str(s.get("uses", "")) for s in jobs["sync"]["steps"]]
+    build, reporter = (i for i, u in enumerate(uses) if u.startswith(CONFIGURE_AWS))
+    # The build role uploads and stages; only the reporter role writes the manifest.
+    assert build < upload < reporter < report
 
 
 def test_release_workflow_can_assume_the_release_roles() -> None:
