@@ -98,6 +98,15 @@ def role_problems(document: dict[str, Any]) -> list[str]:
     return problems
 
 
+def roles(job: dict[str, Any]) -> list[str]:
+    """The roles a job's steps assume, in order."""
+    return [
+        s["with"]["role-to-assume"]
+        for s in job["steps"]
+        if str(s.get("uses", "")).startswith(CONFIGURE_AWS)
+    ]
+
+
 def unpinned_actions(text: str) -> list[str]:
     return [
         line.strip()
@@ -178,13 +187,6 @@ def test_dev_workflow_uses_only_the_dev_role() -> None:
 def test_release_roles_by_job() -> None:
     jobs = load(EXAMPLES / "release-nightly.yml")["jobs"]
 
-    def roles(job: dict[str, Any]) -> list[str]:
-        return [
-            s["with"]["role-to-assume"]
-            for s in job["steps"]
-            if str(s.get("uses", "")).startswith(CONFIGURE_AWS)
-        ]
-
     assert roles(jobs["build"]) == ["${{ vars.WHEELGATE_BUILD_ROLE_ARN }}"]
     assert roles(jobs["test"]) == [], "tests install from the public staging index"
     assert roles(jobs["report"]) == ["${{ vars.WHEELGATE_REPORTER_ROLE_ARN }}"]
@@ -194,13 +196,6 @@ def test_release_roles_by_job() -> None:
 
 def test_deps_workflow_checks_without_credentials_and_syncs_with_two_roles() -> None:
     jobs = load(EXAMPLES / "deps.yml")["jobs"]
-
-    def roles(job: dict[str, Any]) -> list[str]:
-        return [
-            s["with"]["role-to-assume"]
-            for s in job["steps"]
-            if str(s.get("uses", "")).startswith(CONFIGURE_AWS)
-        ]
 
     assert roles(jobs["check"]) == [], "pull requests validate deps.yml with no AWS access"
     assert jobs["check"]["permissions"] == {"contents": "read"}
