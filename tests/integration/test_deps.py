@@ -227,7 +227,8 @@ def test_conditional_write_refuses_an_existing_key(cache: Bucket, tmp_path: Path
 def test_download_failures_are_reported_and_nothing_bad_is_uploaded(
     server: ThirdPartyServer, cache: Bucket, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Given a wrong hash, a 404, a reset mid-body, a stalled server and a transient 503
+    # Given a wrong hash, a 404, a reset mid-body, a stalled server, a transient 503 and a
+    # redirect off https
     broken = server.files["broken.bin"]
     assert isinstance(broken, bytes)
     items = [
@@ -236,11 +237,12 @@ def test_download_failures_are_reported_and_nothing_bad_is_uploaded(
         entry(server, "broken.bin", "reset"),
         entry(server, "broken.bin", "slow"),
         entry(server, "broken.bin", "flaky"),
+        entry(server, "broken.bin", "redirect"),
     ]
     path = deps_yml(tmp_path, cache.name, files=items)
     # When deps sync runs with two retries and a short read timeout
     code = deps(
-        server, "sync", str(path), "--json", "--retries", "2", "--timeout", "0.5", "--jobs", "5"
+        server, "sync", str(path), "--json", "--retries", "2", "--timeout", "0.5", "--jobs", "6"
     )
     # Then the transient 503 was retried and uploaded, every other entry failed, says why
     assert code == 1
@@ -257,6 +259,8 @@ def test_download_failures_are_reported_and_nothing_bad_is_uploaded(
     assert "timed out" in by_mode["slow"]["detail"]
     assert by_mode["flaky"]["action"] == "uploaded"
     assert server.requests["/flaky/broken.bin"] == 2
+    assert "redirect to non-https" in by_mode["redirect"]["detail"]
+    assert server.requests["/redirect/broken.bin"] == 1
     # ...and only the verified file is in the bucket
     assert list(objects(cache)) == ["third-party/flaky/broken.bin"]
 

@@ -3,9 +3,10 @@ certificate for 127.0.0.1) that serves files and misbehaves on request.
 
 Paths: ``/files/<name>`` serves a file; ``/reset/<name>`` sends half of it then resets the
 connection; ``/slow/<name>`` sends the headers then stalls for ``stall`` seconds;
-``/flaky/<name>`` answers 503 to the first request and serves the file afterwards; anything
-else is 404. Every request is counted per path, so tests can tell what was downloaded.
-Used by tests/integration/test_deps.py and bench/deps_stream.py.
+``/flaky/<name>`` answers 503 to the first request and serves the file afterwards;
+``/redirect/<name>`` redirects to the file over plain http; anything else is 404. Every
+request is counted per path, so tests can tell what was downloaded. Used by
+tests/integration/test_deps.py and bench/deps_stream.py.
 """
 
 from __future__ import annotations
@@ -75,8 +76,16 @@ class _Handler(BaseHTTPRequestHandler):
             count = server.requests[self.path]
         mode, _, name = self.path.lstrip("/").partition("/")
         source = server.files.get(name)
-        if source is None or mode not in ("files", "reset", "slow", "flaky"):
+        if source is None or mode not in ("files", "reset", "slow", "flaky", "redirect"):
             self.send_error(404)
+            return
+        if mode == "redirect":
+            self.send_response(302)
+            self.send_header(
+                "Location", f"http://127.0.0.1:{server.server_address[1]}/files/{name}"
+            )
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         if mode == "flaky" and count == 1:
             self.send_error(503, "try again")
