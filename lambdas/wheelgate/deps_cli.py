@@ -50,6 +50,7 @@ from wheelgate.deps_sync import (
 )
 from wheelgate.records import State
 from wheelgate.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.staging import StageError
 from wheelgate.storage import Bucket
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -209,6 +210,14 @@ def _review_url(args: argparse.Namespace) -> str:
     return url
 
 
+def _stage_mirror(**kwargs: Any) -> list[Row]:
+    try:
+        return stage_mirror(**kwargs)
+    except StageError as exc:
+        # Other bytes already staged under the mirror run: the run is never changed in place.
+        raise UsageError(str(exc)) from exc
+
+
 def _wait(staging: Bucket, run_id: str, wait: float, interval: float) -> dict[str, Any]:
     deadline = time.monotonic() + wait
     while True:
@@ -253,7 +262,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
             staged_now = False
             if upload:
                 base = _required(args, "nightly_url", ENV_NIGHTLY_BASE_URL, "--nightly-url")
-                mirror_rows = stage_mirror(
+                mirror_rows = _stage_mirror(
                     plan=plan_mirror(nightly, deps.wheels),
                     staging=staging,
                     nightly=nightly,

@@ -18,6 +18,8 @@ from wheelgate.deps import (
     pinned_version,
     python_run_id,
 )
+from wheelgate.deps_cli import render_table
+from wheelgate.deps_sync import Row, content_type
 
 REPO = Path(__file__).parents[2]
 SCHEMA_FILE = REPO / "lambdas/wheelgate/schemas/deps-v1.json"
@@ -299,3 +301,31 @@ def test_run_id_follows_the_python_section() -> None:
     assert python_run_id(deps.document.python, [*indexes, "v3/new"]) != deps.run_id
     assert len(deps.run_id or "") == len(RUN_PREFIX) + 12
     assert REVIEW_TEST == "deps-review"
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("third-party/llvm.tar.xz", "application/x-xz"),
+        ("third-party/src.tar.gz", "application/gzip"),
+        ("third-party/ninja.zip", "application/zip"),
+        ("third-party/notes.json", "application/json"),
+        ("third-party/blob", "application/octet-stream"),
+    ],
+)
+def test_cached_files_get_a_content_type_from_their_key(key: str, expected: str) -> None:
+    assert content_type(key) == expected
+
+
+def test_summary_table_is_aligned() -> None:
+    table = render_table(
+        [
+            Row("files[0]", "s3://cache/third-party/a.zip", "uploaded", 3_000_000, 1.25),
+            Row("python[0] (x==1)", "v2/x-1-py3-none-any.whl", "skipped", 10, 0, "in nightly"),
+        ],
+        timing=True,
+    ).splitlines()
+    assert table[0].split() == ["entry", "target", "action", "bytes", "seconds", "detail"]
+    assert table[1].index("uploaded") == table[2].index("skipped") == table[0].index("action")
+    assert "3.0 MB" in table[1]
+    assert table[2].endswith("in nightly")
