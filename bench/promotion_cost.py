@@ -1,9 +1,10 @@
 """S3 requests and time to promote N files of P projects into a directory that already holds
 M files of other projects, for M = 1,000 and M = 100,000, side by side in one run.
 
-The local S3 (moto server, real HTTP) is filled directly through its backend (fast), then each
-promotion runs the real promoter with a client that counts every request it sends. Rounds
-alternate between the two directories so machine noise hits both alike.
+The local S3 (``wheelgate local``: moto server, real HTTP) runs in its own process, so the
+objects it holds do not slow the measured process; it is filled over HTTP, then each promotion
+runs the real promoter with a client that counts every request it sends. Rounds alternate
+between the two directories so machine noise hits both alike.
 
     .venv/bin/python bench/promotion_cost.py [--rounds 5]
 """
@@ -12,15 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.config import Config
 
 from wheelgate.index_pages import (
     IndexEntry,
@@ -30,10 +35,16 @@ from wheelgate.index_pages import (
     render_root_html,
     render_root_json,
 )
-from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.local import (
+    LOCAL_REPORTER_ID,
+    LOCAL_REPORTER_PRINCIPAL,
+    NIGHTLY_BUCKET,
+    STAGING_BUCKET,
+    install_moto_compatibility,
+)
 from wheelgate.promotion import ManifestEvent, Promoter
 from wheelgate.sample_wheels import build_wheel
-from wheelgate.settings import PromoterSettings
+from wheelgate.settings import ENV_TRUSTED_REPORTER_ID, PromoterSettings
 from wheelgate.staging import inspect_files, stage
 from wheelgate.storage import Bucket
 
@@ -43,29 +54,30 @@ FILES_PER_OTHER_PROJECT = 50
 
 
 def fill_directory(index: str, m_files: int) -> None:
-    """M released files of M/50 other projects, with their pages, straight into the backend."""
-    from moto.s3.models import s3_backends
-
-    backend = next(iter(s3_backends.values()))["aws"]
+    """M released files of M/50 other projects, with their pages, written over HTTP."""
+    s3 = boto3.client("s3", config=Config(max_pool_connections=32))
     projects = [f"other{i:05d}" for i in range(m_files // FILES_PER_OTHER_PROJECT)]
+    objects: list[tuple[str, bytes]] = []
     for p in projects:
         entries = []
         for v in range(FILES_PER_OTHER_PROJECT):
             name = f"{p}-1.{v}-py3-none-any.whl"
-            backend.put_object(NIGHTLY_BUCKET, f"{index}/{name}", b"x")
+            objects.append((f"{index}/{name}", b"x"))
             entries.append(
                 IndexEntry(name, f"../{name}", "a" * 64, 1, "2026-01-01T00:00:00.000000Z")
             )
         page = ProjectPage(p, tuple(entries))
-        backend.put_object(
-            NIGHTLY_BUCKET, f"{index}/{p}/index.json", render_project_json(page).encode()
-        )
-        backend.put_object(
-            NIGHTLY_BUCKET, f"{index}/{p}/index.html", render_project_html(page).encode()
-        )
+        objects.append((f"{index}/{p}/index.json", render_project_json(page).encode()))
+        objects.append((f"{index}/{p}/index.html", render_project_html(page).encode()))
     names = [*projects, *PROJECTS]
-    backend.put_object(NIGHTLY_BUCKET, f"{index}/index.json", render_root_json(names).encode())
-    backend.put_object(NIGHTLY_BUCKET, f"{index}/index.html", render_root_html(names).encode())
+    objects.append((f"{index}/index.json", render_root_json(names).encode()))
+    objects.append((f"{index}/index.html", render_root_html(names).encode()))
+
+    def put(item: tuple[str, bytes]) -> None:
+        s3.put_object(Bucket=NIGHTLY_BUCKET, Key=item[0], Body=item[1], ChecksumAlgorithm="SHA256")
+
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        list(pool.map(put, objects))
 
 
 def counting_client(counter: Counter[str]) -> Any:
@@ -79,7 +91,7 @@ def counting_client(counter: Counter[str]) -> Any:
 
 
 def one_round(
-    stack: LocalStack, index: str, run: str, wheels: list[Path]
+    nightly_url: str, index: str, run: str, wheels: list[Path]
 ) -> tuple[Counter[str], float]:
     s3 = boto3.client("s3")
     staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
@@ -87,7 +99,7 @@ def one_round(
     stage(
         staging=staging,
         nightly=nightly,
-        nightly_base_url=stack.nightly_url,
+        nightly_base_url=nightly_url,
         run_id=run,
         index=index,
         commit=commit,
@@ -136,7 +148,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    stack = LocalStack(run_loop=False).start()
+    local = subprocess.Popen(
+        [sys.executable, "-m", "wheelgate", "local", "--no-promoter"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert local.stdout is not None
+    ready = json.loads(local.stdout.readline())
+    os.environ.update(ready["env"])
+    # This process talks to the local S3 itself: it needs local mode's request fix-ups.
+    os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
+    install_moto_compatibility()
     sizes = {1_000: "bench/m1k", 100_000: "bench/m100k"}
     setup = {}
     for m, index in sizes.items():
@@ -151,8 +174,9 @@ def main() -> int:
                     build_wheel(Path(tmp) / f"{m}-{r}", PROJECTS[i % 2], f"2.{r}.{i}")
                     for i in range(N_FILES)
                 ]
-                results[m].append(one_round(stack, index, f"bench-{m}-{r}", wheels))
-    stack.stop()
+                results[m].append(one_round(ready["nightly_url"], index, f"bench-{m}-{r}", wheels))
+    local.terminate()
+    local.wait(timeout=10)
     p = len(PROJECTS)
     print(
         f"Promote N={N_FILES} files of P={p} projects into a directory holding M other files "

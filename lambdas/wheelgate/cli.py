@@ -333,6 +333,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         nightly_port=args.nightly_port,
         required_tests=required,
         verbose=args.verbose,
+        run_loop=not args.no_promoter,
     ).start()
     sys.stdout.write(stack.ready_line() + "\n")
     sys.stdout.flush()
@@ -469,6 +470,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="a test that must pass for sets of DIR",
     )
     local.add_argument("--verbose", action="store_true", help="log every HTTP request")
+    local.add_argument(
+        "--no-promoter",
+        action="store_true",
+        help="do not consume the manifest queue (benchmarks run the promoter themselves)",
+    )
     local.set_defaults(func=cmd_local)
 
     for name, what in (

@@ -140,7 +140,7 @@ class Promoter:
         self.policy = AcceptancePolicy(
             required_tests=settings.required_tests,
             allowed_indexes=settings.allowed_indexes,
-            block_all_on_failure=block_all_on_failure,
+            block_all_on_failure=block_all_on_failure and settings.block_all_on_failure,
         )
         self.staging_pages = IndexStore(staging)
         self.nightly_pages = IndexStore(nightly)

@@ -24,6 +24,12 @@ ENV_TRUSTED_REPORTER_ID = "WHEELGATE_TRUSTED_REPORTER_ID"
 ENV_REQUIRED_TESTS = "WHEELGATE_REQUIRED_TESTS"
 #: JSON list of index directories that may be promoted to; empty or unset means any.
 ENV_ALLOWED_INDEXES = "WHEELGATE_ALLOWED_INDEXES"
+#: Unique id (``AROA...``) of the break-glass role, the only writer whose override requests
+#: (``manifests/override-<run>-<stamp>.json``) are honoured; unset: overrides are refused.
+ENV_BREAK_GLASS_ID = "WHEELGATE_BREAK_GLASS_ID"
+#: ``true`` (default): one rejected set rejects the whole manifest; ``false``: passing sets of a
+#: manifest are promoted even when another set of it fails.
+ENV_BLOCK_ALL_ON_FAILURE = "WHEELGATE_BLOCK_ALL_ON_FAILURE"
 
 ALL_ENV_NAMES = (
     ENV_STAGING_BUCKET,
@@ -34,6 +40,8 @@ ALL_ENV_NAMES = (
     ENV_TRUSTED_REPORTER_ID,
     ENV_REQUIRED_TESTS,
     ENV_ALLOWED_INDEXES,
+    ENV_BREAK_GLASS_ID,
+    ENV_BLOCK_ALL_ON_FAILURE,
 )
 
 #: Powertools service name of the promoter; Powertools adds it as the ``service`` metric
@@ -64,6 +72,8 @@ class PromoterSettings:
     trusted_reporter_id: str | None = None
     required_tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     allowed_indexes: frozenset[str] = frozenset()
+    break_glass_id: str | None = None
+    block_all_on_failure: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -100,6 +110,12 @@ class PromoterSettings:
                 check_index(index)
         except LayoutError as exc:
             raise SettingsError(f"{ENV_REQUIRED_TESTS}/{ENV_ALLOWED_INDEXES}: {exc}") from exc
+        block_raw = (environ.get(ENV_BLOCK_ALL_ON_FAILURE, "") or "true").strip().lower()
+        if block_raw not in ("true", "false"):
+            raise SettingsError(
+                f"{ENV_BLOCK_ALL_ON_FAILURE} must be true or false, not {block_raw!r}"
+            )
+        block_all = block_raw == "true"
         base_url = required(ENV_NIGHTLY_BASE_URL)
         return cls(
             staging_bucket=required(ENV_STAGING_BUCKET),
@@ -110,4 +126,6 @@ class PromoterSettings:
             trusted_reporter_id=optional(ENV_TRUSTED_REPORTER_ID),
             required_tests={k: tuple(v) for k, v in tests_raw.items()},
             allowed_indexes=frozenset(allowed_raw),
+            break_glass_id=optional(ENV_BREAK_GLASS_ID),
+            block_all_on_failure=block_all,
         )
