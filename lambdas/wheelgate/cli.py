@@ -273,6 +273,38 @@ def cmd_yank(args: argparse.Namespace) -> int:
     return _wait_for_record(staging, request.run_id, args.wait, 1.0)
 
 
+def cmd_promote(args: argparse.Namespace) -> int:
+    from wheelgate.override import SCHEMA_OVERRIDE_V1, OverrideRequest, new_request_id
+
+    if not args.override:
+        raise UsageError(
+            "a run is promoted when its manifest is written (wheelgate report); "
+            "promote only exists as a break-glass --override of a rejected run"
+        )
+    if len(args.reason.strip()) < 10:
+        raise UsageError("--reason must say why (at least 10 characters): it goes in the record")
+    try:
+        STAGING.record(args.run_id)
+    except LayoutError as exc:
+        raise UsageError(str(exc)) from exc
+    request = OverrideRequest.model_validate(
+        {
+            "schema": SCHEMA_OVERRIDE_V1,
+            "run_id": new_request_id(args.run_id),
+            "target_run_id": args.run_id,
+            "reason": args.reason.strip(),
+        }
+    )
+    staging, _ = _buckets(args, nightly=False)
+    staging.put(
+        STAGING.manifest(request.run_id),
+        request.to_json().encode(),
+        content_type="application/json",
+    )
+    print(f"override request {request.run_id} written; waiting for the promoter", file=sys.stderr)
+    return _wait_for_record(staging, request.run_id, args.wait, 1.0)
+
+
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from wheelgate.rebuild import rebuild, scan_nightly, scan_staging
 
@@ -496,6 +528,23 @@ def build_parser() -> argparse.ArgumentParser:
         yank.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
         _storage_options(yank, nightly=False)
         yank.set_defaults(func=cmd_yank)
+
+    promote = sub.add_parser(
+        "promote",
+        help="break-glass: promote a rejected run despite its tests (--override)",
+        description=(
+            "Ask the promoter to promote RUN although its tests did not pass. Only the "
+            "break-glass role may do this (run it with that role's credentials); every integrity "
+            "check (completeness, sizes, SHA-256, commit, conflicts) still applies, and the run's "
+            "record names who overrode it and why. Exit 0 promoted, 1 refused, 3 pending."
+        ),
+    )
+    promote.add_argument("--run-id", required=True)
+    promote.add_argument("--override", action="store_true", help="required: say you mean it")
+    promote.add_argument("--reason", required=True, help="why; recorded with your identity")
+    promote.add_argument("--wait", type=float, default=300.0, metavar="SECONDS")
+    _storage_options(promote, nightly=False)
+    promote.set_defaults(func=cmd_promote)
 
     index = sub.add_parser("index", help="index maintenance")
     index_sub = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")

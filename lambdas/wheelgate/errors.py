@@ -32,6 +32,7 @@ class Reason(StrEnum):
     REPLAY_CONFLICT = "replay-conflict"
     METADATA_UNREADABLE = "metadata-unreadable"
     COPY_VERIFICATION_FAILED = "copy-verification-failed"
+    OVERRIDE_NOT_APPLICABLE = "override-not-applicable"
 
 
 class PromotionRejected(Exception):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from wheelgate.acceptance import AcceptancePolicy, decide
+from wheelgate.acceptance import AcceptanceDecision, AcceptancePolicy, decide
 from wheelgate.errors import PromotionRejected, Reason
 from wheelgate.index_pages import (
     IndexEntry,
@@ -37,6 +37,7 @@ from wheelgate.layout import (
 )
 from wheelgate.manifest import ArtifactSet, Manifest, parse_distribution_filename, parse_manifest
 from wheelgate.objects import ObjectInfo
+from wheelgate.override import OVERRIDE_RUN_PREFIX, parse_override
 from wheelgate.planning import FileStep, SetPlan, plan_set
 from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
 from wheelgate.redact import Redactor
@@ -221,6 +222,8 @@ class Promoter:
         ):
             return existing
         actor = event.principal_id
+        if run_id.startswith(OVERRIDE_RUN_PREFIX):
+            return self._override(run_id, raw, digest, actor, existing)
         try:
             self._check_writer(actor)
             if run_id.startswith(YANK_RUN_PREFIX):
@@ -338,14 +341,94 @@ class Promoter:
             )
         )
 
+    def _override(
+        self,
+        run_id: str,
+        raw: bytes,
+        digest: str,
+        actor: str | None,
+        existing: PromotionRecord | None,
+    ) -> PromotionRecord:
+        """Apply a break-glass override request to its target run; record both."""
+        try:
+            trusted = self.settings.break_glass_id
+            if (
+                trusted is None
+                or actor is None
+                or not (actor == f"AWS:{trusted}" or actor.startswith(f"AWS:{trusted}:"))
+            ):
+                raise PromotionRejected(
+                    Reason.UNTRUSTED_WRITER,
+                    f"override requested by {actor or 'an unknown principal'}, which is not the "
+                    "break-glass role" + ("" if trusted else " (no break-glass role configured)"),
+                )
+            request = parse_override(raw, expected_run_id=run_id)
+            target = request.target_run_id
+            found = self.staging.get(STAGING.manifest(target))
+            target_record = self.load_record(target)
+            if found is None or target_record is None:
+                raise PromotionRejected(
+                    Reason.OVERRIDE_NOT_APPLICABLE,
+                    f"run {target} has no manifest or no decision yet; nothing to override",
+                )
+            if target_record.state is not State.REJECTED:
+                raise PromotionRejected(
+                    Reason.OVERRIDE_NOT_APPLICABLE,
+                    f"run {target} is {target_record.state.value}; only a rejected run can be "
+                    "overridden",
+                )
+            target_raw = found[0]
+            manifest = parse_manifest(target_raw, expected_run_id=target)
+        except PromotionRejected as rejection:
+            return self._reject(run_id, rejection, digest, actor, existing, sets=None)
+        override = {"by": actor or "", "reason": request.reason, "request": run_id}
+        result = self._promote(
+            manifest,
+            hashlib.sha256(target_raw).hexdigest(),
+            actor,
+            target_record,
+            override=override,
+        )
+        at = upload_time(self.clock())
+        outcome = f"override applied: run {target} {result.state.value}" + (
+            f" ({result.reason}: {result.message})" if result.reason else ""
+        )
+        state = result.state
+        record = PromotionRecord(
+            run_id=run_id,
+            state=state,
+            reason=result.reason,
+            message=outcome,
+            manifest_sha256=digest,
+            decided_at=at,
+            actor=actor,
+            attempts=(existing.attempts if existing else 0) + 1,
+            override=override,
+        )
+        return self._save(
+            record.with_decision(
+                at=at,
+                state=state,
+                reason=result.reason,
+                message=outcome,
+                manifest_sha256=digest,
+                actor=actor,
+            )
+        )
+
     def _promote(
         self,
         manifest: Manifest,
         digest: str,
         actor: str | None,
         existing: PromotionRecord | None,
+        *,
+        override: dict[str, str] | None = None,
     ) -> PromotionRecord:
         decision = decide(manifest, self.policy)
+        if override is not None:
+            # Break-glass: the tests do not decide; every integrity check below still does.
+            decision = AcceptanceDecision(accepted=tuple(manifest.sets), rejected=())
         rejected_sets = [
             SetOutcome(
                 index=s.index,
@@ -409,6 +492,8 @@ class Promoter:
         copied = sum(len(p.copies) for p in plans)
         total = sum(len(p.steps) for p in plans)
         message = f"promoted {total} file(s) in {len(plans)} set(s) ({copied} copied)"
+        if override is not None:
+            message += f"; tests overridden by {override['by']}: {override['reason']}"
         if rejected_sets:
             message += f"; {len(rejected_sets)} set(s) rejected"
         record = PromotionRecord(
@@ -423,6 +508,7 @@ class Promoter:
             sets=sets + rejected_sets,
             pages=pages_nightly.keys,
             invalidations=invalidations,
+            override=override,
             history=existing.history if existing else [],
         )
         return self._save(

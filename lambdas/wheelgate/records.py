@@ -66,6 +66,9 @@ class PromotionRecord(BaseModel):
     sets: list[SetOutcome] = []
     pages: list[str] = []
     invalidations: list[str] = []
+    #: Set when a break-glass override promoted the run: ``by`` (principal), ``reason``,
+    #: ``request`` (the override request's id).
+    override: dict[str, str] | None = None
     history: list[HistoryEntry] = []
 
     def to_json(self) -> str:

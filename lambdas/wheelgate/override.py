@@ -1,0 +1,61 @@
+"""Break-glass override requests: promote a rejected run despite its tests.
+
+Only the break-glass role may write one (``manifests/override-<run>-<stamp>.json``; the bucket
+policy and the promoter both check the writer). An override skips the test rules and nothing
+else: completeness, sizes, SHA-256, commit and nightly conflicts are checked as always, and the
+run's record says who overrode it and why.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from wheelgate.errors import PromotionRejected, Reason
+from wheelgate.manifest import RunId
+
+SCHEMA_OVERRIDE_V1 = "wheelgate/override/v1"
+OVERRIDE_RUN_PREFIX = "override-"
+
+
+class OverrideRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    schema_: Literal["wheelgate/override/v1"] = Field(alias="schema")
+    run_id: RunId
+    target_run_id: RunId
+    reason: Annotated[str, Field(min_length=10, max_length=1000)]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+def new_request_id(target_run_id: str, moment: datetime | None = None) -> str:
+    stamp = (moment or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    request = f"{OVERRIDE_RUN_PREFIX}{target_run_id}-{stamp}-{secrets.token_hex(3)}"
+    return request[:128]
+
+
+def parse_override(raw: bytes, *, expected_run_id: str) -> OverrideRequest:
+    """Validate an override request; :class:`PromotionRejected` (``invalid-manifest``) if bad."""
+    try:
+        request = OverrideRequest.model_validate(json.loads(raw))
+    except (ValidationError, ValueError) as exc:
+        raise PromotionRejected(
+            Reason.INVALID_MANIFEST, f"override request is invalid: {exc}"
+        ) from exc
+    if request.run_id != expected_run_id:
+        raise PromotionRejected(
+            Reason.RUN_ID_MISMATCH,
+            f"override request key names {expected_run_id!r} but it says {request.run_id!r}",
+        )
+    if request.target_run_id.startswith(("override-", "yank-")):
+        raise PromotionRejected(
+            Reason.OVERRIDE_NOT_APPLICABLE,
+            f"{request.target_run_id!r} is a request, not a run: it cannot be overridden",
+        )
+    return request
