@@ -213,6 +213,20 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    # A repeated key would let two readers see two different manifests in one document.
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
 def parse_manifest(raw: bytes, *, expected_run_id: str | None = None) -> Manifest:
     """Parse and validate manifest bytes.
 
@@ -226,9 +240,14 @@ def parse_manifest(raw: bytes, *, expected_run_id: str | None = None) -> Manifes
             f"manifest is {len(raw)} bytes; the limit is {MAX_MANIFEST_BYTES}",
         )
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PromotionRejected(Reason.INVALID_JSON, f"manifest is not valid JSON: {exc}") from exc
+        data = json.loads(raw, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise PromotionRejected(
+            Reason.INVALID_MANIFEST, f"manifest repeats the key {exc.args[0]!r} in one object"
+        ) from exc
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        why = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise PromotionRejected(Reason.INVALID_JSON, f"manifest is not valid JSON: {why}") from exc
     if not isinstance(data, dict):
         raise PromotionRejected(Reason.INVALID_MANIFEST, "manifest must be a JSON object")
     if data.get("schema") != SCHEMA_V1:

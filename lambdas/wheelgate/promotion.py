@@ -215,11 +215,10 @@ class Promoter:
         raw, _etag = found
         digest = hashlib.sha256(raw).hexdigest()
         existing = self.load_record(run_id)
-        if (
-            existing is not None
-            and existing.manifest_sha256 == digest
-            and existing.state is not State.PENDING
-        ):
+        if existing is not None and digest in {
+            h.manifest_sha256 for h in existing.history if h.state is not State.PENDING
+        }:
+            # These exact bytes were decided already (at-least-once delivery): no-op.
             return existing
         actor = event.principal_id
         if run_id.startswith(OVERRIDE_RUN_PREFIX):

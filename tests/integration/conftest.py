@@ -17,7 +17,8 @@ from typing import Any
 import boto3
 import pytest
 
-from wheelgate.local import QUEUE_NAME, LocalStack
+from wheelgate.local import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
+from wheelgate.storage import Bucket
 
 
 @dataclass
@@ -102,6 +103,18 @@ def stack() -> Iterator[LocalStack]:
     stack = LocalStack(run_loop=False).start()
     yield stack
     stack.stop()
+
+
+@pytest.fixture(scope="session")
+def s3(stack: LocalStack) -> Any:
+    """A client of the in-process stack's S3."""
+    return boto3.client("s3")
+
+
+@pytest.fixture(scope="session")
+def buckets(s3: Any) -> tuple[Bucket, Bucket]:
+    """Staging and nightly of the in-process stack."""
+    return Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
 
 
 def hermetic_env() -> dict[str, str]:

@@ -11,10 +11,8 @@ import pytest
 
 from tests.integration.test_promoter import (
     Run,
-    buckets,  # noqa: F401 - fixture
     deliver,
     nightly_versions,
-    s3,  # noqa: F401 - fixture
     wheel,
 )
 from wheelgate.local import LOCAL_REPORTER_PRINCIPAL
@@ -36,7 +34,7 @@ def _break_glass_configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def run(buckets: tuple[Bucket, Bucket], tmp_path: Path, request: pytest.FixtureRequest) -> Run:  # noqa: F811
+def run(buckets: tuple[Bucket, Bucket], tmp_path: Path, request: pytest.FixtureRequest) -> Run:
     name = "ov-" + request.node.name.replace("_", "-")[-50:].strip("-")
     return Run(buckets, tmp_path, name, f"ov/{name[-40:]}")
 
@@ -70,7 +68,7 @@ def rejected_run(run: Run) -> None:
     assert run.report(run.manifest(result="failed"))["reason"] == "tests-failed"
 
 
-def test_only_the_break_glass_role_can_override(run: Run, s3: Any) -> None:  # noqa: F811
+def test_only_the_break_glass_role_can_override(run: Run, s3: Any) -> None:
     rejected_run(run)
     before = nightly_versions(s3)
     request = override(run, LOCAL_REPORTER_PRINCIPAL)
@@ -79,7 +77,7 @@ def test_only_the_break_glass_role_can_override(run: Run, s3: Any) -> None:  # n
     assert nightly_versions(s3) == before
 
 
-def test_break_glass_override_promotes_and_records_who_and_why(run: Run, s3: Any) -> None:  # noqa: F811
+def test_break_glass_override_promotes_and_records_who_and_why(run: Run, s3: Any) -> None:
     rejected_run(run)
     request = override(run, BREAK_GLASS)
     assert request["state"] == "promoted", request
@@ -98,7 +96,7 @@ def test_a_promoted_run_cannot_be_overridden(run: Run) -> None:
     assert request["reason"] == "override-not-applicable"
 
 
-def test_override_still_checks_integrity(run: Run, s3: Any) -> None:  # noqa: F811
+def test_override_still_checks_integrity(run: Run, s3: Any) -> None:
     rejected_run(run)
     key = f"runs/{run.run_id}/{run.index}/{run.files[0].name}"
     data = bytearray(run.files[0].read_bytes())

@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from wheelgate.errors import TransientError
-from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.promoter import handler
 from wheelgate.sample_wheels import build_wheel
 from wheelgate.staging import inspect_files, stage
@@ -68,16 +68,6 @@ class Context:
 
 def deliver(key: str, principal: str | None = LOCAL_REPORTER_PRINCIPAL) -> dict[str, Any]:
     return handler.lambda_handler(sqs_event(key, principal), Context())  # type: ignore[arg-type]
-
-
-@pytest.fixture(scope="module")
-def s3(stack: LocalStack) -> Any:
-    return boto3.client("s3")
-
-
-@pytest.fixture(scope="module")
-def buckets(s3: Any) -> tuple[Bucket, Bucket]:
-    return Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
 
 
 def nightly_versions(s3: Any) -> dict[str, str]:
