@@ -1,0 +1,105 @@
+"""Keeps the status site in the nightly bucket up to date, safely under concurrent promoters.
+
+The state (``status/state.json``) is read with its ETag, a decision record is folded in by
+:func:`wheelgate.status_page.apply_record`, the touched pages are rendered from the new state and
+written, and the state is written last with ``If-Match`` (``If-None-Match: *`` when there is
+none yet): it is the commit point. Losing that race means another promoter committed first; we
+re-read and re-apply, so no decision is lost, and every writer's last page writes come from a
+state that includes all committed decisions (the pattern of :mod:`wheelgate.index_store`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from wheelgate.errors import TransientError
+from wheelgate.index_pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
+from wheelgate.records import PromotionRecord
+from wheelgate.redact import Redactor
+from wheelgate.status_page import (
+    STATE_KEY,
+    StatusState,
+    apply_record,
+    page_key,
+    parse_state,
+    render_directory,
+    render_overview,
+)
+from wheelgate.storage import Bucket, PreconditionFailed
+
+STATE_CONTENT_TYPE = "application/json"
+
+
+class StatusStore:
+    """The status pages and their state in one bucket (nightly)."""
+
+    def __init__(
+        self,
+        bucket: Bucket,
+        *,
+        max_attempts: int = 25,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.bucket = bucket
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+
+    def read(self) -> tuple[StatusState, str | None]:
+        """The current state (empty if none, or if it cannot be read) and its ETag."""
+        found = self.bucket.get(STATE_KEY)
+        if found is None:
+            return StatusState(), None
+        body, etag = found
+        try:
+            return parse_state(body), etag
+        except ValidationError:
+            # A damaged state is replaced rather than blocking every later update.
+            return StatusState(), etag
+
+    def update(self, record: PromotionRecord) -> list[str]:
+        """Fold ``record``'s latest decision into the state and rewrite the pages it touches.
+
+        Returns the keys written (none when the decision was already shown). Raises
+        :class:`TransientError` when the state keeps changing under us, and the storage
+        adapter's errors.
+        """
+        # The site is public: mask credential-shaped strings exactly as the record was saved.
+        record = PromotionRecord.model_validate_json(Redactor()(record.to_json()))
+        for attempt in range(self._max_attempts):
+            current, etag = self.read()
+            new = apply_record(current, record)
+            if new == current and etag is not None:
+                return []
+            touched = [
+                index
+                for index, status in new.directories.items()
+                if status != current.directories.get(index)
+            ]
+            pages = {page_key(): render_overview(new)}
+            pages.update({page_key(index): render_directory(new, index) for index in touched})
+            for key, html in pages.items():
+                self.bucket.put(
+                    key,
+                    html.encode(),
+                    content_type=HTML_CONTENT_TYPE,
+                    cache_control=PAGE_CACHE_CONTROL,
+                )
+            try:
+                self.bucket.put(
+                    STATE_KEY,
+                    new.to_json().encode(),
+                    content_type=STATE_CONTENT_TYPE,
+                    cache_control=PAGE_CACHE_CONTROL,
+                    if_match=etag,
+                    if_none_match=etag is None,
+                )
+            except PreconditionFailed:
+                # Another promoter committed first; our pages are rewritten on the retry.
+                self._sleep(min(2.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
+                continue
+            return [*pages, STATE_KEY]
+        raise TransientError(f"{STATE_KEY} kept changing; gave up after {self._max_attempts} tries")

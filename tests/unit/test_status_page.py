@@ -1,0 +1,323 @@
+"""The status site's state and pages: what a decision record adds, and what reaches the HTML."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+
+from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
+from wheelgate.status_page import (
+    MAX_DECISIONS,
+    MAX_DIRECTORIES,
+    MAX_REJECTIONS,
+    StatusState,
+    apply_record,
+    page_key,
+    parse_state,
+    render_directory,
+    render_overview,
+    safe_url,
+)
+
+INDEX = "v2/gfx94X-dcgpu"
+COMMIT = "a" * 40
+
+
+def at(n: int) -> str:
+    return f"2026-11-30T04:{n // 60:02d}:{n % 60:02d}.000000Z"
+
+
+def promoted(
+    run_id: str, n: int, *, index: str = INDEX, tests: list[dict[str, str]] | None = None
+) -> PromotionRecord:
+    record = PromotionRecord(
+        run_id=run_id,
+        state=State.PROMOTED,
+        message="promoted 1 file(s) in 1 set(s) (1 copied)",
+        commit=COMMIT,
+        decided_at=at(n),
+        sets=[
+            SetOutcome(
+                index=index,
+                state=State.PROMOTED,
+                files=[
+                    FileOutcome(
+                        filename=f"torch-2.7.0+{run_id}-py3-none-any.whl",
+                        sha256="0123456789ab" + "f" * 52,
+                        size=632_000_000,
+                        action="copied",
+                    )
+                ],
+                tests=tests
+                if tests is not None
+                else [{"name": "smoke", "result": "passed", "url": "https://ci.example/1"}],
+            )
+        ],
+    )
+    return record.with_decision(
+        at=at(n), state=State.PROMOTED, reason=None, message=record.message,
+        manifest_sha256=None, actor=None,
+    )  # fmt: skip
+
+
+def rejected(
+    run_id: str, n: int, *, index: str | None = INDEX, reason: str = "tests-failed",
+    message: str = "test smoke failed",
+) -> PromotionRecord:  # fmt: skip
+    sets = [] if index is None else [
+        SetOutcome(index=index, state=State.REJECTED, reason=reason, message=message,
+                   tests=[{"name": "smoke", "result": "failed"}])
+    ]  # fmt: skip
+    record = PromotionRecord(
+        run_id=run_id, state=State.REJECTED, reason=reason, message=message,
+        commit=COMMIT, decided_at=at(n), sets=sets,
+    )  # fmt: skip
+    return record.with_decision(
+        at=at(n), state=State.REJECTED, reason=reason, message=message,
+        manifest_sha256=None, actor=None,
+    )  # fmt: skip
+
+
+def fold(*records: PromotionRecord) -> StatusState:
+    state = StatusState()
+    for record in records:
+        state = apply_record(state, record)
+    return state
+
+
+class Dom(HTMLParser):
+    """Tags with their attributes, and the text, of a page (what a browser would build)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def hrefs(self) -> list[str]:
+        return [str(a["href"]) for t, a in self.tags if t == "a"]
+
+    def all_text(self) -> str:
+        return "".join(self.text)
+
+
+# -- latest promoted run -------------------------------------------------------------------
+
+
+def test_latest_promoted_is_the_newest_promotion_of_a_plain_run() -> None:
+    # Given two promotions, a rejection, a yank and an override after them
+    yank = PromotionRecord(
+        run_id="yank-20261130-abc", state=State.PROMOTED, decided_at=at(9),
+        message=f"yanked {INDEX}/torch.whl", pages=[f"{INDEX}/torch/index.json"],
+    ).with_decision(
+        at=at(9), state=State.PROMOTED, reason=None, message="yanked", manifest_sha256=None,
+        actor=None,
+    )  # fmt: skip
+    override = promoted("override-103-1", 10)
+    state = fold(promoted("101", 1), promoted("102", 2), rejected("104", 3), yank, override)
+    # Then the latest promoted run is 102, and every decision is listed, newest first
+    latest = state.directories[INDEX].latest
+    assert latest is not None
+    assert (latest.run_id, latest.commit, latest.file_count) == ("102", COMMIT, 1)
+    runs = [(d.run_id, d.kind) for d in state.directories[INDEX].decisions]
+    assert runs == [
+        ("override-103-1", "override"),
+        ("yank-20261130-abc", "yank"),
+        ("104", "run"),
+        ("102", "run"),
+        ("101", "run"),
+    ]
+
+
+def test_an_older_promotion_arriving_late_does_not_replace_the_latest() -> None:
+    state = fold(promoted("new", 5), promoted("old", 1))
+    assert state.directories[INDEX].latest is not None
+    assert state.directories[INDEX].latest.run_id == "new"
+
+
+def test_a_refused_replay_of_a_promoted_run_is_a_rejection_not_a_new_promotion() -> None:
+    first = promoted("200", 1)
+    replay = first.with_decision(
+        at=at(2), state=State.REJECTED, reason="replay-conflict", message="already promoted",
+        manifest_sha256=None, actor=None,
+    )  # fmt: skip
+    state = fold(first, replay)
+    assert state.directories[INDEX].latest is not None
+    assert state.directories[INDEX].latest.decided_at == at(1)
+    assert [(r.run_id, r.reason) for r in state.rejections] == [("200", "replay-conflict")]
+
+
+def test_applying_the_same_record_twice_changes_nothing() -> None:
+    once = fold(promoted("1", 1), rejected("2", 2))
+    assert apply_record(once, rejected("2", 2)) == once
+    assert apply_record(once, promoted("1", 1)) == once
+
+
+def test_a_rejection_without_sets_is_listed_without_a_directory() -> None:
+    state = fold(rejected("3", 1, index=None, reason="untrusted-writer", message="not reporter"))
+    assert state.directories == {}
+    assert [(r.index, r.reason) for r in state.rejections] == [(None, "untrusted-writer")]
+    assert "untrusted-writer" in render_overview(state)
+
+
+# -- bounds --------------------------------------------------------------------------------
+
+
+def test_history_is_bounded() -> None:
+    state = StatusState()
+    for n in range(MAX_REJECTIONS + 30):
+        state = apply_record(state, rejected(f"r{n}", n))
+    decisions = state.directories[INDEX].decisions
+    assert len(decisions) == MAX_DECISIONS
+    assert decisions[0].run_id == f"r{MAX_REJECTIONS + 29}"
+    assert len(state.rejections) == MAX_REJECTIONS
+    assert state.rejections[-1].run_id == "r30"
+
+
+def test_directories_are_bounded_keeping_the_promoted_ones() -> None:
+    state = fold(promoted("keep", 0, index="kept/dir"))
+    for n in range(MAX_DIRECTORIES + 5):
+        state = apply_record(state, rejected(f"x{n}", n + 1, index=f"junk/d{n}"))
+    assert len(state.directories) == MAX_DIRECTORIES
+    assert "kept/dir" in state.directories
+    assert "junk/d0" not in state.directories
+
+
+def test_long_messages_are_cut() -> None:
+    state = fold(rejected("1", 1, message="x" * 10_000))
+    assert len(state.rejections[0].message) <= 500
+
+
+def test_state_round_trips_through_json() -> None:
+    state = fold(promoted("1", 1), rejected("2", 2))
+    assert parse_state(state.to_json()) == state
+    assert '"schema": "wheelgate/status/v1"' in state.to_json()
+
+
+# -- escaping ------------------------------------------------------------------------------
+
+HOSTILE_NAME = '<script>alert("name")</script>'
+HOSTILE_MESSAGE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "JavaScript:alert(1)",
+        " javascript:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "//evil.example/x",
+        "https:/no-host",
+        'https://ci.example/" onmouseover="alert(1)',
+    ],
+)
+def test_only_absolute_http_urls_become_links(url: str) -> None:
+    assert safe_url(url) is None
+    state = fold(promoted("1", 1, tests=[{"name": "smoke", "result": "passed", "url": url}]))
+    for html in (render_overview(state), render_directory(state, INDEX)):
+        dom = Dom(html)
+        assert url.strip() not in dom.hrefs()
+        assert not any(
+            h.lower().lstrip().startswith(("javascript", "data", "vb")) for h in dom.hrefs()
+        )
+        assert all(
+            name.lower() not in ("onmouseover", "onerror")
+            for _, attrs in dom.tags
+            for name in attrs
+        )
+
+
+def test_http_and_https_urls_are_links() -> None:
+    assert safe_url("http://ci.example/run?a=1&b=2") == "http://ci.example/run?a=1&b=2"
+    state = fold(
+        promoted("1", 1, tests=[{"name": "t", "result": "passed", "url": "https://ci.example/a?b=1&c=2"}])
+    )  # fmt: skip
+    html = render_directory(state, INDEX)
+    assert 'href="https://ci.example/a?b=1&amp;c=2"' in html
+    assert "https://ci.example/a?b=1&c=2" in Dom(html).hrefs()
+
+
+def test_hostile_values_are_text_never_markup() -> None:
+    # Given a test name, a message, a reason and a run id written to break out of the page
+    state = fold(
+        promoted("1", 1, tests=[{"name": HOSTILE_NAME, "result": "<b>passed</b>", "url": "x"}]),
+        rejected("2", 2, reason="<i>odd</i>", message=HOSTILE_MESSAGE),
+    )
+    for html in (render_overview(state), render_directory(state, INDEX)):
+        dom = Dom(html)
+        tags = {t for t, _ in dom.tags}
+        # Then no element comes from them, and their text is shown as written
+        assert not tags & {"script", "img", "b", "i"}
+        text = dom.all_text()
+        assert HOSTILE_NAME in text
+        if "Recent rejections" in html or "Recent decisions" in html:
+            assert HOSTILE_MESSAGE in text
+
+
+def test_hostile_index_and_file_names_are_escaped_in_links() -> None:
+    state = fold(promoted('run"><script>', 1, index='v2/"><script>x'))
+    for html in (render_overview(state), render_directory(state, 'v2/"><script>x')):
+        assert "script" not in {t for t, _ in Dom(html).tags}
+
+
+# -- pages ---------------------------------------------------------------------------------
+
+
+def page_facts(html: str) -> dict[str, Any]:
+    dom = Dom(html)
+    return {"tags": dom.tags, "text": dom.all_text(), "hrefs": dom.hrefs()}
+
+
+def test_overview_shows_latest_run_and_rejections_and_links_directories() -> None:
+    state = fold(promoted("101", 1), rejected("102", 2))
+    facts = page_facts(render_overview(state))
+    assert "101" in facts["text"]
+    assert COMMIT[:12] in facts["text"]
+    assert "tests-failed" in facts["text"]
+    assert "https://ci.example/1" in facts["hrefs"]
+    # status/index.html links status/v2/gfx94X-dcgpu/
+    assert f"{INDEX}/" in facts["hrefs"]
+    meta = [a for t, a in facts["tags"] if t == "meta"]
+    assert {"name": "viewport", "content": "width=device-width, initial-scale=1"} in meta
+    assert {"charset": "utf-8"} in meta
+    assert not any(t in ("script", "link", "iframe") for t, _ in facts["tags"])
+
+
+def test_directory_page_lists_files_with_size_and_short_hash_and_links_up() -> None:
+    state = fold(promoted("101", 1), rejected("102", 2))
+    html = render_directory(state, INDEX)
+    facts = page_facts(html)
+    assert "602.7 MiB" in facts["text"]
+    assert "0123456789ab" in facts["text"]
+    # status/v2/gfx94X-dcgpu/index.html -> v2/gfx94X-dcgpu/<file> and back to status/
+    assert "../../../v2/gfx94X-dcgpu/torch-2.7.0%2B101-py3-none-any.whl" in facts["hrefs"]
+    assert "../../" in facts["hrefs"][0]
+    assert "../../../v2/gfx94X-dcgpu/" in facts["hrefs"]
+    assert "tests-failed" in facts["text"]
+
+
+def test_page_keys() -> None:
+    assert page_key() == "status/index.html"
+    assert page_key(INDEX) == f"status/{INDEX}/index.html"
+
+
+def test_pages_are_html5_documents() -> None:
+    state = fold(promoted("1", 1))
+    for html in (
+        render_overview(state),
+        render_directory(state, INDEX),
+        render_overview(StatusState()),
+    ):
+        assert html.startswith('<!DOCTYPE html>\n<html lang="en">')
+        assert html.rstrip().endswith("</html>")
