@@ -176,7 +176,10 @@ def main() -> int:
                 ]
                 results[m].append(one_round(ready["nightly_url"], index, f"bench-{m}-{r}", wheels))
     local.terminate()
-    local.wait(timeout=10)
+    try:
+        local.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        local.kill()
     p = len(PROJECTS)
     print(
         f"Promote N={N_FILES} files of P={p} projects into a directory holding M other files "
