@@ -68,6 +68,38 @@ class IndexStore:
     def _backoff(self, attempt: int) -> None:
         self._sleep(min(2.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
 
+    def _commit_pair(
+        self,
+        html_key: str,
+        html: str,
+        json_key: str,
+        json_text: str,
+        etag: str | None,
+        attempt: int,
+    ) -> bool:
+        """Write the HTML page, then the JSON page conditionally on ``etag``; ``False`` (after
+        a backoff) when another writer committed first and the caller must re-read."""
+        self.bucket.put(
+            html_key,
+            html.encode(),
+            content_type=HTML_CONTENT_TYPE,
+            cache_control=PAGE_CACHE_CONTROL,
+        )
+        try:
+            self.bucket.put(
+                json_key,
+                json_text.encode(),
+                content_type=JSON_CONTENT_TYPE,
+                cache_control=PAGE_CACHE_CONTROL,
+                if_match=etag,
+                if_none_match=etag is None,
+            )
+        except PreconditionFailed:
+            # Our HTML page is rewritten by the retry (or by the writer that won).
+            self._backoff(attempt)
+            return False
+        return True
+
     def read_project(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
         """The current page (empty if none) and the ETag of its JSON form."""
         name = project_dir(project)
@@ -100,26 +132,11 @@ class IndexStore:
             if entries == page.entries and etag is not None:
                 return PageWrites(page=page)
             new_page = ProjectPage(name=name, entries=entries)
-            self.bucket.put(
-                PAGES.project_page(index, name),
-                render_project_html(new_page).encode(),
-                content_type=HTML_CONTENT_TYPE,
-                cache_control=PAGE_CACHE_CONTROL,
-            )
-            try:
-                self.bucket.put(
-                    json_key,
-                    render_project_json(new_page).encode(),
-                    content_type=JSON_CONTENT_TYPE,
-                    cache_control=PAGE_CACHE_CONTROL,
-                    if_match=etag,
-                    if_none_match=etag is None,
-                )
-            except PreconditionFailed:
-                # Another writer committed first; our HTML is rewritten on the retry.
-                self._backoff(attempt)
+            html_key = PAGES.project_page(index, name)
+            html, json_text = render_project_html(new_page), render_project_json(new_page)
+            if not self._commit_pair(html_key, html, json_key, json_text, etag, attempt):
                 continue
-            return PageWrites([json_key, PAGES.project_page(index, name)], page=new_page)
+            return PageWrites([json_key, html_key], page=new_page)
         raise TransientError(f"{json_key} kept changing; gave up after {self._max_attempts} tries")
 
     def read_root(self, index: str) -> tuple[tuple[str, ...], str | None]:
@@ -138,23 +155,9 @@ class IndexStore:
             if wanted <= set(current) and etag is not None:
                 return PageWrites()
             names = sorted(wanted | set(current))
-            self.bucket.put(
-                PAGES.root_page(index),
-                render_root_html(names).encode(),
-                content_type=HTML_CONTENT_TYPE,
-                cache_control=PAGE_CACHE_CONTROL,
-            )
-            try:
-                self.bucket.put(
-                    json_key,
-                    render_root_json(names).encode(),
-                    content_type=JSON_CONTENT_TYPE,
-                    cache_control=PAGE_CACHE_CONTROL,
-                    if_match=etag,
-                    if_none_match=etag is None,
-                )
-            except PreconditionFailed:
-                self._backoff(attempt)
+            html_key = PAGES.root_page(index)
+            html, json_text = render_root_html(names), render_root_json(names)
+            if not self._commit_pair(html_key, html, json_key, json_text, etag, attempt):
                 continue
-            return PageWrites([json_key, PAGES.root_page(index)])
+            return PageWrites([json_key, html_key])
         raise TransientError(f"{json_key} kept changing; gave up after {self._max_attempts} tries")

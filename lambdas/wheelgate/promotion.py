@@ -163,6 +163,19 @@ class Promoter:
         )
         return record
 
+    def _record(self, record: PromotionRecord, digest: str) -> PromotionRecord:
+        """Save ``record`` with its own decision appended to its history."""
+        return self._save(
+            record.with_decision(
+                at=record.decided_at or upload_time(self.clock()),
+                state=record.state,
+                reason=record.reason,
+                message=record.message,
+                manifest_sha256=digest,
+                actor=record.actor,
+            )
+        )
+
     def record_failure(self, key: str, error: BaseException) -> None:
         """Note a transient failure on the run's record (the message will be retried)."""
         try:
@@ -271,16 +284,7 @@ class Promoter:
             invalidations=invalidations,
             history=existing.history if existing else [],
         )
-        return self._save(
-            record.with_decision(
-                at=at,
-                state=State.PROMOTED,
-                reason=None,
-                message=message,
-                manifest_sha256=digest,
-                actor=actor,
-            )
-        )
+        return self._record(record, digest)
 
     def _refresh_staging_page(self, index: str, project: str, drop: Iterable[str]) -> PageWrites:
         """Re-merge a staging project page over the current nightly page of the project."""
@@ -404,16 +408,7 @@ class Promoter:
             attempts=(existing.attempts if existing else 0) + 1,
             override=override,
         )
-        return self._save(
-            record.with_decision(
-                at=at,
-                state=state,
-                reason=result.reason,
-                message=outcome,
-                manifest_sha256=digest,
-                actor=actor,
-            )
-        )
+        return self._record(record, digest)
 
     def _promote(
         self,
@@ -510,16 +505,7 @@ class Promoter:
             override=override,
             history=existing.history if existing else [],
         )
-        return self._save(
-            record.with_decision(
-                at=at,
-                state=State.PROMOTED,
-                reason=None,
-                message=message,
-                manifest_sha256=digest,
-                actor=actor,
-            )
-        )
+        return self._record(record, digest)
 
     def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, _ProjectPages]:
         """The nightly and staging pages of each project of a set (two requests a project)."""
