@@ -10,14 +10,17 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from stacks.nag import acknowledge_resource_wildcards
+from wheelgate.deps import RUN_PREFIX as MIRROR_RUN_PREFIX
 from wheelgate.layout import (
     HTML_PAGE,
     JSON_PAGE,
+    MANIFEST_SUFFIX,
     MANIFESTS_PREFIX,
     RECORDS_PREFIX,
     RUNS_PREFIX,
     STATUS_PREFIX,
 )
+from wheelgate.override import OVERRIDE_RUN_PREFIX
 
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
@@ -35,10 +38,17 @@ RETENTION_ACTIONS = [
 ]
 
 WILDCARD_REASON = (
-    "S3 object ARNs can only name a key prefix (runs/, manifests/, records/, a whole bucket's "
-    "objects) or the index page names (*/index.html, */index.json) with a wildcard; the "
-    "actions are listed one by one and the bucket policies deny every other writer."
+    "S3 object ARNs can only name a key prefix (runs/, manifests/, records/, runs/deps-, a "
+    "cache prefix, a whole bucket's objects) or the index page names (*/index.html, "
+    "*/index.json) with a wildcard; the actions are listed one by one and the bucket policies "
+    "deny every other writer."
 )
+
+#: Staging keys of dependency-mirror runs (``wheelgate deps sync``) and override requests.
+MIRROR_RUN_KEYS = f"{RUNS_PREFIX}{MIRROR_RUN_PREFIX}*"
+MIRROR_MANIFEST_KEYS = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}*{MANIFEST_SUFFIX}"
+MIRROR_RECORD_KEYS = f"{RECORDS_PREFIX}{MIRROR_RUN_PREFIX}*"
+OVERRIDE_KEYS = f"{MANIFESTS_PREFIX}{OVERRIDE_RUN_PREFIX}*"
 
 
 def _page_keys(bucket: s3.IBucket) -> list[str]:
@@ -53,8 +63,17 @@ def _unless(principal_arns: Sequence[str]) -> dict[str, object] | None:
     return {"ArnNotEquals": {"aws:PrincipalArn": list(principal_arns)}}
 
 
+def _only(principal_arn: str) -> dict[str, object]:
+    """Condition that applies a statement to ``principal_arn`` alone."""
+    return {"ArnEquals": {"aws:PrincipalArn": [principal_arn]}}
+
+
+#: (sid, actions, resources, not_resources, condition) of one bucket policy Deny.
+DenyRule = tuple[str, list[str], list[str] | None, list[str] | None, dict[str, object] | None]
+
+
 class Access(Construct):
-    """The GitHub OIDC provider, the four WheelGate roles and the bucket policies.
+    """The GitHub OIDC provider, the five WheelGate roles and the bucket policies.
 
     Roles (trust scoped by the OIDC ``sub`` claim; ``aud`` must be ``sts.amazonaws.com``):
 
@@ -63,15 +82,21 @@ class Access(Construct):
     - ``reporter_role`` (``build_subs``): writes ``manifests/*`` in staging only; reads
       ``runs/*`` to build a manifest and ``records/*`` to wait for the verdict.
     - ``dev_role`` (``dev_subs``): reads and writes the dev bucket only.
+    - ``deps_role`` (``deps_subs``): writes the ``cache_prefixes`` of the cache bucket, stages
+      dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
+      records and the index pages.
     - ``promoter_role`` (Lambda): reads staging, writes ``records/*`` and index pages in
       staging, writes nightly (never deletes). The stack grants CloudFront invalidation.
 
     The bucket policies repeat the same rules as explicit Deny statements keyed on
     ``aws:PrincipalArn``, so no other principal in the account (administrators included) can
     write either bucket, and only ``break_glass_role_arn`` may delete nightly objects or change
-    their retention.
+    their retention. In staging the break-glass role may only write override requests
+    (``manifests/override-*``), which nobody else may write, and read ``records/*``. The cache
+    bucket's policy (when ``protect_cache``: the stack created it) lets only the deps role
+    write it.
 
-    Raises ``ValueError`` if ``build_subs`` or ``dev_subs`` is empty.
+    Raises ``ValueError`` if ``build_subs``, ``dev_subs`` or ``deps_subs`` is empty.
     """
 
     def __init__(
@@ -81,15 +106,19 @@ class Access(Construct):
         *,
         staging: s3.IBucket,
         nightly: s3.IBucket,
+        cache: s3.IBucket,
+        cache_prefixes: Sequence[str],
+        protect_cache: bool,
         build_subs: Sequence[str],
         dev_subs: Sequence[str],
+        deps_subs: Sequence[str],
         dev_bucket_name: str,
         oidc_provider_arn: str | None,
         break_glass_role_arn: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
-        if not build_subs or not dev_subs:
-            raise ValueError("Access needs at least one build and one dev OIDC sub pattern")
+        if not build_subs or not dev_subs or not deps_subs:
+            raise ValueError("Access needs build, dev and deps OIDC sub patterns")
 
         self.oidc_provider: iam.IOidcProvider = (
             iam.OidcProviderNative.from_oidc_provider_arn(
@@ -109,6 +138,9 @@ class Access(Construct):
             "ReporterRole", build_subs, "WheelGate test-result manifests"
         )
         self.dev_role = self._github_role("DevRole", dev_subs, "WheelGate dev-bucket uploads")
+        self.deps_role = self._github_role(
+            "DepsRole", deps_subs, "WheelGate dependency cache and mirror runs"
+        )
         self.promoter_role = iam.Role(
             self,
             "PromoterRole",
@@ -119,10 +151,13 @@ class Access(Construct):
         self._grant_build(staging, nightly)
         self._grant_reporter(staging)
         self._grant_dev(dev_bucket_name)
+        self._grant_deps(staging, nightly, cache, cache_prefixes)
         self._grant_promoter(staging, nightly)
         break_glass = [break_glass_role_arn] if break_glass_role_arn else []
         self._protect_staging(staging, break_glass)
         self._protect_nightly(nightly, break_glass)
+        if protect_cache:
+            self._protect_cache(cache, break_glass)
 
     def _github_role(self, construct_id: str, subs: Sequence[str], purpose: str) -> iam.Role:
         return iam.Role(
@@ -234,6 +269,61 @@ class Access(Construct):
             ],
         )
 
+    def _grant_deps(
+        self,
+        staging: s3.IBucket,
+        nightly: s3.IBucket,
+        cache: s3.IBucket,
+        cache_prefixes: Sequence[str],
+    ) -> None:
+        cache_keys = [cache.arn_for_objects(f"{prefix}*") for prefix in cache_prefixes]
+        self.deps_policy = self._policy(
+            self.deps_role,
+            [
+                iam.PolicyStatement(
+                    # Files over 5 GiB are multipart uploads, which s3:PutObject also covers.
+                    sid="WriteCache",
+                    actions=["s3:PutObject"],
+                    resources=cache_keys,
+                ),
+                iam.PolicyStatement(
+                    sid="ReadCache", actions=["s3:GetObject"], resources=cache_keys
+                ),
+                iam.PolicyStatement(
+                    sid="StageMirrorRuns",
+                    actions=["s3:PutObject"],
+                    resources=[
+                        staging.arn_for_objects(MIRROR_RUN_KEYS),
+                        staging.arn_for_objects(MIRROR_MANIFEST_KEYS),
+                    ],
+                ),
+                iam.PolicyStatement(
+                    sid="ReadMirrorRunsAndRecords",
+                    actions=["s3:GetObject"],
+                    resources=[
+                        staging.arn_for_objects(MIRROR_RUN_KEYS),
+                        staging.arn_for_objects(MIRROR_RECORD_KEYS),
+                    ],
+                ),
+                iam.PolicyStatement(
+                    sid="ReadIndexPages",
+                    actions=["s3:GetObject"],
+                    resources=[
+                        staging.arn_for_objects(f"*/{JSON_PAGE}"),
+                        nightly.arn_for_objects(f"*/{JSON_PAGE}"),
+                    ],
+                ),
+                iam.PolicyStatement(
+                    # Without ListBucket a missing key (a file not cached yet, a record not
+                    # written yet, a page of a new project) is a 403 instead of a 404. S3 makes
+                    # that check without an s3:prefix, so a prefix condition would defeat it.
+                    sid="ListBuckets",
+                    actions=["s3:ListBucket"],
+                    resources=[cache.bucket_arn, staging.bucket_arn, nightly.bucket_arn],
+                ),
+            ],
+        )
+
     def _grant_promoter(self, staging: s3.IBucket, nightly: s3.IBucket) -> None:
         self.promoter_policy = self._policy(
             self.promoter_role,
@@ -271,40 +361,62 @@ class Access(Construct):
         )
 
     def _protect_staging(self, staging: s3.IBucket, break_glass: list[str]) -> None:
-        build, reporter, promoter = (
+        build, reporter, promoter, deps = (
             self.build_role.role_arn,
             self.reporter_role.role_arn,
             self.promoter_role.role_arn,
+            self.deps_role.role_arn,
         )
-        rules: list[tuple[str, list[str], list[str] | None, list[str] | None, list[str]]] = [
-            # sid, actions, resources, not_resources, exempt principals
+        overrides = staging.arn_for_objects(OVERRIDE_KEYS)
+        rules: list[DenyRule] = [
+            # sid, actions, resources, not_resources, condition
             (
                 "DenyObjectWritesExceptWheelGateRoles",
                 OBJECT_WRITE_ACTIONS,
-                [staging.arn_for_objects("*")],
                 None,
-                [build, reporter, promoter],
+                [overrides],
+                _unless([build, reporter, promoter, deps]),
             ),
             (
-                "DenyRunWritesExceptBuild",
+                # Override requests skip the test rules: only the break-glass role writes them,
+                # and it writes nothing else (it is not exempt from the Deny above).
+                "DenyOverrideWritesExceptBreakGlass",
+                OBJECT_WRITE_ACTIONS,
+                [overrides],
+                None,
+                _unless(break_glass),
+            ),
+            (
+                "DenyRunWritesExceptBuildAndDeps",
                 ["s3:PutObject"],
                 [staging.arn_for_objects(f"{RUNS_PREFIX}*")],
                 None,
-                [build],
+                _unless([build, deps]),
             ),
             (
-                "DenyManifestWritesExceptReporter",
+                "DenyManifestWritesExceptReporterDepsAndBreakGlass",
                 ["s3:PutObject"],
                 [staging.arn_for_objects(f"{MANIFESTS_PREFIX}*")],
                 None,
-                [reporter],
+                _unless([reporter, deps, *break_glass]),
+            ),
+            (
+                # The deps role's exemptions above are for its mirror runs' keys only.
+                "DenyDepsWritesOutsideMirrorRuns",
+                OBJECT_WRITE_ACTIONS,
+                None,
+                [
+                    staging.arn_for_objects(MIRROR_RUN_KEYS),
+                    staging.arn_for_objects(MIRROR_MANIFEST_KEYS),
+                ],
+                _only(deps),
             ),
             (
                 "DenyRecordWritesExceptPromoter",
                 ["s3:PutObject"],
                 [staging.arn_for_objects(f"{RECORDS_PREFIX}*")],
                 None,
-                [promoter],
+                _unless([promoter]),
             ),
             (
                 # Everything outside the reserved prefixes is an index page.
@@ -315,7 +427,7 @@ class Access(Construct):
                     staging.arn_for_objects(f"{prefix}*")
                     for prefix in (RUNS_PREFIX, MANIFESTS_PREFIX, RECORDS_PREFIX)
                 ],
-                [build, promoter],
+                _unless([build, promoter]),
             ),
             (
                 # Lifecycle rules expire runs/; nothing else needs to delete.
@@ -323,7 +435,7 @@ class Access(Construct):
                 OBJECT_DELETE_ACTIONS,
                 [staging.arn_for_objects("*")],
                 None,
-                break_glass,
+                _unless(break_glass),
             ),
             (
                 # Staging has no Object Lock; the Deny keeps the matrix uniform should it gain one.
@@ -331,10 +443,39 @@ class Access(Construct):
                 RETENTION_ACTIONS,
                 [staging.bucket_arn, staging.arn_for_objects("*")],
                 None,
-                break_glass,
+                _unless(break_glass),
             ),
         ]
         self._add_denies(staging, rules)
+        for arn in break_glass:
+            # The break-glass role is created outside the stack; these grants do not depend on
+            # its own policy. It writes a request, then waits for the promoter's record.
+            principal = iam.ArnPrincipal(arn)
+            staging.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowBreakGlassOverrides",
+                    principals=[principal],
+                    actions=["s3:PutObject"],
+                    resources=[overrides],
+                )
+            )
+            staging.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowBreakGlassRecordReads",
+                    principals=[principal],
+                    actions=["s3:GetObject"],
+                    resources=[staging.arn_for_objects(f"{RECORDS_PREFIX}*")],
+                )
+            )
+            staging.add_to_resource_policy(
+                iam.PolicyStatement(
+                    # A record not written yet is then a 404, not a 403.
+                    sid="AllowBreakGlassListing",
+                    principals=[principal],
+                    actions=["s3:ListBucket"],
+                    resources=[staging.bucket_arn],
+                )
+            )
 
     def _protect_nightly(self, nightly: s3.IBucket, break_glass: list[str]) -> None:
         promoter = self.promoter_role.role_arn
@@ -347,7 +488,7 @@ class Access(Construct):
                     OBJECT_WRITE_ACTIONS,
                     [objects],
                     None,
-                    [promoter, *break_glass],
+                    _unless([promoter, *break_glass]),
                 ),
                 (
                     # A delete on a versioned, locked bucket still hides the file behind a
@@ -356,24 +497,45 @@ class Access(Construct):
                     OBJECT_DELETE_ACTIONS,
                     [objects],
                     None,
-                    break_glass,
+                    _unless(break_glass),
                 ),
                 (
                     "DenyRetentionChanges",
                     RETENTION_ACTIONS,
                     [nightly.bucket_arn, objects],
                     None,
-                    break_glass,
+                    _unless(break_glass),
+                ),
+            ],
+        )
+
+    def _protect_cache(self, cache: s3.IBucket, break_glass: list[str]) -> None:
+        self._add_denies(
+            cache,
+            [
+                (
+                    # Builds download from the cache; only deps sync fills it, and never
+                    # overwrites or deletes (versioning keeps any overwrite recoverable).
+                    "DenyObjectWritesExceptDeps",
+                    OBJECT_WRITE_ACTIONS,
+                    [cache.arn_for_objects("*")],
+                    None,
+                    _unless([self.deps_role.role_arn, *break_glass]),
+                ),
+                (
+                    # No Object Lock here; the Deny keeps the rule the same on every bucket.
+                    "DenyRetentionChanges",
+                    RETENTION_ACTIONS,
+                    [cache.bucket_arn, cache.arn_for_objects("*")],
+                    None,
+                    _unless(break_glass),
                 ),
             ],
         )
 
     @staticmethod
-    def _add_denies(
-        bucket: s3.IBucket,
-        rules: list[tuple[str, list[str], list[str] | None, list[str] | None, list[str]]],
-    ) -> None:
-        for sid, actions, resources, not_resources, exempt in rules:
+    def _add_denies(bucket: s3.IBucket, rules: list[DenyRule]) -> None:
+        for sid, actions, resources, not_resources, condition in rules:
             bucket.add_to_resource_policy(
                 iam.PolicyStatement(
                     sid=sid,
@@ -382,6 +544,6 @@ class Access(Construct):
                     actions=actions,
                     resources=resources,
                     not_resources=not_resources,
-                    conditions=_unless(exempt),
+                    conditions=condition,
                 )
             )

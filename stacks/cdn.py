@@ -43,7 +43,8 @@ class IndexCdn(Construct):
 
     Attributes:
         nightly / staging: the distributions.
-        nightly_base_url: ``https://<domain>/`` of the nightly index.
+        nightly_base_url / staging_base_url: ``https://<domain>/`` of each index (the custom
+            domain when one is configured, else the distribution's own domain).
         index_router: the CloudFront Function.
         page_cache_policy / file_cache_policy: the cache policies.
     """
@@ -111,6 +112,10 @@ class IndexCdn(Construct):
             nightly_domain.domain_name if nightly_domain else self.nightly.distribution_domain_name
         )
         self.nightly_base_url = f"https://{nightly_host}/"
+        staging_host = (
+            staging_domain.domain_name if staging_domain else self.staging.distribution_domain_name
+        )
+        self.staging_base_url = f"https://{staging_host}/"
 
     def _cache_policy(
         self,

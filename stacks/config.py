@@ -1,8 +1,9 @@
 """WheelGate deployment settings: the ``wheelgate`` object of the ``cdk.json`` context.
 
 Every key is required, so a deployment states all of its choices in one place; only the
-nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``alarm_email``,
-``custom_domain``) may be ``null`` or left out (CDK drops ``null`` context values anyway).
+nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_role_id``,
+``cache_bucket_name``, ``alarm_email``, ``custom_domain``) may be ``null`` or left out (CDK drops
+``null`` context values anyway), and ``block_all_on_failure`` defaults to ``true``.
 
 Any key can be overridden on the command line with
 ``-c wheelgate.<key>=<value>`` (the value is parsed as JSON when it is valid JSON).
@@ -32,6 +33,13 @@ OIDC_SUBJECT_CLAIM_KEYS = ("repo", "context", "job_workflow_ref", "event_name")
 RELEASE_EVENTS = ("push", "release", "schedule")
 #: A workflow file directly under .github/workflows (GitHub reads no subdirectories).
 _WORKFLOW_FILE = re.compile(r"\.github/workflows/[A-Za-z0-9._-]+\.ya?ml")
+#: Events whose runs of a deps workflow may assume the deps role: pushes to a build ref only.
+DEPS_EVENTS = ("push",)
+#: A role's unique id as IAM reports it (``aws iam get-role ... --query Role.RoleId``).
+_ROLE_ID = re.compile(r"AROA[A-Z0-9]{16,}")
+#: A cache key prefix: ``/``-separated segments of the characters deps.yml keys allow, each
+#: ending in ``/``; no ``*`` or ``?``, which would be wildcards in the IAM resource ARN.
+_CACHE_PREFIX = re.compile(r"(?:(?!\.{1,2}/)[A-Za-z0-9!_.'()+=@,~-]+/)+")
 #: IAM's default quota for a role trust policy is 2,048 characters; keep the build patterns
 #: well under it so that the aud condition and the JSON around them fit too.
 MAX_TRUST_PATTERN_CHARS = 1600
@@ -69,6 +77,11 @@ class WheelGateConfig:
     oidc_provider_arn: str | None
     dev_bucket_name: str
     break_glass_role_arn: str | None
+    break_glass_role_id: str | None
+    block_all_on_failure: bool
+    cache_bucket_name: str | None
+    cache_prefixes: tuple[str, ...]
+    deps_workflows: tuple[str, ...]
     alarm_email: str | None
     nightly_domain: CustomDomain | None
     staging_domain: CustomDomain | None
@@ -83,6 +96,15 @@ class WheelGateConfig:
         """
         return build_subject_patterns(
             self.github_repo, self.build_refs, self.release_workflows, self.release_events
+        )
+
+    @property
+    def deps_subs(self) -> tuple[str, ...]:
+        """GitHub OIDC ``sub`` patterns of the runs allowed to assume the deps role: pushes of a
+        ``deps_workflows`` file to a ``build_refs`` ref, in the same format as :attr:`build_subs`.
+        """
+        return build_subject_patterns(
+            self.github_repo, self.build_refs, self.deps_workflows, DEPS_EVENTS
         )
 
     @classmethod
@@ -118,13 +140,8 @@ class WheelGateConfig:
         domains = reader.optional_mapping("custom_domain") or {}
         github_repo = reader.string("github_repo")
         build_refs = reader.strings("build_refs")
-        release_workflows = reader.strings("release_workflows")
-        bad_files = [w for w in release_workflows if not _WORKFLOW_FILE.fullmatch(w)]
-        if bad_files:
-            raise ConfigError(
-                f"context key {CONTEXT_KEY}.release_workflows: {', '.join(bad_files)} is not a "
-                "workflow file path such as .github/workflows/release-nightly.yml"
-            )
+        release_workflows = reader.workflow_files("release_workflows")
+        deps_workflows = reader.workflow_files("deps_workflows")
         release_events = reader.strings("release_events")
         bad_events = [e for e in release_events if e not in RELEASE_EVENTS]
         if bad_events:
@@ -141,6 +158,40 @@ class WheelGateConfig:
                 f"context keys {CONTEXT_KEY}.build_refs x release_workflows x release_events "
                 f"make {len(build_subs)} trust patterns, too long for an IAM trust policy "
                 "(2,048 characters); list fewer refs, workflows or events"
+            )
+        deps_subs = build_subject_patterns(github_repo, build_refs, deps_workflows, DEPS_EVENTS)
+        if sum(len(s) + 3 for s in deps_subs) > MAX_TRUST_PATTERN_CHARS:
+            raise ConfigError(
+                f"context keys {CONTEXT_KEY}.build_refs x deps_workflows make {len(deps_subs)} "
+                "trust patterns, too long for an IAM trust policy (2,048 characters); list "
+                "fewer refs or workflows"
+            )
+        break_glass_role_arn = reader.optional_string("break_glass_role_arn")
+        break_glass_role_id = reader.optional_string("break_glass_role_id")
+        if break_glass_role_arn and not break_glass_role_id:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.break_glass_role_id is missing: with "
+                f"{CONTEXT_KEY}.break_glass_role_arn set, the promoter needs the role's unique id "
+                "(aws iam get-role --role-name <name> --query Role.RoleId)"
+            )
+        if break_glass_role_id and not break_glass_role_arn:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.break_glass_role_id is set without "
+                f"{CONTEXT_KEY}.break_glass_role_arn; set both or neither"
+            )
+        if break_glass_role_id and not _ROLE_ID.fullmatch(break_glass_role_id):
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.break_glass_role_id is {break_glass_role_id!r}, not "
+                "a role's unique id (AROA followed by at least 16 upper-case letters or digits; "
+                "aws iam get-role --role-name <name> --query Role.RoleId)"
+            )
+        cache_prefixes = reader.strings("cache_prefixes")
+        bad_prefixes = [p for p in cache_prefixes if not _CACHE_PREFIX.fullmatch(p)]
+        if bad_prefixes:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.cache_prefixes: {', '.join(bad_prefixes)} is not a "
+                "key prefix such as third-party/ (segments of letters, digits and "
+                "! _ . ' ( ) + = @ , ~ -, each followed by '/'; no '..')"
             )
         dev_sub_patterns = reader.strings("dev_sub_patterns")
         old_format = [p for p in dev_sub_patterns if not _customized_subject(p)]
@@ -167,7 +218,12 @@ class WheelGateConfig:
             required_tests=required_tests,
             oidc_provider_arn=reader.optional_string("oidc_provider_arn"),
             dev_bucket_name=reader.string("dev_bucket_name"),
-            break_glass_role_arn=reader.optional_string("break_glass_role_arn"),
+            break_glass_role_arn=break_glass_role_arn,
+            break_glass_role_id=break_glass_role_id,
+            block_all_on_failure=reader.boolean("block_all_on_failure", default=True),
+            cache_bucket_name=reader.optional_string("cache_bucket_name"),
+            cache_prefixes=cache_prefixes,
+            deps_workflows=deps_workflows,
             alarm_email=reader.optional_string("alarm_email"),
             nightly_domain=_domain(domains, "nightly"),
             staging_domain=_domain(domains, "staging"),
@@ -268,6 +324,24 @@ class _Reader:
         ):
             raise self._fail(path, "a non-empty list of strings")
         return tuple(value)
+
+    def boolean(self, *path: str, default: bool) -> bool:
+        value = self._lookup(*path, nullable=True)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._fail(path, "true or false")
+        return value
+
+    def workflow_files(self, *path: str) -> tuple[str, ...]:
+        files = self.strings(*path)
+        bad = [w for w in files if not _WORKFLOW_FILE.fullmatch(w)]
+        if bad:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.{'.'.join(path)}: {', '.join(bad)} is not a "
+                "workflow file path such as .github/workflows/release-nightly.yml"
+            )
+        return files
 
     def optional_mapping(self, *path: str) -> Mapping[str, Any] | None:
         value = self._lookup(*path, nullable=True)

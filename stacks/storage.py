@@ -1,4 +1,5 @@
-"""The three buckets: staging (CI uploads), nightly (released, Object Lock) and access logs."""
+"""The buckets: staging (CI uploads), nightly (released, Object Lock), the dependency cache and
+access logs."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ _ABORT_MULTIPART_AFTER = Duration.days(7)
 
 
 class Storage(Construct):
-    """Staging, nightly and log buckets.
+    """Staging, nightly, dependency cache and log buckets.
 
     Staging holds CI uploads under ``runs/`` (expired after ``staging_run_expiry_days``),
     manifests, promotion records and the staging index pages (kept). Nightly holds released
@@ -22,9 +23,15 @@ class Storage(Construct):
     retained when the stack is deleted. Both block public access, encrypt with S3-managed keys,
     refuse plain HTTP and log access to ``log_bucket``.
 
+    The cache holds third-party files ``wheelgate deps sync`` downloads (docs/deps.md); it is
+    versioned but not locked. With ``cache_bucket_name`` the stack uses that existing bucket
+    instead of creating one (and cannot manage its policy).
+
     Attributes:
         staging: the staging bucket.
         nightly: the nightly bucket (Object Lock).
+        cache: the dependency cache bucket.
+        cache_created: whether this stack created ``cache`` (and owns its bucket policy).
         log_bucket: S3 server access logs and CloudFront standard logs.
     """
 
@@ -38,6 +45,7 @@ class Storage(Construct):
         nightly_retention_days: int,
         nightly_noncurrent_version_days: int,
         access_log_expiry_days: int,
+        cache_bucket_name: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -119,4 +127,30 @@ class Storage(Construct):
                 ),
             ],
             removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        self.cache_created = cache_bucket_name is None
+        self.cache: s3.IBucket = (
+            s3.Bucket.from_bucket_name(self, "ExistingCache", cache_bucket_name)
+            if cache_bucket_name is not None
+            else s3.Bucket(
+                self,
+                "Cache",
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                enforce_ssl=True,
+                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                # Sync never overwrites a key; versions keep any other writer's overwrite
+                # recoverable. No Object Lock: a cached file may have to be removed.
+                versioned=True,
+                server_access_logs_bucket=self.log_bucket,
+                server_access_logs_prefix="s3/cache/",
+                lifecycle_rules=[
+                    s3.LifecycleRule(
+                        id="AbortIncompleteUploads",
+                        abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
+                    ),
+                ],
+                removal_policy=RemovalPolicy.RETAIN,
+            )
         )

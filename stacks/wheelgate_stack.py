@@ -17,6 +17,8 @@ from stacks.promoter import Promoter
 from stacks.storage import Storage
 from wheelgate.settings import (
     ENV_ALLOWED_INDEXES,
+    ENV_BLOCK_ALL_ON_FAILURE,
+    ENV_BREAK_GLASS_ID,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_DISTRIBUTION_ID,
@@ -54,14 +56,19 @@ class WheelGateStack(Stack):
             nightly_retention_days=config.nightly_retention_days,
             nightly_noncurrent_version_days=config.nightly_noncurrent_version_days,
             access_log_expiry_days=config.access_log_expiry_days,
+            cache_bucket_name=config.cache_bucket_name,
         )
         access = Access(
             self,
             "Access",
             staging=storage.staging,
             nightly=storage.nightly,
+            cache=storage.cache,
+            cache_prefixes=config.cache_prefixes,
+            protect_cache=storage.cache_created,
             build_subs=config.build_subs,
             dev_subs=config.dev_sub_patterns,
+            deps_subs=config.deps_subs,
             dev_bucket_name=config.dev_bucket_name,
             oidc_provider_arn=config.oidc_provider_arn,
             break_glass_role_arn=config.break_glass_role_arn,
@@ -94,6 +101,9 @@ class WheelGateStack(Stack):
                     {k: list(v) for k, v in config.required_tests.items()}, sort_keys=True
                 ),
                 ENV_ALLOWED_INDEXES: json.dumps(list(config.index_dirs)),
+                # Empty: no break-glass role, so the promoter refuses every override request.
+                ENV_BREAK_GLASS_ID: config.break_glass_role_id or "",
+                ENV_BLOCK_ALL_ON_FAILURE: "true" if config.block_all_on_failure else "false",
             },
         )
         cdn.nightly.grant_create_invalidation(access.promoter_role)
@@ -109,16 +119,19 @@ class WheelGateStack(Stack):
         outputs = {
             "StagingBucketName": storage.staging.bucket_name,
             "NightlyBucketName": storage.nightly.bucket_name,
+            "CacheBucketName": storage.cache.bucket_name,
             "LogBucketName": storage.log_bucket.bucket_name,
             "BuildRoleArn": access.build_role.role_arn,
             "ReporterRoleArn": access.reporter_role.role_arn,
             "DevRoleArn": access.dev_role.role_arn,
+            "DepsRoleArn": access.deps_role.role_arn,
             "PromoterRoleArn": access.promoter_role.role_arn,
             "NightlyDistributionDomain": cdn.nightly.distribution_domain_name,
             "NightlyDistributionId": cdn.nightly.distribution_id,
             "StagingDistributionDomain": cdn.staging.distribution_domain_name,
             "StagingDistributionId": cdn.staging.distribution_id,
             "NightlyIndexUrl": cdn.nightly_base_url,
+            "StagingIndexUrl": cdn.staging_base_url,
             "ManifestQueueUrl": promoter.queue.queue_url,
             "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
             "AlarmTopicArn": monitoring.topic.topic_arn,

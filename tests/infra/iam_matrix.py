@@ -4,6 +4,10 @@ Identity policies and bucket policies come from the synthesized template (intrin
 by :mod:`tests.infra.resolve`) and are evaluated by principalmapper's full local authorization
 check (explicit deny, resource policy, identity policy, cross-account rules).
 
+The template is synthesized with a break-glass role configured (:func:`matrix_context`), so the
+matrix shows what the bucket policies leave it; the role is created outside the stack and is
+modelled with ``Action: *``, like ``account-admin``.
+
 Run ``python -m tests.infra.iam_matrix`` to print the table, or with ``--write docs/security.md``
 to refresh the table between the markers in that file.
 """
@@ -17,11 +21,13 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tests.infra.resolve import ACCOUNT, PARTITION, Resolver
 from wheelgate.layout import NIGHTLY, PAGES, STAGING
+from wheelgate.override import new_request_id
 
 # principalmapper 1.1.5 still imports these names from `collections` (removed in 3.10).
 for _name in ("Mapping", "MutableMapping", "Sequence", "Iterable", "Callable"):
@@ -46,19 +52,44 @@ ACTIONS = (
     "s3:PutObjectRetention",
     "s3:BypassGovernanceRetention",
 )
-PRINCIPALS = ("build", "reporter", "dev", "promoter", "account-admin", "other-account", "anonymous")
+PRINCIPALS = (
+    "build",
+    "reporter",
+    "dev",
+    "deps",
+    "promoter",
+    "break-glass",
+    "account-admin",
+    "other-account",
+    "anonymous",
+)
+#: The break-glass role the matrix synthesis configures (``break_glass_role_arn``/``_id``).
+BREAK_GLASS_ARN = f"arn:{PARTITION}:iam::{ACCOUNT}:role/break-glass"
+BREAK_GLASS_ID = "AROABREAKGLASS0000001"
 
-_RUN, _INDEX, _WHEEL = (
+_RUN, _MIRROR_RUN, _INDEX, _WHEEL, _DEP_WHEEL = (
     "12345-1",
+    "deps-0123456789ab",
     "v2/gfx94X-dcgpu",
     "torch-2.7.0+rocm7.0-cp312-cp312-linux_x86_64.whl",
+    "filelock-3.18.0-py3-none-any.whl",
 )
+_OVERRIDE = new_request_id(_RUN, datetime(2025, 1, 1, tzinfo=UTC))
 #: Target name -> (bucket friendly name, example key).
 TARGETS: dict[str, tuple[str, str]] = {
     "staging runs/": ("wheelgate-staging", STAGING.artifact(_RUN, _INDEX, _WHEEL)),
     "staging manifests/": ("wheelgate-staging", STAGING.manifest(_RUN)),
+    "staging records/": ("wheelgate-staging", STAGING.record(_RUN)),
+    "staging runs/deps-*": (
+        "wheelgate-staging",
+        STAGING.artifact(_MIRROR_RUN, _INDEX, _DEP_WHEEL),
+    ),
+    "staging manifests/deps-*": ("wheelgate-staging", STAGING.manifest(_MIRROR_RUN)),
+    "staging manifests/override-*": ("wheelgate-staging", STAGING.manifest(_OVERRIDE)),
     "nightly files": ("wheelgate-nightly", NIGHTLY.artifact(_INDEX, _WHEEL)),
     "nightly index": ("wheelgate-nightly", PAGES.project_page(_INDEX, "torch")),
+    "cache third-party/": ("wheelgate-cache", "third-party/ninja/1.12.1/ninja-linux.zip"),
+    "cache other prefix": ("wheelgate-cache", "toolchains/gcc-14.2.0.tar.xz"),
 }
 
 _ADMIN_POLICY = {
@@ -95,19 +126,32 @@ def _node(arn: str, documents: Sequence[dict[str, Any]]) -> Node:
     )
 
 
+def matrix_context() -> dict[str, Any]:
+    """The ``cdk.json`` WheelGate context with the matrix's break-glass role configured."""
+    from tests.infra.synth import cdk_json_context
+
+    return {
+        **cdk_json_context()["wheelgate"],
+        "break_glass_role_arn": BREAK_GLASS_ARN,
+        "break_glass_role_id": BREAK_GLASS_ID,
+    }
+
+
 def compute(template: dict[str, Any]) -> list[Cell]:
     """Evaluate every principal x target x action of the matrix against ``template``."""
     resolver = Resolver(template)
     nodes: dict[str, Node | None] = {
         name: _node(f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}", resolver.role_policies(name))
-        for name in ("build", "reporter", "dev", "promoter")
+        for name in ("build", "reporter", "dev", "deps", "promoter")
     }
+    nodes["break-glass"] = _node(BREAK_GLASS_ARN, [_ADMIN_POLICY])
     nodes["account-admin"] = _node(f"arn:{PARTITION}:iam::{ACCOUNT}:role/admin", [_ADMIN_POLICY])
     nodes["other-account"] = _node(
         f"arn:{PARTITION}:iam::{OTHER_ACCOUNT}:role/other-admin", [_ADMIN_POLICY]
     )
     nodes["anonymous"] = None
-    policies = {b: resolver.bucket_policy(b) for b in ("wheelgate-staging", "wheelgate-nightly")}
+    buckets = {bucket for bucket, _ in TARGETS.values()}
+    policies = {b: resolver.bucket_policy(b) for b in sorted(buckets)}
 
     cells = []
     for principal in PRINCIPALS:
@@ -163,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tests.infra.synth import synthesize
 
     with tempfile.TemporaryDirectory() as outdir:
-        table = render(compute(synthesize(Path(outdir)).template))
+        table = render(compute(synthesize(Path(outdir), matrix_context()).template))
     if args.write:
         args.write.write_text(replace_table(args.write.read_text(), table))
     else:

@@ -19,13 +19,17 @@ FRIENDLY_NAMES = {
     "StorageStaging": "wheelgate-staging",
     "StorageNightly": "wheelgate-nightly",
     "StorageAccessLogs": "wheelgate-logs",
+    "StorageCache": "wheelgate-cache",
     "AccessBuildRole": "build",
     "AccessReporterRole": "reporter",
     "AccessDevRole": "dev",
+    "AccessDepsRole": "deps",
     "AccessPromoterRole": "promoter",
     "CdnNightly": "ENIGHTLY",
     "CdnStaging": "ESTAGING",
 }
+#: Names a template may lack: the cache bucket is not created when cache_bucket_name is set.
+OPTIONAL_NAMES = frozenset({"wheelgate-cache"})
 _PSEUDO = {
     "AWS::Partition": PARTITION,
     "AWS::AccountId": ACCOUNT,
@@ -45,7 +49,7 @@ class Resolver:
             for prefix, name in FRIENDLY_NAMES.items():
                 if re.fullmatch(rf"{prefix}[0-9A-F]{{8}}", logical_id):
                     self.names[logical_id] = name
-        missing = set(FRIENDLY_NAMES.values()) - set(self.names.values())
+        missing = set(FRIENDLY_NAMES.values()) - set(self.names.values()) - OPTIONAL_NAMES
         if missing:
             raise LookupError(f"template has no resource for {sorted(missing)}")
 

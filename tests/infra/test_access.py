@@ -12,6 +12,7 @@ from tests.infra.resolve import ACCOUNT, Resolver
 STAGING = "arn:aws:s3:::wheelgate-staging"
 NIGHTLY = "arn:aws:s3:::wheelgate-nightly"
 DEV = "arn:aws:s3:::therock-dev-python"
+CACHE = "arn:aws:s3:::wheelgate-cache"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role"
 
 
@@ -69,6 +70,30 @@ def test_dev_role_touches_only_the_dev_bucket(template_json: dict[str, Any]) -> 
             f"{DEV}/*",
         ),
         "ListDevBucket": ("Allow", "s3:ListBucket", DEV),
+    }
+
+
+def test_deps_role_policy(template_json: dict[str, Any]) -> None:
+    # cdk.json: cache_prefixes ["third-party/"]
+    assert _statements(template_json, "deps") == {
+        "WriteCache": ("Allow", "s3:PutObject", f"{CACHE}/third-party/*"),
+        "ReadCache": ("Allow", "s3:GetObject", f"{CACHE}/third-party/*"),
+        "StageMirrorRuns": (
+            "Allow",
+            "s3:PutObject",
+            [f"{STAGING}/runs/deps-*", f"{STAGING}/manifests/deps-*.json"],
+        ),
+        "ReadMirrorRunsAndRecords": (
+            "Allow",
+            "s3:GetObject",
+            [f"{STAGING}/runs/deps-*", f"{STAGING}/records/deps-*"],
+        ),
+        "ReadIndexPages": (
+            "Allow",
+            "s3:GetObject",
+            [f"{STAGING}/*/index.json", f"{NIGHTLY}/*/index.json"],
+        ),
+        "ListBuckets": ("Allow", "s3:ListBucket", [CACHE, STAGING, NIGHTLY]),
     }
 
 
@@ -141,6 +166,13 @@ RELEASE_SUBS = [
         ("build", RELEASE_SUBS),
         ("reporter", RELEASE_SUBS),
         ("dev", [f"repo:{REPO}:pull_request:*", f"repo:{REPO}:ref:refs/heads/*"]),
+        (
+            "deps",
+            [
+                f"repo:{REPO}:ref:{ref}:job_workflow_ref:{WORKFLOWS}/deps.yml@{ref}:event_name:push"
+                for ref in ("refs/heads/main", "refs/tags/v*")
+            ],
+        ),
     ],
 )
 def test_github_trust_is_scoped_by_sub_and_audience(
@@ -169,7 +201,7 @@ def _string_like(pattern: str, value: str) -> bool:
 def _roles_trusting(template_json: dict[str, Any], sub: str) -> set[str]:
     resolver = Resolver(template_json)
     trusted = set()
-    for role in ("build", "reporter", "dev"):
+    for role in ("build", "reporter", "dev", "deps"):
         trust = template_json["Resources"][resolver.logical_id(role)]["Properties"]
         (statement,) = trust["AssumeRolePolicyDocument"]["Statement"]
         patterns = statement["Condition"]["StringLike"]["token.actions.githubusercontent.com:sub"]
@@ -196,6 +228,14 @@ def _roles_trusting(template_json: dict[str, Any], sub: str) -> set[str]:
             _subject(
                 "ref:refs/heads/main", "release-nightly.yml", "refs/heads/main", "workflow_dispatch"
             ),
+            {"dev"},
+        ),
+        # A push of the deps workflow on main: the deps role (and dev, as any branch run).
+        (_subject("ref:refs/heads/main", "deps.yml", "refs/heads/main", "push"), {"deps", "dev"}),
+        # The deps workflow on a pull request or a manual run: never the deps role.
+        (_subject("pull_request", "deps.yml", "refs/pull/7/merge", "pull_request"), {"dev"}),
+        (
+            _subject("ref:refs/heads/main", "deps.yml", "refs/heads/main", "workflow_dispatch"),
             {"dev"},
         ),
         # Another workflow file on main, even on a schedule: dev role only.
@@ -262,25 +302,36 @@ def test_staging_bucket_policy_denies(template_json: dict[str, Any]) -> None:
     def exempt(sid: str) -> Any:
         return denies[sid].get("Condition", {}).get("ArnNotEquals", {}).get("aws:PrincipalArn")
 
-    assert exempt("DenyObjectWritesExceptWheelGateRoles") == [
-        f"{ROLE}/build",
-        f"{ROLE}/reporter",
-        f"{ROLE}/promoter",
-    ]
+    build, reporter, promoter, deps = (
+        f"{ROLE}/{r}" for r in ("build", "reporter", "promoter", "deps")
+    )
+    overrides = f"{STAGING}/manifests/override-*"
+    assert exempt("DenyObjectWritesExceptWheelGateRoles") == [build, reporter, promoter, deps]
     assert denies["DenyObjectWritesExceptWheelGateRoles"]["Action"] == [
         "s3:PutObject*",
         "s3:DeleteObject*",
         "s3:RestoreObject",
     ]
-    assert exempt("DenyRunWritesExceptBuild") == [f"{ROLE}/build"]
-    assert denies["DenyRunWritesExceptBuild"]["Resource"] == f"{STAGING}/runs/*"
-    assert exempt("DenyManifestWritesExceptReporter") == [f"{ROLE}/reporter"]
-    assert denies["DenyManifestWritesExceptReporter"]["Resource"] == f"{STAGING}/manifests/*"
-    assert exempt("DenyRecordWritesExceptPromoter") == [f"{ROLE}/promoter"]
-    assert exempt("DenyIndexPageWritesExceptBuildAndPromoter") == [
-        f"{ROLE}/build",
-        f"{ROLE}/promoter",
+    assert denies["DenyObjectWritesExceptWheelGateRoles"]["NotResource"] == overrides
+    # No break-glass role in cdk.json: nobody may write an override request.
+    assert denies["DenyOverrideWritesExceptBreakGlass"]["Resource"] == overrides
+    assert "Condition" not in denies["DenyOverrideWritesExceptBreakGlass"]
+    assert exempt("DenyRunWritesExceptBuildAndDeps") == [build, deps]
+    assert denies["DenyRunWritesExceptBuildAndDeps"]["Resource"] == f"{STAGING}/runs/*"
+    assert exempt("DenyManifestWritesExceptReporterDepsAndBreakGlass") == [reporter, deps]
+    assert (
+        denies["DenyManifestWritesExceptReporterDepsAndBreakGlass"]["Resource"]
+        == f"{STAGING}/manifests/*"
+    )
+    assert denies["DenyDepsWritesOutsideMirrorRuns"]["Condition"] == {
+        "ArnEquals": {"aws:PrincipalArn": [deps]}
+    }
+    assert denies["DenyDepsWritesOutsideMirrorRuns"]["NotResource"] == [
+        f"{STAGING}/runs/deps-*",
+        f"{STAGING}/manifests/deps-*.json",
     ]
+    assert exempt("DenyRecordWritesExceptPromoter") == [promoter]
+    assert exempt("DenyIndexPageWritesExceptBuildAndPromoter") == [build, promoter]
     assert denies["DenyIndexPageWritesExceptBuildAndPromoter"]["NotResource"] == [
         f"{STAGING}/runs/*",
         f"{STAGING}/manifests/*",
@@ -294,6 +345,21 @@ def test_staging_bucket_policy_denies(template_json: dict[str, Any]) -> None:
         for sid, s in denies.items()
         if sid != "DenyCloudFrontBookkeeping"
     )
+    allows = [
+        s
+        for s in Resolver(template_json).bucket_policy("wheelgate-staging")["Statement"]
+        if s["Effect"] == "Allow" and s.get("Sid", "").startswith("AllowBreakGlass")
+    ]
+    assert allows == []
+
+
+def test_cache_bucket_policy_lets_only_deps_write(template_json: dict[str, Any]) -> None:
+    denies = _denies(template_json, "wheelgate-cache")
+    assert denies["DenyObjectWritesExceptDeps"]["Resource"] == f"{CACHE}/*"
+    assert denies["DenyObjectWritesExceptDeps"]["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/deps"]}
+    }
+    assert "Condition" not in denies["DenyRetentionChanges"]
 
 
 def test_nightly_bucket_policy_denies(template_json: dict[str, Any]) -> None:
@@ -322,6 +388,8 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
     config = {
         **cdk_json_context()["wheelgate"],
         "break_glass_role_arn": break_glass,
+        "break_glass_role_id": "AROABREAKGLASS0000001",
+        "block_all_on_failure": False,
         "oidc_provider_arn": provider,
     }
     # When the app is synthesized
@@ -330,10 +398,47 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
     denies = _denies(synthesis.template, "wheelgate-nightly")
     for sid in ("DenyRetentionChanges", "DenyDeletes"):
         assert denies[sid]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [break_glass]}}
+    # And in staging it alone may write override requests, with allow-list grants for it
+    staging = Resolver(synthesis.template).bucket_policy("wheelgate-staging")["Statement"]
+    by_sid = {s["Sid"]: s for s in staging if "Sid" in s}
+    assert by_sid["DenyOverrideWritesExceptBreakGlass"]["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [break_glass]}
+    }
+    assert by_sid["DenyManifestWritesExceptReporterDepsAndBreakGlass"]["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/reporter", f"{ROLE}/deps", break_glass]}
+    }
+    assert break_glass not in str(by_sid["DenyObjectWritesExceptWheelGateRoles"])
+    grants = {
+        sid: (s["Principal"], s["Action"], s["Resource"])
+        for sid, s in by_sid.items()
+        if s["Effect"] == "Allow" and sid.startswith("AllowBreakGlass")
+    }
+    assert grants == {
+        "AllowBreakGlassOverrides": (
+            {"AWS": break_glass},
+            "s3:PutObject",
+            f"{STAGING}/manifests/override-*",
+        ),
+        "AllowBreakGlassRecordReads": (
+            {"AWS": break_glass},
+            "s3:GetObject",
+            f"{STAGING}/records/*",
+        ),
+        "AllowBreakGlassListing": ({"AWS": break_glass}, "s3:ListBucket", STAGING),
+    }
+    # And the promoter honours its override requests, and promotes passing sets on their own
+    (function,) = [
+        r
+        for r in Resolver(synthesis.template).of_type("AWS::Lambda::Function").values()
+        if "WHEELGATE_BREAK_GLASS_ID" in r["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    env = function["Properties"]["Environment"]["Variables"]
+    assert env["WHEELGATE_BREAK_GLASS_ID"] == "AROABREAKGLASS0000001"
+    assert env["WHEELGATE_BLOCK_ALL_ON_FAILURE"] == "false"
     # And the roles trust the existing provider instead of a new one
     resolver = Resolver(synthesis.template)
     assert resolver.of_type("AWS::IAM::OIDCProvider") == {}
-    for role in ("build", "reporter", "dev"):
+    for role in ("build", "reporter", "dev", "deps"):
         trust = synthesis.template["Resources"][resolver.logical_id(role)]["Properties"]
         (statement,) = trust["AssumeRolePolicyDocument"]["Statement"]
         assert statement["Principal"] == {"Federated": provider}

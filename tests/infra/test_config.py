@@ -91,11 +91,62 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
         ({"dev_sub_patterns": ["repo:ROCm/TheRock:pull_request"]}, "pull_request:\\*"),
         ({"dev_sub_patterns": ["ROCm/TheRock:*"]}, "customized OIDC subject"),
         ({"custom_domain": {"nightly": {"domain_name": "x.example"}}}, "certificate_arn"),
+        (
+            {"break_glass_role_arn": "arn:aws:iam::111122223333:role/bg"},
+            r"break_glass_role_id is missing.*get-role",
+        ),
+        (
+            {
+                "break_glass_role_arn": "arn:aws:iam::111122223333:role/bg",
+                "break_glass_role_id": "AIDAEXAMPLE0000000001",
+            },
+            "not a role's unique id",
+        ),
+        (
+            {
+                "break_glass_role_arn": "arn:aws:iam::111122223333:role/bg",
+                "break_glass_role_id": "AROASHORT",
+            },
+            "not a role's unique id",
+        ),
+        ({"break_glass_role_id": "AROABREAKGLASS0000001"}, "set both or neither"),
+        ({"block_all_on_failure": "yes"}, "true or false"),
+        ({"cache_prefixes": ["third-party"]}, "not a key prefix"),
+        ({"cache_prefixes": ["third-*/"]}, "not a key prefix"),
+        ({"cache_prefixes": ["a/../"]}, "not a key prefix"),
+        ({"cache_prefixes": []}, "non-empty list"),
+        ({"deps_workflows": ["deps.yml"]}, "not a workflow file path"),
     ],
 )
 def test_bad_values_are_refused(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         _config(**changes)
+
+
+def test_break_glass_deps_and_cache_settings_are_read() -> None:
+    config = _config(
+        break_glass_role_arn="arn:aws:iam::111122223333:role/bg",
+        break_glass_role_id="AROABREAKGLASS0000001",
+        block_all_on_failure=False,
+        cache_bucket_name="therock-cache",
+    )
+    assert config.break_glass_role_id == "AROABREAKGLASS0000001"
+    assert config.block_all_on_failure is False
+    assert config.cache_bucket_name == "therock-cache"
+    assert config.cache_prefixes == ("third-party/",)
+    # Pushes of the deps workflow to a build ref, in the customized subject format.
+    deps = "ROCm/TheRock/.github/workflows/deps.yml"
+    assert config.deps_subs == (
+        f"repo:ROCm/TheRock:ref:refs/heads/main:job_workflow_ref:{deps}@refs/heads/main"
+        ":event_name:push",
+        f"repo:ROCm/TheRock:ref:refs/tags/v*:job_workflow_ref:{deps}@refs/tags/v*:event_name:push",
+    )
+
+
+def test_block_all_on_failure_defaults_to_true() -> None:
+    assert _config(block_all_on_failure=...).block_all_on_failure is True
+    assert _config().cache_bucket_name is None
+    assert _config().break_glass_role_id is None
 
 
 def test_custom_domain_is_read() -> None:

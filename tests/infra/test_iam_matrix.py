@@ -16,38 +16,61 @@ from tests.infra.iam_matrix import (
     TARGETS,
     Cell,
     compute,
+    matrix_context,
     render,
 )
 from tests.infra.summary import SUMMARY_KEY
-from tests.infra.synth import REPO_ROOT
+from tests.infra.synth import REPO_ROOT, synthesize
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
 PUT, DELETE, GET, RETENTION, BYPASS = ACTIONS
+EVERYTHING = set(ACTIONS)
+STAGING_TARGETS = [t for t in TARGETS if t.startswith("staging")]
 
 #: (principal, target) -> actions allowed; every other cell must be denied.
 EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
+    **{("build", t): {GET} for t in STAGING_TARGETS},
     ("build", "staging runs/"): {PUT, GET},
-    ("build", "staging manifests/"): {GET},
+    ("build", "staging runs/deps-*"): {PUT, GET},
     ("build", "nightly index"): {GET},
     ("reporter", "staging runs/"): {GET},
     ("reporter", "staging manifests/"): {PUT},
-    ("promoter", "staging runs/"): {GET},
-    ("promoter", "staging manifests/"): {GET},
+    ("reporter", "staging records/"): {GET},
+    ("reporter", "staging runs/deps-*"): {GET},
+    ("reporter", "staging manifests/deps-*"): {PUT},
+    # The reporter's identity policy allows manifests/*; the bucket policy refuses overrides.
+    ("reporter", "staging manifests/override-*"): set(),
+    ("deps", "staging runs/deps-*"): {PUT, GET},
+    ("deps", "staging manifests/deps-*"): {PUT},
+    ("deps", "cache third-party/"): {PUT, GET},
+    **{("promoter", t): {GET} for t in STAGING_TARGETS},
+    ("promoter", "staging records/"): {PUT, GET},
     ("promoter", "nightly files"): {PUT, GET},
     ("promoter", "nightly index"): {PUT, GET},
+    # Break-glass (modelled with Action: *): in staging it writes override requests only (and
+    # may still bypass retention, which staging does not have); nightly and the cache are its.
+    **{("break-glass", t): {GET, BYPASS} for t in STAGING_TARGETS},
+    ("break-glass", "staging manifests/override-*"): EVERYTHING,
+    ("break-glass", "nightly files"): EVERYTHING,
+    ("break-glass", "nightly index"): EVERYTHING,
+    ("break-glass", "cache third-party/"): EVERYTHING,
+    ("break-glass", "cache other prefix"): EVERYTHING,
     # An account administrator keeps read access but cannot write, delete or unlock anything.
-    ("account-admin", "staging runs/"): {GET},
-    ("account-admin", "staging manifests/"): {GET},
-    ("account-admin", "nightly files"): {GET},
-    ("account-admin", "nightly index"): {GET},
+    **{("account-admin", t): {GET} for t in TARGETS},
 }
 
 
 @pytest.fixture(scope="module")
+def matrix_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The template synthesized with a break-glass role configured, as the matrix CLI does."""
+    return synthesize(tmp_path_factory.mktemp("matrix.out"), matrix_context()).template
+
+
+@pytest.fixture(scope="module")
 def cells(
-    template_json: dict[str, Any], artifacts_dir: Path, request: pytest.FixtureRequest
+    matrix_template: dict[str, Any], artifacts_dir: Path, request: pytest.FixtureRequest
 ) -> list[Cell]:
-    cells = compute(template_json)
+    cells = compute(matrix_template)
     table = render(cells)
     (artifacts_dir / "iam-matrix.md").write_text(table)
     summary = request.config.stash.setdefault(SUMMARY_KEY, {})
@@ -74,14 +97,47 @@ def test_dev_cannot_write_staging(cells: list[Cell]) -> None:
     )
 
 
-def test_nobody_but_the_promoter_writes_nightly(cells: list[Cell]) -> None:
+def test_nobody_but_the_promoter_and_break_glass_writes_nightly(cells: list[Cell]) -> None:
     writers = {
         c.principal
         for c in cells
         if c.allowed and c.target.startswith("nightly") and c.action != GET
     }
-    assert writers == {"promoter"}
-    assert not any(c.allowed for c in cells if c.action in (DELETE, RETENTION, BYPASS))
+    assert writers == {"promoter", "break-glass"}
+    assert {
+        c.principal for c in cells if c.allowed and c.action in (DELETE, RETENTION, BYPASS)
+    } == {"break-glass"}
+
+
+def test_only_break_glass_writes_override_requests(cells: list[Cell]) -> None:
+    writers = {
+        c.principal
+        for c in cells
+        if c.allowed and c.target == "staging manifests/override-*" and c.action == PUT
+    }
+    assert writers == {"break-glass"}
+    # And in staging it writes nothing else.
+    assert not any(
+        c.allowed
+        for c in cells
+        if c.principal == "break-glass"
+        and c.target.startswith("staging")
+        and c.target != "staging manifests/override-*"
+        and c.action in (PUT, DELETE)
+    )
+
+
+def test_nobody_but_deps_and_break_glass_writes_the_cache(cells: list[Cell]) -> None:
+    writers = {
+        (c.principal, c.target)
+        for c in cells
+        if c.allowed and c.target.startswith("cache") and c.action == PUT
+    }
+    assert writers == {
+        ("deps", "cache third-party/"),
+        ("break-glass", "cache third-party/"),
+        ("break-glass", "cache other prefix"),
+    }
 
 
 def test_security_doc_shows_the_current_matrix(cells: list[Cell]) -> None:
@@ -93,9 +149,9 @@ def test_security_doc_shows_the_current_matrix(cells: list[Cell]) -> None:
     )
 
 
-def test_matrix_notices_a_missing_bucket_policy_deny(template_json: dict[str, Any]) -> None:
+def test_matrix_notices_a_missing_bucket_policy_deny(matrix_template: dict[str, Any]) -> None:
     """The evaluator really reads the bucket policy: without its Deny, an admin could write."""
-    mutated = copy.deepcopy(template_json)
+    mutated = copy.deepcopy(matrix_template)
     for policy in mutated["Resources"].values():
         if policy["Type"] == "AWS::S3::BucketPolicy":
             statements = policy["Properties"]["PolicyDocument"]["Statement"]
@@ -107,4 +163,21 @@ def test_matrix_notices_a_missing_bucket_policy_deny(template_json: dict[str, An
         for c in compute(mutated)
         if c.allowed and c.action == PUT and c.target.startswith("nightly")
     }
-    assert writers == {"promoter", "account-admin"}
+    assert writers == {"promoter", "break-glass", "account-admin"}
+
+
+def test_matrix_notices_a_missing_override_deny(matrix_template: dict[str, Any]) -> None:
+    """Without the override Deny, the reporter's manifests/* grant reaches override requests."""
+    mutated = copy.deepcopy(matrix_template)
+    for policy in mutated["Resources"].values():
+        if policy["Type"] == "AWS::S3::BucketPolicy":
+            statements = policy["Properties"]["PolicyDocument"]["Statement"]
+            statements[:] = [
+                s for s in statements if s.get("Sid") != "DenyOverrideWritesExceptBreakGlass"
+            ]
+    writers = {
+        c.principal
+        for c in compute(mutated)
+        if c.allowed and c.action == PUT and c.target == "staging manifests/override-*"
+    }
+    assert "reporter" in writers

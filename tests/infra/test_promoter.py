@@ -14,6 +14,8 @@ from tests.infra.resolve import Resolver
 from wheelgate.settings import (
     ALL_ENV_NAMES,
     ENV_ALLOWED_INDEXES,
+    ENV_BLOCK_ALL_ON_FAILURE,
+    ENV_BREAK_GLASS_ID,
     ENV_NIGHTLY_BASE_URL,
     ENV_REQUIRED_TESTS,
     ENV_TRUSTED_REPORTER_ID,
@@ -64,6 +66,20 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     assert env["WHEELGATE_NIGHTLY_BUCKET"] == "wheelgate-nightly"
     assert env["WHEELGATE_NIGHTLY_DISTRIBUTION_ID"] == "ENIGHTLY"
     assert env["WHEELGATE_STAGING_DISTRIBUTION_ID"] == "ESTAGING"
+    # No break-glass role in cdk.json: empty, so the promoter refuses every override request.
+    assert env[ENV_BREAK_GLASS_ID] == ""
+    assert env[ENV_BLOCK_ALL_ON_FAILURE] == "true"
+
+
+def test_outputs_for_ci(template_json: dict[str, Any]) -> None:
+    outputs = {
+        name: Resolver(template_json).resolve(o["Value"])
+        for name, o in template_json["Outputs"].items()
+    }
+    assert outputs["StagingIndexUrl"] == "https://ESTAGING.example.net/"
+    assert outputs["NightlyIndexUrl"] == "https://ENIGHTLY.example.net/"
+    assert outputs["CacheBucketName"] == "wheelgate-cache"
+    assert outputs["DepsRoleArn"].endswith(":role/deps")
 
 
 def test_queue_visibility_covers_six_function_timeouts_and_redrives(

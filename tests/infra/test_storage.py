@@ -56,7 +56,7 @@ def test_staging_expires_runs_and_keeps_manifests_and_records(
 
 
 def test_every_bucket_is_private_encrypted_and_logged(template_json: dict[str, Any]) -> None:
-    for name in ("wheelgate-staging", "wheelgate-nightly", "wheelgate-logs"):
+    for name in ("wheelgate-staging", "wheelgate-nightly", "wheelgate-cache", "wheelgate-logs"):
         props = _bucket(template_json, name)["Properties"]
         assert props["PublicAccessBlockConfiguration"] == {
             "BlockPublicAcls": True,
@@ -70,6 +70,7 @@ def test_every_bucket_is_private_encrypted_and_logged(template_json: dict[str, A
     for name, prefix in (
         ("wheelgate-staging", "s3/staging/"),
         ("wheelgate-nightly", "s3/nightly/"),
+        ("wheelgate-cache", "s3/cache/"),
     ):
         logging = _bucket(template_json, name)["Properties"]["LoggingConfiguration"]
         assert logging == {"DestinationBucketName": {"Ref": log_id}, "LogFilePrefix": prefix}
@@ -116,4 +117,28 @@ def test_log_bucket_takes_server_access_logs_by_policy_not_acl(
     assert deliveries == {
         "arn:aws:s3:::wheelgate-staging": "arn:aws:s3:::wheelgate-logs/s3/staging/*",
         "arn:aws:s3:::wheelgate-nightly": "arn:aws:s3:::wheelgate-logs/s3/nightly/*",
+        "arn:aws:s3:::wheelgate-cache": "arn:aws:s3:::wheelgate-logs/s3/cache/*",
     }
+
+
+def test_cache_is_versioned_unlocked_and_retained(template_json: dict[str, Any]) -> None:
+    cache = _bucket(template_json, "wheelgate-cache")
+    assert cache["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert "ObjectLockEnabled" not in cache["Properties"]
+    assert cache["DeletionPolicy"] == "Retain"
+
+
+def test_named_cache_bucket_is_used_not_created(tmp_path: Any) -> None:
+    from tests.infra.synth import cdk_json_context, synthesize
+
+    # Given an existing cache bucket named in the context
+    config = {**cdk_json_context()["wheelgate"], "cache_bucket_name": "therock-cache"}
+    # When the app is synthesized
+    template = synthesize(tmp_path, config).template
+    # Then no cache bucket is created and the deps role writes the named one
+    resolver = Resolver(template)
+    assert "wheelgate-cache" not in resolver.names.values()
+    deps = resolver.role_policies("deps")
+    writes = [s for d in deps for s in d["Statement"] if s.get("Sid") == "WriteCache"]
+    assert [s["Resource"] for s in writes] == ["arn:aws:s3:::therock-cache/third-party/*"]
+    assert template["Outputs"]["CacheBucketName"]["Value"] == "therock-cache"

@@ -26,7 +26,11 @@ EXAMPLES = REPO_ROOT / "examples" / "github"
 ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
 WORKFLOWS = sorted(EXAMPLES.glob("*.yml"))
 CONFIGURE_AWS = "aws-actions/configure-aws-credentials"
-PRIVILEGED_ROLE_VARS = ("WHEELGATE_BUILD_ROLE_ARN", "WHEELGATE_REPORTER_ROLE_ARN")
+PRIVILEGED_ROLE_VARS = (
+    "WHEELGATE_BUILD_ROLE_ARN",
+    "WHEELGATE_REPORTER_ROLE_ARN",
+    "WHEELGATE_DEPS_ROLE_ARN",
+)
 # Names that mean a long-lived access key, in any casing or separator.
 LONG_LIVED_KEY = re.compile(
     r"secrets\.AWS|aws[-_]access[-_]key[-_]id|aws[-_]secret[-_]access[-_]key|AKIA[0-9A-Z]{16}",
@@ -194,22 +198,32 @@ def test_release_roles_by_job() -> None:
     assert jobs["report"]["needs"] == ["build", "test"]
 
 
-def test_deps_workflow_checks_without_credentials_and_syncs_with_two_roles() -> None:
+def test_deps_workflow_checks_without_credentials_and_syncs_with_the_deps_role() -> None:
     jobs = load(EXAMPLES / "deps.yml")["jobs"]
 
     assert roles(jobs["check"]) == [], "pull requests validate deps.yml with no AWS access"
     assert jobs["check"]["permissions"] == {"contents": "read"}
-    assert roles(jobs["sync"]) == [
-        "${{ vars.WHEELGATE_BUILD_ROLE_ARN }}",
-        "${{ vars.WHEELGATE_REPORTER_ROLE_ARN }}",
-    ]
+    assert roles(jobs["sync"]) == ["${{ vars.WHEELGATE_DEPS_ROLE_ARN }}"]
     runs = [str(s.get("run", "")) for s in jobs["sync"]["steps"]]
     upload = next(i for i, r in enumerate(runs) if "--step upload" in r)
     report = next(i for i, r in enumerate(runs) if "--step report" in r)
     uses = [str(s.get("uses", "")) for s in jobs["sync"]["steps"]]
-    build, reporter = (i for i, u in enumerate(uses) if u.startswith(CONFIGURE_AWS))
-    # The build role uploads and stages; only the reporter role writes the manifest.
-    assert build < upload < reporter < report
+    (deps,) = (i for i, u in enumerate(uses) if u.startswith(CONFIGURE_AWS))
+    assert deps < upload < report
+    # The release roles are not needed: the deps role holds exactly the sync's keys.
+    text = (EXAMPLES / "deps.yml").read_text()
+    assert "WHEELGATE_BUILD_ROLE_ARN" not in text
+    assert "WHEELGATE_REPORTER_ROLE_ARN" not in text
+
+
+def test_deps_workflow_can_assume_the_deps_role() -> None:
+    # The deps trust names the workflow file (deps_workflows) and push events on build_refs.
+    context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]
+    document = load(EXAMPLES / "deps.yml")
+    triggers = document.get("on", document.get(True))
+    assert isinstance(triggers, dict)
+    assert set(triggers) == {"pull_request", "push"}, "only push runs sync; PRs only check"
+    assert ".github/workflows/deps.yml" in context["deps_workflows"]
 
 
 def test_release_workflow_can_assume_the_release_roles() -> None:
