@@ -364,6 +364,8 @@ dt{color:var(--muted)}dd{margin:0;overflow-wrap:anywhere;min-width:0}
 ul.plain{list-style:none;padding:0;margin:0}
 ul.plain li{padding:.35rem 0;border-top:1px solid var(--line);overflow-wrap:anywhere}
 ul.plain li:first-child{border-top:0}
+ul.plain.card{padding:.25rem 1rem}
+time{white-space:nowrap}
 .badge{display:inline-block;font-size:.8rem;font-weight:600;padding:0 .45rem;
 border-radius:1rem;border:1px solid currentColor;white-space:nowrap}
 .promoted,.passed{color:var(--ok)}.rejected,.failed{color:var(--bad)}
@@ -409,7 +411,8 @@ def _rejection_item(rejection: Rejection, page_index: str | None) -> str:
     kind = "" if rejection.kind == "run" else f" {_badge('other', rejection.kind)}"
     return (
         f"<li>{_badge(State.REJECTED, rejection.reason or 'rejected')}{kind} "
-        f"run <code>{_e(rejection.run_id)}</code> · {where} · {_time(rejection.at)}"
+        f"run <code>{_e(rejection.run_id)}</code>"
+        f'<div class="meta">{where} · {_time(rejection.at)}</div>'
         f'<p class="message">{_e(rejection.message)}</p></li>'
     )
 
@@ -492,8 +495,8 @@ def render_directory(state: StatusState, index: str) -> str:
             kind = "" if d.kind == "run" else f" {_badge('other', d.kind)}"
             reason = f" <code>{_e(d.reason)}</code>" if d.reason else ""
             items.append(
-                f"<li>{_badge(d.state)}{kind}{reason} run <code>{_e(d.run_id)}</code> · "
-                f"{_time(d.at)}"
+                f"<li>{_badge(d.state)}{kind}{reason} run <code>{_e(d.run_id)}</code>"
+                f'<div class="meta">{_time(d.at)}</div>'
                 + (f'<p class="message">{_e(d.message)}</p>' if d.message else "")
                 + "</li>"
             )

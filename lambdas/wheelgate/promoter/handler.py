@@ -41,6 +41,7 @@ from wheelgate.settings import (
     SERVICE_NAME,
     PromoterSettings,
 )
+from wheelgate.status_store import StatusStore
 from wheelgate.storage import Bucket
 
 logger = Logger(service=SERVICE_NAME)
@@ -56,8 +57,9 @@ S3_TEST_EVENT = "s3:TestEvent"
 
 
 @cache
-def promoter() -> Promoter:
-    """Built on first use and kept for the container's life (no work at import)."""
+def promoter() -> tuple[Promoter, StatusStore]:
+    """The promoter and the status site updater, built on first use and kept for the
+    container's life (no work at import)."""
     redact.install(streams=False)
     settings = PromoterSettings.from_env(os.environ)
     # Adaptive retries absorb S3 503 SlowDown before a message has to be redelivered.
@@ -66,12 +68,14 @@ def promoter() -> Promoter:
     invalidator = None
     if settings.nightly_distribution_id or settings.staging_distribution_id:
         invalidator = CloudFrontInvalidator(boto3.client("cloudfront", config=config))
-    return Promoter(
+    nightly = Bucket(s3, settings.nightly_bucket)
+    service = Promoter(
         settings=settings,
         staging=Bucket(s3, settings.staging_bucket),
-        nightly=Bucket(s3, settings.nightly_bucket),
+        nightly=nightly,
         invalidator=invalidator,
     )
+    return service, StatusStore(nightly)
 
 
 def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
@@ -106,7 +110,7 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
 
 @tracer.capture_method
 def record_handler(record: SQSRecord) -> None:
-    service = promoter()
+    service, status = promoter()
     try:
         events = manifest_events(record.body, service.settings.staging_bucket)
     except ValueError:
@@ -125,6 +129,12 @@ def record_handler(record: SQSRecord) -> None:
         if result is None:
             logger.info("not a manifest, or the manifest is gone; nothing to do")
             continue
+        try:
+            status.update(result)
+        except Exception:
+            # Best effort: the decision is made and recorded; the next one rewrites the pages.
+            logger.exception("status page not updated", extra={"run_id": result.run_id})
+            metrics.add_metric(name="StatusPageErrors", unit=MetricUnit.Count, value=1)
         decision = {
             "run_id": result.run_id,
             "state": result.state.value,
