@@ -22,13 +22,12 @@ from urllib.parse import quote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.layout import HTML_PAGE, STATUS_PREFIX, relative_href
+from wheelgate.override import OVERRIDE_RUN_PREFIX
 from wheelgate.records import PromotionRecord, SetOutcome, State
 from wheelgate.yank import YANK_RUN_PREFIX
 
 SCHEMA_STATUS_V1 = "wheelgate/status/v1"
 STATE_KEY = f"{STATUS_PREFIX}state.json"
-#: Break-glass override requests (``manifests/override-<run>-<stamp>.json``, see settings).
-OVERRIDE_RUN_PREFIX = "override-"
 MAX_DECISIONS = 20
 MAX_REJECTIONS = 50
 #: Rejected manifests may name directories that are not configured; this caps what they add.
