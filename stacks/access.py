@@ -338,6 +338,7 @@ class Access(Construct):
                     actions=["s3:PutObject"],
                     resources=[
                         staging.arn_for_objects(f"{RECORDS_PREFIX}*"),
+                        staging.arn_for_objects(f"{STATUS_PREFIX}*"),
                         *_page_keys(staging),
                     ],
                 ),

@@ -14,7 +14,7 @@ from constructs import Construct
 
 from stacks.config import CustomDomain
 from stacks.nag import acknowledge
-from wheelgate.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX
+from wheelgate.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX, STATUS_PREFIX
 
 INDEX_ROUTER_SOURCE = Path(__file__).parent / "functions" / "index_router.js"
 
@@ -85,7 +85,13 @@ class IndexCdn(Construct):
             headers=cloudfront.CacheHeaderBehavior.none(),
         )
         self.nightly = self._distribution(
-            "Nightly", nightly_bucket, log_bucket, nightly_domain, "WheelGate nightly index"
+            "Nightly",
+            nightly_bucket,
+            log_bucket,
+            nightly_domain,
+            "WheelGate nightly index",
+            # The status site lives in staging so that a rejected run never writes nightly.
+            status_bucket=staging_bucket,
         )
         self.staging = self._distribution(
             "Staging",
@@ -142,6 +148,27 @@ class IndexCdn(Construct):
             enable_accept_encoding_brotli=True,
         )
 
+    def _status_behavior(self, bucket: s3.IBucket | None) -> dict[str, cloudfront.BehaviorOptions]:
+        """``/status/*`` from ``bucket`` (short TTL, directory URLs through the router)."""
+        if bucket is None:
+            return {}
+        return {
+            f"{STATUS_PREFIX}*": cloudfront.BehaviorOptions(
+                origin=origins.S3BucketOrigin.with_origin_access_control(bucket),
+                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+                allowed_methods=cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+                cache_policy=self.page_cache_policy,
+                response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
+                compress=True,
+                function_associations=[
+                    cloudfront.FunctionAssociation(
+                        function=self.index_router,
+                        event_type=cloudfront.FunctionEventType.VIEWER_REQUEST,
+                    )
+                ],
+            )
+        }
+
     def _distribution(
         self,
         name: str,
@@ -150,6 +177,7 @@ class IndexCdn(Construct):
         domain: CustomDomain | None,
         comment: str,
         fallback_bucket: s3.IBucket | None = None,
+        status_bucket: s3.IBucket | None = None,
     ) -> cloudfront.Distribution:
         origin: cloudfront.IOrigin = origins.S3BucketOrigin.with_origin_access_control(bucket)
         if fallback_bucket is not None:
@@ -187,7 +215,10 @@ class IndexCdn(Construct):
                     )
                 ],
             ),
-            additional_behaviors=dict.fromkeys(FILE_PATTERNS, files),
+            additional_behaviors={
+                **dict.fromkeys(FILE_PATTERNS, files),
+                **self._status_behavior(status_bucket),
+            },
             enable_logging=True,
             log_bucket=log_bucket,
             log_file_prefix=f"cloudfront/{name.lower()}/",

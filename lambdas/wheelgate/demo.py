@@ -6,7 +6,7 @@
    from the staging index in a clean venv, report its test passed, wait for promotion, install
    it from the nightly index in another clean venv;
 4. run 2: stage ``demo-torch 2.8.0``, report a failed test: it is rejected and nightly keeps
-   every byte of its files and index pages (only the status page notes the rejection).
+   every byte it had.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wheelgate.layout import STATUS_PREFIX
 from wheelgate.sample_wheels import build_wheel
 
 INDEX = "v2/gfx94X-dcgpu"
@@ -150,12 +149,7 @@ class Demo:
         )
         bucket = self.env["WHEELGATE_NIGHTLY_BUCKET"]
         listing = s3.list_object_versions(Bucket=bucket)
-        # The status site records the rejection; released files and index pages must not move.
-        return {
-            f"{v['Key']}@{v['VersionId']}": v["ETag"]
-            for v in listing.get("Versions", [])
-            if not v["Key"].startswith(STATUS_PREFIX)
-        }
+        return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
 
     def run(self) -> None:
         began = time.monotonic()

@@ -25,7 +25,13 @@ import boto3
 from botocore.awsrequest import AWSRequest
 from botocore.exceptions import ClientError
 
-from wheelgate.layout import HTML_PAGE, JSON_PAGE, MANIFEST_SUFFIX, MANIFESTS_PREFIX
+from wheelgate.layout import (
+    HTML_PAGE,
+    JSON_PAGE,
+    MANIFEST_SUFFIX,
+    MANIFESTS_PREFIX,
+    STATUS_PREFIX,
+)
 from wheelgate.settings import (
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
@@ -132,7 +138,11 @@ class _IndexHandler(BaseHTTPRequestHandler):
 
     def _serve(self, *, body: bool) -> None:
         key = choose_page(self.path, self.headers.get("Accept", ""))
-        for bucket in self.server.buckets:
+        buckets = self.server.buckets
+        for prefix, routed in self.server.routes.items():
+            if key.startswith(prefix):
+                buckets = routed
+        for bucket in buckets:
             try:
                 obj = self.server.s3.get_object(Bucket=bucket, Key=key)
             except ClientError:
@@ -155,10 +165,19 @@ class _IndexHandler(BaseHTTPRequestHandler):
 class _IndexServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, s3: S3Client, buckets: list[str], verbose: bool) -> None:
+    def __init__(
+        self,
+        port: int,
+        s3: S3Client,
+        buckets: list[str],
+        verbose: bool,
+        routes: dict[str, list[str]] | None = None,
+    ) -> None:
         super().__init__(("127.0.0.1", port), _IndexHandler)
         self.s3 = s3
         self.buckets = buckets
+        #: Key prefixes served from other buckets (a CloudFront behavior with another origin).
+        self.routes = routes or {}
         self.verbose = verbose
         #: Body bytes served per key, for benchmarks of what clients download.
         self.bytes_sent: dict[str, int] = {}
@@ -273,7 +292,14 @@ class LocalStack:
         staging_server = _IndexServer(
             self.staging_port, s3, [STAGING_BUCKET, NIGHTLY_BUCKET], self.verbose
         )
-        nightly_server = _IndexServer(self.nightly_port, s3, [NIGHTLY_BUCKET], self.verbose)
+        nightly_server = _IndexServer(
+            self.nightly_port,
+            s3,
+            [NIGHTLY_BUCKET],
+            self.verbose,
+            # As the nightly distribution does: /status/ comes from the staging bucket.
+            routes={STATUS_PREFIX: [STAGING_BUCKET]},
+        )
         self.staging_url = f"http://127.0.0.1:{staging_server.server_address[1]}/"
         self.nightly_url = f"http://127.0.0.1:{nightly_server.server_address[1]}/"
         self.env = {

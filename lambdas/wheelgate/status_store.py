@@ -35,7 +35,8 @@ STATE_CONTENT_TYPE = "application/json"
 
 
 class StatusStore:
-    """The status pages and their state in one bucket (nightly)."""
+    """The status pages and their state in one bucket (staging; the nightly distribution
+    serves them at ``/status/``)."""
 
     def __init__(
         self,

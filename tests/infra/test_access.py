@@ -103,7 +103,12 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
         "WriteRecordsAndStagingPages": (
             "Allow",
             "s3:PutObject",
-            [f"{STAGING}/records/*", f"{STAGING}/*/index.html", f"{STAGING}/*/index.json"],
+            [
+                f"{STAGING}/records/*",
+                f"{STAGING}/status/*",
+                f"{STAGING}/*/index.html",
+                f"{STAGING}/*/index.json",
+            ],
         ),
         "ReadNightly": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{NIGHTLY}/*"),
         "WriteNightly": ("Allow", ["s3:PutObject", "s3:AbortMultipartUpload"], f"{NIGHTLY}/*"),

@@ -93,7 +93,9 @@ def test_distributions_route_pages_through_the_function(template_json: dict[str,
                 "FunctionARN": {"Fn::GetAtt": [function_id, "FunctionARN"]},
             }
         ], name
-        files = {b["PathPattern"]: b for b in config["CacheBehaviors"]}
+        files = {
+            b["PathPattern"]: b for b in config["CacheBehaviors"] if b["PathPattern"] != "status/*"
+        }
         assert set(files) == {"*.whl", "*.metadata", "*.tar.gz", "*.zip"}, name
         for behavior in files.values():
             assert behavior["ViewerProtocolPolicy"] == "https-only"
@@ -141,7 +143,23 @@ def test_nightly_distribution_has_no_fallback(template_json: dict[str, Any]) -> 
     resolver = Resolver(template_json)
     nightly = _distributions(template_json)["ENIGHTLY"]
     assert "OriginGroups" not in nightly
-    assert list(_origin_buckets(nightly, resolver).values()) == ["wheelgate-nightly"]
+    buckets = _origin_buckets(nightly, resolver)
+    assert buckets[nightly["DefaultCacheBehavior"]["TargetOriginId"]] == "wheelgate-nightly"
+
+
+def test_nightly_serves_the_status_site_from_staging(template_json: dict[str, Any]) -> None:
+    # The status site records rejections; it lives in staging so they never write nightly.
+    resolver = Resolver(template_json)
+    nightly = _distributions(template_json)["ENIGHTLY"]
+    buckets = _origin_buckets(nightly, resolver)
+    [status] = [b for b in nightly["CacheBehaviors"] if b["PathPattern"] == "status/*"]
+    assert buckets[status["TargetOriginId"]] == "wheelgate-staging"
+    assert status["ViewerProtocolPolicy"] == "https-only"
+    assert status["CachePolicyId"] == nightly["DefaultCacheBehavior"]["CachePolicyId"]
+    assert status["FunctionAssociations"] == nightly["DefaultCacheBehavior"]["FunctionAssociations"]
+    # Every other path of the nightly domain is served from the nightly bucket.
+    others = {b["TargetOriginId"] for b in nightly["CacheBehaviors"] if b is not status}
+    assert {buckets[o] for o in others} == {"wheelgate-nightly"}
 
 
 def test_origins_use_origin_access_control(template_json: dict[str, Any]) -> None:
@@ -157,12 +175,13 @@ def test_origins_use_origin_access_control(template_json: dict[str, Any]) -> Non
 def test_cloudfront_reads_each_bucket_only_for_the_distributions_serving_it(
     template_json: dict[str, Any],
 ) -> None:
-    # Nightly is read by its own distribution and by staging's fallback origin; staging only by
-    # its own distribution.
+    # Nightly is read by its own distribution and by staging's fallback origin; staging by its
+    # own distribution and by nightly's status behavior.
     resolver = Resolver(template_json)
-    for bucket, distributions in (
-        ("wheelgate-nightly", {"ENIGHTLY", "ESTAGING"}),
-        ("wheelgate-staging", {"ESTAGING"}),
+    for bucket, readers, listers in (
+        ("wheelgate-nightly", {"ENIGHTLY", "ESTAGING"}, {"ENIGHTLY", "ESTAGING"}),
+        # The nightly distribution reads staging for /status/* only (its one behavior there).
+        ("wheelgate-staging", {"ESTAGING", "ENIGHTLY"}, {"ESTAGING"}),
     ):
         statements = resolver.bucket_policy(bucket)["Statement"]
         allows = [
@@ -176,7 +195,7 @@ def test_cloudfront_reads_each_bucket_only_for_the_distributions_serving_it(
             assert source.startswith("arn:aws:cloudfront::111122223333:distribution/"), source
             granted.setdefault(statement["Action"], set()).add(source.rsplit("/", 1)[1])
         # GetObject to read, ListBucket so that a key missing everywhere is a 404, not a 403
-        assert granted == {"s3:GetObject": distributions, "s3:ListBucket": distributions}, bucket
+        assert granted == {"s3:GetObject": readers, "s3:ListBucket": listers}, bucket
 
 
 def test_staging_distribution_cannot_read_manifests_or_records(

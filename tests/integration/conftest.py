@@ -17,7 +17,6 @@ from typing import Any
 import boto3
 import pytest
 
-from wheelgate.layout import STATUS_PREFIX
 from wheelgate.local import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
 from wheelgate.storage import Bucket
 
@@ -69,16 +68,14 @@ class LocalProcess:
         raise TimeoutError("promoter loop did not drain the queue")
 
     def nightly_versions(self) -> dict[str, str]:
-        """Every object version in nightly with its ETag: equal snapshots, equal bytes. The
-        status site (``status/``) is left out: it records rejections too."""
+        """Every object version in nightly with its ETag: equal snapshots, equal bytes."""
         s3 = self.client("s3")
         versions: dict[str, str] = {}
         for page in s3.get_paginator("list_object_versions").paginate(
             Bucket=self.env["WHEELGATE_NIGHTLY_BUCKET"]
         ):
             for v in page.get("Versions", []):
-                if not v["Key"].startswith(STATUS_PREFIX):
-                    versions[f"{v['Key']}@{v['VersionId']}"] = v["ETag"]
+                versions[f"{v['Key']}@{v['VersionId']}"] = v["ETag"]
         return versions
 
 

@@ -12,7 +12,6 @@ import boto3
 import pytest
 
 from wheelgate.errors import TransientError
-from wheelgate.layout import STATUS_PREFIX
 from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.promoter import handler
 from wheelgate.sample_wheels import build_wheel
@@ -72,14 +71,9 @@ def deliver(key: str, principal: str | None = LOCAL_REPORTER_PRINCIPAL) -> dict[
 
 
 def nightly_versions(s3: Any) -> dict[str, str]:
-    """Every version of nightly's files and index pages; the status site, which records
-    rejections too, is not part of what a rejection must leave untouched."""
+    """Every object version in nightly with its ETag: equal snapshots, equal bytes."""
     listing = s3.list_object_versions(Bucket=NIGHTLY_BUCKET)
-    return {
-        f"{v['Key']}@{v['VersionId']}": v["ETag"]
-        for v in listing.get("Versions", [])
-        if not v["Key"].startswith(STATUS_PREFIX)
-    }
+    return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
 
 
 class Run:

@@ -68,14 +68,16 @@ def promoter() -> tuple[Promoter, StatusStore]:
     invalidator = None
     if settings.nightly_distribution_id or settings.staging_distribution_id:
         invalidator = CloudFrontInvalidator(boto3.client("cloudfront", config=config))
-    nightly = Bucket(s3, settings.nightly_bucket)
+    staging = Bucket(s3, settings.staging_bucket)
     service = Promoter(
         settings=settings,
-        staging=Bucket(s3, settings.staging_bucket),
-        nightly=nightly,
+        staging=staging,
+        nightly=Bucket(s3, settings.nightly_bucket),
         invalidator=invalidator,
     )
-    return service, StatusStore(nightly)
+    # The status site lives in staging (served at the nightly domain's /status/): a rejected
+    # run must not change a byte of nightly.
+    return service, StatusStore(staging)
 
 
 def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
