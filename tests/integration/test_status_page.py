@@ -124,7 +124,7 @@ def decided(
 def test_state_records_both_decisions(
     decided: dict[str, Any], buckets: tuple[Bucket, Bucket]
 ) -> None:
-    found = buckets[1].get(STATE_KEY)
+    found = buckets[0].get(STATE_KEY)
     assert found is not None
     state = parse_state(found[0])
     status = state.directories[INDEX]
@@ -139,11 +139,13 @@ def test_pages_are_served_as_short_lived_utf8_html(
 ) -> None:
     s3 = boto3.client("s3")
     for key in ("status/index.html", f"status/{INDEX}/index.html"):
-        head = s3.head_object(Bucket=NIGHTLY_BUCKET, Key=key)
+        head = s3.head_object(Bucket=STAGING_BUCKET, Key=key)
         assert head["ContentType"] == "text/html; charset=utf-8"
         assert head["CacheControl"] == "public, max-age=60, must-revalidate"
     with urllib.request.urlopen(stack.nightly_url + "status/", timeout=10) as response:
         assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+    # The site is kept in staging: recording a rejection wrote nothing to nightly.
+    assert s3.list_objects_v2(Bucket=NIGHTLY_BUCKET, Prefix="status/").get("KeyCount") == 0
 
 
 def test_overview_in_headless_chromium_at_phone_size(
@@ -210,8 +212,8 @@ def test_a_lost_race_is_retried_and_keeps_both_decisions(
     decided: dict[str, Any], buckets: tuple[Bucket, Bucket], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a writer that read the state before another writer committed st-bad's decision
-    store = StatusStore(buckets[1], sleep=lambda _: None)
-    before = parse_state(buckets[1].get(STATE_KEY)[0])  # type: ignore[index]
+    store = StatusStore(buckets[0], sleep=lambda _: None)
+    before = parse_state(buckets[0].get(STATE_KEY)[0])  # type: ignore[index]
     stale = before.model_copy(update={"rejections": before.rejections[1:]})
     current = store.read
     reads = {"n": 0}
@@ -232,7 +234,7 @@ def test_a_lost_race_is_retried_and_keeps_both_decisions(
     # When it writes, its conditional write loses and it re-applies on the fresh state
     assert STATE_KEY in store.update(record)
     assert reads["n"] == 2
-    after = parse_state(buckets[1].get(STATE_KEY)[0])  # type: ignore[index]
+    after = parse_state(buckets[0].get(STATE_KEY)[0])  # type: ignore[index]
     assert after.rejections == before.rejections
     assert after.directories[INDEX].latest is not None
     assert after.directories[INDEX].latest.run_id == "st-race"
@@ -249,6 +251,6 @@ def test_a_status_failure_never_fails_the_promotion(
     # Run.report asserts the message was not reported as failed.
     record = run.report(run.manifest())
     assert record["state"] == "promoted"
-    found = buckets[1].get(STATE_KEY)
+    found = buckets[0].get(STATE_KEY)
     assert found is not None
     assert "st/unhurt" not in json.loads(found[0])["directories"]
