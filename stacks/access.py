@@ -10,17 +10,17 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from stacks.nag import acknowledge_resource_wildcards
-from wheelgate.deps import RUN_PREFIX as MIRROR_RUN_PREFIX
 from wheelgate.layout import (
     HTML_PAGE,
     JSON_PAGE,
     MANIFEST_SUFFIX,
     MANIFESTS_PREFIX,
+    MIRROR_RUN_PREFIX,
+    OVERRIDE_RUN_PREFIX,
     RECORDS_PREFIX,
     RUNS_PREFIX,
     STATUS_PREFIX,
 )
-from wheelgate.override import OVERRIDE_RUN_PREFIX
 
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"

@@ -25,6 +25,7 @@ from wheelgate.settings import (
     ENV_REQUIRED_TESTS,
     ENV_STAGING_BUCKET,
     ENV_STAGING_DISTRIBUTION_ID,
+    ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
 )
 
@@ -97,6 +98,7 @@ class WheelGateStack(Stack):
                 ENV_NIGHTLY_DISTRIBUTION_ID: cdn.nightly.distribution_id,
                 ENV_STAGING_DISTRIBUTION_ID: cdn.staging.distribution_id,
                 ENV_TRUSTED_REPORTER_ID: access.reporter_role.role_id,
+                ENV_TRUSTED_DEPS_ID: access.deps_role.role_id,
                 ENV_REQUIRED_TESTS: json.dumps(
                     {k: list(v) for k, v in config.required_tests.items()}, sort_keys=True
                 ),

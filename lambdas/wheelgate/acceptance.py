@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wheelgate.errors import PromotionRejected, Reason
+from wheelgate.layout import MIRROR_RUN_PREFIX
 from wheelgate.manifest import ArtifactSet, Manifest, Outcome
 
 
@@ -24,7 +25,7 @@ class AcceptancePolicy:
     #: Runs whose id starts with this prefix mirror reviewed third-party wheels (``deps.yml``):
     #: their tests are the review, so they need ``review_test`` passed instead of the index
     #: directory's required tests.
-    review_run_prefix: str = "deps-"
+    review_run_prefix: str = MIRROR_RUN_PREFIX
     review_test: str = "deps-review"
 
 

@@ -34,11 +34,12 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from wheelgate.layout import MIRROR_RUN_PREFIX
 from wheelgate.manifest import IndexDir, Sha256Hex
 
 SCHEMA_DEPS_V1 = "wheelgate/deps/v1"
 #: Run ids of dependency-mirror runs start with this (the promoter's acceptance policy knows it).
-RUN_PREFIX = "deps-"
+RUN_PREFIX = MIRROR_RUN_PREFIX
 #: The one test a mirror run's sets carry: the review of deps.yml (its pull request).
 REVIEW_TEST = "deps-review"
 #: S3's limit on key length, in UTF-8 bytes.

@@ -455,6 +455,8 @@ def stage_mirror(
             index=index,
             commit=commit,
             artifacts=artifacts,
+            # The mirror role may not write index pages; the promoter refreshes them.
+            publish_pages=False,
         )
     for wheel, _index, row in plan.rows:
         if row.action == "stage":

@@ -37,6 +37,12 @@ METADATA_SUFFIX = ".metadata"
 HTML_PAGE = "index.html"
 JSON_PAGE = "index.json"
 
+#: Run ids of dependency-mirror runs (``deps.yml``) start with this; yank and break-glass
+#: override requests, which travel as manifests, start with theirs.
+MIRROR_RUN_PREFIX = "deps-"
+YANK_RUN_PREFIX = "yank-"
+OVERRIDE_RUN_PREFIX = "override-"
+
 #: Top-level names an index directory may not start with: they hold WheelGate's own objects.
 RESERVED_TOP_LEVEL = frozenset(
     p.rstrip("/") for p in (RUNS_PREFIX, MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX)

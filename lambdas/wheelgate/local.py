@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_plus
 
 import boto3
 from botocore.awsrequest import AWSRequest
@@ -30,6 +30,7 @@ from wheelgate.layout import (
     JSON_PAGE,
     MANIFEST_SUFFIX,
     MANIFESTS_PREFIX,
+    MIRROR_RUN_PREFIX,
     STATUS_PREFIX,
 )
 from wheelgate.settings import (
@@ -37,6 +38,7 @@ from wheelgate.settings import (
     ENV_NIGHTLY_BUCKET,
     ENV_REQUIRED_TESTS,
     ENV_STAGING_BUCKET,
+    ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
 )
 
@@ -52,6 +54,10 @@ REGION = "us-east-1"
 #: Unique id the local reporter role would have; the event loop stamps it on manifest events.
 LOCAL_REPORTER_ID = "AROALOCALREPORTER0001"
 LOCAL_REPORTER_PRINCIPAL = f"AWS:{LOCAL_REPORTER_ID}:wheelgate-local"
+#: The same for the dependency-mirror role, which alone writes ``manifests/deps-*``.
+LOCAL_DEPS_ID = "AROALOCALDEPS00000001"
+LOCAL_DEPS_PRINCIPAL = f"AWS:{LOCAL_DEPS_ID}:wheelgate-local"
+MIRROR_MANIFEST_PREFIX = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}"
 #: After this many failed receives a message moves to the DLQ (the stack uses the same).
 MAX_RECEIVE_COUNT = 3
 PYPI_JSON = "application/vnd.pypi.simple.v1+json"
@@ -225,7 +231,8 @@ def sqs_lambda_event(messages: list[Any], queue_arn: str) -> dict[str, Any]:
 
 def stamp_identity(body: str, principal: str) -> str:
     """Fill in what a real S3 notification carries and moto leaves out: who wrote the object
-    (the identity local mode knows: its reporter), and the request fields."""
+    (the identity local mode knows: its reporter, or its mirror role for a mirror run's
+    manifest), and the request fields."""
     try:
         payload = json.loads(body)
     except json.JSONDecodeError:
@@ -235,7 +242,15 @@ def stamp_identity(body: str, principal: str) -> str:
     for record in payload["Records"]:
         if not isinstance(record, dict):
             continue
-        record.setdefault("userIdentity", {"principalId": principal})
+        key = unquote_plus(str(record.get("s3", {}).get("object", {}).get("key", "")))
+        # Only the mirror role may write a mirror run's manifest (the stack's bucket policy);
+        # local mode has no IAM, so it stamps the identity that policy would have allowed.
+        writer = (
+            LOCAL_DEPS_PRINCIPAL
+            if principal == LOCAL_REPORTER_PRINCIPAL and key.startswith(MIRROR_MANIFEST_PREFIX)
+            else principal
+        )
+        record.setdefault("userIdentity", {"principalId": writer})
         record.setdefault("requestParameters", {"sourceIPAddress": "127.0.0.1"})
         record.setdefault("responseElements", {"x-amz-request-id": "LOCAL", "x-amz-id-2": "LOCAL"})
         bucket = record.get("s3", {}).get("bucket", {})
@@ -311,6 +326,7 @@ class LocalStack:
         }
         os.environ.update(self.env)
         os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
+        os.environ[ENV_TRUSTED_DEPS_ID] = LOCAL_DEPS_ID
         os.environ[ENV_REQUIRED_TESTS] = json.dumps(dict(self.required_tests))
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "wheelgate-promoter")

@@ -16,10 +16,10 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wheelgate.errors import PromotionRejected, Reason
+from wheelgate.layout import OVERRIDE_RUN_PREFIX
 from wheelgate.manifest import RunId
 
 SCHEMA_OVERRIDE_V1 = "wheelgate/override/v1"
-OVERRIDE_RUN_PREFIX = "override-"
 
 
 class OverrideRequest(BaseModel):

@@ -30,14 +30,16 @@ from wheelgate.index_store import IndexStore, PageWrites
 from wheelgate.layout import (
     METADATA_SUFFIX,
     NIGHTLY,
+    OVERRIDE_RUN_PREFIX,
     PAGES,
     STAGING,
+    YANK_RUN_PREFIX,
     LayoutError,
     relative_href,
 )
 from wheelgate.manifest import ArtifactSet, Manifest, parse_distribution_filename, parse_manifest
 from wheelgate.objects import ObjectInfo
-from wheelgate.override import OVERRIDE_RUN_PREFIX, parse_override
+from wheelgate.override import parse_override
 from wheelgate.planning import FileStep, SetPlan, plan_set
 from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
 from wheelgate.redact import Redactor
@@ -50,7 +52,7 @@ from wheelgate.storage import (
     S3RangeReader,
 )
 from wheelgate.wheelmeta import CoreMetadata, WheelMetadataError, core_metadata, read_core_metadata
-from wheelgate.yank import YANK_RUN_PREFIX, YankRequest, apply_yank, parse_yank
+from wheelgate.yank import YankRequest, apply_yank, parse_yank
 
 METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
 
@@ -237,7 +239,7 @@ class Promoter:
         if run_id.startswith(OVERRIDE_RUN_PREFIX):
             return self._override(run_id, raw, digest, actor, existing)
         try:
-            self._check_writer(actor)
+            self._check_writer(actor, run_id)
             if run_id.startswith(YANK_RUN_PREFIX):
                 request = parse_yank(raw, expected_run_id=run_id)
                 return self._yank(request, digest, actor, existing)
@@ -294,8 +296,17 @@ class Promoter:
         )
         return self.staging_pages.update_project(index, project, staging_view(borrowed, drop=drop))
 
-    def _check_writer(self, principal_id: str | None) -> None:
-        trusted = self.settings.trusted_reporter_id
+    def _check_writer(self, principal_id: str | None, run_id: str) -> None:
+        """The reporter writes run manifests; a dependency-mirror run (``deps-*``), which the
+        promoter accepts on its review instead of tests, only from the mirror's own role."""
+        mirror = run_id.startswith(self.policy.review_run_prefix)
+        trusted = self.settings.trusted_deps_id if mirror else self.settings.trusted_reporter_id
+        if trusted is None and mirror and self.settings.trusted_reporter_id is not None:
+            raise PromotionRejected(
+                Reason.UNTRUSTED_WRITER,
+                "dependency-mirror runs are accepted only from the deps role, and none is "
+                "configured",
+            )
         if trusted is None:
             return
         if principal_id is None or not (
@@ -304,7 +315,7 @@ class Promoter:
             raise PromotionRejected(
                 Reason.UNTRUSTED_WRITER,
                 f"manifest was written by {principal_id or 'an unknown principal'}, "
-                "not by the reporter role",
+                f"not by the {'deps' if mirror else 'reporter'} role",
             )
 
     def _reject(

@@ -20,6 +20,9 @@ ENV_NIGHTLY_DISTRIBUTION_ID = "WHEELGATE_NIGHTLY_DISTRIBUTION_ID"
 ENV_STAGING_DISTRIBUTION_ID = "WHEELGATE_STAGING_DISTRIBUTION_ID"
 #: Unique id (``AROA...``) of the reporter role; manifests written by anyone else are rejected.
 ENV_TRUSTED_REPORTER_ID = "WHEELGATE_TRUSTED_REPORTER_ID"
+#: Unique id (``AROA...``) of the dependency-mirror role: the only writer of ``deps-*`` runs'
+#: manifests (the reporter is not).
+ENV_TRUSTED_DEPS_ID = "WHEELGATE_TRUSTED_DEPS_ID"
 #: JSON object: index directory -> list of test names that must have passed.
 ENV_REQUIRED_TESTS = "WHEELGATE_REQUIRED_TESTS"
 #: JSON list of index directories that may be promoted to; empty or unset means any.
@@ -38,6 +41,7 @@ ALL_ENV_NAMES = (
     ENV_NIGHTLY_DISTRIBUTION_ID,
     ENV_STAGING_DISTRIBUTION_ID,
     ENV_TRUSTED_REPORTER_ID,
+    ENV_TRUSTED_DEPS_ID,
     ENV_REQUIRED_TESTS,
     ENV_ALLOWED_INDEXES,
     ENV_BREAK_GLASS_ID,
@@ -70,6 +74,7 @@ class PromoterSettings:
     nightly_distribution_id: str | None = None
     staging_distribution_id: str | None = None
     trusted_reporter_id: str | None = None
+    trusted_deps_id: str | None = None
     required_tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     allowed_indexes: frozenset[str] = frozenset()
     break_glass_id: str | None = None
@@ -124,6 +129,7 @@ class PromoterSettings:
             nightly_distribution_id=optional(ENV_NIGHTLY_DISTRIBUTION_ID),
             staging_distribution_id=optional(ENV_STAGING_DISTRIBUTION_ID),
             trusted_reporter_id=optional(ENV_TRUSTED_REPORTER_ID),
+            trusted_deps_id=optional(ENV_TRUSTED_DEPS_ID),
             required_tests={k: tuple(v) for k, v in tests_raw.items()},
             allowed_indexes=frozenset(allowed_raw),
             break_glass_id=optional(ENV_BREAK_GLASS_ID),

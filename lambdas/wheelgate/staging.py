@@ -124,6 +124,7 @@ def stage(
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     single_request_limit: int = SINGLE_REQUEST_LIMIT,
     part_size: int = MULTIPART_PART_SIZE,
+    publish_pages: bool = True,
 ) -> StageResult:
     """Upload ``artifacts`` under ``runs/<run_id>/<index>/`` with their SHA-256 and commit,
     write each wheel's ``.metadata``, then update the staging pages of the touched projects
@@ -181,6 +182,8 @@ def stage(
                 content_type=METADATA_CONTENT_TYPE,
                 metadata={META_COMMIT: commit, META_RUN_ID: run_id},
             )
+    if not publish_pages:
+        return StageResult(uploaded=uploaded, unchanged=unchanged, pages=PageWrites())
     pages = publish_staged(
         staging=staging,
         nightly=nightly,

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wheelgate.errors import PromotionRejected, Reason
 from wheelgate.index_pages import IndexEntry
+from wheelgate.layout import YANK_RUN_PREFIX
 from wheelgate.manifest import IndexDir, RunId, parse_distribution_filename
 
 SCHEMA_YANK_V1 = "wheelgate/yank/v1"
-YANK_RUN_PREFIX = "yank-"
 
 
 class YankRequest(BaseModel):

@@ -323,3 +323,23 @@ def _fresh_promoter() -> Iterator[None]:
     handler.promoter.cache_clear()
     yield
     handler.promoter.cache_clear()
+
+
+def test_mirror_runs_are_accepted_only_from_the_mirror_role(
+    buckets: tuple[Bucket, Bucket], tmp_path: Path
+) -> None:
+    from wheelgate.local import LOCAL_DEPS_PRINCIPAL
+
+    reviewed = [{"name": "deps-review", "result": "passed"}]
+    # A build role could stage runs/deps-x/ and the reporter write its manifest: refused, since
+    # a mirror run skips the index's required tests on the strength of its review.
+    forged = Run(buckets, tmp_path / "forged", "deps-forged", "t/mirror").stage(wheel(tmp_path))
+    manifest = forged.manifest()
+    manifest["sets"][0]["tests"] = reviewed
+    record = forged.report(manifest, principal=LOCAL_REPORTER_PRINCIPAL)
+    assert (record["state"], record["reason"]) == ("rejected", "untrusted-writer")
+    assert "deps role" in record["message"]
+    mirrored = Run(buckets, tmp_path / "ok", "deps-ok", "t/mirror").stage(wheel(tmp_path / "ok"))
+    manifest = mirrored.manifest()
+    manifest["sets"][0]["tests"] = reviewed
+    assert mirrored.report(manifest, principal=LOCAL_DEPS_PRINCIPAL)["state"] == "promoted"
