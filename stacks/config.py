@@ -3,7 +3,8 @@
 Every key is required, so a deployment states all of its choices in one place; only the
 nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_role_id``,
 ``cache_bucket_name``, ``alarm_email``, ``custom_domain``) may be ``null`` or left out (CDK drops
-``null`` context values anyway), and ``block_all_on_failure`` defaults to ``true``.
+``null`` context values anyway), ``block_all_on_failure`` defaults to ``true`` and
+``staging_versioned`` to ``false``.
 
 Any key can be overridden on the command line with
 ``-c wheelgate.<key>=<value>`` (the value is parsed as JSON when it is valid JSON).
@@ -67,6 +68,7 @@ class WheelGateConfig:
     release_events: tuple[str, ...]
     dev_sub_patterns: tuple[str, ...]
     staging_run_expiry_days: int
+    staging_versioned: bool
     nightly_retention_mode: str
     nightly_retention_days: int
     nightly_noncurrent_version_days: int
@@ -209,6 +211,7 @@ class WheelGateConfig:
             release_events=release_events,
             dev_sub_patterns=dev_sub_patterns,
             staging_run_expiry_days=reader.positive_int("staging_run_expiry_days"),
+            staging_versioned=reader.boolean("staging_versioned", default=False),
             nightly_retention_mode=mode,
             nightly_retention_days=reader.positive_int("nightly_retention", "days"),
             nightly_noncurrent_version_days=reader.positive_int("nightly_noncurrent_version_days"),

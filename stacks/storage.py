@@ -41,6 +41,7 @@ class Storage(Construct):
         construct_id: str,
         *,
         staging_run_expiry_days: int,
+        staging_versioned: bool = False,
         nightly_retention_mode: str,
         nightly_retention_days: int,
         nightly_noncurrent_version_days: int,
@@ -81,8 +82,9 @@ class Storage(Construct):
             encryption=s3.BucketEncryption.S3_MANAGED,
             enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            # Staged runs are rebuilt rather than restored, so versions would only add cost.
-            versioned=False,
+            # Off by default: staged runs are rebuilt rather than restored, so versions mostly
+            # add cost; a deployment that wants an undo for staging turns it on.
+            versioned=staging_versioned,
             server_access_logs_bucket=self.log_bucket,
             server_access_logs_prefix="s3/staging/",
             lifecycle_rules=[

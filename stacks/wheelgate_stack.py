@@ -53,6 +53,7 @@ class WheelGateStack(Stack):
             self,
             "Storage",
             staging_run_expiry_days=config.staging_run_expiry_days,
+            staging_versioned=config.staging_versioned,
             nightly_retention_mode=config.nightly_retention_mode,
             nightly_retention_days=config.nightly_retention_days,
             nightly_noncurrent_version_days=config.nightly_noncurrent_version_days,

@@ -142,3 +142,17 @@ def test_named_cache_bucket_is_used_not_created(tmp_path: Any) -> None:
     writes = [s for d in deps for s in d["Statement"] if s.get("Sid") == "WriteCache"]
     assert [s["Resource"] for s in writes] == ["arn:aws:s3:::therock-cache/third-party/*"]
     assert template["Outputs"]["CacheBucketName"]["Value"] == "therock-cache"
+
+
+def test_staging_versioning_is_off_unless_configured(
+    template_json: dict[str, Any], tmp_path: Any
+) -> None:
+    from tests.infra.synth import cdk_json_context, synthesize
+
+    staging = _bucket(template_json, "wheelgate-staging")["Properties"]
+    assert "VersioningConfiguration" not in staging
+    config = {**cdk_json_context()["wheelgate"], "staging_versioned": True}
+    template = synthesize(tmp_path, config).template
+    versioned = _bucket(template, "wheelgate-staging")["Properties"]
+    assert versioned["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert "ObjectLockEnabled" not in versioned
