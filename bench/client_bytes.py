@@ -12,7 +12,6 @@ counts the body bytes it sends per key.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -24,7 +23,7 @@ from pathlib import Path
 import boto3
 
 from wheelgate.local import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
-from wheelgate.sample_wheels import build_wheel
+from wheelgate.sample_wheels import build_wheel, manifest_for
 from wheelgate.staging import inspect_files, stage
 from wheelgate.storage import Bucket
 
@@ -64,25 +63,7 @@ def main() -> int:
             commit=commit,
             artifacts=inspect_files(wheels),
         )
-        manifest = {
-            "schema": "wheelgate/manifest/v1",
-            "run_id": "bytes-1",
-            "commit": commit,
-            "sets": [
-                {
-                    "index": INDEX,
-                    "files": [
-                        {
-                            "filename": w.name,
-                            "size": w.stat().st_size,
-                            "sha256": hashlib.sha256(w.read_bytes()).hexdigest(),
-                        }
-                        for w in wheels
-                    ],
-                    "tests": [{"name": "smoke", "result": "passed"}],
-                }
-            ],
-        }
+        manifest = manifest_for("bytes-1", commit, INDEX, wheels)
         staging.put(
             "manifests/bytes-1.json", json.dumps(manifest).encode(), content_type="application/json"
         )

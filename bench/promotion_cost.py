@@ -43,7 +43,7 @@ from wheelgate.local import (
     install_moto_compatibility,
 )
 from wheelgate.promotion import ManifestEvent, Promoter
-from wheelgate.sample_wheels import build_wheel
+from wheelgate.sample_wheels import build_wheel, manifest_for
 from wheelgate.settings import ENV_TRUSTED_REPORTER_ID, PromoterSettings
 from wheelgate.staging import inspect_files, stage
 from wheelgate.storage import Bucket
@@ -105,27 +105,8 @@ def one_round(
         commit=commit,
         artifacts=inspect_files(wheels),
     )
-    import hashlib
 
-    manifest = {
-        "schema": "wheelgate/manifest/v1",
-        "run_id": run,
-        "commit": commit,
-        "sets": [
-            {
-                "index": index,
-                "files": [
-                    {
-                        "filename": w.name,
-                        "sha256": hashlib.sha256(w.read_bytes()).hexdigest(),
-                        "size": w.stat().st_size,
-                    }
-                    for w in wheels
-                ],
-                "tests": [{"name": "smoke", "result": "passed"}],
-            }
-        ],
-    }
+    manifest = manifest_for(run, commit, index, wheels)
     staging.put(
         f"manifests/{run}.json", json.dumps(manifest).encode(), content_type="application/json"
     )

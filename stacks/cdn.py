@@ -153,21 +153,27 @@ class IndexCdn(Construct):
         if bucket is None:
             return {}
         return {
-            f"{STATUS_PREFIX}*": cloudfront.BehaviorOptions(
-                origin=origins.S3BucketOrigin.with_origin_access_control(bucket),
-                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
-                allowed_methods=cloudfront.AllowedMethods.ALLOW_GET_HEAD,
-                cache_policy=self.page_cache_policy,
-                response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
-                compress=True,
-                function_associations=[
-                    cloudfront.FunctionAssociation(
-                        function=self.index_router,
-                        event_type=cloudfront.FunctionEventType.VIEWER_REQUEST,
-                    )
-                ],
+            f"{STATUS_PREFIX}*": self._page_behavior(
+                origins.S3BucketOrigin.with_origin_access_control(bucket)
             )
         }
+
+    def _page_behavior(self, origin: cloudfront.IOrigin) -> cloudfront.BehaviorOptions:
+        """Directory URLs: through the router function, short TTL, ``Accept`` in the key."""
+        return cloudfront.BehaviorOptions(
+            origin=origin,
+            viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+            allowed_methods=cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+            cache_policy=self.page_cache_policy,
+            response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
+            compress=True,
+            function_associations=[
+                cloudfront.FunctionAssociation(
+                    function=self.index_router,
+                    event_type=cloudfront.FunctionEventType.VIEWER_REQUEST,
+                )
+            ],
+        )
 
     def _distribution(
         self,
@@ -201,20 +207,7 @@ class IndexCdn(Construct):
             self,
             name,
             comment=comment,
-            default_behavior=cloudfront.BehaviorOptions(
-                origin=origin,
-                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
-                allowed_methods=cloudfront.AllowedMethods.ALLOW_GET_HEAD,
-                cache_policy=self.page_cache_policy,
-                response_headers_policy=cloudfront.ResponseHeadersPolicy.SECURITY_HEADERS,
-                compress=True,
-                function_associations=[
-                    cloudfront.FunctionAssociation(
-                        function=self.index_router,
-                        event_type=cloudfront.FunctionEventType.VIEWER_REQUEST,
-                    )
-                ],
-            ),
+            default_behavior=self._page_behavior(origin),
             additional_behaviors={
                 **dict.fromkeys(FILE_PATTERNS, files),
                 **self._status_behavior(status_bucket),

@@ -13,6 +13,7 @@ import os
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -60,3 +61,35 @@ def build_wheel(
             archive.writestr(member, data, compress_type=compress)
         archive.writestr(f"{info}/RECORD", record)
     return path
+
+
+def manifest_for(
+    run_id: str,
+    commit: str,
+    index: str,
+    files: Sequence[Path],
+    *,
+    result: str = "passed",
+    test: str = "smoke",
+) -> dict[str, Any]:
+    """A manifest v1 document with one set: ``files`` (their real SHA-256 and size) and one
+    test with ``result``."""
+    return {
+        "schema": "wheelgate/manifest/v1",
+        "run_id": run_id,
+        "commit": commit,
+        "sets": [
+            {
+                "index": index,
+                "files": [
+                    {
+                        "filename": f.name,
+                        "sha256": hashlib.sha256(f.read_bytes()).hexdigest(),
+                        "size": f.stat().st_size,
+                    }
+                    for f in files
+                ],
+                "tests": [{"name": test, "result": result}],
+            }
+        ],
+    }

@@ -10,7 +10,6 @@ copy). Checksums and conditional writes are covered against moto in ``test_promo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from botocore.exceptions import ClientError
 from tests.integration.ceph import INSTALL_SCRIPT, CephCluster, CephEndpoint, missing_binaries
 from wheelgate.promotion import ManifestEvent, Promoter
 from wheelgate.records import PromotionRecord
-from wheelgate.sample_wheels import build_wheel
+from wheelgate.sample_wheels import build_wheel, manifest_for
 from wheelgate.settings import PromoterSettings
 from wheelgate.staging import inspect_files, stage
 from wheelgate.storage import Bucket
@@ -125,25 +124,7 @@ def promote(s3: S3Client, run_id: str, wheels: list[Path]) -> PromotionRecord:
         commit=COMMIT,
         artifacts=inspect_files(wheels),
     )
-    manifest = {
-        "schema": "wheelgate/manifest/v1",
-        "run_id": run_id,
-        "commit": COMMIT,
-        "sets": [
-            {
-                "index": INDEX,
-                "files": [
-                    {
-                        "filename": w.name,
-                        "sha256": hashlib.sha256(w.read_bytes()).hexdigest(),
-                        "size": w.stat().st_size,
-                    }
-                    for w in wheels
-                ],
-                "tests": [{"name": "smoke", "result": "passed"}],
-            }
-        ],
-    }
+    manifest = manifest_for(run_id, COMMIT, INDEX, wheels)
     key = f"manifests/{run_id}.json"
     staging.put(key, json.dumps(manifest).encode(), content_type="application/json")
     record = promoter(s3).handle(ManifestEvent(key=key))

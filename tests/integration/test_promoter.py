@@ -14,7 +14,7 @@ import pytest
 from wheelgate.errors import TransientError
 from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.promoter import handler
-from wheelgate.sample_wheels import build_wheel
+from wheelgate.sample_wheels import build_wheel, manifest_for
 from wheelgate.staging import inspect_files, stage
 from wheelgate.storage import Bucket
 
@@ -98,25 +98,7 @@ class Run:
         return self
 
     def manifest(self, files: list[Path] | None = None, result: str = "passed") -> dict[str, Any]:
-        return {
-            "schema": "wheelgate/manifest/v1",
-            "run_id": self.run_id,
-            "commit": COMMIT,
-            "sets": [
-                {
-                    "index": self.index,
-                    "files": [
-                        {
-                            "filename": f.name,
-                            "sha256": hashlib.sha256(f.read_bytes()).hexdigest(),
-                            "size": f.stat().st_size,
-                        }
-                        for f in (files or self.files)
-                    ],
-                    "tests": [{"name": "smoke", "result": result}],
-                }
-            ],
-        }
+        return manifest_for(self.run_id, COMMIT, self.index, files or self.files, result=result)
 
     def report(
         self, manifest: dict[str, Any] | bytes, principal: str | None = LOCAL_REPORTER_PRINCIPAL
