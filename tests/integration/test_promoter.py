@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from wheelgate.errors import TransientError
-from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
+from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.promoter import handler
 from wheelgate.sample_wheels import build_wheel, manifest_for
 from wheelgate.staging import inspect_files, stage
@@ -325,3 +325,40 @@ def test_mirror_runs_are_accepted_only_from_the_mirror_role(
     manifest = mirrored.manifest()
     manifest["sets"][0]["tests"] = reviewed
     assert mirrored.report(manifest, principal=LOCAL_DEPS_PRINCIPAL)["state"] == "promoted"
+
+
+def test_uv_resolves_through_the_json_api(
+    stack: LocalStack, buckets: tuple[Bucket, Bucket], tmp_path: Path
+) -> None:
+    import subprocess
+
+    from tests.integration.conftest import hermetic_env, uv_binary
+
+    run = Run(buckets, tmp_path, "uv-json", "t/uv-json")
+    run.stage(wheel(tmp_path, "uvpkg", "1.0"))
+    assert run.report(run.manifest())["state"] == "promoted"
+    stack.nightly_server.bytes_sent.clear()
+    target = tmp_path / "site"
+    result = subprocess.run(
+        [
+            uv_binary(),
+            "pip",
+            "install",
+            "--target",
+            str(target),
+            "--index-url",
+            f"{stack.nightly_url}{run.index}/",
+            "uvpkg==1.0",
+        ],
+        env=hermetic_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    served = set(stack.nightly_server.bytes_sent)
+    # uv asked for the PEP 691 JSON page, never the HTML one.
+    assert f"{run.index}/uvpkg/index.json" in served
+    assert f"{run.index}/uvpkg/index.html" not in served
+    assert (target / "uvpkg" / "__init__.py").exists()
