@@ -14,7 +14,6 @@ cost does not depend on how many other files the directory holds.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from wheelgate.index_pages import (
     render_root_json,
 )
 from wheelgate.layout import PAGES, project_dir
-from wheelgate.storage import Bucket, PreconditionFailed
+from wheelgate.storage import Bucket, retry_delay
 
 EntriesTransform = Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]
 
@@ -65,9 +64,6 @@ class IndexStore:
         self._max_attempts = max_attempts
         self._sleep = sleep
 
-    def _backoff(self, attempt: int) -> None:
-        self._sleep(min(2.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
-
     def _commit_pair(
         self,
         html_key: str,
@@ -85,20 +81,17 @@ class IndexStore:
             content_type=HTML_CONTENT_TYPE,
             cache_control=PAGE_CACHE_CONTROL,
         )
-        try:
-            self.bucket.put(
-                json_key,
-                json_text.encode(),
-                content_type=JSON_CONTENT_TYPE,
-                cache_control=PAGE_CACHE_CONTROL,
-                if_match=etag,
-                if_none_match=etag is None,
-            )
-        except PreconditionFailed:
-            # Our HTML page is rewritten by the retry (or by the writer that won).
-            self._backoff(attempt)
-            return False
-        return True
+        if self.bucket.commit(
+            json_key,
+            json_text.encode(),
+            etag=etag,
+            content_type=JSON_CONTENT_TYPE,
+            cache_control=PAGE_CACHE_CONTROL,
+        ):
+            return True
+        # Our HTML page is rewritten by the retry (or by the writer that won).
+        self._sleep(retry_delay(attempt))
+        return False
 
     def read_project(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
         """The current page (empty if none) and the ETag of its JSON form."""

@@ -1,4 +1,4 @@
-"""Keeps the status site in the nightly bucket up to date, safely under concurrent promoters.
+"""Keeps the status site in the staging bucket up to date, safely under concurrent promoters.
 
 The state (``status/state.json``) is read with its ETag, a decision record is folded in by
 :func:`wheelgate.status_page.apply_record`, the touched pages are rendered from the new state and
@@ -10,7 +10,6 @@ state that includes all committed decisions (the pattern of :mod:`wheelgate.inde
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 
@@ -29,7 +28,7 @@ from wheelgate.status_page import (
     render_directory,
     render_overview,
 )
-from wheelgate.storage import Bucket, PreconditionFailed
+from wheelgate.storage import Bucket, retry_delay
 
 STATE_CONTENT_TYPE = "application/json"
 
@@ -89,18 +88,14 @@ class StatusStore:
                     content_type=HTML_CONTENT_TYPE,
                     cache_control=PAGE_CACHE_CONTROL,
                 )
-            try:
-                self.bucket.put(
-                    STATE_KEY,
-                    new.to_json().encode(),
-                    content_type=STATE_CONTENT_TYPE,
-                    cache_control=PAGE_CACHE_CONTROL,
-                    if_match=etag,
-                    if_none_match=etag is None,
-                )
-            except PreconditionFailed:
-                # Another promoter committed first; our pages are rewritten on the retry.
-                self._sleep(min(2.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
-                continue
-            return [*pages, STATE_KEY]
+            if self.bucket.commit(
+                STATE_KEY,
+                new.to_json().encode(),
+                etag=etag,
+                content_type=STATE_CONTENT_TYPE,
+                cache_control=PAGE_CACHE_CONTROL,
+            ):
+                return [*pages, STATE_KEY]
+            # Another promoter committed first; our pages are rewritten on the retry.
+            self._sleep(retry_delay(attempt))
         raise TransientError(f"{STATE_KEY} kept changing; gave up after {self._max_attempts} tries")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import random
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,6 +48,12 @@ _TRANSIENT = {
     "ThrottlingException",
     "RequestLimitExceeded",
 }
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds to wait before retrying after losing a conditional write for the ``attempt``-th
+    time: exponential, capped at 2 s, with jitter so that racing writers spread out."""
+    return float(min(2.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
 
 
 class PreconditionFailed(Exception):
@@ -225,6 +232,30 @@ class Bucket:
         except ClientError as exc:
             raise translate(exc, self.name, key) from exc
         return str(response["ETag"])
+
+    def commit(
+        self,
+        key: str,
+        body: bytes,
+        *,
+        etag: str | None,
+        content_type: str,
+        cache_control: str | None = None,
+    ) -> bool:
+        """Write ``key`` only if it is still the version read (ETag ``etag``; absent when
+        ``None``). ``False`` when another writer changed it first: re-read and re-apply."""
+        try:
+            self.put(
+                key,
+                body,
+                content_type=content_type,
+                cache_control=cache_control,
+                if_match=etag,
+                if_none_match=etag is None,
+            )
+        except PreconditionFailed:
+            return False
+        return True
 
     def upload_file(
         self,
