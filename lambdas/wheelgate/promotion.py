@@ -69,6 +69,14 @@ class ManifestEvent:
     principal_id: str | None = None
 
 
+def written_by(principal_id: str | None, role_id: str) -> bool:
+    """Whether an S3 event's ``principalId`` is the role with unique id ``role_id`` (any of
+    its sessions: ``AWS:<role id>:<session>``)."""
+    return principal_id is not None and (
+        principal_id == f"AWS:{role_id}" or principal_id.startswith(f"AWS:{role_id}:")
+    )
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -267,7 +275,8 @@ class Promoter:
         nightly = self.nightly_pages.update_project(
             request.index, project, lambda current: apply_yank(current, request.filename, yanked)
         )
-        staging = self._refresh_staging_page(request.index, project, drop=())
+        assert nightly.page is not None
+        staging = self._refresh_staging_page(request.index, nightly.page, drop=())
         invalidations = self._invalidate(nightly, staging)
         verb = "yanked" if request.yanked else "unyanked"
         message = f"{verb} {request.index}/{request.filename}" + (
@@ -288,13 +297,23 @@ class Promoter:
         )
         return self._record(record, digest)
 
-    def _refresh_staging_page(self, index: str, project: str, drop: Iterable[str]) -> PageWrites:
-        """Re-merge a staging project page over the current nightly page of the project."""
-        page, _ = self.nightly_pages.read_project(index, project)
+    def _refresh_staging_page(
+        self,
+        index: str,
+        nightly_page: ProjectPage,
+        *,
+        drop: Iterable[str],
+        known: tuple[ProjectPage, str | None] | None = None,
+    ) -> PageWrites:
+        """Re-merge a project's staging page over its nightly page as it now stands, dropping
+        the staged entries in ``drop`` (now released)."""
         borrowed = absolute(
-            page.entries, self.settings.nightly_base_url + PAGES.project_dir(index, project)
+            nightly_page.entries,
+            self.settings.nightly_base_url + PAGES.project_dir(index, nightly_page.name),
         )
-        return self.staging_pages.update_project(index, project, staging_view(borrowed, drop=drop))
+        return self.staging_pages.update_project(
+            index, nightly_page.name, staging_view(borrowed, drop=drop), known=known
+        )
 
     def _check_writer(self, principal_id: str | None, run_id: str) -> None:
         """The reporter writes run manifests; a dependency-mirror run (``deps-*``), which the
@@ -307,11 +326,7 @@ class Promoter:
                 "dependency-mirror runs are accepted only from the deps role, and none is "
                 "configured",
             )
-        if trusted is None:
-            return
-        if principal_id is None or not (
-            principal_id == f"AWS:{trusted}" or principal_id.startswith(f"AWS:{trusted}:")
-        ):
+        if trusted is not None and not written_by(principal_id, trusted):
             raise PromotionRejected(
                 Reason.UNTRUSTED_WRITER,
                 f"manifest was written by {principal_id or 'an unknown principal'}, "
@@ -366,11 +381,7 @@ class Promoter:
         """Apply a break-glass override request to its target run; record both."""
         try:
             trusted = self.settings.break_glass_id
-            if (
-                trusted is None
-                or actor is None
-                or not (actor == f"AWS:{trusted}" or actor.startswith(f"AWS:{trusted}:"))
-            ):
+            if trusted is None or not written_by(actor, trusted):
                 raise PromotionRejected(
                     Reason.UNTRUSTED_WRITER,
                     f"override requested by {actor or 'an unknown principal'}, which is not the "
@@ -534,8 +545,9 @@ class Promoter:
         """Verify a set: one listing, a HEAD per staged file (S3's SHA-256), the project pages.
 
         Whether a file is already released is read from the nightly project page, which lists
-        every released file of the project with its SHA-256; a file released but not listed
-        (an interrupted promotion) is caught by the copy's ``If-None-Match``.
+        every released file of the project with its SHA-256; a file in nightly but not listed
+        (an interrupted promotion, or an out-of-band write) is found by listing the project's
+        own nightly files, before any copy, and checked by a HEAD.
         """
         prefix = STAGING.run_index_prefix(manifest.run_id, artifact_set.index)
         listing = {
@@ -753,14 +765,10 @@ class Promoter:
             touched = [PAGES.project_page(index, project, json=j) for j in (True, False)]
             nightly_writes.extend(PageWrites(touched))
             assert written.page is not None
-            borrowed = absolute(
-                written.page.entries,
-                self.settings.nightly_base_url + PAGES.project_dir(index, project),
-            )
-            self.staging_pages.update_project(
+            self._refresh_staging_page(
                 index,
-                project,
-                staging_view(borrowed, drop=[e.filename for e in page_entries]),
+                written.page,
+                drop=[e.filename for e in page_entries],
                 known=pages.staging,
             )
             staging_writes.extend(PageWrites(touched))
