@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from wheelgate import __version__, redact
 from wheelgate.errors import TransientError
-from wheelgate.layout import STAGING, LayoutError
+from wheelgate.layout import STAGING, LayoutError, check_index
 from wheelgate.manifest import json_schema
 from wheelgate.records import PromotionRecord, State
 from wheelgate.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
@@ -227,18 +227,31 @@ def cmd_status(args: argparse.Namespace) -> int:
     return _wait_for_record(staging, args.run_id, args.wait, args.interval)
 
 
-def _wait_for_record(staging: Bucket, run_id: str, wait: float, interval: float) -> int:
+def wait_for_decision(staging: Bucket, run_id: str, wait: float, interval: float) -> dict[str, Any]:
+    """The run's status document once it is decided, or as it stands after ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
         document = _status_document(staging, run_id)
         if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
-            break
+            return document
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+
+
+def _wait_for_record(staging: Bucket, run_id: str, wait: float, interval: float) -> int:
+    document = wait_for_decision(staging, run_id, wait, interval)
     print(json.dumps(document, indent=2))
     return {
         State.PROMOTED.value: EXIT_OK,
         State.REJECTED.value: EXIT_REJECTED,
     }.get(document["state"], EXIT_PENDING)
+
+
+def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -> int:
+    """Write a request where manifests go (the promoter's inbox) and wait for its record."""
+    staging, _ = _buckets(args, nightly=False)
+    staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
+    print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
+    return _wait_for_record(staging, run_id, args.wait, 1.0)
 
 
 def cmd_yank(args: argparse.Namespace) -> int:
@@ -249,7 +262,7 @@ def cmd_yank(args: argparse.Namespace) -> int:
     if yanked and not args.reason.strip():
         raise UsageError("--reason is required: users see it when pip skips the file")
     try:
-        STAGING.run_index_prefix("x", args.index)
+        check_index(args.index)
         parse_distribution_filename(args.filename)
     except (LayoutError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
@@ -263,14 +276,7 @@ def cmd_yank(args: argparse.Namespace) -> int:
             "reason": args.reason if yanked else "",
         }
     )
-    staging, _ = _buckets(args, nightly=False)
-    staging.put(
-        STAGING.manifest(request.run_id),
-        request.to_json().encode(),
-        content_type="application/json",
-    )
-    print(f"request {request.run_id} written; waiting for the promoter", file=sys.stderr)
-    return _wait_for_record(staging, request.run_id, args.wait, 1.0)
+    return _send_request(args, request.run_id, request.to_json(), "request")
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
@@ -295,21 +301,14 @@ def cmd_promote(args: argparse.Namespace) -> int:
             "reason": args.reason.strip(),
         }
     )
-    staging, _ = _buckets(args, nightly=False)
-    staging.put(
-        STAGING.manifest(request.run_id),
-        request.to_json().encode(),
-        content_type="application/json",
-    )
-    print(f"override request {request.run_id} written; waiting for the promoter", file=sys.stderr)
-    return _wait_for_record(staging, request.run_id, args.wait, 1.0)
+    return _send_request(args, request.run_id, request.to_json(), "override request")
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from wheelgate.rebuild import rebuild, scan_nightly, scan_staging
 
     try:
-        STAGING.run_index_prefix("x", args.index)
+        check_index(args.index)
     except LayoutError as exc:
         raise UsageError(str(exc)) from exc
     staging, nightly = _buckets(args, nightly=True)

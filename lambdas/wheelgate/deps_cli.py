@@ -21,7 +21,6 @@ import re
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -34,8 +33,8 @@ from wheelgate.cli import (
     UsageError,
     _required,
     _s3_client,
-    _status_document,
     _storage_options,
+    wait_for_decision,
 )
 from wheelgate.deps import Deps, DepsInvalid, load_deps
 from wheelgate.deps_sync import (
@@ -218,15 +217,6 @@ def _stage_mirror(**kwargs: Any) -> list[Row]:
         raise UsageError(str(exc)) from exc
 
 
-def _wait(staging: Bucket, run_id: str, wait: float, interval: float) -> dict[str, Any]:
-    deadline = time.monotonic() + wait
-    while True:
-        document = _status_document(staging, run_id)
-        if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
-            return document
-        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
-
-
 def cmd_sync(args: argparse.Namespace) -> int:
     deps = _load(args.deps_file)
     if args.dry_run:
@@ -287,7 +277,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
                     print(
                         f"manifest for {run_id} written; waiting for the promoter", file=sys.stderr
                     )
-                    promotion = _wait(staging, run_id, args.wait, args.interval)
+                    promotion = wait_for_decision(staging, run_id, args.wait, args.interval)
     progress.finish()
     summary = (
         {
