@@ -9,6 +9,9 @@ from wheelgate.errors import PromotionRejected, Reason
 from wheelgate.layout import MIRROR_RUN_PREFIX
 from wheelgate.manifest import ArtifactSet, Manifest, Outcome
 
+#: The one test a dependency-mirror run's sets carry: the review of ``deps.yml``.
+MIRROR_REVIEW_TEST = "deps-review"
+
 
 @dataclass(frozen=True)
 class AcceptancePolicy:
@@ -26,7 +29,7 @@ class AcceptancePolicy:
     #: their tests are the review, so they need ``review_test`` passed instead of the index
     #: directory's required tests.
     review_run_prefix: str = MIRROR_RUN_PREFIX
-    review_test: str = "deps-review"
+    review_test: str = MIRROR_REVIEW_TEST
 
 
 @dataclass(frozen=True)

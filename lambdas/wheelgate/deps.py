@@ -34,6 +34,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from wheelgate.acceptance import MIRROR_REVIEW_TEST
 from wheelgate.layout import MIRROR_RUN_PREFIX
 from wheelgate.manifest import IndexDir, Sha256Hex
 
@@ -41,7 +42,7 @@ SCHEMA_DEPS_V1 = "wheelgate/deps/v1"
 #: Run ids of dependency-mirror runs start with this (the promoter's acceptance policy knows it).
 RUN_PREFIX = MIRROR_RUN_PREFIX
 #: The one test a mirror run's sets carry: the review of deps.yml (its pull request).
-REVIEW_TEST = "deps-review"
+REVIEW_TEST = MIRROR_REVIEW_TEST
 #: S3's limit on key length, in UTF-8 bytes.
 MAX_KEY_BYTES = 1024
 #: What a cache key may hold: S3's "safe characters" in ``/``-separated segments.
