@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from wheelgate.index_pages import IndexEntry, absolute, merge_entries, upload_time
 from wheelgate.index_store import IndexStore, PageWrites
@@ -111,7 +111,7 @@ def reconcile(current: tuple[IndexEntry, ...], scanned: list[IndexEntry]) -> tup
     for e in scanned:
         old = known.get(e.filename)
         if old is not None and old.sha256 == e.sha256:
-            e = IndexEntry(**{**e.__dict__, "yanked": old.yanked, "upload_time": old.upload_time})
+            e = replace(e, yanked=old.yanked, upload_time=old.upload_time)
         result.append(e)
     return merge_entries([], result)
 

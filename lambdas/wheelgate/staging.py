@@ -139,10 +139,9 @@ def stage(
         a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
     }
     clashes = [
-        f"{name} (staged sha256 {head.sha256})"
-        for name, head in heads.items()
-        if head is not None
-        and head.sha256 != next(a.sha256 for a in artifacts if a.filename == name)
+        f"{a.filename} (staged sha256 {head.sha256})"
+        for a in artifacts
+        if (head := heads[a.filename]) is not None and head.sha256 != a.sha256
     ]
     if clashes:
         raise StageError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -69,7 +70,4 @@ def apply_yank(
         raise PromotionRejected(
             Reason.FILE_MISSING, f"{filename} is not listed in nightly; nothing to yank"
         )
-    return tuple(
-        IndexEntry(**{**e.__dict__, "yanked": yanked}) if e.filename == filename else e
-        for e in entries
-    )
+    return tuple(replace(e, yanked=yanked) if e.filename == filename else e for e in entries)
