@@ -362,3 +362,17 @@ def test_uv_resolves_through_the_json_api(
     assert f"{run.index}/uvpkg/index.json" in served
     assert f"{run.index}/uvpkg/index.html" not in served
     assert (target / "uvpkg" / "__init__.py").exists()
+
+
+def test_a_run_never_restages_a_file_name_with_other_bytes(
+    buckets: tuple[Bucket, Bucket], tmp_path: Path
+) -> None:
+    from wheelgate.staging import StageError
+
+    run = Run(buckets, tmp_path, "restage-1", "t/restage").stage(wheel(tmp_path / "a", "pkg"))
+    rebuilt = wheel(tmp_path / "b", "pkg", module_source="CHANGED = True\n")
+    with pytest.raises(StageError, match="already has other bytes staged"):
+        run.stage(rebuilt)
+    head = run.staging.head(f"runs/restage-1/t/restage/{rebuilt.name}")
+    assert head is not None
+    assert head.sha256 == hashlib.sha256(run.files[0].read_bytes()).hexdigest()
