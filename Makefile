@@ -63,7 +63,7 @@ test: $(STAMP) layer lint typecheck
 	$(BIN)/pytest -q
 
 demo: $(STAMP)
-	$(BIN)/python -m wheelgate.demo
+	$(BIN)/python -m wheelgate.local.demo
 
 clean:
 	rm -rf $(VENV) build cdk.out .pytest_cache .mypy_cache .ruff_cache

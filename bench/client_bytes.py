@@ -22,10 +22,10 @@ from pathlib import Path
 
 import boto3
 
-from wheelgate.local import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
-from wheelgate.sample_wheels import build_wheel, manifest_for
-from wheelgate.staging import inspect_files, stage
-from wheelgate.storage import Bucket
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.storage.bucket import Bucket
 
 INDEX = "v2/bytes"
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wheelgate.index_pages import IndexEntry, render_index_directory
+from wheelgate.index.pages import IndexEntry, render_index_directory
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMB_VENV = ROOT / "build" / "bench-dumb"

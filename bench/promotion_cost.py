@@ -27,7 +27,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from wheelgate.index_pages import (
+from wheelgate.core.settings import ENV_TRUSTED_REPORTER_ID, PromoterSettings
+from wheelgate.index.pages import (
     IndexEntry,
     ProjectPage,
     render_project_html,
@@ -35,18 +36,17 @@ from wheelgate.index_pages import (
     render_root_html,
     render_root_json,
 )
-from wheelgate.local import (
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.stack import (
     LOCAL_REPORTER_ID,
     LOCAL_REPORTER_PRINCIPAL,
     NIGHTLY_BUCKET,
     STAGING_BUCKET,
     install_moto_compatibility,
 )
-from wheelgate.promotion import ManifestEvent, Promoter
-from wheelgate.sample_wheels import build_wheel, manifest_for
-from wheelgate.settings import ENV_TRUSTED_REPORTER_ID, PromoterSettings
-from wheelgate.staging import inspect_files, stage
-from wheelgate.storage import Bucket
+from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.storage.bucket import Bucket
 
 N_FILES = 20
 PROJECTS = ("torch", "torchvision")

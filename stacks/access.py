@@ -10,7 +10,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from stacks.nag import acknowledge_resource_wildcards
-from wheelgate.layout import (
+from wheelgate.core.layout import (
     HTML_PAGE,
     JSON_PAGE,
     MANIFEST_SUFFIX,

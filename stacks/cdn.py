@@ -14,7 +14,7 @@ from constructs import Construct
 
 from stacks.config import CustomDomain
 from stacks.nag import acknowledge
-from wheelgate.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX, STATUS_PREFIX
+from wheelgate.core.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX, STATUS_PREFIX
 
 INDEX_ROUTER_SOURCE = Path(__file__).parent / "functions" / "index_router.js"
 

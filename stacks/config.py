@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wheelgate.layout import LayoutError, check_index
+from wheelgate.core.layout import LayoutError, check_index
 
 CONTEXT_KEY = "wheelgate"
 

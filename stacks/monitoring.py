@@ -13,7 +13,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from wheelgate.settings import (
+from wheelgate.core.settings import (
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
     METRICS_NAMESPACE,

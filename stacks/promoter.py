@@ -16,8 +16,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from stacks.nag import acknowledge
-from wheelgate.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
-from wheelgate.settings import METRICS_NAMESPACE, SERVICE_NAME
+from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
+from wheelgate.core.settings import METRICS_NAMESPACE, SERVICE_NAME
 
 HANDLER = "wheelgate.promoter.handler.lambda_handler"
 

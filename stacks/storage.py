@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from stacks.nag import acknowledge
-from wheelgate.layout import RUNS_PREFIX
+from wheelgate.core.layout import RUNS_PREFIX
 
 # Incomplete multipart uploads of multi-GB wheels are billed until aborted.
 _ABORT_MULTIPART_AFTER = Duration.days(7)

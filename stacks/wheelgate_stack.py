@@ -15,7 +15,7 @@ from stacks.config import WheelGateConfig
 from stacks.monitoring import Monitoring
 from stacks.promoter import Promoter
 from stacks.storage import Storage
-from wheelgate.settings import (
+from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,

@@ -1,5 +1,5 @@
 import sys
 
-from wheelgate.cli import main
+from wheelgate.cli.main import main
 
 sys.exit(main())

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.infra.resolve import ACCOUNT, PARTITION, Resolver
-from wheelgate.layout import NIGHTLY, PAGES, STAGING
-from wheelgate.override import new_request_id
+from wheelgate.core.layout import NIGHTLY, PAGES, STAGING
+from wheelgate.core.override import new_request_id
 
 # principalmapper 1.1.5 still imports these names from `collections` (removed in 3.10).
 for _name in ("Mapping", "MutableMapping", "Sequence", "Iterable", "Callable"):

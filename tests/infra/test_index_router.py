@@ -13,8 +13,8 @@ from urllib.parse import unquote
 import pytest
 
 from stacks.cdn import INDEX_ROUTER_SOURCE
-from wheelgate.layout import HTML_PAGE, JSON_PAGE
-from wheelgate.local import choose_page
+from wheelgate.core.layout import HTML_PAGE, JSON_PAGE
+from wheelgate.local.stack import choose_page
 
 HARNESS = Path(__file__).with_name("index_router_harness.js")
 CASES_FILE = Path(__file__).with_name("index_router_cases.json")

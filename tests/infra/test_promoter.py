@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match, Template
 from stacks.promoter import HANDLER
 from stacks.wheelgate_stack import LAMBDA_CODE_DIR
 from tests.infra.resolve import Resolver
-from wheelgate.settings import (
+from wheelgate.core.settings import (
     ALL_ENV_NAMES,
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,

@@ -7,7 +7,7 @@ from typing import Any
 from aws_cdk.assertions import Match, Template
 
 from tests.infra.resolve import Resolver
-from wheelgate.layout import RUNS_PREFIX
+from wheelgate.core.layout import RUNS_PREFIX
 
 
 def _bucket(template_json: dict[str, Any], name: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.config import Config
 
-from wheelgate.objects import META_SHA256, sha256_b64_to_hex
+from wheelgate.core.objects import META_SHA256, sha256_b64_to_hex
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -17,8 +17,8 @@ from typing import Any
 import boto3
 import pytest
 
-from wheelgate.local import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
-from wheelgate.storage import Bucket
+from wheelgate.local.stack import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
+from wheelgate.storage.bucket import Bucket
 
 
 @dataclass

@@ -21,12 +21,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.integration.ceph import INSTALL_SCRIPT, CephCluster, CephEndpoint, missing_binaries
-from wheelgate.promotion import ManifestEvent, Promoter
-from wheelgate.records import PromotionRecord
-from wheelgate.sample_wheels import build_wheel, manifest_for
-from wheelgate.settings import PromoterSettings
-from wheelgate.staging import inspect_files, stage
-from wheelgate.storage import Bucket
+from wheelgate.core.records import PromotionRecord
+from wheelgate.core.settings import PromoterSettings
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.storage.bucket import Bucket
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

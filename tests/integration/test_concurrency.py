@@ -9,13 +9,13 @@ from pathlib import Path
 import boto3
 import pytest
 
-from wheelgate.index_pages import IndexEntry
-from wheelgate.index_store import IndexStore
-from wheelgate.local import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
-from wheelgate.promotion import add_missing
-from wheelgate.sample_wheels import build_wheel
-from wheelgate.staging import inspect_files, stage
-from wheelgate.storage import Bucket
+from wheelgate.index.pages import IndexEntry
+from wheelgate.index.store import IndexStore
+from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.promotion.promoter import add_missing
+from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.storage.bucket import Bucket
 
 WRITERS = 8
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import LocalProcess, hermetic_env, uv_binary
-from wheelgate.sample_wheels import build_wheel
+from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/gfx94X-dcgpu"
 

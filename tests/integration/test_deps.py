@@ -17,12 +17,12 @@ import pytest
 from tests.integration.conftest import LocalProcess
 from tests.integration.test_cycle import pip
 from tests.integration.thirdparty import ThirdPartyServer
-from wheelgate.cli import main
-from wheelgate.deps import load_deps
-from wheelgate.deps_sync import Fetcher, https_opener, sync_files
-from wheelgate.objects import META_SHA256
-from wheelgate.sample_wheels import build_wheel
-from wheelgate.storage import Bucket, PreconditionFailed
+from wheelgate.cli.main import main
+from wheelgate.core.objects import META_SHA256
+from wheelgate.deps.config import load_deps
+from wheelgate.deps.sync import Fetcher, https_opener, sync_files
+from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.storage.bucket import Bucket, PreconditionFailed
 
 INDEX = "v2/gfx94X-dcgpu"
 COMMIT = "d" * 40

@@ -19,14 +19,14 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from tests.integration.test_promoter import Context, Run, deliver, wheel
-from wheelgate.local import (
+from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
     LocalStack,
     sqs_lambda_event,
     stamp_identity,
 )
 from wheelgate.promoter import handler
-from wheelgate.storage import Bucket
+from wheelgate.storage.bucket import Bucket
 
 FILES = 4
 

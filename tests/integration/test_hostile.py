@@ -20,10 +20,10 @@ from tests.integration.test_promoter import (
     nightly_versions,
     wheel,
 )
-from wheelgate.local import LOCAL_REPORTER_PRINCIPAL
+from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_REQUIRED_TESTS
+from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.promoter import handler
-from wheelgate.settings import ENV_ALLOWED_INDEXES, ENV_REQUIRED_TESTS
-from wheelgate.storage import Bucket
+from wheelgate.storage.bucket import Bucket
 
 Body = dict[str, Any] | bytes
 

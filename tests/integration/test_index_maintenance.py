@@ -11,7 +11,7 @@ import pytest
 
 from tests.integration.conftest import LocalProcess
 from tests.integration.test_cycle import pip, run_ok
-from wheelgate.sample_wheels import build_wheel
+from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/maint"
 

@@ -12,12 +12,17 @@ from typing import Any
 
 import boto3
 
-from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
-from wheelgate.promotion import ManifestEvent, Promoter
-from wheelgate.sample_wheels import build_wheel
-from wheelgate.settings import PromoterSettings
-from wheelgate.staging import inspect_files, stage
-from wheelgate.storage import Bucket
+from wheelgate.core.settings import PromoterSettings
+from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.local.stack import (
+    LOCAL_REPORTER_PRINCIPAL,
+    NIGHTLY_BUCKET,
+    STAGING_BUCKET,
+    LocalStack,
+)
+from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.storage.bucket import Bucket
 
 MB = 1024 * 1024
 LIMIT = 5 * MB  # S3's smallest part size

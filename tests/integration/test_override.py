@@ -15,11 +15,11 @@ from tests.integration.test_promoter import (
     nightly_versions,
     wheel,
 )
-from wheelgate.local import LOCAL_REPORTER_PRINCIPAL
-from wheelgate.override import new_request_id
+from wheelgate.core.override import new_request_id
+from wheelgate.core.settings import ENV_BREAK_GLASS_ID
+from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.promoter import handler
-from wheelgate.settings import ENV_BREAK_GLASS_ID
-from wheelgate.storage import Bucket
+from wheelgate.storage.bucket import Bucket
 
 BREAK_GLASS_ID = "AROABREAKGLASS000001"
 BREAK_GLASS = f"AWS:{BREAK_GLASS_ID}:oncall"

@@ -11,12 +11,17 @@ from typing import Any
 import boto3
 import pytest
 
-from wheelgate.errors import TransientError
-from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.core.errors import TransientError
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.stack import (
+    LOCAL_REPORTER_PRINCIPAL,
+    NIGHTLY_BUCKET,
+    STAGING_BUCKET,
+    LocalStack,
+)
 from wheelgate.promoter import handler
-from wheelgate.sample_wheels import build_wheel, manifest_for
-from wheelgate.staging import inspect_files, stage
-from wheelgate.storage import Bucket
+from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.storage.bucket import Bucket
 
 COMMIT = "4" * 40
 
@@ -310,7 +315,7 @@ def _fresh_promoter() -> Iterator[None]:
 def test_mirror_runs_are_accepted_only_from_the_mirror_role(
     buckets: tuple[Bucket, Bucket], tmp_path: Path
 ) -> None:
-    from wheelgate.local import LOCAL_DEPS_PRINCIPAL
+    from wheelgate.local.stack import LOCAL_DEPS_PRINCIPAL
 
     reviewed = [{"name": "deps-review", "result": "passed"}]
     # A build role could stage runs/deps-x/ and the reporter write its manifest: refused, since
@@ -367,7 +372,7 @@ def test_uv_resolves_through_the_json_api(
 def test_a_run_never_restages_a_file_name_with_other_bytes(
     buckets: tuple[Bucket, Bucket], tmp_path: Path
 ) -> None:
-    from wheelgate.staging import StageError
+    from wheelgate.staging.stage import StageError
 
     run = Run(buckets, tmp_path, "restage-1", "t/restage").stage(wheel(tmp_path / "a", "pkg"))
     rebuilt = wheel(tmp_path / "b", "pkg", module_source="CHANGED = True\n")

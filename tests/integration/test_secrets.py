@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_promoter import sqs_event
-from wheelgate.local import LOCAL_REPORTER_PRINCIPAL, LocalStack
-from wheelgate.redact import MASK
-from wheelgate.sample_wheels import build_wheel
+from wheelgate.core.redact import MASK
+from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, LocalStack
 
 ACCESS_KEY_ID = "AKIAWGPLANTEDKEY0001"
 SECRET_ACCESS_KEY = "wgPlantedSecretAccessKey/0123456789abcdefABCDEF"
@@ -41,7 +41,7 @@ COMMIT = "5" * 40
 HANDLER_DRIVER = """
 import json, logging, sys
 logging.basicConfig(level=logging.DEBUG)
-from wheelgate.local import install_moto_compatibility
+from wheelgate.local.stack import install_moto_compatibility
 from wheelgate.promoter import handler
 install_moto_compatibility()
 

@@ -17,12 +17,12 @@ import boto3
 import pytest
 
 from tests.integration.test_promoter import Run, wheel
-from wheelgate.local import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.core.records import PromotionRecord
+from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.promoter import handler
-from wheelgate.records import PromotionRecord
-from wheelgate.status_page import STATE_KEY, parse_state
-from wheelgate.status_store import StatusStore
-from wheelgate.storage import Bucket
+from wheelgate.status.page import STATE_KEY, parse_state
+from wheelgate.status.store import StatusStore
+from wheelgate.storage.bucket import Bucket
 
 INDEX = "st/gfx94X-dcgpu"
 TEST_URL = "https://ci.example/runs/st-good?attempt=1&job=smoke"

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 
 from tests.unit.samples import INDEX, manifest_dict
-from wheelgate.acceptance import AcceptancePolicy, check_set, decide
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.manifest import Manifest
+from wheelgate.core.acceptance import AcceptancePolicy, check_set, decide
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.manifest import Manifest
 
 
 def manifest(*tests_per_set: list[dict[str, Any]]) -> Manifest:

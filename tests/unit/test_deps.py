@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wheelgate.deps import (
+from wheelgate.cli.deps import render_table
+from wheelgate.deps.config import (
     REVIEW_TEST,
     RUN_PREFIX,
     DepsInvalid,
@@ -18,8 +19,7 @@ from wheelgate.deps import (
     pinned_version,
     python_run_id,
 )
-from wheelgate.deps_cli import render_table
-from wheelgate.deps_sync import Row, content_type
+from wheelgate.deps.sync import Row, content_type
 
 REPO = Path(__file__).parents[2]
 SCHEMA_FILE = REPO / "lambdas/wheelgate/schemas/deps-v1.json"

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from wheelgate.cli import EXIT_USAGE, main
-from wheelgate.local import choose_page, prefers_json, stamp_identity
-from wheelgate.manifest import Outcome
+from wheelgate.cli.main import EXIT_USAGE, main
+from wheelgate.core.manifest import Outcome
+from wheelgate.local.stack import choose_page, prefers_json, stamp_identity
 from wheelgate.promoter.handler import manifest_events
-from wheelgate.staging import parse_test_spec
+from wheelgate.staging.stage import parse_test_spec
 
 
 def s3_event(key: str, *, bucket: str = "staging", principal: str = "AWS:AROAX:s") -> str:

@@ -5,7 +5,7 @@ import json
 from pypi_simple import IndexPage
 from pypi_simple import ProjectPage as SimpleProjectPage
 
-from wheelgate.index_pages import (
+from wheelgate.index.pages import (
     IndexEntry,
     ProjectPage,
     absolute,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from wheelgate.layout import (
+from wheelgate.core.layout import (
     NIGHTLY,
     PAGES,
     STAGING,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.unit.samples import SHA_A, TORCH, manifest_bytes, manifest_dict
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.manifest import (
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.manifest import (
     MAX_MANIFEST_BYTES,
     json_schema,
     parse_distribution_filename,

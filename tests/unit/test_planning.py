@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B, TORCH, manifest_dict
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.manifest import Manifest
-from wheelgate.objects import META_COMMIT, META_SHA256, ObjectInfo
-from wheelgate.planning import plan_set
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.manifest import Manifest
+from wheelgate.core.objects import META_COMMIT, META_SHA256, ObjectInfo
+from wheelgate.core.planning import plan_set
 
 RUN = "16454515470"
 SIZE = 632000000

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
-from wheelgate.status_page import (
+from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
+from wheelgate.status.page import (
     MAX_DECISIONS,
     MAX_DIRECTORIES,
     MAX_REJECTIONS,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wheelgate.sample_wheels import build_wheel
-from wheelgate.wheelmeta import FileRangeReader, WheelMetadataError, read_core_metadata
+from wheelgate.core.wheelmeta import FileRangeReader, WheelMetadataError, read_core_metadata
+from wheelgate.local.sample_wheels import build_wheel
 
 
 def read(path: Path) -> tuple[bytes, str | None, int]:

@@ -29,11 +29,9 @@ from aws_lambda_powertools.utilities.parser.models import S3Model
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 
-from wheelgate import redact
-from wheelgate.cdn import CloudFrontInvalidator
-from wheelgate.promotion import ManifestEvent, Promoter
-from wheelgate.records import State
-from wheelgate.settings import (
+from wheelgate.core import redact
+from wheelgate.core.records import State
+from wheelgate.core.settings import (
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
     METRIC_PROMOTIONS_SUCCEEDED,
@@ -41,8 +39,10 @@ from wheelgate.settings import (
     SERVICE_NAME,
     PromoterSettings,
 )
-from wheelgate.status_store import StatusStore
-from wheelgate.storage import Bucket
+from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.status.store import StatusStore
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.cdn import CloudFrontInvalidator
 
 logger = Logger(service=SERVICE_NAME)
 tracer = Tracer(service=SERVICE_NAME)

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wheelgate.layout import LayoutError, check_index
+from wheelgate.core.layout import LayoutError, check_index
 
 ENV_STAGING_BUCKET = "WHEELGATE_STAGING_BUCKET"
 ENV_NIGHTLY_BUCKET = "WHEELGATE_NIGHTLY_BUCKET"

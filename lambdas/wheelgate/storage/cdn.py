@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from wheelgate.errors import TransientError
+from wheelgate.core.errors import TransientError
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudfront import CloudFrontClient

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.layout import MIRROR_RUN_PREFIX
-from wheelgate.manifest import ArtifactSet, Manifest, Outcome
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.layout import MIRROR_RUN_PREFIX
+from wheelgate.core.manifest import ArtifactSet, Manifest, Outcome
 
 #: The one test a dependency-mirror run's sets carry: the review of ``deps.yml``.
 MIRROR_REVIEW_TEST = "deps-review"

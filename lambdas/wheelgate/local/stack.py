@@ -25,7 +25,7 @@ import boto3
 from botocore.awsrequest import AWSRequest
 from botocore.exceptions import ClientError
 
-from wheelgate.layout import (
+from wheelgate.core.layout import (
     HTML_PAGE,
     JSON_PAGE,
     MANIFEST_SUFFIX,
@@ -33,7 +33,7 @@ from wheelgate.layout import (
     MIRROR_RUN_PREFIX,
     STATUS_PREFIX,
 )
-from wheelgate.settings import (
+from wheelgate.core.settings import (
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_REQUIRED_TESTS,

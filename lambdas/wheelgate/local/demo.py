@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wheelgate.sample_wheels import build_wheel
+from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/gfx94X-dcgpu"
 COMMITS = {"seed": "1" * 40, "1": "2" * 40, "2": "3" * 40}

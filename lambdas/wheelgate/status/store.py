@@ -5,7 +5,7 @@ The state (``status/state.json``) is read with its ETag, a decision record is fo
 written, and the state is written last with ``If-Match`` (``If-None-Match: *`` when there is
 none yet): it is the commit point. Losing that race means another promoter committed first; we
 re-read and re-apply, so no decision is lost, and every writer's last page writes come from a
-state that includes all committed decisions (the pattern of :mod:`wheelgate.index_store`).
+state that includes all committed decisions (the pattern of :mod:`wheelgate.index.store`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from wheelgate.errors import TransientError
-from wheelgate.index_pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
-from wheelgate.records import PromotionRecord
-from wheelgate.redact import Redactor
-from wheelgate.status_page import (
+from wheelgate.core.errors import TransientError
+from wheelgate.core.records import PromotionRecord
+from wheelgate.core.redact import Redactor
+from wheelgate.index.pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
+from wheelgate.status.page import (
     STATE_KEY,
     StatusState,
     apply_record,
@@ -28,7 +28,7 @@ from wheelgate.status_page import (
     render_directory,
     render_overview,
 )
-from wheelgate.storage import Bucket, retry_delay
+from wheelgate.storage.bucket import Bucket, retry_delay
 
 STATE_CONTENT_TYPE = "application/json"
 

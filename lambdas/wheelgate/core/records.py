@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wheelgate.errors import PromotionRejected
+from wheelgate.core.errors import PromotionRejected
 
 
 class State(StrEnum):

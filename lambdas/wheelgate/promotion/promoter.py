@@ -16,18 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from wheelgate.acceptance import AcceptanceDecision, AcceptancePolicy, decide
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.index_pages import (
-    IndexEntry,
-    ProjectPage,
-    absolute,
-    merge_entries,
-    staging_view,
-    upload_time,
-)
-from wheelgate.index_store import IndexStore, PageWrites
-from wheelgate.layout import (
+from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.layout import (
     METADATA_SUFFIX,
     NIGHTLY,
     OVERRIDE_RUN_PREFIX,
@@ -37,22 +28,41 @@ from wheelgate.layout import (
     LayoutError,
     relative_href,
 )
-from wheelgate.manifest import ArtifactSet, Manifest, parse_distribution_filename, parse_manifest
-from wheelgate.objects import ObjectInfo
-from wheelgate.override import parse_override
-from wheelgate.planning import FileStep, SetPlan, plan_set
-from wheelgate.records import FileOutcome, PromotionRecord, SetOutcome, State
-from wheelgate.redact import Redactor
-from wheelgate.settings import PromoterSettings
-from wheelgate.storage import (
+from wheelgate.core.manifest import (
+    ArtifactSet,
+    Manifest,
+    parse_distribution_filename,
+    parse_manifest,
+)
+from wheelgate.core.objects import ObjectInfo
+from wheelgate.core.override import parse_override
+from wheelgate.core.planning import FileStep, SetPlan, plan_set
+from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
+from wheelgate.core.redact import Redactor
+from wheelgate.core.settings import PromoterSettings
+from wheelgate.core.wheelmeta import (
+    CoreMetadata,
+    WheelMetadataError,
+    core_metadata,
+    read_core_metadata,
+)
+from wheelgate.index.pages import (
+    IndexEntry,
+    ProjectPage,
+    absolute,
+    merge_entries,
+    staging_view,
+    upload_time,
+)
+from wheelgate.index.store import IndexStore, PageWrites
+from wheelgate.index.yank import YankRequest, apply_yank, parse_yank
+from wheelgate.storage.bucket import (
     MULTIPART_PART_SIZE,
     SINGLE_REQUEST_LIMIT,
     Bucket,
     PreconditionFailed,
     S3RangeReader,
 )
-from wheelgate.wheelmeta import CoreMetadata, WheelMetadataError, core_metadata, read_core_metadata
-from wheelgate.yank import YankRequest, apply_yank, parse_yank
 
 METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
 

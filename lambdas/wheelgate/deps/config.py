@@ -34,9 +34,9 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wheelgate.acceptance import MIRROR_REVIEW_TEST
-from wheelgate.layout import MIRROR_RUN_PREFIX
-from wheelgate.manifest import IndexDir, Sha256Hex
+from wheelgate.core.acceptance import MIRROR_REVIEW_TEST
+from wheelgate.core.layout import MIRROR_RUN_PREFIX
+from wheelgate.core.manifest import IndexDir, Sha256Hex
 
 SCHEMA_DEPS_V1 = "wheelgate/deps/v1"
 #: Run ids of dependency-mirror runs start with this (the promoter's acceptance policy knows it).

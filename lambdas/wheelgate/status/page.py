@@ -21,14 +21,14 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wheelgate.layout import (
+from wheelgate.core.layout import (
     HTML_PAGE,
     OVERRIDE_RUN_PREFIX,
     STATUS_PREFIX,
     YANK_RUN_PREFIX,
     relative_href,
 )
-from wheelgate.records import PromotionRecord, SetOutcome, State
+from wheelgate.core.records import PromotionRecord, SetOutcome, State
 
 SCHEMA_STATUS_V1 = "wheelgate/status/v1"
 STATE_KEY = f"{STATUS_PREFIX}state.json"

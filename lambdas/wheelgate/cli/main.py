@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wheelgate import __version__, redact
-from wheelgate.errors import TransientError
-from wheelgate.layout import STAGING, LayoutError, check_index
-from wheelgate.manifest import json_schema
-from wheelgate.records import PromotionRecord, State
-from wheelgate.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
-from wheelgate.storage import AccessError, Bucket
+from wheelgate import __version__
+from wheelgate.core import redact
+from wheelgate.core.errors import TransientError
+from wheelgate.core.layout import STAGING, LayoutError, check_index
+from wheelgate.core.manifest import json_schema
+from wheelgate.core.records import PromotionRecord, State
+from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.storage.bucket import AccessError, Bucket
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -99,7 +100,7 @@ class Progress:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    from wheelgate.staging import StageError, inspect_files, stage
+    from wheelgate.staging.stage import StageError, inspect_files, stage
 
     commit = args.commit or os.environ.get("GITHUB_SHA", "")
     if not commit:
@@ -139,7 +140,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from wheelgate.staging import build_manifest, parse_test_spec, staged_sets
+    from wheelgate.staging.stage import build_manifest, parse_test_spec, staged_sets
 
     try:
         STAGING.run_prefix(args.run_id)
@@ -173,7 +174,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
-    from wheelgate.staging import pinned_requirements, staged_sets
+    from wheelgate.staging.stage import pinned_requirements, staged_sets
 
     try:
         STAGING.run_index_prefix(args.run_id, args.index)
@@ -255,8 +256,8 @@ def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -
 
 
 def cmd_yank(args: argparse.Namespace) -> int:
-    from wheelgate.manifest import parse_distribution_filename
-    from wheelgate.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
+    from wheelgate.core.manifest import parse_distribution_filename
+    from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
 
     yanked = args.command == "yank"
     if yanked and not args.reason.strip():
@@ -280,7 +281,7 @@ def cmd_yank(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    from wheelgate.override import SCHEMA_OVERRIDE_V1, OverrideRequest, new_request_id
+    from wheelgate.core.override import SCHEMA_OVERRIDE_V1, OverrideRequest, new_request_id
 
     if not args.override:
         raise UsageError(
@@ -305,7 +306,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
-    from wheelgate.rebuild import rebuild, scan_nightly, scan_staging
+    from wheelgate.index.rebuild import rebuild, scan_nightly, scan_staging
 
     try:
         check_index(args.index)
@@ -350,7 +351,7 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    from wheelgate.local import LocalStack
+    from wheelgate.local.stack import LocalStack
 
     required: dict[str, list[str]] = {}
     for spec in args.require_test:
@@ -566,7 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     _storage_options(rebuild, nightly=True)
     rebuild.set_defaults(func=cmd_index_rebuild)
 
-    from wheelgate.deps_cli import register as register_deps
+    from wheelgate.cli.deps import register as register_deps
 
     register_deps(sub)
     schema = sub.add_parser("schema", help="print the manifest JSON Schema")

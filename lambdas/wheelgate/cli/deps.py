@@ -1,5 +1,5 @@
-"""``wheelgate deps check|plan|sync``: the CLI over :mod:`wheelgate.deps` and
-:mod:`wheelgate.deps_sync`.
+"""``wheelgate deps check|plan|sync``: the CLI over :mod:`wheelgate.deps.config` and
+:mod:`wheelgate.deps.sync`.
 
 ``check`` validates deps.yml and needs no credentials. ``plan`` also HEADs every target (and
 reads the nightly pages) and prints what ``sync`` would do. ``sync`` caches the files and
@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from wheelgate.cli import (
+from wheelgate.cli.main import (
     EXIT_OK,
     EXIT_PENDING,
     EXIT_REJECTED,
@@ -36,8 +36,10 @@ from wheelgate.cli import (
     _storage_options,
     wait_for_decision,
 )
-from wheelgate.deps import Deps, DepsInvalid, load_deps
-from wheelgate.deps_sync import (
+from wheelgate.core.records import State
+from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.deps.config import Deps, DepsInvalid, load_deps
+from wheelgate.deps.sync import (
     Fetcher,
     Row,
     https_opener,
@@ -47,10 +49,8 @@ from wheelgate.deps_sync import (
     stage_mirror,
     sync_files,
 )
-from wheelgate.records import State
-from wheelgate.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
-from wheelgate.staging import StageError
-from wheelgate.storage import Bucket
+from wheelgate.staging.stage import StageError
+from wheelgate.storage.bucket import Bucket
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

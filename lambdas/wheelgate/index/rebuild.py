@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from wheelgate.index_pages import IndexEntry, absolute, merge_entries, upload_time
-from wheelgate.index_store import IndexStore, PageWrites
-from wheelgate.layout import METADATA_SUFFIX, PAGES, RUNS_PREFIX, check_index, relative_href
-from wheelgate.manifest import parse_distribution_filename
-from wheelgate.objects import ListedObject
-from wheelgate.storage import Bucket
-from wheelgate.wheelmeta import core_metadata
+from wheelgate.core.layout import METADATA_SUFFIX, PAGES, RUNS_PREFIX, check_index, relative_href
+from wheelgate.core.manifest import parse_distribution_filename
+from wheelgate.core.objects import ListedObject
+from wheelgate.core.wheelmeta import core_metadata
+from wheelgate.index.pages import IndexEntry, absolute, merge_entries, upload_time
+from wheelgate.index.store import IndexStore, PageWrites
+from wheelgate.storage.bucket import Bucket
 
 
 @dataclass

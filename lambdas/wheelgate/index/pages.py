@@ -22,7 +22,7 @@ from urllib.parse import urljoin
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from wheelgate.manifest import parse_distribution_filename
+from wheelgate.core.manifest import parse_distribution_filename
 
 API_VERSION = "1.1"
 HTML_CONTENT_TYPE = "text/html; charset=utf-8"

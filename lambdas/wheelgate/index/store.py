@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from wheelgate.errors import TransientError
-from wheelgate.index_pages import (
+from wheelgate.core.errors import TransientError
+from wheelgate.core.layout import PAGES, project_dir
+from wheelgate.index.pages import (
     HTML_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
     PAGE_CACHE_CONTROL,
@@ -32,8 +33,7 @@ from wheelgate.index_pages import (
     render_root_html,
     render_root_json,
 )
-from wheelgate.layout import PAGES, project_dir
-from wheelgate.storage import Bucket, retry_delay
+from wheelgate.storage.bucket import Bucket, retry_delay
 
 EntriesTransform = Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]
 

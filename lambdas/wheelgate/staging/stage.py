@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from wheelgate.index_pages import IndexEntry, absolute, staging_view, upload_time
-from wheelgate.index_store import IndexStore, PageWrites
-from wheelgate.layout import (
+from wheelgate.core.layout import (
     METADATA_SUFFIX,
     PAGES,
     STAGING,
@@ -19,7 +17,7 @@ from wheelgate.layout import (
     check_run_id,
     relative_href,
 )
-from wheelgate.manifest import (
+from wheelgate.core.manifest import (
     SCHEMA_V1,
     ArtifactSet,
     Manifest,
@@ -28,14 +26,16 @@ from wheelgate.manifest import (
     Outcome,
     parse_distribution_filename,
 )
-from wheelgate.objects import META_COMMIT, META_RUN_ID
-from wheelgate.storage import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
-from wheelgate.wheelmeta import (
+from wheelgate.core.objects import META_COMMIT, META_RUN_ID
+from wheelgate.core.wheelmeta import (
     CoreMetadata,
     FileRangeReader,
     WheelMetadataError,
     read_core_metadata,
 )
+from wheelgate.index.pages import IndexEntry, absolute, staging_view, upload_time
+from wheelgate.index.store import IndexStore, PageWrites
+from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
 
 ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"

@@ -31,21 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
-from wheelgate.deps import REVIEW_TEST, FileTarget, WheelTarget
-from wheelgate.errors import TransientError
-from wheelgate.index_pages import IndexEntry
-from wheelgate.index_store import IndexStore
-from wheelgate.layout import STAGING
-from wheelgate.manifest import Outcome
-from wheelgate.objects import ObjectInfo
-from wheelgate.staging import (
+from wheelgate.core.errors import TransientError
+from wheelgate.core.layout import STAGING
+from wheelgate.core.manifest import Outcome
+from wheelgate.core.objects import ObjectInfo
+from wheelgate.deps.config import REVIEW_TEST, FileTarget, WheelTarget
+from wheelgate.index.pages import IndexEntry
+from wheelgate.index.store import IndexStore
+from wheelgate.staging.stage import (
     TestSpec,
     build_manifest,
     inspect_files,
     stage,
     staged_sets,
 )
-from wheelgate.storage import SINGLE_REQUEST_LIMIT, AccessError, Bucket, PreconditionFailed
+from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT, AccessError, Bucket, PreconditionFailed
 
 #: Download read size: large enough for throughput, small enough to keep memory flat.
 CHUNK_BYTES = 1024 * 1024

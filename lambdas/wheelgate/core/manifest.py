@@ -31,8 +31,8 @@ from pydantic import (
     model_validator,
 )
 
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.layout import (
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.layout import (
     INDEX_PATTERN,
     RUN_ID_PATTERN,
     LayoutError,

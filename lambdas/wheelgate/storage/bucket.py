@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from botocore.exceptions import ClientError
 
-from wheelgate.errors import TransientError
-from wheelgate.objects import (
+from wheelgate.core.errors import TransientError
+from wheelgate.core.objects import (
     META_SHA256,
     ListedObject,
     ObjectInfo,

@@ -15,10 +15,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.index_pages import IndexEntry
-from wheelgate.layout import YANK_RUN_PREFIX
-from wheelgate.manifest import IndexDir, RunId, parse_distribution_filename
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.layout import YANK_RUN_PREFIX
+from wheelgate.core.manifest import IndexDir, RunId, parse_distribution_filename
+from wheelgate.index.pages import IndexEntry
 
 SCHEMA_YANK_V1 = "wheelgate/yank/v1"
 

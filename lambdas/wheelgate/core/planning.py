@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.layout import METADATA_SUFFIX, NIGHTLY, STAGING
-from wheelgate.manifest import ArtifactSet, ManifestFile
-from wheelgate.objects import META_COMMIT, ObjectInfo
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, STAGING
+from wheelgate.core.manifest import ArtifactSet, ManifestFile
+from wheelgate.core.objects import META_COMMIT, ObjectInfo
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wheelgate.errors import PromotionRejected, Reason
-from wheelgate.layout import OVERRIDE_RUN_PREFIX
-from wheelgate.manifest import RunId
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.layout import OVERRIDE_RUN_PREFIX
+from wheelgate.core.manifest import RunId
 
 SCHEMA_OVERRIDE_V1 = "wheelgate/override/v1"
 
