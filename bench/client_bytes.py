@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -22,18 +21,13 @@ from pathlib import Path
 
 import boto3
 
+from wheelgate.local.hermetic import hermetic_env
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 
 INDEX = "v2/bytes"
-
-
-def hermetic_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
-    return env
 
 
 def main() -> int:

@@ -117,18 +117,6 @@ def buckets(s3: Any) -> tuple[Bucket, Bucket]:
     return Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
 
 
-def hermetic_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    env.update(
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_NO_CACHE_DIR="1",
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        UV_NO_CONFIG="1",
-        UV_NO_CACHE="1",
-    )
-    return env
-
-
 @pytest.fixture(scope="session")
 def venv_factory(tmp_path_factory: pytest.TempPathFactory) -> Any:
     def make(name: str) -> Path:

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, hermetic_env, uv_binary
+from tests.integration.conftest import LocalProcess, uv_binary
+from wheelgate.local.hermetic import hermetic_env
 from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/gfx94X-dcgpu"

@@ -26,14 +26,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from wheelgate.cli.main import (
+from wheelgate.cli.common import (
     EXIT_OK,
     EXIT_PENDING,
     EXIT_REJECTED,
     UsageError,
-    _required,
-    _s3_client,
-    _storage_options,
+    nightly_url,
+    required,
+    s3_client,
+    storage_options,
     wait_for_decision,
 )
 from wheelgate.core.records import State
@@ -110,14 +111,14 @@ def _parts(args: argparse.Namespace, deps: Deps) -> tuple[bool, bool]:
 
 
 def _gate_buckets(args: argparse.Namespace) -> tuple[Bucket, Bucket]:
-    s3 = _s3_client(args)
-    staging = _required(args, "staging_bucket", ENV_STAGING_BUCKET, "--staging-bucket")
-    nightly = _required(args, "nightly_bucket", ENV_NIGHTLY_BUCKET, "--nightly-bucket")
+    s3 = s3_client(args)
+    staging = required(args, "staging_bucket", ENV_STAGING_BUCKET, "--staging-bucket")
+    nightly = required(args, "nightly_bucket", ENV_NIGHTLY_BUCKET, "--nightly-bucket")
     return Bucket(s3, staging), Bucket(s3, nightly)
 
 
 def _cache_buckets(args: argparse.Namespace, deps: Deps) -> dict[str, Bucket]:
-    s3 = _s3_client(args)
+    s3 = s3_client(args)
     return {name: Bucket(s3, name) for name in sorted({t.bucket for t in deps.files})}
 
 
@@ -251,12 +252,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
             assert run_id is not None
             staged_now = False
             if upload:
-                base = _required(args, "nightly_url", ENV_NIGHTLY_BASE_URL, "--nightly-url")
                 mirror_rows = _stage_mirror(
                     plan=plan_mirror(nightly, deps.wheels),
                     staging=staging,
                     nightly=nightly,
-                    nightly_base_url=base if base.endswith("/") else base + "/",
+                    nightly_base_url=nightly_url(args),
                     run_id=run_id,
                     commit=commit,
                     fetcher=fetcher,
@@ -331,7 +331,7 @@ def register(subparsers: Any) -> None:
             "--nightly-url",
             help=f"public URL of the nightly index (default: ${ENV_NIGHTLY_BASE_URL})",
         )
-        _storage_options(action, nightly=True)
+        storage_options(action, nightly=True)
         action.set_defaults(func=cmd_plan if name == "plan" else cmd_sync)
         if name == "plan":
             continue

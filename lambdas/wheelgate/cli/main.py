@@ -19,55 +19,33 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from wheelgate import __version__
+from wheelgate.cli.common import (
+    EXIT_OK,
+    EXIT_PENDING,
+    EXIT_REJECTED,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+    UsageError,
+    buckets,
+    nightly_url,
+    storage_options,
+    wait_for_decision,
+)
 from wheelgate.core import redact
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING, LayoutError, check_index
 from wheelgate.core.manifest import json_schema
-from wheelgate.core.records import PromotionRecord, State
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.core.records import State
+from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL
 from wheelgate.storage.bucket import AccessError, Bucket
 
 if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
-
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
-
-
-class UsageError(Exception):
-    """Bad options or input: exit 2 with the message."""
-
-
-def _s3_client(args: argparse.Namespace) -> S3Client:
-    import boto3
-    from botocore.config import Config
-
-    config = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=32)
-    if args.endpoint_url:
-        return boto3.client("s3", endpoint_url=args.endpoint_url, config=config)
-    return boto3.client("s3", config=config)
-
-
-def _required(args: argparse.Namespace, attr: str, env: str, option: str) -> str:
-    value = getattr(args, attr, None) or os.environ.get(env, "")
-    if not value:
-        raise UsageError(f"{option} is required (or set {env})")
-    return str(value)
-
-
-def _buckets(args: argparse.Namespace, *, nightly: bool) -> tuple[Bucket, Bucket | None]:
-    s3 = _s3_client(args)
-    staging = Bucket(s3, _required(args, "staging_bucket", ENV_STAGING_BUCKET, "--staging-bucket"))
-    if not nightly:
-        return staging, None
-    return staging, Bucket(
-        s3, _required(args, "nightly_bucket", ENV_NIGHTLY_BUCKET, "--nightly-bucket")
-    )
+    pass
 
 
 class Progress:
@@ -105,19 +83,19 @@ def cmd_stage(args: argparse.Namespace) -> int:
     commit = args.commit or os.environ.get("GITHUB_SHA", "")
     if not commit:
         raise UsageError("--commit is required (or set GITHUB_SHA)")
-    nightly_url = _required(args, "nightly_url", ENV_NIGHTLY_BASE_URL, "--nightly-url")
+    nightly_base_url = nightly_url(args)
     try:
         STAGING.run_index_prefix(args.run_id, args.index)
         artifacts = inspect_files([Path(p) for p in args.files])
     except (LayoutError, StageError) as exc:
         raise UsageError(str(exc)) from exc
-    staging, nightly = _buckets(args, nightly=True)
+    staging, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
         result = stage(
             staging=staging,
             nightly=nightly,
-            nightly_base_url=nightly_url if nightly_url.endswith("/") else nightly_url + "/",
+            nightly_base_url=nightly_base_url,
             run_id=args.run_id,
             index=args.index,
             commit=commit,
@@ -147,7 +125,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         tests = [parse_test_spec(spec) for spec in args.test]
     except (LayoutError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
-    staging, _ = _buckets(args, nightly=False)
+    staging, _ = buckets(args, nightly=False)
     staged = staged_sets(staging, args.run_id)
     if not staged:
         raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
@@ -180,7 +158,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
         STAGING.run_index_prefix(args.run_id, args.index)
     except LayoutError as exc:
         raise UsageError(str(exc)) from exc
-    staging, _ = _buckets(args, nightly=False)
+    staging, _ = buckets(args, nightly=False)
     files = staged_sets(staging, args.run_id).get(args.index)
     if not files:
         raise UsageError(
@@ -196,46 +174,13 @@ def cmd_pins(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
-    found = staging.get(STAGING.record(run_id))
-    if found is not None:
-        record = PromotionRecord.model_validate_json(found[0])
-        return record.model_dump(mode="json", by_alias=True)
-    try:
-        has_manifest: bool | None = staging.head(STAGING.manifest(run_id)) is not None
-    except AccessError:
-        # The reporter role may write manifests without being allowed to read them back.
-        has_manifest = None
-    return {
-        "run_id": run_id,
-        "state": State.PENDING.value,
-        "reason": None,
-        "message": {
-            True: "manifest written; waiting for the promoter",
-            False: "no manifest for this run yet",
-            None: "no decision recorded yet; waiting for the promoter",
-        }[has_manifest],
-        "sets": [],
-    }
-
-
 def cmd_status(args: argparse.Namespace) -> int:
     try:
         STAGING.record(args.run_id)
     except LayoutError as exc:
         raise UsageError(str(exc)) from exc
-    staging, _ = _buckets(args, nightly=False)
+    staging, _ = buckets(args, nightly=False)
     return _wait_for_record(staging, args.run_id, args.wait, args.interval)
-
-
-def wait_for_decision(staging: Bucket, run_id: str, wait: float, interval: float) -> dict[str, Any]:
-    """The run's status document once it is decided, or as it stands after ``wait`` seconds."""
-    deadline = time.monotonic() + wait
-    while True:
-        document = _status_document(staging, run_id)
-        if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
-            return document
-        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
 
 def _wait_for_record(staging: Bucket, run_id: str, wait: float, interval: float) -> int:
@@ -249,7 +194,7 @@ def _wait_for_record(staging: Bucket, run_id: str, wait: float, interval: float)
 
 def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -> int:
     """Write a request where manifests go (the promoter's inbox) and wait for its record."""
-    staging, _ = _buckets(args, nightly=False)
+    staging, _ = buckets(args, nightly=False)
     staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
     print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
     return _wait_for_record(staging, run_id, args.wait, 1.0)
@@ -312,7 +257,7 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
         check_index(args.index)
     except LayoutError as exc:
         raise UsageError(str(exc)) from exc
-    staging, nightly = _buckets(args, nightly=True)
+    staging, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
         if args.bucket == "nightly":
@@ -323,13 +268,12 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
                 dry_run=args.dry_run,
             )
         else:
-            base = _required(args, "nightly_url", ENV_NIGHTLY_BASE_URL, "--nightly-url")
             changes, writes = rebuild(
                 target=staging,
                 index=args.index,
                 scanned=scan_staging(staging, args.index),
                 borrowed_from=nightly,
-                borrowed_base_url=base if base.endswith("/") else base + "/",
+                borrowed_base_url=nightly_url(args),
                 dry_run=args.dry_run,
             )
     except ValueError as exc:
@@ -387,20 +331,6 @@ def cmd_schema(args: argparse.Namespace) -> int:
 # -- parser -------------------------------------------------------------------------------
 
 
-def _storage_options(parser: argparse.ArgumentParser, *, nightly: bool) -> None:
-    group = parser.add_argument_group("storage")
-    group.add_argument(
-        "--staging-bucket", help=f"staging bucket name (default: ${ENV_STAGING_BUCKET})"
-    )
-    if nightly:
-        group.add_argument(
-            "--nightly-bucket", help=f"nightly bucket name (default: ${ENV_NIGHTLY_BUCKET})"
-        )
-    group.add_argument(
-        "--endpoint-url", help="S3 endpoint (default: boto3's, e.g. $AWS_ENDPOINT_URL)"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wheelgate",
@@ -432,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default: ${ENV_NIGHTLY_BASE_URL})",
     )
     stage.add_argument("files", nargs="+", metavar="FILE")
-    _storage_options(stage, nightly=True)
+    storage_options(stage, nightly=True)
     stage.set_defaults(func=cmd_stage)
 
     report = sub.add_parser(
@@ -453,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a test outcome: passed, failed or skipped (repeat for each test)",
     )
     report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
-    _storage_options(report, nightly=False)
+    storage_options(report, nightly=False)
     report.set_defaults(func=cmd_report)
 
     pins = sub.add_parser(
@@ -467,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pins.add_argument("--run-id", required=True)
     pins.add_argument("--index", required=True, metavar="DIR")
-    _storage_options(pins, nightly=False)
+    storage_options(pins, nightly=False)
     pins.set_defaults(func=cmd_pins)
 
     status = sub.add_parser(
@@ -478,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("run_id", metavar="RUN_ID")
     status.add_argument("--wait", type=float, default=0.0, metavar="SECONDS")
     status.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
-    _storage_options(status, nightly=False)
+    storage_options(status, nightly=False)
     status.set_defaults(func=cmd_status)
 
     local = sub.add_parser(
@@ -526,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
         yank.add_argument("filename", metavar="FILE", help="the released file name")
         yank.add_argument("--reason", default="", required=name == "yank")
         yank.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
-        _storage_options(yank, nightly=False)
+        storage_options(yank, nightly=False)
         yank.set_defaults(func=cmd_yank)
 
     promote = sub.add_parser(
@@ -543,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     promote.add_argument("--override", action="store_true", help="required: say you mean it")
     promote.add_argument("--reason", required=True, help="why; recorded with your identity")
     promote.add_argument("--wait", type=float, default=300.0, metavar="SECONDS")
-    _storage_options(promote, nightly=False)
+    storage_options(promote, nightly=False)
     promote.set_defaults(func=cmd_promote)
 
     index = sub.add_parser("index", help="index maintenance")
@@ -564,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.add_argument(
         "--nightly-url", help=f"for staging pages (default: ${ENV_NIGHTLY_BASE_URL})"
     )
-    _storage_options(rebuild, nightly=True)
+    storage_options(rebuild, nightly=True)
     rebuild.set_defaults(func=cmd_index_rebuild)
 
     from wheelgate.cli.deps import register as register_deps

@@ -116,6 +116,11 @@ def project_dir(project: str) -> str:
     return canonicalize_name(project)
 
 
+def base_url(url: str) -> str:
+    """``url`` with a final slash, so that keys joined onto it stay under its path."""
+    return url if url.endswith("/") else url + "/"
+
+
 def relative_href(page_dir: str, target_key: str) -> str:
     """URL of ``target_key`` relative to a page served from directory ``page_dir`` (both keys
     in the same bucket), so pages work under any host or path prefix."""

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import OVERRIDE_RUN_PREFIX
+from wheelgate.core.layout import OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX
 from wheelgate.core.manifest import RunId
 
 SCHEMA_OVERRIDE_V1 = "wheelgate/override/v1"
@@ -53,7 +53,7 @@ def parse_override(raw: bytes, *, expected_run_id: str) -> OverrideRequest:
             Reason.RUN_ID_MISMATCH,
             f"override request key names {expected_run_id!r} but it says {request.run_id!r}",
         )
-    if request.target_run_id.startswith(("override-", "yank-")):
+    if request.target_run_id.startswith((OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX)):
         raise PromotionRejected(
             Reason.OVERRIDE_NOT_APPLICABLE,
             f"{request.target_run_id!r} is a request, not a run: it cannot be overridden",

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wheelgate.core.layout import LayoutError, check_index
+from wheelgate.core.layout import LayoutError, base_url, check_index
 
 ENV_STAGING_BUCKET = "WHEELGATE_STAGING_BUCKET"
 ENV_NIGHTLY_BUCKET = "WHEELGATE_NIGHTLY_BUCKET"
@@ -121,11 +121,10 @@ class PromoterSettings:
                 f"{ENV_BLOCK_ALL_ON_FAILURE} must be true or false, not {block_raw!r}"
             )
         block_all = block_raw == "true"
-        base_url = required(ENV_NIGHTLY_BASE_URL)
         return cls(
             staging_bucket=required(ENV_STAGING_BUCKET),
             nightly_bucket=required(ENV_NIGHTLY_BUCKET),
-            nightly_base_url=base_url if base_url.endswith("/") else base_url + "/",
+            nightly_base_url=base_url(required(ENV_NIGHTLY_BASE_URL)),
             nightly_distribution_id=optional(ENV_NIGHTLY_DISTRIBUTION_ID),
             staging_distribution_id=optional(ENV_STAGING_DISTRIBUTION_ID),
             trusted_reporter_id=optional(ENV_TRUSTED_REPORTER_ID),

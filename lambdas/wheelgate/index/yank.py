@@ -43,10 +43,6 @@ def new_request_id(moment: datetime | None = None) -> str:
     return f"{YANK_RUN_PREFIX}{stamp}-{secrets.token_hex(4)}"
 
 
-def is_yank_document(data: object) -> bool:
-    return isinstance(data, dict) and data.get("schema") == SCHEMA_YANK_V1
-
-
 def parse_yank(raw: bytes, *, expected_run_id: str) -> YankRequest:
     """Validate a yank request; :class:`PromotionRejected` (``invalid-manifest``) if bad."""
     try:

@@ -20,22 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wheelgate.local.hermetic import hermetic_env
 from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/gfx94X-dcgpu"
 COMMITS = {"seed": "1" * 40, "1": "2" * 40, "2": "3" * 40}
-
-
-def hermetic_env(base: dict[str, str]) -> dict[str, str]:
-    """pip settings that ignore this machine's global configuration and caches."""
-    env = {k: v for k, v in base.items() if not k.startswith("PIP_")}
-    env.update(
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_NO_CACHE_DIR="1",
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        PIP_NO_INPUT="1",
-    )
-    return env
 
 
 class Demo:
@@ -112,7 +101,7 @@ class Demo:
     ) -> bool:
         venv = self.work / name
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        env = hermetic_env(dict(os.environ))
+        env = hermetic_env()
         env.pop("PIP_FIND_LINKS", None)
         installed = subprocess.run(
             [str(venv / "bin" / "pip"), "install", "--index-url", index_url, requirement],

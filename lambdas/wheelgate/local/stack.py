@@ -41,6 +41,7 @@ from wheelgate.core.settings import (
     ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
 )
+from wheelgate.index.pages import JSON_CONTENT_TYPE
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -58,11 +59,11 @@ LOCAL_REPORTER_PRINCIPAL = f"AWS:{LOCAL_REPORTER_ID}:wheelgate-local"
 LOCAL_DEPS_ID = "AROALOCALDEPS00000001"
 LOCAL_DEPS_PRINCIPAL = f"AWS:{LOCAL_DEPS_ID}:wheelgate-local"
 MIRROR_MANIFEST_PREFIX = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}"
-#: After this many failed receives a message moves to the DLQ (the stack uses the same).
+#: After this many failed receives a message moves to the DLQ: fewer than the stack's five
+#: (``stacks/promoter.py``), so a poison message reaches the local DLQ within seconds.
 MAX_RECEIVE_COUNT = 3
-PYPI_JSON = "application/vnd.pypi.simple.v1+json"
 # The media types stacks/functions/index_router.js ranks (tests/infra/index_router_cases.json).
-_JSON_TYPES = (PYPI_JSON, "application/vnd.pypi.simple.latest+json")
+_JSON_TYPES = (JSON_CONTENT_TYPE, "application/vnd.pypi.simple.latest+json")
 _HTML_TYPES = (
     "application/vnd.pypi.simple.v1+html",
     "application/vnd.pypi.simple.latest+html",

@@ -1,4 +1,7 @@
-"""The status site in the nightly bucket: what was promoted where, and what was refused.
+"""The status site: what was promoted where, and what was refused.
+
+Its pages live in the staging bucket (so a rejected run writes no byte of nightly) and are
+served at the nightly domain's ``/status/``.
 
 Pure functions. The state is one small JSON document (``status/state.json``) that
 :func:`apply_record` folds each decision record into; :func:`render_overview` and

@@ -1,0 +1,107 @@
+"""What every `wheelgate` command shares: exit codes, usage errors, S3 clients and buckets
+from options or the environment, storage options, and waiting for a run's decision."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from wheelgate.core.layout import STAGING, base_url
+from wheelgate.core.records import PromotionRecord, State
+from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.storage.bucket import AccessError, Bucket
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
+
+
+class UsageError(Exception):
+    """Bad options or input: exit 2 with the message."""
+
+
+def s3_client(args: argparse.Namespace) -> S3Client:
+    """An S3 client for ``--endpoint-url`` (or boto3's default), retrying adaptively."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=32)
+    if args.endpoint_url:
+        return boto3.client("s3", endpoint_url=args.endpoint_url, config=config)
+    return boto3.client("s3", config=config)
+
+
+def required(args: argparse.Namespace, attr: str, env: str, option: str) -> str:
+    """The option's value, else the variable's; raises UsageError naming both when neither."""
+    value = getattr(args, attr, None) or os.environ.get(env, "")
+    if not value:
+        raise UsageError(f"{option} is required (or set {env})")
+    return str(value)
+
+
+def nightly_url(args: argparse.Namespace) -> str:
+    """The nightly index's public base URL (``--nightly-url`` or its variable), ending in /."""
+    return base_url(required(args, "nightly_url", ENV_NIGHTLY_BASE_URL, "--nightly-url"))
+
+
+def buckets(args: argparse.Namespace, *, nightly: bool) -> tuple[Bucket, Bucket | None]:
+    """The staging bucket, and the nightly one when asked, from options or the environment."""
+    s3 = s3_client(args)
+    staging = Bucket(s3, required(args, "staging_bucket", ENV_STAGING_BUCKET, "--staging-bucket"))
+    if not nightly:
+        return staging, None
+    return staging, Bucket(
+        s3, required(args, "nightly_bucket", ENV_NIGHTLY_BUCKET, "--nightly-bucket")
+    )
+
+
+def storage_options(parser: argparse.ArgumentParser, *, nightly: bool) -> None:
+    """Add the bucket and endpoint options to a command's parser."""
+    group = parser.add_argument_group("storage")
+    group.add_argument(
+        "--staging-bucket", help=f"staging bucket name (default: ${ENV_STAGING_BUCKET})"
+    )
+    if nightly:
+        group.add_argument(
+            "--nightly-bucket", help=f"nightly bucket name (default: ${ENV_NIGHTLY_BUCKET})"
+        )
+    group.add_argument(
+        "--endpoint-url", help="S3 endpoint (default: boto3's, e.g. $AWS_ENDPOINT_URL)"
+    )
+
+
+def status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
+    """The run's record as JSON, or a pending document saying whether a manifest exists."""
+    found = staging.get(STAGING.record(run_id))
+    if found is not None:
+        record = PromotionRecord.model_validate_json(found[0])
+        return record.model_dump(mode="json", by_alias=True)
+    try:
+        has_manifest: bool | None = staging.head(STAGING.manifest(run_id)) is not None
+    except AccessError:
+        # The reporter role may write manifests without being allowed to read them back.
+        has_manifest = None
+    return {
+        "run_id": run_id,
+        "state": State.PENDING.value,
+        "reason": None,
+        "message": {
+            True: "manifest written; waiting for the promoter",
+            False: "no manifest for this run yet",
+            None: "no decision recorded yet; waiting for the promoter",
+        }[has_manifest],
+        "sets": [],
+    }
+
+
+def wait_for_decision(staging: Bucket, run_id: str, wait: float, interval: float) -> dict[str, Any]:
+    """The run's status document once it is decided, or as it stands after ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        document = status_document(staging, run_id)
+        if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
+            return document
+        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
