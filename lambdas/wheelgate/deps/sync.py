@@ -1,7 +1,7 @@
 """Applying a validated deps.yml: cache files in S3, mirror wheels through the gate.
 
 Adapters take their clients: :class:`Fetcher` an ``urllib`` opener, the sync functions
-:class:`~wheelgate.storage.Bucket` objects. Nothing here reads the environment.
+:class:`~wheelgate.storage.bucket.Bucket` objects. Nothing here reads the environment.
 
 - ``files``: HEAD the target; missing → stream the download to a temporary file (constant
   memory) verifying size and SHA-256, then upload it with its SHA-256 (S3 verifies it) and

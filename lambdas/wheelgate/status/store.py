@@ -1,7 +1,7 @@
 """Keeps the status site in the staging bucket up to date, safely under concurrent promoters.
 
 The state (``status/state.json``) is read with its ETag, a decision record is folded in by
-:func:`wheelgate.status_page.apply_record`, the touched pages are rendered from the new state and
+:func:`wheelgate.status.page.apply_record`, the touched pages are rendered from the new state and
 written, and the state is written last with ``If-Match`` (``If-None-Match: *`` when there is
 none yet): it is the commit point. Losing that race means another promoter committed first; we
 re-read and re-apply, so no decision is lost, and every writer's last page writes come from a

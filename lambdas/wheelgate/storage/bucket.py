@@ -83,7 +83,7 @@ def translate(exc: ClientError, bucket: str, key: str) -> Exception:
 
 
 class S3RangeReader:
-    """:class:`wheelgate.wheelmeta.RangeReader` over one S3 object version (pinned by ETag)."""
+    """:class:`wheelgate.core.wheelmeta.RangeReader` over one S3 object version (pinned by ETag)."""
 
     def __init__(self, client: S3Client, bucket: str, key: str, size: int, etag: str) -> None:
         self._client = client
