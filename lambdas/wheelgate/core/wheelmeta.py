@@ -1,8 +1,12 @@
 """Core metadata (PEP 658) of a wheel, read with a few ranged reads of its zip directory.
 
 A multi-gigabyte wheel is never downloaded: we read the end-of-central-directory record, the
-central directory and the one ``*.dist-info/METADATA`` member. The same code reads a local file
-(``wheelgate stage``) and an S3 object (the promoter) through :class:`RangeReader`.
+central directory and the ``*.dist-info/METADATA`` and ``WHEEL`` members. The same code reads a
+local file (``wheelgate stage``) and an S3 object (the promoter) through :class:`RangeReader`.
+
+A wheel whose METADATA ``Name`` or ``Version``, or whose ``WHEEL`` tags, disagree with its file
+name is refused here: installers key on the file name (uv refuses such a wheel outright, pip
+cannot find it under the name it asked for), and a released file can never be replaced.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from dataclasses import dataclass
 from email.parser import BytesHeaderParser
 from typing import BinaryIO, Protocol
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.tags import Tag, parse_tag
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 _EOCD_SIG = b"PK\x05\x06"
 _ZIP64_LOCATOR_SIG = b"PK\x06\x07"
@@ -24,13 +30,22 @@ _LOCAL_SIG = b"PK\x03\x04"
 _EOCD_SIZE = 22
 _MAX_COMMENT = 65535
 #: METADATA is a few KB; anything past this is not a metadata file we should hold in memory.
+#: It bounds the bytes read *and* the bytes inflated: a member's declared size can lie, so
+#: inflation stops at this limit whatever the central directory says (a 1 MB wheel must not
+#: expand to 1 GiB in the promoter).
 MAX_METADATA_BYTES = 16 * 1024 * 1024
+#: WHEEL is a handful of lines.
+MAX_WHEEL_FILE_BYTES = 64 * 1024
 #: A directory of 200,000 entries is ~20 MB; larger is not a wheel we can index sanely.
 MAX_CENTRAL_DIRECTORY_BYTES = 64 * 1024 * 1024
 
 
 class WheelMetadataError(ValueError):
     """The file is not a readable wheel, or has no usable METADATA."""
+
+
+class WheelIdentityError(WheelMetadataError):
+    """The wheel's METADATA or WHEEL file disagrees with its file name."""
 
 
 class RangeReader(Protocol):
@@ -158,32 +173,38 @@ def _members(directory: bytes) -> list[_Member]:
     return members
 
 
-def _metadata_member(members: list[_Member], wheel_filename: str) -> _Member:
-    project, _version, _build, _tags = parse_wheel_filename(wheel_filename)
+def _dist_info_member(members: list[_Member], wheel_filename: str, name: str) -> _Member:
+    """The one ``<project>-<version>.dist-info/<name>`` member of the wheel."""
+    project = _parse_filename(wheel_filename)[0]
     candidates = []
     for m in members:
         parts = m.name.split("/")
-        if len(parts) == 2 and parts[1] == "METADATA" and parts[0].endswith(".dist-info"):
+        if len(parts) == 2 and parts[1] == name and parts[0].endswith(".dist-info"):
             dist = parts[0][: -len(".dist-info")].rpartition("-")[0]
             if canonicalize_name(dist) == project:
                 candidates.append(m)
     if len(candidates) != 1:
         raise WheelMetadataError(
-            f"{wheel_filename}: expected one {project}-*.dist-info/METADATA, "
-            f"found {len(candidates)}"
+            f"{wheel_filename}: expected one {project}-*.dist-info/{name}, found {len(candidates)}"
         )
     return candidates[0]
 
 
-def read_core_metadata(reader: RangeReader, wheel_filename: str) -> CoreMetadata:
-    """Extract the METADATA file of the wheel behind ``reader``.
+def _parse_filename(wheel_filename: str) -> tuple[str, Version, frozenset[Tag]]:
+    try:
+        project, version, _build, tags = parse_wheel_filename(wheel_filename)
+    except InvalidWheelFilename as exc:
+        raise WheelMetadataError(f"{wheel_filename}: not a wheel file name: {exc}") from exc
+    return project, version, tags
 
-    Raises :class:`WheelMetadataError` when the file is not a zip, has no single matching
-    ``.dist-info/METADATA``, uses an unsupported compression or fails its CRC check.
-    """
-    member = _metadata_member(_members(_central_directory(reader)), wheel_filename)
-    if member.size > MAX_METADATA_BYTES or member.compressed_size > MAX_METADATA_BYTES:
-        raise WheelMetadataError(f"{wheel_filename}: METADATA is {member.size} bytes")
+
+def _read_member(reader: RangeReader, member: _Member, wheel_filename: str, limit: int) -> bytes:
+    """The member's bytes, reading and inflating at most ``limit`` bytes whatever its header
+    claims; :class:`WheelMetadataError` past the limit, for a bad header, method or CRC."""
+    if member.size > limit or member.compressed_size > limit:
+        raise WheelMetadataError(
+            f"{wheel_filename}: {member.name} is {member.size} bytes, over the {limit}-byte limit"
+        )
     header = reader.read(member.local_offset, 30)
     if len(header) != 30 or header[:4] != _LOCAL_SIG:
         raise WheelMetadataError(f"{wheel_filename}: bad local header for {member.name}")
@@ -193,18 +214,85 @@ def read_core_metadata(reader: RangeReader, wheel_filename: str) -> CoreMetadata
     if member.method == 0:
         content = raw
     elif member.method == 8:
+        inflater = zlib.decompressobj(-15)
         try:
-            content = zlib.decompress(raw, -15)
+            content = inflater.decompress(raw, limit + 1)
         except zlib.error as exc:
-            raise WheelMetadataError(f"{wheel_filename}: METADATA is corrupt: {exc}") from exc
+            raise WheelMetadataError(f"{wheel_filename}: {member.name} is corrupt: {exc}") from exc
+        if len(content) > limit or inflater.unconsumed_tail:
+            raise WheelMetadataError(
+                f"{wheel_filename}: {member.name} inflates past the {limit}-byte limit "
+                f"(its header says {member.size} bytes)"
+            )
     else:
         raise WheelMetadataError(
-            f"{wheel_filename}: METADATA uses zip method {member.method}; only stored and "
+            f"{wheel_filename}: {member.name} uses zip method {member.method}; only stored and "
             "deflate are supported"
         )
     if zlib.crc32(content) != member.crc or len(content) != member.size:
-        raise WheelMetadataError(f"{wheel_filename}: METADATA fails its CRC check")
-    return core_metadata(content)
+        raise WheelMetadataError(f"{wheel_filename}: {member.name} fails its CRC check")
+    return content
+
+
+def check_identity(wheel_filename: str, metadata: bytes, wheel_file: bytes) -> None:
+    """Raise :class:`WheelIdentityError` unless METADATA's ``Name`` and ``Version`` and the
+    ``Tag`` lines of WHEEL are those of the file name (names compared normalized, versions as
+    PEP 440 versions, tags as the expanded set)."""
+    project, version, tags = _parse_filename(wheel_filename)
+    headers = BytesHeaderParser().parsebytes(metadata)
+    name, raw_version = headers.get("Name"), headers.get("Version")
+    problems = []
+    if name is None or canonicalize_name(str(name).strip()) != project:
+        problems.append(f"METADATA says Name {name!s}, the file name says {project}")
+    try:
+        declared = Version(str(raw_version).strip()) if raw_version is not None else None
+    except InvalidVersion:
+        declared = None
+    if declared != version:
+        problems.append(f"METADATA says Version {raw_version!s}, the file name says {version}")
+    wheel_tags: set[Tag] = set()
+    for line in BytesHeaderParser().parsebytes(wheel_file).get_all("Tag") or []:
+        try:
+            wheel_tags |= parse_tag(str(line).strip())
+        except ValueError:
+            problems.append(f"WHEEL has an invalid Tag {line!s}")
+    if wheel_tags and wheel_tags != tags:
+        problems.append(
+            "WHEEL says tags "
+            + ", ".join(sorted(map(str, wheel_tags)))
+            + "; the file name says "
+            + ", ".join(sorted(map(str, tags)))
+        )
+    elif not wheel_tags:
+        problems.append("WHEEL names no Tag")
+    if problems:
+        raise WheelIdentityError(f"{wheel_filename}: " + "; ".join(problems))
+
+
+def read_core_metadata(reader: RangeReader, wheel_filename: str) -> CoreMetadata:
+    """Extract the METADATA file of the wheel behind ``reader``, after checking that the wheel
+    is what its file name says (:func:`check_identity`).
+
+    Raises :class:`WheelMetadataError` when the file is not a zip, has no single matching
+    ``.dist-info/METADATA`` or ``WHEEL``, uses an unsupported compression, fails a CRC check or
+    inflates past :data:`MAX_METADATA_BYTES`; :class:`WheelIdentityError` when it is not the
+    wheel its name says.
+    """
+    members = _members(_central_directory(reader))
+    metadata = _read_member(
+        reader,
+        _dist_info_member(members, wheel_filename, "METADATA"),
+        wheel_filename,
+        MAX_METADATA_BYTES,
+    )
+    wheel_file = _read_member(
+        reader,
+        _dist_info_member(members, wheel_filename, "WHEEL"),
+        wheel_filename,
+        MAX_WHEEL_FILE_BYTES,
+    )
+    check_identity(wheel_filename, metadata, wheel_file)
+    return core_metadata(metadata)
 
 
 def core_metadata(content: bytes) -> CoreMetadata:
