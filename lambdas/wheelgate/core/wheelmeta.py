@@ -251,7 +251,8 @@ def check_identity(wheel_filename: str, metadata: bytes, wheel_file: bytes) -> N
     if declared != version:
         problems.append(f"METADATA says Version {raw_version!s}, the file name says {version}")
     wheel_tags: set[Tag] = set()
-    for line in BytesHeaderParser().parsebytes(wheel_file).get_all("Tag") or []:
+    tag_lines = BytesHeaderParser().parsebytes(wheel_file).get_all("Tag") or []
+    for line in tag_lines:
         try:
             wheel_tags |= parse_tag(str(line).strip())
         except ValueError:
@@ -263,7 +264,7 @@ def check_identity(wheel_filename: str, metadata: bytes, wheel_file: bytes) -> N
             + "; the file name says "
             + ", ".join(sorted(map(str, tags)))
         )
-    elif not wheel_tags:
+    elif not tag_lines:
         problems.append("WHEEL names no Tag")
     if problems:
         raise WheelIdentityError(f"{wheel_filename}: " + "; ".join(problems))

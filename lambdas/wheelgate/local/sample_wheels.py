@@ -34,7 +34,11 @@ def build_wheel(
     payload_bytes: int = 0,
     module_source: str | None = None,
 ) -> Path:
-    """Write ``<name>-<version>-<tag>.whl`` into ``directory`` and return its path."""
+    """Write ``<name>-<version>-<tag>.whl`` into ``directory`` and return its path.
+
+    ``tag`` may start with a build tag (``1-py3-none-any``), which goes to WHEEL's ``Build``.
+    """
+    build, wheel_tag = tag.split("-", 1) if tag.count("-") == 3 else ("", tag)
     module = canonicalize_name(name).replace("-", "_")
     dist = f"{module}-{version}"
     info = f"{dist}.dist-info"
@@ -46,7 +50,9 @@ def build_wheel(
         f"{module}/__init__.py": (module_source or f'__version__ = "{version}"\n').encode(),
         f"{info}/METADATA": ("\n".join(metadata_lines) + "\n\n").encode(),
         f"{info}/WHEEL": (
-            f"Wheel-Version: 1.0\nGenerator: wheelgate\nRoot-Is-Purelib: true\nTag: {tag}\n"
+            "Wheel-Version: 1.0\nGenerator: wheelgate\nRoot-Is-Purelib: true\n"
+            + (f"Build: {build}\n" if build else "")
+            + f"Tag: {wheel_tag}\n"
         ).encode(),
     }
     if payload_bytes:
