@@ -1,14 +1,75 @@
-"""The stack's import closure (``stacks.lambda_asset``) follows the imports that run and only
-those."""
+"""What the promoter imports: the handler runs without the CLI's modules, and the stack's import
+closure (``stacks.lambda_asset``) follows the imports that run and only those."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from stacks.lambda_asset import asset_files
+
+LAMBDA_CODE_DIR = Path(__file__).resolve().parents[2] / "lambdas"
+# As in stacks/promoter.py, named here so the test needs no CDK.
+HANDLER = "wheelgate.promoter.handler.lambda_handler"
+
+# Not in the promoter asset (wheelgate.*) or not in its layer (moto, PyYAML).
+UNAVAILABLE = (
+    "wheelgate.cli",
+    "wheelgate.local",
+    "wheelgate.deps",
+    "wheelgate.staging",
+    "wheelgate.index.rebuild",
+    "moto",
+    "yaml",
+)
+
+# Run in a fresh interpreter: a module some other test imported would be found in sys.modules
+# without consulting the finder.
+IMPORT_HANDLER = textwrap.dedent(
+    """
+    import importlib
+    import importlib.abc
+    import sys
+
+    handler_name, *unavailable = sys.argv[1:]
+
+
+    class Unavailable(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if any(name == u or name.startswith(u + ".") for u in unavailable):
+                raise ImportError(f"{name} is not available to the promoter")
+            return None
+
+
+    sys.meta_path.insert(0, Unavailable())
+    for name in unavailable:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        sys.exit(f"the finder let {name} through")
+    module, _, function = handler_name.rpartition(".")
+    handler = getattr(importlib.import_module(module), function)
+    assert callable(handler), handler
+    """
+)
+
+
+def test_handler_imports_without_the_cli_local_mode_deps_or_staging() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", IMPORT_HANDLER, HANDLER, *UNAVAILABLE],
+        # Nothing from this process's environment: the handler needs none of it to import.
+        env={"PYTHONPATH": str(LAMBDA_CODE_DIR)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:
