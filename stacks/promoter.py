@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, IgnoreMode, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
@@ -15,6 +15,7 @@ from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.lambda_asset import asset_files, glob_excludes_keeping, handler_module
 from stacks.nag import acknowledge
 from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
 from wheelgate.core.settings import METRICS_NAMESPACE, SERVICE_NAME
@@ -70,7 +71,8 @@ class Promoter(Construct):
     Attributes:
         queue: receives ``s3:ObjectCreated`` events for ``manifests/*.json`` in staging.
         dead_letter_queue: messages that failed ``MAX_RECEIVE_COUNT`` times.
-        function: the promoter Lambda (``HANDLER`` in ``code_dir``, deps in the layer).
+        function: the promoter Lambda (``HANDLER`` and the modules it imports from
+            ``code_dir``, see :func:`promoter_code`; deps in the layer).
         log_group: the function's log group.
 
     Raises ``FileNotFoundError`` naming ``make layer`` when ``layer_dir`` does not exist.
@@ -149,7 +151,7 @@ class Promoter(Construct):
             runtime=lambda_.Runtime.PYTHON_3_13,
             architecture=lambda_.Architecture.ARM_64,
             handler=HANDLER,
-            code=lambda_.Code.from_asset(str(code_dir), exclude=ASSET_EXCLUDES),
+            code=promoter_code(code_dir),
             layers=[layer],
             role=role,
             timeout=FUNCTION_TIMEOUT,
@@ -201,3 +203,20 @@ class Promoter(Construct):
                 "through the AWS-managed basic execution policy; it has no other permissions "
                 "beyond s3:PutBucketNotification.",
             )
+
+
+def promoter_code(code_dir: Path) -> lambda_.AssetCode:
+    """The promoter's code: only the files of ``code_dir`` that importing ``HANDLER`` runs.
+
+    Raises ``FileNotFoundError`` when the handler or a module it imports is missing.
+    """
+    files = asset_files(code_dir, handler_module(HANDLER))
+    # Excluding in place rather than copying the files to a staging directory: CDK hashes only
+    # the files the patterns keep (not the patterns), so an edit to the CLI or local mode leaves
+    # the asset hash, and the deployed function, unchanged; and synthesis writes nothing
+    # outside its output directory, whether `cdk synth` or the tests run it.
+    return lambda_.Code.from_asset(
+        str(code_dir),
+        exclude=glob_excludes_keeping(files),
+        ignore_mode=IgnoreMode.GLOB,
+    )

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 from aws_cdk.assertions import Match, Template
 
+from stacks.config import WheelGateConfig
+from stacks.lambda_asset import asset_files, handler_module
 from stacks.promoter import HANDLER
-from stacks.wheelgate_stack import LAMBDA_CODE_DIR
+from stacks.wheelgate_stack import LAMBDA_CODE_DIR, WheelGateStack
 from tests.infra.resolve import Resolver
+from tests.infra.synth import STACK_NAME, Synthesis, cdk_json_context
 from wheelgate.core.settings import (
     ALL_ENV_NAMES,
     ENV_ALLOWED_INDEXES,
@@ -164,9 +170,83 @@ def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
 
 
 def test_handler_named_by_the_stack_exists_in_the_code_asset() -> None:
-    module, _, function = HANDLER.rpartition(".")
-    path = LAMBDA_CODE_DIR.joinpath(*module.split(".")).with_suffix(".py")
+    function = HANDLER.rpartition(".")[2]
+    path = LAMBDA_CODE_DIR.joinpath(*handler_module(HANDLER).split(".")).with_suffix(".py")
     tree = ast.parse(path.read_text())
     # Decorated functions are still plain (async) function definitions at module level.
     names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert function in names, f"{path} defines no {function}()"
+
+
+# Code the promoter never imports: the CLI, local mode, deps mirroring, staging, index rebuild.
+NON_RUNTIME = (
+    "wheelgate/cli/",
+    "wheelgate/local/",
+    "wheelgate/deps/",
+    "wheelgate/staging/",
+    "wheelgate/index/rebuild.py",
+)
+
+
+def _asset_dir(outdir: Path, s3_key: str) -> Path:
+    """The folder the cloud assembly in ``outdir`` uploads (zipped) as ``s3_key``."""
+    assets = json.loads((outdir / f"{STACK_NAME}.assets.json").read_text())
+    (path,) = (
+        asset["source"]["path"]
+        for asset in assets["files"].values()
+        if any(d["objectKey"] == s3_key for d in asset["destinations"].values())
+    )
+    return outdir / path
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
+
+
+def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis) -> None:
+    _, props = _function(synthesis.template)
+    files = _files(_asset_dir(synthesis.outdir, props["Code"]["S3Key"]))
+    assert "wheelgate/promoter/handler.py" in files
+    assert "wheelgate/promotion/promoter.py" in files
+    leaked = [
+        f
+        for f in files
+        if f.startswith(NON_RUNTIME) or f.endswith(("__main__.py", ".pyc", "py.typed"))
+    ]
+    assert leaked == []
+    # Exactly the import closure: CDK's exclude patterns drop __pycache__ and the egg-info too.
+    assert files == list(asset_files(LAMBDA_CODE_DIR, handler_module(HANDLER)))
+
+
+def test_only_runtime_edits_change_the_function_asset(synthesis: Synthesis, tmp_path: Path) -> None:
+    # Given a copy of the code with the CLI edited, a CLI module added and an editor's swap file
+    # (`*` alone does not match dot files), and a copy with the handler edited
+    cli_edited = tmp_path / "cli-edited"
+    shutil.copytree(LAMBDA_CODE_DIR, cli_edited)
+    with (cli_edited / "wheelgate" / "cli" / "main.py").open("a") as main:
+        main.write("\n# A new CLI message.\n")
+    (cli_edited / "wheelgate" / "cli" / "extra.py").write_text('"""A new CLI command."""\n')
+    (cli_edited / "wheelgate" / "core" / ".layout.py.swp").write_bytes(b"\0swap")
+    handler_edited = tmp_path / "handler-edited"
+    shutil.copytree(LAMBDA_CODE_DIR, handler_edited)
+    with (handler_edited / "wheelgate" / "promoter" / "handler.py").open("a") as handler:
+        handler.write("\n# A handler change.\n")
+
+    # When both are synthesized (one app, no cdk-nag: only the asset hashes matter here)
+    app = cdk.App(
+        context=cdk_json_context(), outdir=str(tmp_path / "cdk.out"), analytics_reporting=False
+    )
+    config = WheelGateConfig.from_context(app.node.try_get_context)
+    code_dirs = {"CliEdited": cli_edited, "HandlerEdited": handler_edited}
+    for name, code_dir in code_dirs.items():
+        WheelGateStack(app, name, config=config, code_dir=code_dir)
+    assembly = app.synth()
+    keys = {
+        name: _function(assembly.get_stack_by_name(name).template)[1]["Code"]["S3Key"]
+        for name in code_dirs
+    }
+
+    # Then the CLI edit keeps the deployed asset and the handler edit replaces it
+    _, props = _function(synthesis.template)
+    assert keys["CliEdited"] == props["Code"]["S3Key"]
+    assert keys["HandlerEdited"] != props["Code"]["S3Key"]
