@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
+#: The reader of the output went away (``wheelgate status R | head``): 128 + SIGPIPE, what a
+#: shell reports for a program that SIGPIPE ended.
+EXIT_BROKEN_PIPE = 141
 #: The commit GitHub Actions runs for; ``--commit`` defaults to it.
 ENV_GITHUB_SHA = "GITHUB_SHA"
 

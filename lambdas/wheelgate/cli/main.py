@@ -6,7 +6,7 @@ which writes the run's manifest and so triggers the promoter; `wheelgate status 
 reports the decision. `wheelgate local` runs the whole stack on this machine.
 
 Exit codes: 0 success (status/yank: done), 1 rejected, 2 bad input or configuration,
-3 still pending, 4 storage or network error.
+3 still pending, 4 storage or network error, 141 the output's reader went away (| head).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from wheelgate import __version__
 from wheelgate.cli.common import (
+    EXIT_BROKEN_PIPE,
     EXIT_OK,
     EXIT_PENDING,
     EXIT_REJECTED,
@@ -505,6 +506,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``wheelgate`` command; returns its exit code."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            # A reader that went away shows here rather than at interpreter exit.
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # The Python docs' "Note on SIGPIPE": send what is left to devnull so the flush at
+        # exit is quiet too, and end as a program that SIGPIPE ended would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     redact.install()
     parser = build_parser()
     args = parser.parse_args(argv)
