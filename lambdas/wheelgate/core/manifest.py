@@ -61,10 +61,15 @@ _TEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}")
 _TEST_URL = re.compile(TEST_URL_PATTERN)
 
 
+def is_commit(value: str) -> bool:
+    """Whether ``value`` is a full commit SHA (:data:`COMMIT_PATTERN`)."""
+    return _COMMIT.fullmatch(value) is not None
+
+
 def check_commit(commit: str, *, name: str = "commit") -> str:
     """Return ``commit`` if it is a full commit SHA; else raise ``ValueError`` calling it
     ``name`` (the option or variable it came from)."""
-    if not _COMMIT.fullmatch(commit):
+    if not is_commit(commit):
         raise ValueError(f"{name} {commit!r} is not a full 40-character hex commit SHA")
     return commit
 
