@@ -25,7 +25,8 @@ from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 
 INDEX = "st/gfx94X-dcgpu"
-TEST_URL = "https://ci.example/runs/st-good?attempt=1&job=smoke"
+REPO_URL = "https://github.com/example/project"
+TEST_URL = f"{REPO_URL}/actions/runs/4242/job/7?attempt=1&job=smoke"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -159,6 +160,9 @@ def test_overview_in_headless_chromium_at_phone_size(
     assert "st-good" in text
     assert decided["good"]["commit"][:12] in text
     assert TEST_URL in dom.hrefs()
+    # And the run id and the commit link the CI run and the commit the test URL names
+    assert f"{REPO_URL}/actions/runs/4242" in dom.hrefs()
+    assert f"{REPO_URL}/commit/{decided['good']['commit']}" in dom.hrefs()
     assert "tests-failed" in text
     assert "st-bad" in text
     assert f"{INDEX}/" in dom.hrefs()
@@ -188,6 +192,8 @@ def test_directory_page_in_headless_chromium(
     assert released["filename"] in text
     assert released["sha256"][:12] in text
     assert TEST_URL in dom.hrefs()
+    assert f"{REPO_URL}/actions/runs/4242" in dom.hrefs()
+    assert f"{REPO_URL}/commit/{decided['good']['commit']}" in dom.hrefs()
     assert "tests-failed" in text
     assert "script" not in {t for t, _ in dom.tags}
     # The file link resolves to the released wheel on the same server.

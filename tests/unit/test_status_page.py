@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from html.parser import HTMLParser
 from typing import Any
 
@@ -9,11 +10,14 @@ import pytest
 
 from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
 from wheelgate.status.page import (
+    CI_HOSTS,
     MAX_DECISIONS,
     MAX_DIRECTORIES,
     MAX_REJECTIONS,
+    CiLinks,
     StatusState,
     apply_record,
+    ci_links,
     page_key,
     parse_state,
     render_directory,
@@ -64,11 +68,11 @@ def promoted(
 
 def rejected(
     run_id: str, n: int, *, index: str | None = INDEX, reason: str = "tests-failed",
-    message: str = "test smoke failed",
+    message: str = "test smoke failed", tests: list[dict[str, str]] | None = None,
 ) -> PromotionRecord:  # fmt: skip
     sets = [] if index is None else [
         SetOutcome(index=index, state=State.REJECTED, reason=reason, message=message,
-                   tests=[{"name": "smoke", "result": "failed"}])
+                   tests=tests or [{"name": "smoke", "result": "failed"}])
     ]  # fmt: skip
     record = PromotionRecord(
         run_id=run_id, state=State.REJECTED, reason=reason, message=message,
@@ -321,3 +325,172 @@ def test_pages_are_html5_documents() -> None:
     ):
         assert html.startswith('<!DOCTYPE html>\n<html lang="en">')
         assert html.rstrip().endswith("</html>")
+
+
+# -- CI run and commit links -----------------------------------------------------------------
+
+REPO = "https://github.com/ROCm/TheRock"
+JOB_URL = f"{REPO}/actions/runs/16454515470/job/46510539321"
+RUN_LINK = f"{REPO}/actions/runs/16454515470"
+COMMIT_LINK = f"{REPO}/commit/{COMMIT}"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        JOB_URL,
+        RUN_LINK,
+        f"{RUN_LINK}/attempts/2",
+        f"{JOB_URL}?pr=12&check_suite_focus=true#step:4:17",
+        "HTTPS://GitHub.com/ROCm/TheRock/actions/runs/16454515470",
+    ],
+)
+def test_a_github_actions_url_gives_the_run_and_the_commit(url: str) -> None:
+    assert ci_links([url], COMMIT) == CiLinks(run=RUN_LINK, commit=COMMIT_LINK)
+
+
+def test_a_configured_host_is_linked_on_that_host() -> None:
+    url = "https://github.example.com/ml/torch/actions/runs/7/job/8"
+    hosts = CI_HOSTS | {"github.example.com"}
+    assert ci_links([url], COMMIT, hosts=hosts) == CiLinks(
+        run="https://github.example.com/ml/torch/actions/runs/7",
+        commit=f"https://github.example.com/ml/torch/commit/{COMMIT}",
+    )
+    assert ci_links([url], COMMIT) == CiLinks()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        None,
+        "",
+        "javascript:alert(1)",
+        "javascript://github.com/ROCm/TheRock/actions/runs/1",
+        "data:text/html,https://github.com/ROCm/TheRock/actions/runs/1",
+        "http://github.com/ROCm/TheRock/actions/runs/1",
+        "//github.com/ROCm/TheRock/actions/runs/1",
+        "https://ci.example/ROCm/TheRock/actions/runs/1",
+        "https://github.com.evil.example/ROCm/TheRock/actions/runs/1",
+        "https://evil.example/github.com/TheRock/actions/runs/1",
+        "https://evil.example/?u=https://github.com/ROCm/TheRock/actions/runs/1",
+        "https://user:token@github.com/ROCm/TheRock/actions/runs/1",
+        "https://ghp_token@github.com/ROCm/TheRock/actions/runs/1",
+        "https://github.com@evil.example/ROCm/TheRock/actions/runs/1",
+        "https://github.com:8443/ROCm/TheRock/actions/runs/1",
+        "https://github.com/ROCm/TheRock/actions/runs/",
+        "https://github.com/ROCm/TheRock/actions/runs/1e3",
+        "https://github.com/ROCm/TheRock/actions/runs/-1",
+        "https://github.com/ROCm/TheRock/pull/1",
+        "https://github.com/ROCm/../actions/runs/1",
+        "https://github.com/ROCm/TheRock/../../actions/runs/1",
+        "https://github.com/ROCm%2FTheRock/x/actions/runs/1",
+        "https://github.com/-ROCm/TheRock/actions/runs/1",
+        "https://github.com/RÖCm/TheRock/actions/runs/1",
+        'https://github.com/ROCm/The"Rock/actions/runs/1',
+        "https://github.com/ROCm/<script>/actions/runs/1",
+        "https://github.com/ROCm/TheRock/actions/runs/1 onclick=alert(1)",
+        "https://github.com/ROCm/TheRock/actions/runs/1\n",
+        "https://github.com/ROCm/TheRock/actions/runs/\uff11",  # a fullwidth digit
+    ],
+)
+def test_anything_but_a_github_actions_run_url_gives_no_link(url: str | None) -> None:
+    assert ci_links([url], COMMIT) == CiLinks()
+
+
+@pytest.mark.parametrize(
+    "commit", [None, "", "abc123", COMMIT.upper(), COMMIT + "0", "g" * 40, "<b>" + "a" * 37]
+)
+def test_only_a_full_commit_sha_is_linked(commit: str | None) -> None:
+    assert ci_links([JOB_URL], commit) == CiLinks(run=RUN_LINK)
+
+
+def test_urls_that_disagree_link_only_what_they_agree_on() -> None:
+    other_run = f"{REPO}/actions/runs/99/job/1"
+    other_repo = "https://github.com/ROCm/other/actions/runs/16454515470"
+    assert ci_links([JOB_URL, RUN_LINK, None, "https://ci.example/1"], COMMIT) == CiLinks(
+        run=RUN_LINK, commit=COMMIT_LINK
+    )
+    assert ci_links([JOB_URL, other_run], COMMIT) == CiLinks(commit=COMMIT_LINK)
+    assert ci_links([JOB_URL, other_repo], COMMIT) == CiLinks()
+    assert ci_links([], COMMIT) == CiLinks()
+
+
+def test_pages_link_the_run_id_and_the_commit() -> None:
+    # Given a promoted run and a rejected one whose tests ran in GitHub Actions
+    failed = [{"name": "smoke", "result": "failed", "url": f"{REPO}/actions/runs/2/job/3"}]
+    state = fold(
+        promoted("101", 1, tests=[{"name": "smoke", "result": "passed", "url": JOB_URL}]),
+        rejected("102", 2, tests=failed),
+    )
+    # Then the run id and the commit are links to them, wherever they are shown
+    for html in (render_overview(state), render_directory(state, INDEX)):
+        dom = Dom(html)
+        assert {RUN_LINK, COMMIT_LINK, f"{REPO}/actions/runs/2", JOB_URL} <= set(dom.hrefs())
+        assert f'<a href="{RUN_LINK}" rel="nofollow noopener"><code>101</code></a>' in html
+        assert f'<a href="{COMMIT_LINK}" rel="nofollow noopener"><code title=' in html
+
+
+def test_without_github_urls_the_run_id_and_commit_stay_plain_text() -> None:
+    state = fold(promoted("101", 1), rejected("102", 2))
+    for html in (render_overview(state), render_directory(state, INDEX)):
+        assert Dom(html).hrefs().count("https://ci.example/1") == 1
+        assert not [h for h in Dom(html).hrefs() if "github" in h or "commit" in h]
+        assert "<dd><code>101</code></dd>" in html
+
+
+def test_yank_and_override_runs_are_not_linked_to_ci() -> None:
+    override = promoted(
+        "override-101-1", 1, tests=[{"name": "s", "result": "passed", "url": JOB_URL}]
+    )
+    state = fold(override)
+    assert state.directories[INDEX].decisions[0].links == CiLinks()
+    assert RUN_LINK not in Dom(render_directory(state, INDEX)).hrefs()
+
+
+def test_hostile_run_ids_and_commits_stay_text_inside_the_links() -> None:
+    record = promoted(
+        '<script>alert("run")</script>',
+        1,
+        tests=[{"name": "s", "result": "passed", "url": JOB_URL}],
+    ).model_copy(update={"commit": '"><img src=x onerror=alert(1)>'})
+    state = fold(record)
+    for html in (render_overview(state), render_directory(state, INDEX)):
+        dom = Dom(html)
+        assert not {t for t, _ in dom.tags} & {"script", "img"}
+        assert '<script>alert("run")</script>' in dom.all_text()
+        assert RUN_LINK in dom.hrefs()
+        assert not [h for h in dom.hrefs() if "/commit/" in h]
+
+
+def test_a_state_written_before_links_existed_still_parses_and_renders() -> None:
+    # Given status/state.json as the previous promoter wrote it (no "links" anywhere)
+    old = {
+        "schema": "wheelgate/status/v1",
+        "directories": {
+            INDEX: {
+                "latest": {
+                    "run_id": "101", "commit": COMMIT, "decided_at": at(1), "file_count": 1,
+                    "files": [{"filename": "t-1-py3-none-any.whl", "size": 1, "sha256": "0" * 64}],
+                    "tests": [{"name": "smoke", "result": "passed", "url": JOB_URL}],
+                },
+                "decisions": [{"run_id": "101", "kind": "run", "state": "promoted",
+                               "reason": None, "message": "", "at": at(1), "commit": COMMIT}],
+            }
+        },
+        "rejections": [{"run_id": "102", "kind": "run", "index": INDEX,
+                        "reason": "tests-failed", "message": "m", "at": at(2)}],
+    }  # fmt: skip
+    state = parse_state(json.dumps(old))
+    latest = state.directories[INDEX].latest
+    assert latest is not None
+    assert latest.links == CiLinks()
+    assert state.rejections[0].links == CiLinks()
+    # Then its pages render as before, and the next promotion brings the links
+    assert "<dd><code>101</code></dd>" in render_directory(state, INDEX)
+    state = apply_record(
+        state, promoted("103", 3, tests=[{"name": "s", "result": "passed", "url": JOB_URL}])
+    )
+    latest = state.directories[INDEX].latest
+    assert latest is not None
+    assert latest.links == CiLinks(run=RUN_LINK, commit=COMMIT_LINK)
+    assert parse_state(state.to_json()) == state

@@ -1,14 +1,19 @@
-"""What every `wheelgate` command shares: exit codes, usage errors, S3 clients and buckets
-from options or the environment, storage options, and waiting for a run's decision."""
+"""What every `wheelgate` command shares: exit codes, usage errors, checked option values, S3
+clients and buckets from options or the environment, storage options, and waiting for a run's
+decision."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from wheelgate.core.layout import STAGING, base_url
+from wheelgate.core.manifest import check_commit, describe_errors
 from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.storage.bucket import AccessError, Bucket
@@ -17,10 +22,52 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
+#: The reader of the output went away (``wheelgate status R | head``): 128 + SIGPIPE, what a
+#: shell reports for a program that SIGPIPE ended.
+EXIT_BROKEN_PIPE = 141
+#: The commit GitHub Actions runs for; ``--commit`` defaults to it.
+ENV_GITHUB_SHA = "GITHUB_SHA"
+
+T = TypeVar("T")
+V = TypeVar("V")
+M = TypeVar("M", bound=BaseModel)
 
 
 class UsageError(Exception):
     """Bad options or input: exit 2 with the message."""
+
+
+def checked(option: str, value: V, check: Callable[[V], T]) -> T:
+    """``check(value)``, its ``ValueError`` turned into a UsageError naming ``option``."""
+    try:
+        return check(value)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from exc
+
+
+def commit_option(args: argparse.Namespace) -> str:
+    """``--commit``, else ``$GITHUB_SHA``, held to the manifest's rule for a commit; a
+    UsageError names the option or the variable a bad value came from."""
+    source, value = (
+        ("--commit", args.commit)
+        if args.commit is not None
+        else (ENV_GITHUB_SHA, os.environ.get(ENV_GITHUB_SHA, ""))
+    )
+    if not value and source == ENV_GITHUB_SHA:
+        raise UsageError(f"--commit is required (or set {ENV_GITHUB_SHA})")
+    try:
+        return check_commit(value, name=source)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def validated(model: type[M], data: Mapping[str, object], options: Mapping[str, str]) -> M:
+    """``model`` built from option values; a UsageError names the ``options`` (field name ->
+    option) whose values it refuses, on one line."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(describe_errors(exc, names=options)) from exc
 
 
 def s3_client(args: argparse.Namespace) -> S3Client:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -27,16 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from wheelgate.cli.common import (
+    ENV_GITHUB_SHA,
     EXIT_OK,
     EXIT_PENDING,
     EXIT_REJECTED,
     UsageError,
+    checked,
+    commit_option,
     nightly_url,
     required,
     s3_client,
     storage_options,
     wait_for_decision,
 )
+from wheelgate.core.manifest import check_test_url
 from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.deps.config import Deps, DepsInvalid, load_deps
@@ -52,8 +55,6 @@ from wheelgate.deps.sync import (
 )
 from wheelgate.staging.stage import StageError
 from wheelgate.storage.bucket import Bucket
-
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 class SyncProgress:
@@ -190,24 +191,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if any(r.action == "conflict" for r in rows) else EXIT_OK
 
 
-def _commit(args: argparse.Namespace) -> str:
-    commit = args.commit or os.environ.get("GITHUB_SHA", "")
-    if not _COMMIT.fullmatch(commit):
-        raise UsageError("--commit (or $GITHUB_SHA) must be a 40-hex commit to mirror wheels")
-    return str(commit)
-
-
 def _review_url(args: argparse.Namespace) -> str:
     if args.review_url:
         url = str(args.review_url)
-    elif os.environ.get("GITHUB_REPOSITORY") and os.environ.get("GITHUB_SHA"):
+    elif os.environ.get("GITHUB_REPOSITORY") and os.environ.get(ENV_GITHUB_SHA):
         server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
-        url = f"{server}/{os.environ['GITHUB_REPOSITORY']}/commit/{os.environ['GITHUB_SHA']}"
+        url = f"{server}/{os.environ['GITHUB_REPOSITORY']}/commit/{os.environ[ENV_GITHUB_SHA]}"
     else:
         raise UsageError("--review-url is required: the pull request that reviewed deps.yml")
-    if not re.fullmatch(r"https?://\S+", url):
-        raise UsageError(f"--review-url {url!r} is not an http(s) URL")
-    return url
+    # It becomes the URL of the mirror run's one test.
+    return checked("--review-url", url, check_test_url)
 
 
 def _stage_mirror(**kwargs: Any) -> list[Row]:
@@ -224,7 +217,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         return cmd_plan(args)
     files, python = _parts(args, deps)
     upload, report = args.step in ("all", "upload"), args.step in ("all", "report")
-    commit = _commit(args) if python else ""
+    commit = commit_option(args) if python else ""
     review_url = _review_url(args) if python and report else ""
     fetcher = Fetcher(
         https_opener(args.ca_bundle),

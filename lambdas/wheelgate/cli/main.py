@@ -6,7 +6,7 @@ which writes the run's manifest and so triggers the promoter; `wheelgate status 
 reports the decision. `wheelgate local` runs the whole stack on this machine.
 
 Exit codes: 0 success (status/yank: done), 1 rejected, 2 bad input or configuration,
-3 still pending, 4 storage or network error.
+3 still pending, 4 storage or network error, 141 the output's reader went away (| head).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from wheelgate import __version__
 from wheelgate.cli.common import (
+    EXIT_BROKEN_PIPE,
     EXIT_OK,
     EXIT_PENDING,
     EXIT_REJECTED,
@@ -32,14 +33,17 @@ from wheelgate.cli.common import (
     EXIT_USAGE,
     UsageError,
     buckets,
+    checked,
+    commit_option,
     nightly_url,
     storage_options,
+    validated,
     wait_for_decision,
 )
 from wheelgate.core import redact
 from wheelgate.core.errors import TransientError
-from wheelgate.core.layout import STAGING, LayoutError, check_index
-from wheelgate.core.manifest import json_schema
+from wheelgate.core.layout import STAGING, check_index, check_run_id
+from wheelgate.core.manifest import ManifestFile, json_schema, parse_distribution_filename
 from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL
 from wheelgate.storage.bucket import AccessError, Bucket
@@ -80,14 +84,13 @@ class Progress:
 def cmd_stage(args: argparse.Namespace) -> int:
     from wheelgate.staging.stage import StageError, inspect_files, stage
 
-    commit = args.commit or os.environ.get("GITHUB_SHA", "")
-    if not commit:
-        raise UsageError("--commit is required (or set GITHUB_SHA)")
+    checked("--run-id", args.run_id, check_run_id)
+    checked("--index", args.index, check_index)
+    commit = commit_option(args)
     nightly_base_url = nightly_url(args)
     try:
-        STAGING.run_index_prefix(args.run_id, args.index)
         artifacts = inspect_files([Path(p) for p in args.files])
-    except (LayoutError, StageError) as exc:
+    except StageError as exc:
         raise UsageError(str(exc)) from exc
     staging, nightly = buckets(args, nightly=True)
     assert nightly is not None
@@ -115,25 +118,28 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from wheelgate.staging.stage import build_manifest, parse_test_spec, staged_sets
+def _staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
+    from wheelgate.staging.stage import StageError, staged_sets
 
     try:
-        STAGING.run_prefix(args.run_id)
-        tests = [parse_test_spec(spec) for spec in args.test]
-    except (LayoutError, ValueError) as exc:
+        return staged_sets(staging, run_id)
+    except StageError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from wheelgate.staging.stage import build_manifest, parse_test_specs
+
+    checked("--run-id", args.run_id, check_run_id)
+    commit = commit_option(args)
+    tests = checked("--test", args.test, parse_test_specs)
     staging, _ = buckets(args, nightly=False)
-    staged = staged_sets(staging, args.run_id)
+    staged = _staged_sets(staging, args.run_id)
     if not staged:
         raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
     try:
-        manifest = build_manifest(
-            run_id=args.run_id, commit=args.commit, staged=staged, tests=tests
-        )
-    except (ValueError, ValidationError) as exc:
+        manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
+    except ValueError as exc:
         raise UsageError(f"cannot build the manifest: {exc}") from exc
     untested = [s.index for s in manifest.sets if not s.tests]
     for index in untested:
@@ -152,14 +158,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
-    from wheelgate.staging.stage import pinned_requirements, staged_sets
+    from wheelgate.staging.stage import pinned_requirements
 
-    try:
-        STAGING.run_index_prefix(args.run_id, args.index)
-    except LayoutError as exc:
-        raise UsageError(str(exc)) from exc
+    checked("--run-id", args.run_id, check_run_id)
+    checked("--index", args.index, check_index)
     staging, _ = buckets(args, nightly=False)
-    files = staged_sets(staging, args.run_id).get(args.index)
+    files = _staged_sets(staging, args.run_id).get(args.index)
     if not files:
         raise UsageError(
             f"nothing is staged for run {args.run_id} in {args.index} (s3://{staging.name}/"
@@ -175,10 +179,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    try:
-        STAGING.record(args.run_id)
-    except LayoutError as exc:
-        raise UsageError(str(exc)) from exc
+    checked("RUN_ID", args.run_id, check_run_id)
     staging, _ = buckets(args, nightly=False)
     return _wait_for_record(staging, args.run_id, args.wait, args.interval)
 
@@ -201,18 +202,15 @@ def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -
 
 
 def cmd_yank(args: argparse.Namespace) -> int:
-    from wheelgate.core.manifest import parse_distribution_filename
     from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
 
     yanked = args.command == "yank"
     if yanked and not args.reason.strip():
         raise UsageError("--reason is required: users see it when pip skips the file")
-    try:
-        check_index(args.index)
-        parse_distribution_filename(args.filename)
-    except (LayoutError, ValueError) as exc:
-        raise UsageError(str(exc)) from exc
-    request = YankRequest.model_validate(
+    checked("--index", args.index, check_index)
+    checked("FILE", args.filename, parse_distribution_filename)
+    request = validated(
+        YankRequest,
         {
             "schema": SCHEMA_YANK_V1,
             "run_id": new_request_id(),
@@ -220,13 +218,19 @@ def cmd_yank(args: argparse.Namespace) -> int:
             "filename": args.filename,
             "yanked": yanked,
             "reason": args.reason if yanked else "",
-        }
+        },
+        {"index": "--index", "filename": "FILE", "reason": "--reason"},
     )
     return _send_request(args, request.run_id, request.to_json(), "request")
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    from wheelgate.core.override import SCHEMA_OVERRIDE_V1, OverrideRequest, new_request_id
+    from wheelgate.core.override import (
+        SCHEMA_OVERRIDE_V1,
+        OverrideRequest,
+        check_override_target,
+        new_request_id,
+    )
 
     if not args.override:
         raise UsageError(
@@ -235,17 +239,16 @@ def cmd_promote(args: argparse.Namespace) -> int:
         )
     if len(args.reason.strip()) < 10:
         raise UsageError("--reason must say why (at least 10 characters): it goes in the record")
-    try:
-        STAGING.record(args.run_id)
-    except LayoutError as exc:
-        raise UsageError(str(exc)) from exc
-    request = OverrideRequest.model_validate(
+    checked("--run-id", args.run_id, check_override_target)
+    request = validated(
+        OverrideRequest,
         {
             "schema": SCHEMA_OVERRIDE_V1,
             "run_id": new_request_id(args.run_id),
             "target_run_id": args.run_id,
             "reason": args.reason.strip(),
-        }
+        },
+        {"target_run_id": "--run-id", "reason": "--reason"},
     )
     return _send_request(args, request.run_id, request.to_json(), "override request")
 
@@ -253,10 +256,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from wheelgate.index.rebuild import rebuild, scan_nightly, scan_staging
 
-    try:
-        check_index(args.index)
-    except LayoutError as exc:
-        raise UsageError(str(exc)) from exc
+    checked("--index", args.index, check_index)
     staging, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
@@ -506,6 +506,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``wheelgate`` command; returns its exit code."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            # A reader that went away shows here rather than at interpreter exit.
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # The Python docs' "Note on SIGPIPE": send what is left to devnull so the flush at
+        # exit is quiet too, and end as a program that SIGPIPE ended would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     redact.install()
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Literal
@@ -46,10 +47,60 @@ SCHEMA_V1 = "wheelgate/manifest/v1"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_FILES_PER_SET = 5000
 MAX_SETS = 64
+MAX_TESTS_PER_SET = 256
+MAX_TEST_URL = 2048
+
+#: A commit is its full SHA-1, in lowercase hex (what ``git rev-parse`` and ``$GITHUB_SHA`` give).
+COMMIT_PATTERN = r"^[0-9a-f]{40}$"
+TEST_URL_PATTERN = r"^https?://[^\s]+$"
 
 Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-CommitSha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+CommitSha = Annotated[str, StringConstraints(pattern=COMMIT_PATTERN)]
+_COMMIT = re.compile(COMMIT_PATTERN)
 _TEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}")
+_TEST_URL = re.compile(TEST_URL_PATTERN)
+
+
+def is_commit(value: str) -> bool:
+    """Whether ``value`` is a full commit SHA (:data:`COMMIT_PATTERN`)."""
+    return _COMMIT.fullmatch(value) is not None
+
+
+def check_commit(commit: str, *, name: str = "commit") -> str:
+    """Return ``commit`` if it is a full commit SHA; else raise ``ValueError`` calling it
+    ``name`` (the option or variable it came from)."""
+    if not is_commit(commit):
+        raise ValueError(f"{name} {commit!r} is not a full 40-character hex commit SHA")
+    return commit
+
+
+def check_test_name(name: str) -> str:
+    """Return ``name`` if it may name a test; else raise ``ValueError``."""
+    if not _TEST_NAME.fullmatch(name):
+        raise ValueError(
+            f"test name {name!r} must be letters, digits or . _ : / + - (1-128 characters)"
+        )
+    return name
+
+
+def check_test_url(url: str) -> str:
+    """Return ``url`` if a test result may link it; else raise ``ValueError``."""
+    if len(url) > MAX_TEST_URL or not _TEST_URL.fullmatch(url):
+        raise ValueError(
+            f"test URL {url!r} is not an http(s) URL without spaces "
+            f"(at most {MAX_TEST_URL} characters)"
+        )
+    return url
+
+
+def check_set_tests(index: str, names: Sequence[str]) -> None:
+    """Raise ``ValueError`` when the tests of the set for ``index`` repeat a name or are more
+    than :data:`MAX_TESTS_PER_SET`."""
+    if len(names) > MAX_TESTS_PER_SET:
+        raise ValueError(f"set {index!r} has {len(names)} tests; at most {MAX_TESTS_PER_SET}")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"test {dupes[0]!r} is listed twice in set {index!r}")
 
 
 def _run_id(value: str) -> str:
@@ -135,16 +186,12 @@ class ManifestTest(BaseModel):
 
     name: Annotated[str, Field(min_length=1, max_length=128)]
     result: Outcome
-    url: Annotated[str, Field(max_length=2048, pattern=r"^https?://[^\s]+$")] | None = None
+    url: Annotated[str, Field(max_length=MAX_TEST_URL, pattern=TEST_URL_PATTERN)] | None = None
 
     @field_validator("name")
     @classmethod
     def _valid_name(cls, value: str) -> str:
-        if not _TEST_NAME.fullmatch(value):
-            raise ValueError(
-                f"test name {value!r} must be letters, digits or . _ : / + - (1-128 characters)"
-            )
-        return value
+        return check_test_name(value)
 
 
 class ArtifactSet(BaseModel):
@@ -154,7 +201,7 @@ class ArtifactSet(BaseModel):
 
     index: IndexDir
     files: Annotated[list[ManifestFile], Field(min_length=1, max_length=MAX_FILES_PER_SET)]
-    tests: Annotated[list[ManifestTest], Field(max_length=256)] = []
+    tests: Annotated[list[ManifestTest], Field(max_length=MAX_TESTS_PER_SET)] = []
 
     @model_validator(mode="after")
     def _unique(self) -> ArtifactSet:
@@ -163,10 +210,7 @@ class ArtifactSet(BaseModel):
             if f.filename in seen:
                 raise ValueError(f"file {f.filename!r} is listed twice in set {self.index!r}")
             seen.add(f.filename)
-        names = [t.name for t in self.tests]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"test {dupes[0]!r} is listed twice in set {self.index!r}")
+        check_set_tests(self.index, [t.name for t in self.tests])
         return self
 
     @property
@@ -204,10 +248,15 @@ def json_schema() -> dict[str, object]:
     return schema
 
 
-def _describe(error: ValidationError) -> str:
+def describe_errors(error: ValidationError, *, names: Mapping[str, str] | None = None) -> str:
+    """``error`` on one line: ``where: what`` for its first five problems. ``names`` renames
+    top-level fields (to the command-line options they came from)."""
     parts = []
     for item in error.errors()[:5]:
-        where = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        loc = [str(p) for p in item["loc"]]
+        if loc and names:
+            loc[0] = names.get(loc[0], loc[0])
+        where = ".".join(loc) or "(top level)"
         parts.append(f"{where}: {item['msg']}")
     more = error.error_count() - 5
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
@@ -259,7 +308,7 @@ def parse_manifest(raw: bytes, *, expected_run_id: str | None = None) -> Manifes
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
         raise PromotionRejected(
-            Reason.INVALID_MANIFEST, f"manifest is invalid: {_describe(exc)}"
+            Reason.INVALID_MANIFEST, f"manifest is invalid: {describe_errors(exc)}"
         ) from exc
     if expected_run_id is not None and manifest.run_id != expected_run_id:
         raise PromotionRejected(

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX
+from wheelgate.core.layout import OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX, check_run_id
 from wheelgate.core.manifest import RunId
 
 SCHEMA_OVERRIDE_V1 = "wheelgate/override/v1"
@@ -32,6 +32,15 @@ class OverrideRequest(BaseModel):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+def check_override_target(run_id: str) -> str:
+    """Return ``run_id`` if an override may name it: a valid run id that is not a yank or
+    override request's. Raises ``ValueError`` (:class:`LayoutError` for an invalid id)."""
+    check_run_id(run_id)
+    if run_id.startswith((OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX)):
+        raise ValueError(f"{run_id!r} is a request, not a run: it cannot be overridden")
+    return run_id
 
 
 def new_request_id(target_run_id: str, moment: datetime | None = None) -> str:
@@ -53,9 +62,8 @@ def parse_override(raw: bytes, *, expected_run_id: str) -> OverrideRequest:
             Reason.RUN_ID_MISMATCH,
             f"override request key names {expected_run_id!r} but it says {request.run_id!r}",
         )
-    if request.target_run_id.startswith((OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX)):
-        raise PromotionRejected(
-            Reason.OVERRIDE_NOT_APPLICABLE,
-            f"{request.target_run_id!r} is a request, not a run: it cannot be overridden",
-        )
+    try:
+        check_override_target(request.target_run_id)
+    except ValueError as exc:
+        raise PromotionRejected(Reason.OVERRIDE_NOT_APPLICABLE, str(exc)) from exc
     return request

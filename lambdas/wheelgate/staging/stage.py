@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from wheelgate.core.layout import (
     METADATA_SUFFIX,
     PAGES,
@@ -24,6 +26,10 @@ from wheelgate.core.manifest import (
     ManifestFile,
     ManifestTest,
     Outcome,
+    check_set_tests,
+    check_test_name,
+    check_test_url,
+    describe_errors,
     parse_distribution_filename,
 )
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID
@@ -247,7 +253,11 @@ def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
         head = staging.head(obj.key)
         if head is None or head.sha256 is None:
             raise StageError(f"{obj.key} has no SHA-256; was it staged with wheelgate stage?")
-        found[index].append(ManifestFile(filename=filename, sha256=head.sha256, size=head.size))
+        try:
+            file = ManifestFile(filename=filename, sha256=head.sha256, size=head.size)
+        except ValidationError as exc:
+            raise StageError(f"{obj.key} cannot be in a manifest: {describe_errors(exc)}") from exc
+        found[index].append(file)
     return dict(found)
 
 
@@ -260,7 +270,8 @@ class TestSpec:
 
 
 def parse_test_spec(spec: str) -> TestSpec:
-    """``DIR:NAME=passed|failed|skipped[@URL]`` -> :class:`TestSpec`; ``ValueError`` if not."""
+    """``DIR:NAME=passed|failed|skipped[@URL]`` -> :class:`TestSpec`; ``ValueError`` if not,
+    or if the directory, name or URL breaks the manifest's rules."""
     head, sep, result_part = spec.partition("=")
     index, colon, name = head.partition(":")
     if not sep or not colon or not index or not name:
@@ -270,40 +281,65 @@ def parse_test_spec(spec: str) -> TestSpec:
         outcome = Outcome(result)
     except ValueError:
         raise ValueError(f"test {spec!r}: result must be passed, failed or skipped") from None
-    return TestSpec(index=check_index(index), name=name, result=outcome, url=url or None)
+    return TestSpec(
+        index=check_index(index),
+        name=check_test_name(name),
+        result=outcome,
+        url=check_test_url(url) if url else None,
+    )
+
+
+def parse_test_specs(specs: Sequence[str]) -> list[TestSpec]:
+    """Every spec parsed (:func:`parse_test_spec`), each directory's tests held to the
+    manifest's rules for a set (no name twice, not too many); ``ValueError`` if not."""
+    tests = [parse_test_spec(spec) for spec in specs]
+    names: dict[str, list[str]] = defaultdict(list)
+    for test in tests:
+        names[test.index].append(test.name)
+    for index, index_names in names.items():
+        check_set_tests(index, index_names)
+    return tests
 
 
 def build_manifest(
     *, run_id: str, commit: str, staged: Mapping[str, list[ManifestFile]], tests: Sequence[TestSpec]
 ) -> Manifest:
     """The manifest for what is staged plus test results. Raises ``ValueError`` for a test
-    naming an index directory with nothing staged, or pydantic's error for invalid fields."""
+    naming an index directory with nothing staged, or (one line) for what breaks the
+    manifest's rules."""
     unknown = sorted({t.index for t in tests} - set(staged))
     if unknown:
         raise ValueError(
             f"tests name index directories with nothing staged for run {run_id}: "
             + ", ".join(unknown)
         )
-    sets = [
-        ArtifactSet(
-            index=index,
-            files=sorted(files, key=lambda f: f.filename),
-            tests=[
-                ManifestTest(name=t.name, result=t.result, url=t.url)
-                for t in tests
-                if t.index == index
-            ],
+    sets = []
+    for index, files in sorted(staged.items()):
+        try:
+            sets.append(
+                ArtifactSet(
+                    index=index,
+                    files=sorted(files, key=lambda f: f.filename),
+                    tests=[
+                        ManifestTest(name=t.name, result=t.result, url=t.url)
+                        for t in tests
+                        if t.index == index
+                    ],
+                )
+            )
+        except ValidationError as exc:
+            raise ValueError(f"set {index!r}: {describe_errors(exc)}") from exc
+    try:
+        return Manifest.model_validate(
+            {
+                "schema": SCHEMA_V1,
+                "run_id": run_id,
+                "commit": commit,
+                "sets": [s.model_dump() for s in sets],
+            }
         )
-        for index, files in sorted(staged.items())
-    ]
-    return Manifest.model_validate(
-        {
-            "schema": SCHEMA_V1,
-            "run_id": run_id,
-            "commit": commit,
-            "sets": [s.model_dump() for s in sets],
-        }
-    )
+    except ValidationError as exc:
+        raise ValueError(describe_errors(exc)) from exc
 
 
 def pinned_requirements(files: Sequence[ManifestFile]) -> str:

@@ -7,7 +7,9 @@ Pure functions. The state is one small JSON document (``status/state.json``) tha
 :func:`apply_record` folds each decision record into; :func:`render_overview` and
 :func:`render_directory` turn it into static HTML5 pages (inline CSS, no script, no external
 asset) that read well on a phone. Every value that came from a manifest or a record is escaped,
-and a test URL becomes a link only when it is ``http`` or ``https``.
+and a test URL becomes a link only when it is ``http`` or ``https``. When the test URLs are
+GitHub Actions run URLs, :func:`ci_links` derives links to the CI run and to the commit, and
+the run id and the commit are shown as those links.
 
 The state is bounded whatever happens: :data:`MAX_DECISIONS` decisions per directory,
 :data:`MAX_REJECTIONS` rejections overall, :data:`MAX_DIRECTORIES` directories, and the first
@@ -16,6 +18,7 @@ The state is bounded whatever happens: :data:`MAX_DECISIONS` decisions per direc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from html import escape
@@ -31,6 +34,7 @@ from wheelgate.core.layout import (
     YANK_RUN_PREFIX,
     relative_href,
 )
+from wheelgate.core.manifest import is_commit
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
 
 SCHEMA_STATUS_V1 = "wheelgate/status/v1"
@@ -45,6 +49,24 @@ MAX_TESTS = 100
 MAX_MESSAGE = 500
 
 Kind = Literal["run", "yank", "override"]
+
+#: Hosts whose GitHub Actions run URLs the pages turn into run and commit links.
+CI_HOSTS = frozenset({"github.com"})
+# GitHub's own limits: owners of at most 39 letters, digits and '-', repositories of at most
+# 100 letters, digits and '.', '_', '-'; a run id is a number.
+_ACTIONS_RUN_PATH = re.compile(
+    r"/(?P<owner>[A-Za-z0-9][A-Za-z0-9-]{0,38})/(?P<repo>[A-Za-z0-9._-]{1,100})"
+    r"/actions/runs/(?P<run>[0-9]{1,20})(?:/.*)?"
+)
+
+
+class CiLinks(BaseModel):
+    """Where a run came from: its CI run and its commit (see :func:`ci_links`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: str | None = None
+    commit: str | None = None
 
 
 class TestLink(BaseModel):
@@ -74,6 +96,7 @@ class PromotedRun(BaseModel):
     file_count: int
     files: list[FileLine] = []
     tests: list[TestLink] = []
+    links: CiLinks = CiLinks()
 
 
 class Decision(BaseModel):
@@ -86,6 +109,7 @@ class Decision(BaseModel):
     message: str = ""
     at: str = ""
     commit: str | None = None
+    links: CiLinks = CiLinks()
 
 
 class Rejection(BaseModel):
@@ -97,6 +121,7 @@ class Rejection(BaseModel):
     reason: str | None = None
     message: str = ""
     at: str = ""
+    links: CiLinks = CiLinks()
 
 
 class DirectoryStatus(BaseModel):
@@ -122,8 +147,49 @@ class StatusState(BaseModel):
 
 
 def parse_state(raw: bytes | str) -> StatusState:
-    """Read ``status/state.json``; raises ``pydantic.ValidationError`` if it is not one."""
+    """Read ``status/state.json``; raises ``pydantic.ValidationError`` if it is not one.
+    Documents written before a field existed read with its default (no links)."""
     return StatusState.model_validate_json(raw)
+
+
+def _actions_run(url: str | None, hosts: frozenset[str]) -> tuple[str, str, str, str] | None:
+    """``(host, owner, repo, run id)`` of a GitHub Actions run URL, else None."""
+    if safe_url(url) is None:
+        return None
+    parts = urlsplit(str(url))
+    # The whole netloc must be a host: a user, a password or a port makes it something else.
+    host = parts.netloc.lower()
+    found = _ACTIONS_RUN_PATH.fullmatch(parts.path)
+    if parts.scheme != "https" or host not in hosts or found is None:
+        return None
+    if not found["repo"].strip("."):
+        return None  # "." and ".." are path steps, not repositories
+    return host, found["owner"], found["repo"], found["run"]
+
+
+def ci_links(
+    test_urls: Iterable[str | None], commit: str | None, *, hosts: frozenset[str] = CI_HOSTS
+) -> CiLinks:
+    """Links to a run's CI run and commit, from its test URLs.
+
+    A test URL counts when it is a GitHub Actions run URL: ``https``, a host of ``hosts`` with
+    neither credentials nor a port, and the path ``/<owner>/<repo>/actions/runs/<id>[/...]``
+    (``.../job/<n>``, ``.../attempts/<n>``). When every URL that counts names the same
+    repository, a full commit SHA links to ``https://<host>/<owner>/<repo>/commit/<sha>``; when
+    they also name the same run, the run links to ``https://<host>/<owner>/<repo>/actions/runs/
+    <id>``. Links are built from the checked parts only (never a query, a fragment or a user);
+    anything else gives no link.
+    """
+    runs = {found for url in test_urls if (found := _actions_run(url, hosts)) is not None}
+    repositories = {(host, owner, repo) for host, owner, repo, _ in runs}
+    if len(repositories) != 1:
+        return CiLinks()
+    [(host, owner, repo)] = repositories
+    base = f"https://{host}/{owner}/{repo}"
+    return CiLinks(
+        run=f"{base}/actions/runs/{next(iter(runs))[3]}" if len(runs) == 1 else None,
+        commit=f"{base}/commit/{commit}" if commit and is_commit(commit) else None,
+    )
 
 
 # -- folding records into the state --------------------------------------------------------
@@ -154,11 +220,14 @@ def _page_directories(page_keys: Iterable[str]) -> list[str]:
     return found
 
 
-def _promoted_run(record: PromotionRecord, outcome: SetOutcome, at: str) -> PromotedRun:
+def _promoted_run(
+    record: PromotionRecord, outcome: SetOutcome, at: str, links: CiLinks
+) -> PromotedRun:
     files = sorted(outcome.files, key=lambda f: f.filename)
     return PromotedRun(
         run_id=record.run_id,
         commit=record.commit,
+        links=links,
         decided_at=at,
         file_count=len(files),
         files=[FileLine(filename=f.filename, size=f.size, sha256=f.sha256) for f in files][
@@ -189,6 +258,11 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
         at, state_ = record.decided_at or "", record.state
         reason, message = record.reason, record.message
     fresh = (record.decided_at or "") == at and record.state is state_
+    links = (
+        ci_links((t.get("url") for s in record.sets for t in s.tests), record.commit)
+        if kind == "run"
+        else CiLinks()
+    )
     directories = dict(state.directories)
     rejections = list(state.rejections)
 
@@ -212,6 +286,7 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
             message=_cut(set_message),
             at=at,
             commit=record.commit,
+            links=links,
         )
         decisions = [d for d in current.decisions if (d.run_id, d.at) != (record.run_id, at)]
         latest = current.latest
@@ -221,7 +296,7 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
             and set_state is State.PROMOTED
             and (latest is None or latest.decided_at <= at)
         ):
-            latest = _promoted_run(record, outcome, at)
+            latest = _promoted_run(record, outcome, at, links)
         directories[index] = DirectoryStatus(
             latest=latest,
             decisions=sorted([decision, *decisions], key=lambda d: d.at, reverse=True)[
@@ -237,11 +312,19 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
                     reason=set_reason,
                     message=_cut(set_message),
                     at=at,
+                    links=links,
                 )
             )
     if not outcomes and state_ is State.REJECTED:
         add_rejection(
-            Rejection(run_id=record.run_id, kind=kind, reason=reason, message=_cut(message), at=at)
+            Rejection(
+                run_id=record.run_id,
+                kind=kind,
+                reason=reason,
+                message=_cut(message),
+                at=at,
+                links=links,
+            )
         )
     return state.model_copy(
         update={
@@ -321,10 +404,20 @@ def _time(at: str) -> str:
     return f'<time datetime="{_e(moment.strftime("%Y-%m-%dT%H:%M:%SZ"))}">{shown}</time>'
 
 
-def _commit(commit: str | None) -> str:
+def _link(url: str | None, content: str) -> str:
+    """``content`` (markup) as a link to ``url`` when it is fit for an ``href``, else as is."""
+    href = safe_url(url)
+    return f'<a href="{_e(href)}" rel="nofollow noopener">{content}</a>' if href else content
+
+
+def _run_id(run_id: str, links: CiLinks) -> str:
+    return _link(links.run, f"<code>{_e(run_id)}</code>")
+
+
+def _commit(commit: str | None, links: CiLinks) -> str:
     if not commit:
         return "—"
-    return f'<code title="{_e(commit)}">{_e(commit[:12])}</code>'
+    return _link(links.commit, f'<code title="{_e(commit)}">{_e(commit[:12])}</code>')
 
 
 def _badge(state: State | str, text: str | None = None) -> str:
@@ -338,14 +431,12 @@ def _tests(tests: Sequence[TestLink]) -> str:
         return "<p>No tests recorded.</p>"
     items = []
     for test in tests:
-        url = safe_url(test.url)
-        name = (
-            f'<a href="{_e(url)}" rel="nofollow noopener">{_e(test.name)}</a>'
-            if url
-            else _e(test.name)
+        unsafe = (
+            f' <span class="muted">{_e(test.url)}</span>'
+            if test.url and safe_url(test.url) is None
+            else ""
         )
-        unsafe = "" if url or not test.url else f' <span class="muted">{_e(test.url)}</span>'
-        items.append(f"<li>{_badge(test.result)} {name}{unsafe}</li>")
+        items.append(f"<li>{_badge(test.result)} {_link(test.url, _e(test.name))}{unsafe}</li>")
     return '<ul class="plain">' + "".join(items) + "</ul>"
 
 
@@ -417,9 +508,20 @@ def _rejection_item(rejection: Rejection, page_index: str | None) -> str:
     kind = "" if rejection.kind == "run" else f" {_badge('other', rejection.kind)}"
     return (
         f"<li>{_badge(State.REJECTED, rejection.reason or 'rejected')}{kind} "
-        f"run <code>{_e(rejection.run_id)}</code>"
+        f"run {_run_id(rejection.run_id, rejection.links)}"
         f'<div class="meta">{where} · {_time(rejection.at)}</div>'
         f'<p class="message">{_e(rejection.message)}</p></li>'
+    )
+
+
+def _run_summary(run: PromotedRun) -> str:
+    return (
+        "<dl>"
+        f"<dt>Run</dt><dd>{_run_id(run.run_id, run.links)}</dd>"
+        f"<dt>Commit</dt><dd>{_commit(run.commit, run.links)}</dd>"
+        f"<dt>Promoted</dt><dd>{_time(run.decided_at)}</dd>"
+        f"<dt>Files</dt><dd>{run.file_count}</dd>"
+        "</dl>"
     )
 
 
@@ -436,14 +538,7 @@ def render_overview(state: StatusState) -> str:
         if run is None:
             parts.append("<p>No run promoted yet.</p>")
         else:
-            parts.append(
-                "<dl>"
-                f"<dt>Run</dt><dd><code>{_e(run.run_id)}</code></dd>"
-                f"<dt>Commit</dt><dd>{_commit(run.commit)}</dd>"
-                f"<dt>Promoted</dt><dd>{_time(run.decided_at)}</dd>"
-                f"<dt>Files</dt><dd>{run.file_count}</dd>"
-                "</dl>" + _tests(run.tests)
-            )
+            parts.append(_run_summary(run) + _tests(run.tests))
         parts.append("</section>")
         body.append("".join(parts))
     body.append("<h2>Recent rejections</h2>")
@@ -482,12 +577,7 @@ def render_directory(state: StatusState, index: str) -> str:
         )
         more = run.file_count - len(run.files)
         body.append(
-            '<section class="card"><dl>'
-            f"<dt>Run</dt><dd><code>{_e(run.run_id)}</code></dd>"
-            f"<dt>Commit</dt><dd>{_commit(run.commit)}</dd>"
-            f"<dt>Promoted</dt><dd>{_time(run.decided_at)}</dd>"
-            f"<dt>Files</dt><dd>{run.file_count}</dd>"
-            "</dl></section>"
+            f'<section class="card">{_run_summary(run)}</section>'
             "<h2>Tests</h2>"
             f'<section class="card">{_tests(run.tests)}</section>'
             "<h2>Files</h2>"
@@ -501,7 +591,7 @@ def render_directory(state: StatusState, index: str) -> str:
             kind = "" if d.kind == "run" else f" {_badge('other', d.kind)}"
             reason = f" <code>{_e(d.reason)}</code>" if d.reason else ""
             items.append(
-                f"<li>{_badge(d.state)}{kind}{reason} run <code>{_e(d.run_id)}</code>"
+                f"<li>{_badge(d.state)}{kind}{reason} run {_run_id(d.run_id, d.links)}"
                 f'<div class="meta">{_time(d.at)}</div>'
                 + (f'<p class="message">{_e(d.message)}</p>' if d.message else "")
                 + "</li>"

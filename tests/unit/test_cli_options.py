@@ -1,0 +1,184 @@
+"""Every option the manifest or the key layout constrains is checked when the command starts,
+before any storage call, and a bad one is named on one line with exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.samples import COMMIT, INDEX, SHA_A
+from wheelgate.cli import common, deps
+from wheelgate.cli.main import EXIT_USAGE, main
+from wheelgate.core.manifest import MAX_FILES_PER_SET, ManifestFile
+from wheelgate.staging.stage import build_manifest
+
+WHEEL = "torch-2.7.0-py3-none-any.whl"
+DEPS_YML = """\
+schema: wheelgate/deps/v1
+validation:
+  hosts: [files.example.org]
+  indexes: [v2/gfx94X-dcgpu]
+  python_tags: [py3]
+  platforms: [any]
+python:
+  - requirement: filelock==3.18.0
+    indexes: all
+    wheels:
+      - url: https://files.example.org/wheels/filelock-3.18.0-py3-none-any.whl
+        sha256: e97ec1ff7ef0cd1f7a6b2ec5b58ea8a4c62a28d51bd7462fb1c60da8bc5ae9e5
+        size: 16215
+"""
+#: What pydantic adds to its own messages, which users should never have to read.
+PYDANTIC_BOILERPLATE = ("validation error for", "For further information visit", "input_value")
+
+
+class StorageCalled(Exception):
+    """Raised where a command would build its S3 client."""
+
+
+@pytest.fixture(autouse=True)
+def no_storage(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(args: object) -> None:
+        raise StorageCalled
+
+    monkeypatch.setattr(common, "s3_client", refuse)
+    monkeypatch.setattr(deps, "s3_client", refuse)
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+
+
+def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a command prints when it refuses its options (exit 2)."""
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == EXIT_USAGE, captured
+    assert captured.out == ""
+    line = captured.err.rstrip("\n")
+    assert "\n" not in line, line
+    assert "Traceback" not in line
+    assert not any(text in line for text in PYDANTIC_BOILERPLATE), line
+    return line
+
+
+def test_stage_refuses_a_short_commit(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["stage", "--run-id", "1", "--index", INDEX, "--commit", "abc123", WHEEL]
+    assert refused(argv, capsys) == (
+        "wheelgate stage: error: --commit 'abc123' is not a full 40-character hex commit SHA"
+    )
+
+
+def test_stage_names_github_sha_when_the_commit_came_from_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_SHA", "ABC" * 13 + "D")
+    argv = ["stage", "--run-id", "1", "--index", INDEX, WHEEL]
+    assert refused(argv, capsys) == (
+        f"wheelgate stage: error: GITHUB_SHA {'ABC' * 13 + 'D'!r} is not a full 40-character "
+        "hex commit SHA"
+    )
+
+
+def test_report_refuses_the_commit_stage_used_to_accept(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["report", "--run-id", "1", "--commit", "abc123"]
+    assert refused(argv, capsys) == (
+        "wheelgate report: error: --commit 'abc123' is not a full 40-character hex commit SHA"
+    )
+
+
+def report(*tests: str) -> list[str]:
+    return ["report", "--run-id", "1", "--commit", COMMIT, *(f"--test={t}" for t in tests)]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["stage", "--run-id", "../1", "--index", INDEX, "--commit", COMMIT, WHEEL],
+         "wheelgate stage: error: --run-id: run id '../1' is not valid"),
+        (["stage", "--run-id", "1", "--index", "runs/x", "--commit", COMMIT, WHEEL],
+         "wheelgate stage: error: --index: index directory 'runs/x' starts with 'runs'"),
+        (["report", "--run-id", "a/b", "--commit", COMMIT],
+         "wheelgate report: error: --run-id: run id 'a/b' is not valid"),
+        (report("v2"), "wheelgate report: error: --test: test 'v2' is not DIR:NAME="),
+        (report("/v2:smoke=passed"),
+         "wheelgate report: error: --test: index directory '/v2' must not start"),
+        (report(f"{INDEX}:smoke test=passed"),
+         "wheelgate report: error: --test: test name 'smoke test' must be letters"),
+        (report(f"{INDEX}:smoke=ok"), "--test: test 'v2/gfx94X-dcgpu:smoke=ok': result must be"),
+        (report(f"{INDEX}:smoke=passed@javascript:alert(1)"),
+         "wheelgate report: error: --test: test URL 'javascript:alert(1)' is not an http(s) URL"),
+        (report(f"{INDEX}:smoke=passed@https://ci.example/" + "x" * 2048),
+         "is not an http(s) URL without spaces (at most 2048 characters)"),
+        (report(f"{INDEX}:smoke=passed", f"{INDEX}:smoke=failed"),
+         f"wheelgate report: error: --test: test 'smoke' is listed twice in set '{INDEX}'"),
+        (report(*(f"{INDEX}:t{n}=passed" for n in range(257))),
+         f"wheelgate report: error: --test: set '{INDEX}' has 257 tests; at most 256"),
+        (["pins", "--run-id", "1", "--index", "v2//x"],
+         "wheelgate pins: error: --index: index directory 'v2//x' has an invalid segment ''"),
+        (["pins", "--run-id", "..", "--index", INDEX],
+         "wheelgate pins: error: --run-id: run id '..' is not valid"),
+        (["status", "x y"], "wheelgate status: error: RUN_ID: run id 'x y' is not valid"),
+        (["yank", "--index", "..", WHEEL, "--reason", "broken"],
+         "wheelgate yank: error: --index: index directory '..' has an invalid segment"),
+        (["yank", "--index", INDEX, "torch.whl", "--reason", "broken"],
+         "wheelgate yank: error: FILE: 'torch.whl' is not a valid distribution file name"),
+        (["yank", "--index", INDEX, WHEEL, "--reason", "r" * 501],
+         "wheelgate yank: error: --reason: String should have at most 500 characters"),
+        (["unyank", "--index", INDEX, "a/torch-2.7.0-py3-none-any.whl"],
+         "wheelgate unyank: error: FILE: file name 'a/torch-2.7.0-py3-none-any.whl' is not"),
+        (["promote", "--run-id", "a b", "--override", "--reason", "the runner was down"],
+         "wheelgate promote: error: --run-id: run id 'a b' is not valid"),
+        (["promote", "--run-id", "yank-20261130T040000Z-ab", "--override", "--reason", "r" * 12],
+         "wheelgate promote: error: --run-id: 'yank-20261130T040000Z-ab' is a request, not a run"),
+        (["promote", "--run-id", "1", "--override", "--reason", "r" * 1001],
+         "wheelgate promote: error: --reason: String should have at most 1000 characters"),
+        (["index", "rebuild", "--index", "status/x"],
+         "wheelgate index: error: --index: index directory 'status/x' starts with 'status'"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_named_on_one_line_before_any_storage_call(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert expected in refused(argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--commit", "abc123"],
+         "wheelgate deps: error: --commit 'abc123' is not a full 40-character hex commit SHA"),
+        ([], "wheelgate deps: error: --commit is required (or set GITHUB_SHA)"),
+        (["--commit", COMMIT, "--review-url", "ftp://review.example/1"],
+         "wheelgate deps: error: --review-url: test URL 'ftp://review.example/1' is not an "
+         "http(s) URL"),
+    ],
+)  # fmt: skip
+def test_deps_sync_checks_the_commit_and_review_url_like_the_manifest(
+    options: list[str], expected: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    deps_yml = tmp_path / "deps.yml"
+    deps_yml.write_text(DEPS_YML)
+    assert refused(["deps", "sync", str(deps_yml), *options], capsys).startswith(expected)
+
+
+def test_good_options_pass_the_checks_and_reach_storage() -> None:
+    with pytest.raises(StorageCalled):
+        main(
+            [
+                *report(f"{INDEX}:pytorch:smoke=passed@https://ci.example/runs/1?job=2"),
+                f"--test={INDEX}:other=skipped",
+                "--test=v2/gfx950-dcgpu:smoke=failed",
+            ]
+        )
+
+
+def test_a_staged_set_the_manifest_cannot_hold_is_one_line() -> None:
+    files = [
+        ManifestFile(filename=f"torch-2.7.0+{n}-py3-none-any.whl", sha256=SHA_A, size=1)
+        for n in range(MAX_FILES_PER_SET + 1)
+    ]
+    with pytest.raises(ValueError, match=r"set 'v2/gfx94X-dcgpu': files: .* at most 5000") as bad:
+        build_manifest(run_id="1", commit=COMMIT, staged={INDEX: files}, tests=[])
+    assert "\n" not in str(bad.value)
+    assert not any(text in str(bad.value) for text in PYDANTIC_BOILERPLATE)
