@@ -145,7 +145,6 @@ class Promoter:
         invalidator: Invalidator | None = None,
         clock: Callable[[], datetime] = _now,
         workers: int = 16,
-        block_all_on_failure: bool = True,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
         part_size: int = MULTIPART_PART_SIZE,
     ) -> None:
@@ -161,7 +160,7 @@ class Promoter:
         self.policy = AcceptancePolicy(
             required_tests=settings.required_tests,
             allowed_indexes=settings.allowed_indexes,
-            block_all_on_failure=block_all_on_failure and settings.block_all_on_failure,
+            block_all_on_failure=settings.block_all_on_failure,
         )
         self.staging_pages = IndexStore(staging)
         self.nightly_pages = IndexStore(nightly)
