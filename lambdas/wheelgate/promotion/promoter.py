@@ -47,6 +47,7 @@ from wheelgate.core.wheelmeta import (
     read_core_metadata,
 )
 from wheelgate.index.pages import (
+    METADATA_CONTENT_TYPE,
     IndexEntry,
     ProjectPage,
     absolute,
@@ -63,8 +64,6 @@ from wheelgate.storage.bucket import (
     PreconditionFailed,
     S3RangeReader,
 )
-
-METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
 
 
 class Invalidator(Protocol):
