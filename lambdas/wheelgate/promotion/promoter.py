@@ -437,6 +437,7 @@ class Promoter:
             actor=actor,
             attempts=(existing.attempts if existing else 0) + 1,
             override=override,
+            history=existing.history if existing else [],
         )
         return self._record(record, digest)
 
