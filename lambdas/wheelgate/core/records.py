@@ -7,8 +7,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wheelgate.core.errors import PromotionRejected
-
 
 class State(StrEnum):
     PENDING = "pending"
@@ -93,8 +91,3 @@ class PromotionRecord(BaseModel):
             actor=actor,
         )
         return self.model_copy(update={"history": [*self.history, entry][-50:]})
-
-
-def rejection_fields(error: PromotionRejected) -> dict[str, str | None]:
-    """The one place a rejection becomes record fields."""
-    return {"reason": error.reason.value, "message": error.message}

@@ -38,7 +38,6 @@ from wheelgate.core.objects import ObjectInfo
 from wheelgate.core.override import parse_override
 from wheelgate.core.planning import FileStep, SetPlan, plan_set
 from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
-from wheelgate.core.redact import Redactor
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
@@ -57,6 +56,13 @@ from wheelgate.index.pages import (
 )
 from wheelgate.index.store import IndexStore, PageWrites
 from wheelgate.index.yank import YankRequest, apply_yank, parse_yank
+from wheelgate.promotion.recorder import (
+    Decision,
+    RecordStore,
+    build_record,
+    next_attempt,
+    with_history,
+)
 from wheelgate.storage.bucket import (
     MULTIPART_PART_SIZE,
     SINGLE_REQUEST_LIMIT,
@@ -161,38 +167,15 @@ class Promoter:
             allowed_indexes=settings.allowed_indexes,
             block_all_on_failure=settings.block_all_on_failure,
         )
+        self.records = RecordStore(staging)
         self.staging_pages = IndexStore(staging)
         self.nightly_pages = IndexStore(nightly)
 
     # -- records -------------------------------------------------------------------------
 
     def load_record(self, run_id: str) -> PromotionRecord | None:
-        found = self.staging.get(STAGING.record(run_id))
-        if found is None:
-            return None
-        return PromotionRecord.model_validate_json(found[0])
-
-    def _save(self, record: PromotionRecord) -> PromotionRecord:
-        # Test URLs come from the manifest and may carry a token: records are read widely.
-        self.staging.put(
-            STAGING.record(record.run_id),
-            Redactor()(record.to_json()).encode(),
-            content_type="application/json",
-        )
-        return record
-
-    def _record(self, record: PromotionRecord, digest: str) -> PromotionRecord:
-        """Save ``record`` with its own decision appended to its history."""
-        return self._save(
-            record.with_decision(
-                at=record.decided_at or upload_time(self.clock()),
-                state=record.state,
-                reason=record.reason,
-                message=record.message,
-                manifest_sha256=digest,
-                actor=record.actor,
-            )
-        )
+        """The record of ``run_id``, or ``None`` when no decision was recorded yet."""
+        return self.records.load(run_id)
 
     def record_failure(self, key: str, error: BaseException) -> None:
         """Note a transient failure on the run's record (the message will be retried)."""
@@ -204,28 +187,12 @@ class Promoter:
         if existing is not None and existing.state is not State.PENDING:
             return
         at = upload_time(self.clock())
-        attempts = (existing.attempts if existing else 0) + 1
-        message = f"attempt {attempts} failed: {type(error).__name__}: {error}; it will be retried"
-        record = existing or PromotionRecord(run_id=run_id, state=State.PENDING)
-        record = record.model_copy(
-            update={
-                "state": State.PENDING,
-                "reason": "transient-error",
-                "message": message,
-                "attempts": attempts,
-                "decided_at": at,
-            }
+        message = (
+            f"attempt {next_attempt(existing)} failed: {type(error).__name__}: {error}; "
+            "it will be retried"
         )
-        self._save(
-            record.with_decision(
-                at=at,
-                state=State.PENDING,
-                reason="transient-error",
-                message=message,
-                manifest_sha256=None,
-                actor=None,
-            )
-        )
+        decision = Decision(at=at, state=State.PENDING, reason="transient-error", message=message)
+        self.records.save(build_record(existing, decision, run_id=run_id))
 
     # -- the flow ------------------------------------------------------------------------
 
@@ -268,7 +235,7 @@ class Promoter:
                 )
             return self._promote(manifest, digest, actor, existing)
         except PromotionRejected as rejection:
-            return self._reject(run_id, rejection, digest, actor, existing, sets=None)
+            return self._reject(run_id, rejection, digest, actor, existing)
 
     def _yank(
         self,
@@ -290,20 +257,22 @@ class Promoter:
         message = f"{verb} {request.index}/{request.filename}" + (
             f": {request.reason}" if request.reason else ""
         )
-        at = upload_time(self.clock())
-        record = PromotionRecord(
-            run_id=request.run_id,
+        decision = Decision(
+            at=upload_time(self.clock()),
             state=State.PROMOTED,
             message=message,
             manifest_sha256=digest,
-            decided_at=at,
             actor=actor,
-            attempts=(existing.attempts if existing else 0) + 1,
-            pages=nightly.keys,
-            invalidations=invalidations,
-            history=existing.history if existing else [],
         )
-        return self._record(record, digest)
+        return self.records.save(
+            build_record(
+                existing,
+                decision,
+                run_id=request.run_id,
+                pages=nightly.keys,
+                invalidations=invalidations,
+            )
+        )
 
     def _refresh_staging_page(
         self,
@@ -348,35 +317,15 @@ class Promoter:
         digest: str,
         actor: str | None,
         existing: PromotionRecord | None,
-        sets: list[SetOutcome] | None,
+        sets: Sequence[SetOutcome] = (),
     ) -> PromotionRecord:
-        at = upload_time(self.clock())
+        decision = Decision.rejected(
+            rejection, at=upload_time(self.clock()), manifest_sha256=digest, actor=actor
+        )
         if existing is not None and existing.state is State.PROMOTED:
             # A promoted run stays promoted; the refused replay goes into its history.
-            record = existing
-        else:
-            record = PromotionRecord(
-                run_id=run_id,
-                state=State.REJECTED,
-                reason=rejection.reason.value,
-                message=rejection.message,
-                manifest_sha256=digest,
-                decided_at=at,
-                actor=actor,
-                attempts=(existing.attempts if existing else 0) + 1,
-                sets=sets or [],
-                history=existing.history if existing else [],
-            )
-        return self._save(
-            record.with_decision(
-                at=at,
-                state=State.REJECTED,
-                reason=rejection.reason.value,
-                message=rejection.message,
-                manifest_sha256=digest,
-                actor=actor,
-            )
-        )
+            return self.records.save(with_history(existing, decision))
+        return self.records.save(build_record(existing, decision, run_id=run_id, sets=sets))
 
     def _override(
         self,
@@ -413,7 +362,7 @@ class Promoter:
             target_raw = found[0]
             manifest = parse_manifest(target_raw, expected_run_id=target)
         except PromotionRejected as rejection:
-            return self._reject(run_id, rejection, digest, actor, existing, sets=None)
+            return self._reject(run_id, rejection, digest, actor, existing)
         override = {"by": actor or "", "reason": request.reason, "request": run_id}
         result = self._promote(
             manifest,
@@ -426,20 +375,15 @@ class Promoter:
         outcome = f"override applied: run {target} {result.state.value}" + (
             f" ({result.reason}: {result.message})" if result.reason else ""
         )
-        state = result.state
-        record = PromotionRecord(
-            run_id=run_id,
-            state=state,
+        decision = Decision(
+            at=at,
+            state=result.state,
             reason=result.reason,
             message=outcome,
             manifest_sha256=digest,
-            decided_at=at,
             actor=actor,
-            attempts=(existing.attempts if existing else 0) + 1,
-            override=override,
-            history=existing.history if existing else [],
         )
-        return self._record(record, digest)
+        return self.records.save(build_record(existing, decision, run_id=run_id, override=override))
 
     def _promote(
         self,
@@ -450,10 +394,10 @@ class Promoter:
         *,
         override: dict[str, str] | None = None,
     ) -> PromotionRecord:
-        decision = decide(manifest, self.policy)
+        acceptance = decide(manifest, self.policy)
         if override is not None:
             # Break-glass: the tests do not decide; every integrity check below still does.
-            decision = AcceptanceDecision(accepted=tuple(manifest.sets), rejected=())
+            acceptance = AcceptanceDecision(accepted=tuple(manifest.sets), rejected=())
         rejected_sets = [
             SetOutcome(
                 index=s.index,
@@ -462,14 +406,14 @@ class Promoter:
                 message=err.message,
                 tests=[t.model_dump(mode="json", exclude_none=True) for t in s.tests],
             )
-            for s, err in decision.rejected
+            for s, err in acceptance.rejected
         ]
-        if not decision.accepted:
-            first = decision.rejected[0][1]
+        if not acceptance.accepted:
+            first = acceptance.rejected[0][1]
             return self._reject(manifest.run_id, first, digest, actor, existing, rejected_sets)
         # Verify every accepted set before copying anything.
         try:
-            work = [self._plan(manifest, s) for s in decision.accepted]
+            work = [self._plan(manifest, s) for s in acceptance.accepted]
         except PromotionRejected as rejection:
             sets = [
                 SetOutcome(
@@ -482,7 +426,7 @@ class Promoter:
                     ),
                     message=rejection.message,
                 )
-                for s in decision.accepted
+                for s in acceptance.accepted
             ]
             return self._reject(
                 manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
@@ -507,7 +451,7 @@ class Promoter:
                 ],
                 tests=[
                     t.model_dump(mode="json", exclude_none=True)
-                    for s in decision.accepted
+                    for s in acceptance.accepted
                     if s.index == plan.index
                     for t in s.tests
                 ],
@@ -521,22 +465,21 @@ class Promoter:
             message += f"; tests overridden by {override['by']}: {override['reason']}"
         if rejected_sets:
             message += f"; {len(rejected_sets)} set(s) rejected"
-        record = PromotionRecord(
-            run_id=manifest.run_id,
-            state=State.PROMOTED,
-            message=message,
-            commit=manifest.commit,
-            manifest_sha256=digest,
-            decided_at=at,
-            actor=actor,
-            attempts=(existing.attempts if existing else 0) + 1,
-            sets=sets + rejected_sets,
-            pages=pages_nightly.keys,
-            invalidations=invalidations,
-            override=override,
-            history=existing.history if existing else [],
+        decision = Decision(
+            at=at, state=State.PROMOTED, message=message, manifest_sha256=digest, actor=actor
         )
-        return self._record(record, digest)
+        return self.records.save(
+            build_record(
+                existing,
+                decision,
+                run_id=manifest.run_id,
+                commit=manifest.commit,
+                sets=sets + rejected_sets,
+                pages=pages_nightly.keys,
+                invalidations=invalidations,
+                override=override,
+            )
+        )
 
     def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, _ProjectPages]:
         """The nightly and staging pages of each project of a set (two requests a project)."""
