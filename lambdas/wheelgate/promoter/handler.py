@@ -1,7 +1,7 @@
 """Promoter Lambda: SQS messages carrying S3 events for ``manifests/<run_id>.json``.
 
 Thin by design: parse the event, build the adapters once per container, hand each manifest to
-:class:`wheelgate.promotion.Promoter`. A permanent rejection is recorded and the message is
+:class:`wheelgate.promotion.promoter.Promoter`. A permanent rejection is recorded and the message is
 done; a transient error fails only that message (partial batch response) so SQS retries it
 and, after the redrive limit, moves it to the dead-letter queue.
 """
