@@ -13,7 +13,7 @@ from wheelgate.index.pages import IndexEntry
 from wheelgate.index.store import IndexStore
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
-from wheelgate.promotion.promoter import add_missing
+from wheelgate.promotion.publish import add_missing
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 

@@ -18,7 +18,9 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
+from tests.integration.test_override import BREAK_GLASS, BREAK_GLASS_ID, put_override
 from tests.integration.test_promoter import Context, Run, deliver, wheel
+from wheelgate.core.settings import ENV_BREAK_GLASS_ID
 from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
     LocalStack,
@@ -319,3 +321,29 @@ def test_a_failed_invalidation_is_made_on_redelivery(
     assert record["invalidations"]
     [paths] = invalidated_paths(distribution)
     assert "/f/cdn-fault/pkg0/index.json" in paths
+
+
+def test_an_override_retried_after_a_fault_keeps_its_history(
+    hooks: Callable[[Fault], Copies],
+    buckets: tuple[Bucket, Bucket],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a rejected run and a break-glass override whose first delivery fails on a copy...
+    monkeypatch.setenv(ENV_BREAK_GLASS_ID, BREAK_GLASS_ID)
+    run = Run(buckets, tmp_path, "fault-override", "f/override")
+    run.stage(wheel(tmp_path, "pkg"))
+    assert run.report(run.manifest(result="failed"))["state"] == "rejected"
+    request_id = put_override(run)
+    key = f"manifests/{request_id}.json"
+    fault = Fault("CopyObject")
+    hooks(fault)
+    assert deliver(key, BREAK_GLASS)["batchItemFailures"]
+    assert fault.fired
+    # ...when the message is delivered again...
+    assert deliver(key, BREAK_GLASS) == {"batchItemFailures": []}
+    # ...the request's record keeps the failed attempt, as every other record does.
+    record = json.loads(run.staging.get(f"records/{request_id}.json")[0])  # type: ignore[index]
+    assert record["state"] == "promoted", record
+    assert record["attempts"] == 2
+    assert [h["state"] for h in record["history"]] == ["pending", "promoted"]

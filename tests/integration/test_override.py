@@ -39,9 +39,8 @@ def run(buckets: tuple[Bucket, Bucket], tmp_path: Path, request: pytest.FixtureR
     return Run(buckets, tmp_path, name, f"ov/{name[-40:]}")
 
 
-def override(
-    run: Run, principal: str, reason: str = "GPU runners down; verified by hand"
-) -> dict[str, Any]:
+def put_override(run: Run, reason: str = "GPU runners down; verified by hand") -> str:
+    """Write a break-glass override request for ``run``; return the request's id."""
     request_id = new_request_id(run.run_id)
     body = {
         "schema": "wheelgate/override/v1",
@@ -51,7 +50,14 @@ def override(
     }
     key = f"manifests/{request_id}.json"
     run.staging.put(key, json.dumps(body).encode(), content_type="application/json")
-    assert deliver(key, principal) == {"batchItemFailures": []}
+    return request_id
+
+
+def override(
+    run: Run, principal: str, reason: str = "GPU runners down; verified by hand"
+) -> dict[str, Any]:
+    request_id = put_override(run, reason)
+    assert deliver(f"manifests/{request_id}.json", principal) == {"batchItemFailures": []}
     found = run.staging.get(f"records/{request_id}.json")
     assert found is not None
     return json.loads(found[0])

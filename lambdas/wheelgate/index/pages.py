@@ -27,6 +27,8 @@ from wheelgate.core.manifest import parse_distribution_filename
 API_VERSION = "1.1"
 HTML_CONTENT_TYPE = "text/html; charset=utf-8"
 JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
+#: PEP 658 core metadata (``<file>.metadata``), as staged and as released.
+METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
 #: Index pages change on every promotion; clients and the CDN revalidate them quickly.
 PAGE_CACHE_CONTROL = "public, max-age=60, must-revalidate"
 #: Released files never change (Object Lock), so they may be cached for a year.

@@ -1,74 +1,48 @@
-"""Promotion of one manifest: verify, copy, publish, record.
+"""Promotion of one manifest: the flow from a manifest event to the run's record.
 
-The order is the product's promise. Everything is checked before the first copy; every copy
-succeeds before any index page changes; the record is written last. Each step is idempotent
-(a released file with the same bytes is skipped, a page that already lists a file is left
-alone), so a redelivered or retried message converges on the same final state.
+:class:`Promoter` routes a manifest to its flow: a run's promotion, a yank request, or a
+break-glass override. A promotion takes its steps in an order that is the product's promise:
+every set is verified (:mod:`~wheelgate.promotion.verify`) before the first copy; every copy
+is verified (:mod:`~wheelgate.promotion.release`) before any index page changes
+(:mod:`~wheelgate.promotion.publish`); the record is written last
+(:mod:`~wheelgate.promotion.recorder`). Each step is idempotent (a released file with the same
+bytes is skipped, a page that already lists a file is left alone), so a redelivered or retried
+message converges on the same final state.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
 
 from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import (
-    METADATA_SUFFIX,
-    NIGHTLY,
     OVERRIDE_RUN_PREFIX,
-    PAGES,
     STAGING,
     YANK_RUN_PREFIX,
     LayoutError,
-    relative_href,
 )
-from wheelgate.core.manifest import (
-    ArtifactSet,
-    Manifest,
-    parse_distribution_filename,
-    parse_manifest,
-)
-from wheelgate.core.objects import ObjectInfo
+from wheelgate.core.manifest import Manifest, parse_manifest
 from wheelgate.core.override import parse_override
-from wheelgate.core.planning import FileStep, SetPlan, plan_set
 from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
-from wheelgate.core.redact import Redactor
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.core.wheelmeta import (
-    CoreMetadata,
-    WheelMetadataError,
-    core_metadata,
-    read_core_metadata,
+from wheelgate.index.pages import upload_time
+from wheelgate.index.store import IndexStore
+from wheelgate.index.yank import YankRequest, parse_yank
+from wheelgate.promotion.publish import Invalidator, Publisher
+from wheelgate.promotion.recorder import (
+    Decision,
+    RecordStore,
+    build_record,
+    next_attempt,
+    with_history,
 )
-from wheelgate.index.pages import (
-    IndexEntry,
-    ProjectPage,
-    absolute,
-    merge_entries,
-    staging_view,
-    upload_time,
-)
-from wheelgate.index.store import IndexStore, PageWrites
-from wheelgate.index.yank import YankRequest, apply_yank, parse_yank
-from wheelgate.storage.bucket import (
-    MULTIPART_PART_SIZE,
-    SINGLE_REQUEST_LIMIT,
-    Bucket,
-    PreconditionFailed,
-    S3RangeReader,
-)
-
-METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
-
-
-class Invalidator(Protocol):
-    def invalidate(self, distribution_id: str, keys: Sequence[str]) -> list[str]: ...
+from wheelgate.promotion.release import Releaser
+from wheelgate.promotion.verify import SetVerifier
+from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
 
 
 @dataclass(frozen=True)
@@ -91,50 +65,13 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def add_missing(
-    entries: Iterable[IndexEntry],
-) -> Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]:
-    """Page transform that adds ``entries`` but keeps an entry the page already lists (its
-    original upload time stays), so re-publishing a set is a no-op."""
-    entries = tuple(entries)
-
-    def transform(current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
-        present = {e.filename for e in current}
-        return merge_entries(current, [e for e in entries if e.filename not in present])
-
-    return transform
-
-
-@dataclass(frozen=True)
-class _ProjectPages:
-    """A project's nightly and staging pages (with ETags) as read while planning."""
-
-    nightly: tuple[ProjectPage, str | None]
-    staging: tuple[ProjectPage, str | None]
-
-    def nightly_entry(self, filename: str) -> IndexEntry | None:
-        return next((e for e in self.nightly[0].entries if e.filename == filename), None)
-
-    def staging_entry(self, filename: str) -> IndexEntry | None:
-        """The staging page's own (staged) entry for a file, not one borrowed from nightly."""
-        return next(
-            (e for e in self.staging[0].entries if e.filename == filename and not e.is_absolute),
-            None,
-        )
-
-
-@dataclass(frozen=True)
-class _SetWork:
-    plan: SetPlan
-    pages: dict[str, _ProjectPages]
-    #: ETag and size of each staged ``.metadata`` file, by the name of the file it describes.
-    sidecars: dict[str, tuple[str, int]]
-    #: Keys of the set's projects' files that nightly already holds.
-    nightly_keys: frozenset[str]
-
-
 class Promoter:
-    """Promotes manifests from the staging bucket into the nightly bucket."""
+    """Promotes manifests from the staging bucket into the nightly bucket.
+
+    ``invalidator`` drops the CDN's copies of changed pages (``None``: no CDN). ``workers``
+    bounds the requests a step makes at once. ``single_request_limit`` and ``part_size`` are
+    S3's copy limits, lowered only by tests that exercise multipart copies with small files.
+    """
 
     def __init__(
         self,
@@ -145,56 +82,44 @@ class Promoter:
         invalidator: Invalidator | None = None,
         clock: Callable[[], datetime] = _now,
         workers: int = 16,
-        block_all_on_failure: bool = True,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
         part_size: int = MULTIPART_PART_SIZE,
     ) -> None:
         self.settings = settings
         self.staging = staging
-        self.nightly = nightly
-        self.invalidator = invalidator
         self.clock = clock
-        self.workers = workers
-        # S3 limits, lowered only by tests that exercise multipart copies with small files.
-        self.single_request_limit = single_request_limit
-        self.part_size = part_size
         self.policy = AcceptancePolicy(
             required_tests=settings.required_tests,
             allowed_indexes=settings.allowed_indexes,
-            block_all_on_failure=block_all_on_failure and settings.block_all_on_failure,
+            block_all_on_failure=settings.block_all_on_failure,
         )
-        self.staging_pages = IndexStore(staging)
-        self.nightly_pages = IndexStore(nightly)
-
-    # -- records -------------------------------------------------------------------------
+        self.records = RecordStore(staging)
+        staging_pages, nightly_pages = IndexStore(staging), IndexStore(nightly)
+        self.verifier = SetVerifier(
+            staging=staging,
+            nightly=nightly,
+            staging_pages=staging_pages,
+            nightly_pages=nightly_pages,
+            workers=workers,
+        )
+        self.releaser = Releaser(
+            staging=staging,
+            nightly=nightly,
+            clock=clock,
+            workers=workers,
+            single_request_limit=single_request_limit,
+            part_size=part_size,
+        )
+        self.publisher = Publisher(
+            settings=settings,
+            staging_pages=staging_pages,
+            nightly_pages=nightly_pages,
+            invalidator=invalidator,
+        )
 
     def load_record(self, run_id: str) -> PromotionRecord | None:
-        found = self.staging.get(STAGING.record(run_id))
-        if found is None:
-            return None
-        return PromotionRecord.model_validate_json(found[0])
-
-    def _save(self, record: PromotionRecord) -> PromotionRecord:
-        # Test URLs come from the manifest and may carry a token: records are read widely.
-        self.staging.put(
-            STAGING.record(record.run_id),
-            Redactor()(record.to_json()).encode(),
-            content_type="application/json",
-        )
-        return record
-
-    def _record(self, record: PromotionRecord, digest: str) -> PromotionRecord:
-        """Save ``record`` with its own decision appended to its history."""
-        return self._save(
-            record.with_decision(
-                at=record.decided_at or upload_time(self.clock()),
-                state=record.state,
-                reason=record.reason,
-                message=record.message,
-                manifest_sha256=digest,
-                actor=record.actor,
-            )
-        )
+        """The record of ``run_id``, or ``None`` when no decision was recorded yet."""
+        return self.records.load(run_id)
 
     def record_failure(self, key: str, error: BaseException) -> None:
         """Note a transient failure on the run's record (the message will be retried)."""
@@ -206,30 +131,12 @@ class Promoter:
         if existing is not None and existing.state is not State.PENDING:
             return
         at = upload_time(self.clock())
-        attempts = (existing.attempts if existing else 0) + 1
-        message = f"attempt {attempts} failed: {type(error).__name__}: {error}; it will be retried"
-        record = existing or PromotionRecord(run_id=run_id, state=State.PENDING)
-        record = record.model_copy(
-            update={
-                "state": State.PENDING,
-                "reason": "transient-error",
-                "message": message,
-                "attempts": attempts,
-                "decided_at": at,
-            }
+        message = (
+            f"attempt {next_attempt(existing)} failed: {type(error).__name__}: {error}; "
+            "it will be retried"
         )
-        self._save(
-            record.with_decision(
-                at=at,
-                state=State.PENDING,
-                reason="transient-error",
-                message=message,
-                manifest_sha256=None,
-                actor=None,
-            )
-        )
-
-    # -- the flow ------------------------------------------------------------------------
+        decision = Decision(at=at, state=State.PENDING, reason="transient-error", message=message)
+        self.records.save(build_record(existing, decision, run_id=run_id))
 
     def handle(self, event: ManifestEvent) -> PromotionRecord | None:
         """Decide on the manifest at ``event.key`` and act on it.
@@ -270,7 +177,7 @@ class Promoter:
                 )
             return self._promote(manifest, digest, actor, existing)
         except PromotionRejected as rejection:
-            return self._reject(run_id, rejection, digest, actor, existing, sets=None)
+            return self._reject(run_id, rejection, digest, actor, existing)
 
     def _yank(
         self,
@@ -280,49 +187,27 @@ class Promoter:
         existing: PromotionRecord | None,
     ) -> PromotionRecord:
         """Set a released file's yank state on its nightly and staging pages."""
-        yanked: str | bool = (request.reason or True) if request.yanked else False
-        project = parse_distribution_filename(request.filename).project
-        nightly = self.nightly_pages.update_project(
-            request.index, project, lambda current: apply_yank(current, request.filename, yanked)
-        )
-        assert nightly.page is not None
-        staging = self._refresh_staging_page(request.index, nightly.page, drop=())
-        invalidations = self._invalidate(nightly, staging)
+        nightly, staging = self.publisher.yank(request)
+        invalidations = self.publisher.invalidate(nightly, staging)
         verb = "yanked" if request.yanked else "unyanked"
         message = f"{verb} {request.index}/{request.filename}" + (
             f": {request.reason}" if request.reason else ""
         )
-        at = upload_time(self.clock())
-        record = PromotionRecord(
-            run_id=request.run_id,
+        decision = Decision(
+            at=upload_time(self.clock()),
             state=State.PROMOTED,
             message=message,
             manifest_sha256=digest,
-            decided_at=at,
             actor=actor,
-            attempts=(existing.attempts if existing else 0) + 1,
-            pages=nightly.keys,
-            invalidations=invalidations,
-            history=existing.history if existing else [],
         )
-        return self._record(record, digest)
-
-    def _refresh_staging_page(
-        self,
-        index: str,
-        nightly_page: ProjectPage,
-        *,
-        drop: Iterable[str],
-        known: tuple[ProjectPage, str | None] | None = None,
-    ) -> PageWrites:
-        """Re-merge a project's staging page over its nightly page as it now stands, dropping
-        the staged entries in ``drop`` (now released)."""
-        borrowed = absolute(
-            nightly_page.entries,
-            self.settings.nightly_base_url + PAGES.project_dir(index, nightly_page.name),
-        )
-        return self.staging_pages.update_project(
-            index, nightly_page.name, staging_view(borrowed, drop=drop), known=known
+        return self.records.save(
+            build_record(
+                existing,
+                decision,
+                run_id=request.run_id,
+                pages=nightly.keys,
+                invalidations=invalidations,
+            )
         )
 
     def _check_writer(self, principal_id: str | None, run_id: str) -> None:
@@ -350,35 +235,15 @@ class Promoter:
         digest: str,
         actor: str | None,
         existing: PromotionRecord | None,
-        sets: list[SetOutcome] | None,
+        sets: Sequence[SetOutcome] = (),
     ) -> PromotionRecord:
-        at = upload_time(self.clock())
+        decision = Decision.rejected(
+            rejection, at=upload_time(self.clock()), manifest_sha256=digest, actor=actor
+        )
         if existing is not None and existing.state is State.PROMOTED:
             # A promoted run stays promoted; the refused replay goes into its history.
-            record = existing
-        else:
-            record = PromotionRecord(
-                run_id=run_id,
-                state=State.REJECTED,
-                reason=rejection.reason.value,
-                message=rejection.message,
-                manifest_sha256=digest,
-                decided_at=at,
-                actor=actor,
-                attempts=(existing.attempts if existing else 0) + 1,
-                sets=sets or [],
-                history=existing.history if existing else [],
-            )
-        return self._save(
-            record.with_decision(
-                at=at,
-                state=State.REJECTED,
-                reason=rejection.reason.value,
-                message=rejection.message,
-                manifest_sha256=digest,
-                actor=actor,
-            )
-        )
+            return self.records.save(with_history(existing, decision))
+        return self.records.save(build_record(existing, decision, run_id=run_id, sets=sets))
 
     def _override(
         self,
@@ -415,7 +280,7 @@ class Promoter:
             target_raw = found[0]
             manifest = parse_manifest(target_raw, expected_run_id=target)
         except PromotionRejected as rejection:
-            return self._reject(run_id, rejection, digest, actor, existing, sets=None)
+            return self._reject(run_id, rejection, digest, actor, existing)
         override = {"by": actor or "", "reason": request.reason, "request": run_id}
         result = self._promote(
             manifest,
@@ -428,19 +293,15 @@ class Promoter:
         outcome = f"override applied: run {target} {result.state.value}" + (
             f" ({result.reason}: {result.message})" if result.reason else ""
         )
-        state = result.state
-        record = PromotionRecord(
-            run_id=run_id,
-            state=state,
+        decision = Decision(
+            at=at,
+            state=result.state,
             reason=result.reason,
             message=outcome,
             manifest_sha256=digest,
-            decided_at=at,
             actor=actor,
-            attempts=(existing.attempts if existing else 0) + 1,
-            override=override,
         )
-        return self._record(record, digest)
+        return self.records.save(build_record(existing, decision, run_id=run_id, override=override))
 
     def _promote(
         self,
@@ -451,10 +312,10 @@ class Promoter:
         *,
         override: dict[str, str] | None = None,
     ) -> PromotionRecord:
-        decision = decide(manifest, self.policy)
+        acceptance = decide(manifest, self.policy)
         if override is not None:
             # Break-glass: the tests do not decide; every integrity check below still does.
-            decision = AcceptanceDecision(accepted=tuple(manifest.sets), rejected=())
+            acceptance = AcceptanceDecision(accepted=tuple(manifest.sets), rejected=())
         rejected_sets = [
             SetOutcome(
                 index=s.index,
@@ -463,14 +324,14 @@ class Promoter:
                 message=err.message,
                 tests=[t.model_dump(mode="json", exclude_none=True) for t in s.tests],
             )
-            for s, err in decision.rejected
+            for s, err in acceptance.rejected
         ]
-        if not decision.accepted:
-            first = decision.rejected[0][1]
+        if not acceptance.accepted:
+            first = acceptance.rejected[0][1]
             return self._reject(manifest.run_id, first, digest, actor, existing, rejected_sets)
         # Verify every accepted set before copying anything.
         try:
-            work = [self._plan(manifest, s) for s in decision.accepted]
+            verified = [self.verifier.verify(manifest, s) for s in acceptance.accepted]
         except PromotionRejected as rejection:
             sets = [
                 SetOutcome(
@@ -483,15 +344,15 @@ class Promoter:
                     ),
                     message=rejection.message,
                 )
-                for s in decision.accepted
+                for s in acceptance.accepted
             ]
             return self._reject(
                 manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
             )
-        entries = self._release(work)
-        pages_nightly, pages_staging = self._publish(work, entries)
-        plans = [w.plan for w in work]
-        invalidations = self._invalidate(pages_nightly, pages_staging)
+        entries = self.releaser.release(verified)
+        pages_nightly, pages_staging = self.publisher.publish(verified, entries)
+        plans = [v.plan for v in verified]
+        invalidations = self.publisher.invalidate(pages_nightly, pages_staging)
         at = upload_time(self.clock())
         sets = [
             SetOutcome(
@@ -508,7 +369,7 @@ class Promoter:
                 ],
                 tests=[
                     t.model_dump(mode="json", exclude_none=True)
-                    for s in decision.accepted
+                    for s in acceptance.accepted
                     if s.index == plan.index
                     for t in s.tests
                 ],
@@ -522,282 +383,18 @@ class Promoter:
             message += f"; tests overridden by {override['by']}: {override['reason']}"
         if rejected_sets:
             message += f"; {len(rejected_sets)} set(s) rejected"
-        record = PromotionRecord(
-            run_id=manifest.run_id,
-            state=State.PROMOTED,
-            message=message,
-            commit=manifest.commit,
-            manifest_sha256=digest,
-            decided_at=at,
-            actor=actor,
-            attempts=(existing.attempts if existing else 0) + 1,
-            sets=sets + rejected_sets,
-            pages=pages_nightly.keys,
-            invalidations=invalidations,
-            override=override,
-            history=existing.history if existing else [],
+        decision = Decision(
+            at=at, state=State.PROMOTED, message=message, manifest_sha256=digest, actor=actor
         )
-        return self._record(record, digest)
-
-    def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, _ProjectPages]:
-        """The nightly and staging pages of each project of a set (two requests a project)."""
-        projects = sorted(artifact_set.projects)
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            nightly = list(
-                pool.map(lambda p: self.nightly_pages.read_project(artifact_set.index, p), projects)
+        return self.records.save(
+            build_record(
+                existing,
+                decision,
+                run_id=manifest.run_id,
+                commit=manifest.commit,
+                sets=sets + rejected_sets,
+                pages=pages_nightly.keys,
+                invalidations=invalidations,
+                override=override,
             )
-            staging = list(
-                pool.map(lambda p: self.staging_pages.read_project(artifact_set.index, p), projects)
-            )
-        return {p: _ProjectPages(n, s) for p, n, s in zip(projects, nightly, staging, strict=True)}
-
-    def _plan(self, manifest: Manifest, artifact_set: ArtifactSet) -> _SetWork:
-        """Verify a set: one listing, a HEAD per staged file (S3's SHA-256), the project pages.
-
-        Whether a file is already released is read from the nightly project page, which lists
-        every released file of the project with its SHA-256; a file in nightly but not listed
-        (an interrupted promotion, or an out-of-band write) is found by listing the project's
-        own nightly files, before any copy, and checked by a HEAD.
-        """
-        prefix = STAGING.run_index_prefix(manifest.run_id, artifact_set.index)
-        listing = {
-            obj.key[len(prefix) :]: obj
-            for obj in self.staging.list(prefix)
-            if "/" not in obj.key[len(prefix) :]
-        }
-        files = [n for n in listing if not n.endswith(METADATA_SUFFIX)]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            heads = list(pool.map(lambda name: self.staging.head(prefix + name), files))
-        staged: dict[str, ObjectInfo] = {
-            name: ObjectInfo(key=obj.key, size=obj.size, etag=obj.etag)
-            for name, obj in listing.items()
-            if name.endswith(METADATA_SUFFIX)
-        }
-        staged.update({name: head for name, head in zip(files, heads, strict=True) if head})
-        pages = self._read_pages(artifact_set)
-        # Every nightly key of these projects' files (one listing per file-name prefix, so the
-        # cost follows the project's own files, not the directory's): catches a file that an
-        # interrupted promotion copied but never listed.
-        prefixes = sorted({f.filename.split("-", 1)[0] + "-" for f in artifact_set.files})
-        nightly_keys = {
-            obj.key
-            for prefix in prefixes
-            for obj in self.nightly.list(NIGHTLY.artifact(artifact_set.index, prefix))
-        }
-        released: dict[str, ObjectInfo | None] = {}
-        for f in artifact_set.files:
-            key = NIGHTLY.artifact(artifact_set.index, f.filename)
-            listed = pages[f.distribution.project].nightly_entry(f.filename)
-            if listed is not None:
-                released[f.filename] = ObjectInfo(
-                    key=key, size=listed.size, etag="", s3_sha256=listed.sha256
-                )
-            elif key in nightly_keys:
-                released[f.filename] = self.nightly.head(key)
-            else:
-                released[f.filename] = None
-        plan = plan_set(
-            artifact_set,
-            run_id=manifest.run_id,
-            commit=manifest.commit,
-            staged=staged,
-            released=released,
         )
-        return _SetWork(
-            plan=plan,
-            pages=pages,
-            nightly_keys=frozenset(nightly_keys),
-            sidecars={
-                name[: -len(METADATA_SUFFIX)]: (obj.etag, obj.size)
-                for name, obj in listing.items()
-                if name.endswith(METADATA_SUFFIX)
-            },
-        )
-
-    def _release(self, work: Sequence[_SetWork]) -> list[IndexEntry]:
-        """Copy every planned file and its core metadata; return the nightly entries."""
-        jobs = [(w, step) for w in work for step in w.plan.steps]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(lambda job: self._release_one(*job), jobs))
-
-    def _release_one(self, work: _SetWork, step: FileStep) -> IndexEntry:
-        if step.copy:
-            self._copy(
-                work,
-                step,
-                step.source_key,
-                step.source_etag,
-                step.file.size,
-                step.target_key,
-                step.file.sha256,
-            )
-        metadata = self._core_metadata(work, step) if step.is_wheel else None
-        page_dir = PAGES.project_dir(step.index, step.file.distribution.project)
-        return IndexEntry(
-            filename=step.file.filename,
-            url=relative_href(page_dir, step.target_key),
-            sha256=step.file.sha256,
-            size=step.file.size,
-            upload_time=upload_time(self.clock()),
-            requires_python=metadata.requires_python if metadata else None,
-            metadata_sha256=metadata.sha256 if metadata else None,
-        )
-
-    def _copy(
-        self,
-        work: _SetWork,
-        step: FileStep,
-        source: str,
-        etag: str,
-        size: int,
-        target: str,
-        sha256: str,
-    ) -> None:
-        """Server-side copy that must end with ``target`` holding bytes of ``sha256``; a key
-        nightly already holds is checked, never written."""
-        try:
-            if target in work.nightly_keys:
-                raise PreconditionFailed(target)
-            copied_sha = self.nightly.copy_in(
-                self.staging,
-                source,
-                etag,
-                size,
-                target,
-                part_size=self.part_size,
-                single_request_limit=self.single_request_limit,
-            )
-        except PreconditionFailed:
-            # Already there (an interrupted earlier attempt, or a twin): same bytes or refuse.
-            head = self.nightly.head(target)
-            if head is None or head.sha256 != sha256:
-                raise PromotionRejected(
-                    Reason.NIGHTLY_CONFLICT,
-                    f"{target} exists in nightly with other bytes (sha256 "
-                    f"{head.sha256 if head else 'unknown'}); released files are never overwritten",
-                    index=step.index,
-                ) from None
-            return
-        if copied_sha is None:
-            # A multipart copy has no full-object checksum from S3: check that the copy
-            # carries the recorded SHA-256 and the right size.
-            copied = self.nightly.head(target)
-            if copied is not None and copied.size == size:
-                copied_sha = copied.meta_sha256
-        if copied_sha != sha256:
-            raise PromotionRejected(
-                Reason.COPY_VERIFICATION_FAILED,
-                f"{target}: the copy has sha256 {copied_sha}, expected {sha256}",
-                index=step.index,
-            )
-
-    def _core_metadata(self, work: _SetWork, step: FileStep) -> CoreMetadata:
-        """The wheel's PEP 658 metadata, released beside it in nightly.
-
-        Usually a server-side copy of the ``.metadata`` file staged with the wheel, whose hash
-        and ``Requires-Python`` the staging page already lists for exactly these wheel bytes
-        (S3 checksums the copy, so the listed hash is the released file's). Otherwise it is
-        read from the staged wheel with ranged reads and written.
-        """
-        key = NIGHTLY.metadata(step.index, step.file.filename)
-        staged = work.pages[step.file.distribution.project].staging_entry(step.file.filename)
-        sidecar = work.sidecars.get(step.file.filename)
-        if (
-            staged is not None
-            and staged.sha256 == step.file.sha256
-            and staged.metadata_sha256
-            and sidecar is not None
-        ):
-            etag, size = sidecar
-            self._copy(
-                work,
-                step,
-                step.source_key + METADATA_SUFFIX,
-                etag,
-                size,
-                key,
-                staged.metadata_sha256,
-            )
-            return CoreMetadata(
-                content=b"", sha256=staged.metadata_sha256, requires_python=staged.requires_python
-            )
-        found = self.nightly.get(key)
-        if found is not None:
-            return core_metadata(found[0])
-        reader = S3RangeReader(
-            self.staging.client,
-            self.staging.name,
-            step.source_key,
-            step.file.size,
-            step.source_etag,
-        )
-        try:
-            metadata = read_core_metadata(reader, step.file.filename)
-        except WheelMetadataError as exc:
-            raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=step.index) from exc
-        try:
-            self.nightly.put(
-                key, metadata.content, content_type=METADATA_CONTENT_TYPE, if_none_match=True
-            )
-        except PreconditionFailed:
-            found = self.nightly.get(key)
-            if found is None or core_metadata(found[0]).sha256 != metadata.sha256:
-                raise PromotionRejected(
-                    Reason.NIGHTLY_CONFLICT,
-                    f"{key} exists in nightly with other content",
-                    index=step.index,
-                ) from None
-        return metadata
-
-    def _publish(
-        self, work: Sequence[_SetWork], entries: Sequence[IndexEntry]
-    ) -> tuple[PageWrites, PageWrites]:
-        """Update nightly pages of the touched projects, then the staging pages over them.
-
-        Pages read while planning are reused, so a page costs two writes when nobody else wrote
-        it meanwhile (and a re-read when somebody did).
-        """
-        by_page: dict[tuple[str, str], list[IndexEntry]] = defaultdict(list)
-        known: dict[tuple[str, str], _ProjectPages] = {}
-        jobs = [(w, step) for w in work for step in w.plan.steps]
-        for (w, step), entry in zip(jobs, entries, strict=True):
-            page_key = (step.index, step.file.distribution.project)
-            by_page[page_key].append(entry)
-            known[page_key] = w.pages[step.file.distribution.project]
-        nightly_writes, staging_writes = PageWrites(), PageWrites()
-        for (index, project), page_entries in sorted(by_page.items()):
-            pages = known[(index, project)]
-            written = self.nightly_pages.update_project(
-                index, project, add_missing(page_entries), known=pages.nightly
-            )
-            # Invalidate the project's pages even when this attempt found them written already:
-            # an earlier attempt may have failed between writing them and invalidating.
-            touched = [PAGES.project_page(index, project, json=j) for j in (True, False)]
-            nightly_writes.extend(PageWrites(touched))
-            assert written.page is not None
-            self._refresh_staging_page(
-                index,
-                written.page,
-                drop=[e.filename for e in page_entries],
-                known=pages.staging,
-            )
-            staging_writes.extend(PageWrites(touched))
-        projects_by_index: dict[str, set[str]] = defaultdict(set)
-        for index, project in by_page:
-            projects_by_index[index].add(project)
-        for index, projects in sorted(projects_by_index.items()):
-            nightly_writes.extend(self.nightly_pages.add_projects(index, projects))
-            staging_writes.extend(self.staging_pages.add_projects(index, projects))
-        return nightly_writes, staging_writes
-
-    def _invalidate(self, nightly: PageWrites, staging: PageWrites) -> list[str]:
-        if self.invalidator is None:
-            return []
-        ids: list[str] = []
-        for distribution, writes in (
-            (self.settings.nightly_distribution_id, nightly),
-            (self.settings.staging_distribution_id, staging),
-        ):
-            if distribution and writes.keys:
-                ids += self.invalidator.invalidate(distribution, writes.keys)
-        return ids

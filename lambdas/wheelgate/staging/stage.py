@@ -39,12 +39,17 @@ from wheelgate.core.wheelmeta import (
     WheelMetadataError,
     read_core_metadata,
 )
-from wheelgate.index.pages import IndexEntry, absolute, staging_view, upload_time
+from wheelgate.index.pages import (
+    METADATA_CONTENT_TYPE,
+    IndexEntry,
+    absolute,
+    staging_view,
+    upload_time,
+)
 from wheelgate.index.store import IndexStore, PageWrites
 from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
 
 ARTIFACT_CONTENT_TYPE = "application/octet-stream"
-METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
 _HASH_CHUNK = 8 * 1024 * 1024
 
 

@@ -1,0 +1,192 @@
+"""Releasing verified sets: server-side copies from staging into nightly, each one verified.
+
+Every planned file is copied to its nightly key and must end up holding the manifest's bytes;
+a key nightly already holds is checked, never written. A wheel's PEP 658 core metadata is
+released beside it. No index page changes here: the entries returned are published only once
+every copy has succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGES, relative_href
+from wheelgate.core.planning import FileStep
+from wheelgate.core.wheelmeta import (
+    CoreMetadata,
+    WheelMetadataError,
+    core_metadata,
+    read_core_metadata,
+)
+from wheelgate.index.pages import METADATA_CONTENT_TYPE, IndexEntry, upload_time
+from wheelgate.promotion.verify import VerifiedSet
+from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
+
+
+class Releaser:
+    """Copies verified files from staging into nightly, ``workers`` files at a time.
+
+    ``single_request_limit`` and ``part_size`` are S3's copy limits (see
+    :meth:`~wheelgate.storage.bucket.Bucket.copy_in`); ``clock`` stamps each entry's upload
+    time.
+    """
+
+    def __init__(
+        self,
+        *,
+        staging: Bucket,
+        nightly: Bucket,
+        clock: Callable[[], datetime],
+        workers: int,
+        single_request_limit: int,
+        part_size: int,
+    ) -> None:
+        self.staging = staging
+        self.nightly = nightly
+        self.clock = clock
+        self.workers = workers
+        self.single_request_limit = single_request_limit
+        self.part_size = part_size
+
+    def release(self, sets: Sequence[VerifiedSet]) -> list[IndexEntry]:
+        """Copy every planned file of ``sets`` and its core metadata into nightly.
+
+        Returns the nightly page entry of each file, in plan order (set by set, step by step).
+        Raises :class:`~wheelgate.core.errors.PromotionRejected` when nightly holds other bytes
+        under a file's key, a copy does not verify, or a wheel's metadata cannot be read.
+        """
+        jobs = [(s, step) for s in sets for step in s.plan.steps]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(lambda job: self._release_one(*job), jobs))
+
+    def _release_one(self, verified: VerifiedSet, step: FileStep) -> IndexEntry:
+        if step.copy:
+            self._copy(
+                verified,
+                step,
+                step.source_key,
+                step.source_etag,
+                step.file.size,
+                step.target_key,
+                step.file.sha256,
+            )
+        metadata = self._core_metadata(verified, step) if step.is_wheel else None
+        page_dir = PAGES.project_dir(step.index, step.file.distribution.project)
+        return IndexEntry(
+            filename=step.file.filename,
+            url=relative_href(page_dir, step.target_key),
+            sha256=step.file.sha256,
+            size=step.file.size,
+            upload_time=upload_time(self.clock()),
+            requires_python=metadata.requires_python if metadata else None,
+            metadata_sha256=metadata.sha256 if metadata else None,
+        )
+
+    def _copy(
+        self,
+        verified: VerifiedSet,
+        step: FileStep,
+        source: str,
+        etag: str,
+        size: int,
+        target: str,
+        sha256: str,
+    ) -> None:
+        """Server-side copy that must end with ``target`` holding bytes of ``sha256``; a key
+        nightly already holds is checked, never written."""
+        try:
+            if target in verified.nightly_keys:
+                raise PreconditionFailed(target)
+            copied_sha = self.nightly.copy_in(
+                self.staging,
+                source,
+                etag,
+                size,
+                target,
+                part_size=self.part_size,
+                single_request_limit=self.single_request_limit,
+            )
+        except PreconditionFailed:
+            # Already there (an interrupted earlier attempt, or a twin): same bytes or refuse.
+            head = self.nightly.head(target)
+            if head is None or head.sha256 != sha256:
+                raise PromotionRejected(
+                    Reason.NIGHTLY_CONFLICT,
+                    f"{target} exists in nightly with other bytes (sha256 "
+                    f"{head.sha256 if head else 'unknown'}); released files are never overwritten",
+                    index=step.index,
+                ) from None
+            return
+        if copied_sha is None:
+            # A multipart copy has no full-object checksum from S3: check that the copy
+            # carries the recorded SHA-256 and the right size.
+            copied = self.nightly.head(target)
+            if copied is not None and copied.size == size:
+                copied_sha = copied.meta_sha256
+        if copied_sha != sha256:
+            raise PromotionRejected(
+                Reason.COPY_VERIFICATION_FAILED,
+                f"{target}: the copy has sha256 {copied_sha}, expected {sha256}",
+                index=step.index,
+            )
+
+    def _core_metadata(self, verified: VerifiedSet, step: FileStep) -> CoreMetadata:
+        """The wheel's PEP 658 metadata, released beside it in nightly.
+
+        Usually a server-side copy of the ``.metadata`` file staged with the wheel, whose hash
+        and ``Requires-Python`` the staging page already lists for exactly these wheel bytes
+        (S3 checksums the copy, so the listed hash is the released file's). Otherwise it is
+        read from the staged wheel with ranged reads and written.
+        """
+        key = NIGHTLY.metadata(step.index, step.file.filename)
+        staged = verified.pages[step.file.distribution.project].staging_entry(step.file.filename)
+        sidecar = verified.sidecars.get(step.file.filename)
+        if (
+            staged is not None
+            and staged.sha256 == step.file.sha256
+            and staged.metadata_sha256
+            and sidecar is not None
+        ):
+            etag, size = sidecar
+            self._copy(
+                verified,
+                step,
+                step.source_key + METADATA_SUFFIX,
+                etag,
+                size,
+                key,
+                staged.metadata_sha256,
+            )
+            return CoreMetadata(
+                content=b"", sha256=staged.metadata_sha256, requires_python=staged.requires_python
+            )
+        found = self.nightly.get(key)
+        if found is not None:
+            return core_metadata(found[0])
+        reader = S3RangeReader(
+            self.staging.client,
+            self.staging.name,
+            step.source_key,
+            step.file.size,
+            step.source_etag,
+        )
+        try:
+            metadata = read_core_metadata(reader, step.file.filename)
+        except WheelMetadataError as exc:
+            raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=step.index) from exc
+        try:
+            self.nightly.put(
+                key, metadata.content, content_type=METADATA_CONTENT_TYPE, if_none_match=True
+            )
+        except PreconditionFailed:
+            found = self.nightly.get(key)
+            if found is None or core_metadata(found[0]).sha256 != metadata.sha256:
+                raise PromotionRejected(
+                    Reason.NIGHTLY_CONFLICT,
+                    f"{key} exists in nightly with other content",
+                    index=step.index,
+                ) from None
+        return metadata
