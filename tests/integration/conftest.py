@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
+from wheelgate.core.layout import STAGING
 from wheelgate.local.stack import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
 from wheelgate.storage.bucket import Bucket
 
@@ -29,6 +30,10 @@ class LocalProcess:
     env: dict[str, str]
     staging_url: str
     nightly_url: str
+
+    def run_index(self, run_id: str, index: str) -> str:
+        """URL of a run's own staging index, the one its test jobs install from."""
+        return self.staging_url + STAGING.run_index_prefix(run_id, index)
 
     def client(self, service: str) -> Any:
         return boto3.client(

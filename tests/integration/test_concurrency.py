@@ -9,6 +9,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from wheelgate.core.layout import STAGING
 from wheelgate.index.pages import IndexEntry
 from wheelgate.index.store import IndexStore
 from wheelgate.local.sample_wheels import build_wheel
@@ -74,26 +75,32 @@ def test_eight_writers_adding_projects_keep_every_root_entry(nightly: Bucket) ->
     assert all(f'href="proj{i}/"' in root_html[0].decode() for i in range(WRITERS))
 
 
-def test_eight_concurrent_stage_runs_into_one_directory(stack: LocalStack, tmp_path: Path) -> None:
+def test_eight_build_jobs_of_one_run_staging_into_one_directory(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    # Given eight build jobs of one run, each staging one torch wheel into the same directory
+    # at once (one page of the run's index to share)...
     index = "conc/stage"
+    run_id = "conc-run"
     wheels = [build_wheel(tmp_path / str(i), "torch", f"2.{i}.0") for i in range(WRITERS)]
 
-    def run(i: int) -> None:
+    def job(i: int) -> None:
         s3 = boto3.client("s3")
         stage(
             staging=Bucket(s3, STAGING_BUCKET),
             nightly=Bucket(s3, NIGHTLY_BUCKET),
             nightly_base_url=stack.nightly_url,
-            run_id=f"conc-{i}",
+            run_id=run_id,
             index=index,
-            commit=str(i) * 40,
+            commit="c" * 40,
             artifacts=inspect_files([wheels[i]]),
         )
 
     with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-        list(pool.map(run, range(WRITERS)))
+        list(pool.map(job, range(WRITERS)))
+    # Then the run's project page lists every one of them.
     staging = Bucket(boto3.client("s3"), STAGING_BUCKET)
-    found = staging.get(f"{index}/torch/index.json")
+    found = staging.get(f"{STAGING.run_pages_prefix(run_id)}{index}/torch/index.json")
     assert found is not None
     listed = {f["filename"] for f in json.loads(found[0])["files"]}
     assert listed == {w.name for w in wheels}

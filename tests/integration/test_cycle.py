@@ -65,7 +65,7 @@ def test_test_jobs_install_from_staging_with_nightly_dependencies(
     local: LocalProcess, promoted: dict[str, Any], venv_factory: Any
 ) -> None:
     venv = venv_factory("staging-install")
-    result = pip(venv, "install", "--index-url", f"{local.staging_url}{INDEX}/", "cyc-torch==2.7.0")
+    result = pip(venv, "install", "--index-url", local.run_index("100", INDEX), "cyc-torch==2.7.0")
     assert result.returncode == 0, result.stderr
     # cyc-filelock lives only in nightly: the staging page borrowed it.
     assert "cyc-filelock" in result.stdout
@@ -233,7 +233,7 @@ def test_pins_install_exactly_the_staged_bytes(
         "install",
         "--require-hashes",
         "--index-url",
-        f"{local.staging_url}{INDEX}/",
+        local.run_index("pins-1", INDEX),
         "-r",
         str(pins),
     )
@@ -256,7 +256,7 @@ def test_pins_install_exactly_the_staged_bytes(
         "install",
         "--require-hashes",
         "--index-url",
-        f"{local.staging_url}{INDEX}/",
+        local.run_index("pins-1", INDEX),
         "-r",
         str(pins),
     )

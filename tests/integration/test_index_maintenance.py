@@ -57,10 +57,6 @@ def test_yank_is_reflected_in_both_formats_and_honoured_by_pip(
         new: "bad GPU kernels",
     }
     assert 'data-yanked="bad GPU kernels"' in fetch(page)
-    staging_doc = json.loads(
-        fetch(f"{local.staging_url}{INDEX}/maint-pkg/", "application/vnd.pypi.simple.v1+json")
-    )
-    assert {f["filename"]: f["yanked"] for f in staging_doc["files"]}[new] == "bad GPU kernels"
     # The file is still there: nothing was deleted.
     assert local.client("s3").head_object(
         Bucket=local.env["WHEELGATE_NIGHTLY_BUCKET"], Key=f"{INDEX}/{new}"
@@ -115,7 +111,27 @@ def test_rebuild_restores_a_lost_page_and_dry_run_writes_nothing(
     assert again["projects"] == []
 
 
-def test_rebuild_of_the_staging_index(local: LocalProcess, released: dict[str, Path]) -> None:
-    done = local.wheelgate("index", "rebuild", "--index", INDEX, "--bucket", "staging", "--dry-run")
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["bucket"] == "staging"
+def test_restaging_uploads_nothing_and_refreshes_the_run_index(
+    local: LocalProcess, released: dict[str, Path], tmp_path: Path
+) -> None:
+    # Given a run staged before a release was yanked in nightly...
+    other = build_wheel(tmp_path, "maint-other", "1.0")
+    stage = ("stage", "--run-id", "maint-3", "--index", INDEX, "--commit", "6" * 40, str(other))
+    run_ok(local, *stage)
+    page = local.run_index("maint-3", INDEX) + "maint-pkg/"
+    new = released["new"].name
+
+    def yank_state() -> object:
+        doc = json.loads(fetch(page, "application/vnd.pypi.simple.v1+json"))
+        return {f["filename"]: f["yanked"] for f in doc["files"]}[new]
+
+    assert yank_state() is False
+    result = local.wheelgate("yank", "--index", INDEX, new, "--reason", "late find")
+    assert result.returncode == 0, result.stderr
+    # ...its index is a snapshot of nightly until the run stages again: then nothing is
+    # uploaded and the index shows nightly as it stands.
+    assert yank_state() is False
+    again = json.loads(run_ok(local, *stage))
+    assert (again["uploaded"], again["unchanged"]) == ([], [other.name])
+    assert yank_state() == "late find"
+    assert local.wheelgate("unyank", "--index", INDEX, new).returncode == 0

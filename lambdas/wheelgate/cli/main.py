@@ -42,10 +42,10 @@ from wheelgate.cli.common import (
 )
 from wheelgate.core import redact
 from wheelgate.core.errors import TransientError
-from wheelgate.core.layout import STAGING, check_index, check_run_id
+from wheelgate.core.layout import STAGING, base_url, check_index, check_run_id
 from wheelgate.core.manifest import ManifestFile, json_schema, parse_distribution_filename
 from wheelgate.core.records import State
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL
+from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
 from wheelgate.storage.bucket import AccessError, Bucket
 
 if TYPE_CHECKING:
@@ -107,9 +107,14 @@ def cmd_stage(args: argparse.Namespace) -> int:
         )
     except StageError as exc:
         raise UsageError(str(exc)) from exc
+    run_index = STAGING.run_index_prefix(args.run_id, args.index)
+    staging_base = args.staging_url or os.environ.get(ENV_STAGING_BASE_URL, "")
     summary = {
         "run_id": args.run_id,
         "index": args.index,
+        # What the run's tests install from (`pip install --index-url <index_url>`).
+        "index_url": base_url(staging_base) + run_index if staging_base else None,
+        "index_key": run_index,
         "uploaded": result.uploaded,
         "unchanged": result.unchanged,
         "pages": result.pages.keys,
@@ -254,35 +259,25 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
-    from wheelgate.index.rebuild import rebuild, scan_nightly, scan_staging
+    from wheelgate.index.rebuild import rebuild, scan_nightly
 
     checked("--index", args.index, check_index)
-    staging, nightly = buckets(args, nightly=True)
+    _, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
-        if args.bucket == "nightly":
-            changes, writes = rebuild(
-                target=nightly,
-                index=args.index,
-                scanned=scan_nightly(nightly, args.index),
-                dry_run=args.dry_run,
-            )
-        else:
-            changes, writes = rebuild(
-                target=staging,
-                index=args.index,
-                scanned=scan_staging(staging, args.index),
-                borrowed_from=nightly,
-                borrowed_base_url=nightly_url(args),
-                dry_run=args.dry_run,
-            )
+        changes, writes = rebuild(
+            target=nightly,
+            index=args.index,
+            scanned=scan_nightly(nightly, args.index),
+            dry_run=args.dry_run,
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     print(
         json.dumps(
             {
                 "index": args.index,
-                "bucket": args.bucket,
+                "bucket": "nightly",
                 "dry_run": args.dry_run,
                 "projects": [c.__dict__ for c in changes if c.any],
                 "unchanged_projects": sum(1 for c in changes if not c.any),
@@ -346,11 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     stage = sub.add_parser(
         "stage",
-        help="upload a run's files to staging and update the staging index",
+        help="upload a run's files to staging and write the run's own index",
         description=(
-            "Upload wheels/sdists to runs/<run_id>/<index>/ with SHA-256 checksums, write each "
-            "wheel's PEP 658 .metadata, and update the staging index pages so test jobs can "
-            "install exactly as users will. Everything is checked before the first upload."
+            "Upload wheels/sdists to runs/<run_id>/<index>/ with SHA-256 checksums, never "
+            "replacing a staged object, write each wheel's PEP 658 .metadata, and write the "
+            "run's index (its files over nightly's) at the same place, so the run's test jobs "
+            "install with --index-url <index_url> exactly as users install from nightly. "
+            "Everything is checked before the first upload; staging the same files again "
+            "uploads nothing and refreshes the run's index."
         ),
     )
     stage.add_argument("--run-id", required=True, help="CI run id, e.g. $GITHUB_RUN_ID")
@@ -360,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--nightly-url",
         help=f"public URL of the nightly index, for links to nightly files "
         f"(default: ${ENV_NIGHTLY_BASE_URL})",
+    )
+    stage.add_argument(
+        "--staging-url",
+        help=f"public URL of the staging distribution, to print the run's index URL "
+        f"(default: ${ENV_STAGING_BASE_URL})",
     )
     stage.add_argument("files", nargs="+", metavar="FILE")
     storage_options(stage, nightly=True)
@@ -482,18 +485,15 @@ def build_parser() -> argparse.ArgumentParser:
         "rebuild",
         help="rewrite an index directory's pages from the files in the bucket",
         description=(
-            "Repair: scan the files of DIR (nightly: <DIR>/<file>; staging: runs/*/<DIR>/<file>) "
-            "and rewrite every project page and the root page. Yank state and upload times of "
-            "unchanged files are kept. --dry-run prints what would change and writes nothing. "
-            "Writing nightly pages needs the promoter's (or the break-glass) permissions."
+            "Repair: scan nightly's files of DIR (<DIR>/<file>) and rewrite every project page "
+            "and the root page. Yank state and upload times of unchanged files are kept. "
+            "--dry-run prints what would change and writes nothing. Writing nightly pages "
+            "needs the promoter's (or the break-glass) permissions. A run's staging index is "
+            "refreshed by running wheelgate stage again with the same files."
         ),
     )
     rebuild.add_argument("--index", required=True, metavar="DIR")
-    rebuild.add_argument("--bucket", choices=["nightly", "staging"], default="nightly")
     rebuild.add_argument("--dry-run", action="store_true")
-    rebuild.add_argument(
-        "--nightly-url", help=f"for staging pages (default: ${ENV_NIGHTLY_BASE_URL})"
-    )
     storage_options(rebuild, nightly=True)
     rebuild.set_defaults(func=cmd_index_rebuild)
 

@@ -5,12 +5,16 @@ a prefix or a file name is spelled exactly once.
 
 Staging bucket::
 
-    runs/<run_id>/<index>/<filename>            staged artifact
-    runs/<run_id>/<index>/<filename>.metadata   its PEP 658 core metadata
+    runs/<run_id>/<index>/<filename>            staged artifact (written once)
+    runs/<run_id>/<index>/<filename>.metadata   its PEP 658 core metadata (written once)
+    runs/<run_id>/<index>/index.html|index.json           the run's index: root page
+    runs/<run_id>/<index>/<project>/index.html|index.json the run's files over nightly's
     manifests/<run_id>.json                     test-result manifest (written by the reporter)
     records/<run_id>.json                       promotion record (written by the promoter)
-    <index>/index.html|index.json               staging index root page
-    <index>/<project>/index.html|index.json     staging project page (staged + nightly files)
+
+A run's index (``runs/<run_id>/<index>/``) is laid out exactly like a nightly directory, so
+``pip install --index-url <staging>/runs/<run_id>/<index>/`` reads it as users read nightly. It
+offers the run's own staged files and nightly's, never another run's.
 
 Nightly bucket::
 
@@ -36,6 +40,8 @@ STATUS_PREFIX = "status/"
 METADATA_SUFFIX = ".metadata"
 HTML_PAGE = "index.html"
 JSON_PAGE = "index.json"
+#: Names of index pages; never a distribution's file name, so listings can tell them apart.
+PAGE_NAMES = frozenset({HTML_PAGE, JSON_PAGE})
 
 #: Run ids of dependency-mirror runs (``deps.yml``) start with this; yank and break-glass
 #: override requests, which travel as manifests, start with theirs.
@@ -136,6 +142,10 @@ class StagingLayout:
 
     def run_index_prefix(self, run_id: str, index: str) -> str:
         return f"{self.run_prefix(run_id)}{check_index(index)}/"
+
+    def run_pages_prefix(self, run_id: str) -> str:
+        """Prefix under which a run's index pages sit, in the same layout as :data:`PAGES`."""
+        return self.run_prefix(run_id)
 
     def artifact(self, run_id: str, index: str, filename: str) -> str:
         return f"{self.run_index_prefix(run_id, index)}{check_filename(filename)}"

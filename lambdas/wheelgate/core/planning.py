@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, STAGING
+from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
 from wheelgate.core.manifest import ArtifactSet, ManifestFile
 from wheelgate.core.objects import META_COMMIT, ObjectInfo
 
@@ -47,7 +47,8 @@ def plan_set(
 ) -> SetPlan:
     """Verify one accepted set and plan its copies.
 
-    ``staged`` maps every file name found under ``runs/<run_id>/<index>/`` to its HEAD;
+    ``staged`` maps every file name found under ``runs/<run_id>/<index>/`` to its HEAD (the
+    run index's own root pages are not files of the set);
     ``released`` maps each listed file name to the HEAD of its nightly key (``None`` if absent).
 
     Raises :class:`PromotionRejected` when a listed file is missing, an unlisted file is staged,
@@ -57,7 +58,11 @@ def plan_set(
     index = artifact_set.index
     listed = {f.filename for f in artifact_set.files}
     sidecars = {name + METADATA_SUFFIX for name in listed}
-    extra = sorted(name for name in staged if name not in listed and name not in sidecars)
+    extra = sorted(
+        name
+        for name in staged
+        if name not in listed and name not in sidecars and name not in PAGE_NAMES
+    )
     if extra:
         raise PromotionRejected(
             Reason.FILE_NOT_LISTED,

@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from wheelgate.core.layout import METADATA_SUFFIX, PAGES, RUNS_PREFIX, check_index, relative_href
+from wheelgate.core.layout import METADATA_SUFFIX, PAGES, check_index, relative_href
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.wheelmeta import core_metadata
-from wheelgate.index.pages import IndexEntry, absolute, merge_entries, upload_time
+from wheelgate.index.pages import IndexEntry, merge_entries, upload_time
 from wheelgate.index.store import IndexStore, PageWrites
 from wheelgate.storage.bucket import Bucket
 
@@ -86,24 +86,6 @@ def scan_nightly(bucket: Bucket, index: str) -> dict[str, list[IndexEntry]]:
     return _scan(bucket, files, index)
 
 
-def scan_staging(bucket: Bucket, index: str) -> dict[str, list[IndexEntry]]:
-    """Entries for every file staged for ``index`` by any run (the newest run wins a name)."""
-    check_index(index)
-    latest: dict[str, ListedObject] = {}
-    for obj in bucket.list(RUNS_PREFIX):
-        run_and_rest = obj.key[len(RUNS_PREFIX) :]
-        _run, _, rest = run_and_rest.partition("/")
-        directory, _, filename = rest.rpartition("/")
-        if directory != index or not _is_distribution(filename):
-            continue
-        known = latest.get(filename)
-        if known is None or (
-            obj.last_modified and known.last_modified and obj.last_modified > known.last_modified
-        ):
-            latest[filename] = obj
-    return _scan(bucket, latest, index)
-
-
 def reconcile(current: tuple[IndexEntry, ...], scanned: list[IndexEntry]) -> tuple[IndexEntry, ...]:
     """Scanned entries, keeping yank state and upload time of unchanged files."""
     known = {e.filename: e for e in current}
@@ -130,31 +112,19 @@ def rebuild(
     target: Bucket,
     index: str,
     scanned: Mapping[str, list[IndexEntry]],
-    borrowed_base_url: str | None = None,
-    borrowed_from: Bucket | None = None,
     dry_run: bool,
 ) -> tuple[list[ProjectChange], PageWrites]:
     """Rewrite every project page of ``index`` in ``target`` from ``scanned`` entries.
 
-    For staging, ``borrowed_from`` (nightly) and ``borrowed_base_url`` add nightly's files to
-    each page. Returns the per-project changes and (unless ``dry_run``) the pages written.
+    Returns the per-project changes and (unless ``dry_run``) the pages written.
     """
     store = IndexStore(target)
-    nightly = IndexStore(borrowed_from) if borrowed_from else None
     projects = set(scanned)
-    if nightly is not None:
-        projects |= set(nightly.read_root(index)[0])
     changes: list[ProjectChange] = []
     writes = PageWrites()
     for project in sorted(projects):
         page, _ = store.read_project(index, project)
         entries = reconcile(page.entries, scanned.get(project, []))
-        if nightly is not None and borrowed_base_url is not None:
-            borrowed_page, _ = nightly.read_project(index, project)
-            borrowed = absolute(
-                borrowed_page.entries, borrowed_base_url + PAGES.project_dir(index, project)
-            )
-            entries = merge_entries(borrowed, entries)
         before = {e.filename: e for e in page.entries}
         after = {e.filename: e for e in entries}
         change = ProjectChange(

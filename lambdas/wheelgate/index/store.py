@@ -51,16 +51,19 @@ class PageWrites:
 
 
 class IndexStore:
-    """The simple-repository pages of one bucket."""
+    """The simple-repository pages of one bucket, or of one run's index in it (``prefix``
+    ``runs/<run_id>/``: the same layout under the run's folder)."""
 
     def __init__(
         self,
         bucket: Bucket,
         *,
+        prefix: str = "",
         max_attempts: int = 25,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.bucket = bucket
+        self.prefix = prefix
         self._max_attempts = max_attempts
         self._sleep = sleep
 
@@ -96,7 +99,7 @@ class IndexStore:
     def read_project(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
         """The current page (empty if none) and the ETag of its JSON form."""
         name = project_dir(project)
-        found = self.bucket.get(PAGES.project_page(index, name, json=True))
+        found = self.bucket.get(self.prefix + PAGES.project_page(index, name, json=True))
         if found is None:
             return ProjectPage(name=name, entries=()), None
         body, etag = found
@@ -117,7 +120,7 @@ class IndexStore:
         page keeps changing under us for too long.
         """
         name = project_dir(project)
-        json_key = PAGES.project_page(index, name, json=True)
+        json_key = self.prefix + PAGES.project_page(index, name, json=True)
         for attempt in range(self._max_attempts):
             page, etag = known if known is not None else self.read_project(index, name)
             known = None
@@ -125,7 +128,7 @@ class IndexStore:
             if entries == page.entries and etag is not None:
                 return PageWrites(page=page)
             new_page = ProjectPage(name=name, entries=entries)
-            html_key = PAGES.project_page(index, name)
+            html_key = self.prefix + PAGES.project_page(index, name)
             html, json_text = render_project_html(new_page), render_project_json(new_page)
             if not self._commit_pair(html_key, html, json_key, json_text, etag, attempt):
                 continue
@@ -133,7 +136,7 @@ class IndexStore:
         raise TransientError(f"{json_key} kept changing; gave up after {self._max_attempts} tries")
 
     def read_root(self, index: str) -> tuple[tuple[str, ...], str | None]:
-        found = self.bucket.get(PAGES.root_page(index, json=True))
+        found = self.bucket.get(self.prefix + PAGES.root_page(index, json=True))
         if found is None:
             return (), None
         body, etag = found
@@ -142,13 +145,13 @@ class IndexStore:
     def add_projects(self, index: str, projects: Iterable[str]) -> PageWrites:
         """Make sure the root page lists ``projects``; write only if the set changes."""
         wanted = {project_dir(p) for p in projects}
-        json_key = PAGES.root_page(index, json=True)
+        json_key = self.prefix + PAGES.root_page(index, json=True)
         for attempt in range(self._max_attempts):
             current, etag = self.read_root(index)
             if wanted <= set(current) and etag is not None:
                 return PageWrites()
             names = sorted(wanted | set(current))
-            html_key = PAGES.root_page(index)
+            html_key = self.prefix + PAGES.root_page(index)
             html, json_text = render_root_html(names), render_root_json(names)
             if not self._commit_pair(html_key, html, json_key, json_text, etag, attempt):
                 continue

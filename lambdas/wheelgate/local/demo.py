@@ -72,12 +72,14 @@ class Demo:
             started,
         )
 
-    def stage(self, run: str, wheel: Path) -> None:
+    def stage(self, run: str, wheel: Path) -> str:
+        """Stage ``wheel`` for ``run``; return the run's index URL that ``stage`` printed."""
         started = time.monotonic()
         staged = self.wheelgate(
             "stage", "--run-id", run, "--index", INDEX, "--commit", COMMITS[run], str(wheel)
         )
         self.step(f"run {run}: staged {wheel.name}", staged.returncode == 0, started)
+        return str(json.loads(staged.stdout)["index_url"])
 
     def report(self, run: str, result: str) -> tuple[int, dict[str, Any], float]:
         """Report the run's test, wait for the decision; return when the wait started."""
@@ -152,11 +154,11 @@ class Demo:
         code, record, started = self.report("seed", "passed")
         self.step("seed: demo-filelock promoted to nightly", code == 0, started)
 
-        self.stage("1", torch_ok)
+        run_index = self.stage("1", torch_ok)
         started = time.monotonic()
-        ok = self.pip_install("venv-staging", f"{self.staging_url}{INDEX}/", "demo-torch==2.7.0")
+        ok = self.pip_install("venv-staging", run_index, "demo-torch==2.7.0")
         self.step(
-            "run 1: pip installed demo-torch==2.7.0 from staging "
+            f"run 1: pip installed demo-torch==2.7.0 from the run's index {run_index} "
             "(demo-filelock resolved from nightly)",
             ok,
             started,

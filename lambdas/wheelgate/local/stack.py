@@ -37,6 +37,7 @@ from wheelgate.core.settings import (
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_REQUIRED_TESTS,
+    ENV_STAGING_BASE_URL,
     ENV_STAGING_BUCKET,
     ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
@@ -323,7 +324,7 @@ class LocalStack:
             ENV_STAGING_BUCKET: STAGING_BUCKET,
             ENV_NIGHTLY_BUCKET: NIGHTLY_BUCKET,
             ENV_NIGHTLY_BASE_URL: self.nightly_url,
-            "WHEELGATE_STAGING_BASE_URL": self.staging_url,
+            ENV_STAGING_BASE_URL: self.staging_url,
         }
         os.environ.update(self.env)
         os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,10 +14,12 @@ from pydantic import ValidationError
 
 from wheelgate.core.layout import (
     METADATA_SUFFIX,
+    PAGE_NAMES,
     PAGES,
     STAGING,
     check_index,
     check_run_id,
+    project_dir,
     relative_href,
 )
 from wheelgate.core.manifest import (
@@ -32,7 +35,7 @@ from wheelgate.core.manifest import (
     describe_errors,
     parse_distribution_filename,
 )
-from wheelgate.core.objects import META_COMMIT, META_RUN_ID
+from wheelgate.core.objects import META_COMMIT, META_RUN_ID, ObjectInfo
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
     FileRangeReader,
@@ -47,7 +50,12 @@ from wheelgate.index.pages import (
     upload_time,
 )
 from wheelgate.index.store import IndexStore, PageWrites
-from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.bucket import (
+    MULTIPART_PART_SIZE,
+    SINGLE_REQUEST_LIMIT,
+    Bucket,
+    PreconditionFailed,
+)
 
 ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 _HASH_CHUNK = 8 * 1024 * 1024
@@ -122,6 +130,32 @@ class StageResult:
     pages: PageWrites
 
 
+def _clashes(
+    commit: str,
+    artifacts: Sequence[LocalArtifact],
+    heads: Mapping[str, ObjectInfo | None],
+) -> list[str]:
+    """Why each already-staged file of ``artifacts`` cannot stand for it (other bytes, no
+    S3 checksum to compare, or another commit): a staged object is never replaced."""
+    problems = []
+    for a in artifacts:
+        head = heads.get(a.filename)
+        if head is None:
+            continue
+        if head.s3_sha256 is None and head.meta_sha256 is None:
+            problems.append(f"{a.filename} is staged without a SHA-256 checksum")
+        elif (head.s3_sha256 or head.meta_sha256) != a.sha256:
+            problems.append(
+                f"{a.filename} (staged sha256 {head.s3_sha256 or head.meta_sha256}, "
+                f"this file {a.sha256})"
+            )
+        elif head.metadata.get(META_COMMIT) != commit:
+            problems.append(
+                f"{a.filename} (staged from commit {head.metadata.get(META_COMMIT) or '(none)'})"
+            )
+    return problems
+
+
 def stage(
     *,
     staging: Bucket,
@@ -138,63 +172,55 @@ def stage(
     publish_pages: bool = True,
 ) -> StageResult:
     """Upload ``artifacts`` under ``runs/<run_id>/<index>/`` with their SHA-256 and commit,
-    write each wheel's ``.metadata``, then update the staging pages of the touched projects
-    (staged files over the nightly ones, so the staging index is complete).
+    write each wheel's ``.metadata``, then write the run's index pages (the run's files over
+    nightly's, :func:`publish_run_index`).
 
-    Raises :class:`StageError` when a file of the same name is already staged for this run with
-    other bytes (a run's staged files are never replaced).
+    Every write is ``If-None-Match: *``: a staged object is never replaced. Staging the same
+    bytes again (a re-run of the job) uploads nothing and refreshes the run's pages.
+
+    Raises :class:`StageError`, before anything is uploaded, when a file of the same name is
+    already staged for this run with other bytes or from another commit; and when another
+    writer wins the race for a name with other bytes.
     """
     check_run_id(run_id)
     check_index(index)
     heads = {
         a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
     }
-    clashes = [
-        f"{a.filename} (staged sha256 {head.sha256})"
-        for a in artifacts
-        if (head := heads[a.filename]) is not None and head.sha256 != a.sha256
-    ]
+    clashes = _clashes(commit, artifacts, heads)
     if clashes:
         raise StageError(
-            f"run {run_id} already has other bytes staged in {index} for: {', '.join(clashes)}; "
-            "staged files are not replaced, stage under a new run id"
+            f"run {run_id} already has other files staged in {index}: {'; '.join(clashes)}; "
+            "staged files are never replaced, stage under a new run id"
         )
     uploaded, unchanged = [], []
     for artifact in artifacts:
         key = STAGING.artifact(run_id, index, artifact.filename)
-        existing = heads[artifact.filename]
-        if existing is not None and existing.metadata.get(META_COMMIT) == commit:
+        if heads[artifact.filename] is not None:
             unchanged.append(artifact.filename)
         else:
-            done = 0
-
-            def report(n: int, name: str = artifact.filename, total: int = artifact.size) -> None:
-                nonlocal done
-                done += n
-                if progress:
-                    progress(name, done, total)
-
-            staging.upload_file(
-                artifact.path,
+            _upload_once(
+                staging,
+                artifact,
                 key,
-                sha256=artifact.sha256,
-                content_type=ARTIFACT_CONTENT_TYPE,
-                metadata={META_COMMIT: commit, META_RUN_ID: run_id},
-                progress=report,
+                run_id=run_id,
+                index=index,
+                commit=commit,
+                progress=progress,
                 single_request_limit=single_request_limit,
                 part_size=part_size,
             )
             uploaded.append(artifact.filename)
         if artifact.metadata is not None:
-            staging.put(
+            _put_once(
+                staging,
                 key + METADATA_SUFFIX,
                 artifact.metadata.content,
-                content_type=METADATA_CONTENT_TYPE,
                 metadata={META_COMMIT: commit, META_RUN_ID: run_id},
             )
     if not publish_pages:
         return StageResult(uploaded=uploaded, unchanged=unchanged, pages=PageWrites())
-    pages = publish_staged(
+    pages = publish_run_index(
         staging=staging,
         nightly=nightly,
         nightly_base_url=nightly_base_url,
@@ -206,7 +232,64 @@ def stage(
     return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
 
 
-def publish_staged(
+def _upload_once(
+    staging: Bucket,
+    artifact: LocalArtifact,
+    key: str,
+    *,
+    run_id: str,
+    index: str,
+    commit: str,
+    progress: Callable[[str, int, int], None] | None,
+    single_request_limit: int,
+    part_size: int,
+) -> None:
+    """Upload a file that was not staged a moment ago; if another writer got there first,
+    its object must be these very bytes from this commit."""
+    done = 0
+
+    def report(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(artifact.filename, done, artifact.size)
+
+    try:
+        staging.upload_file(
+            artifact.path,
+            key,
+            sha256=artifact.sha256,
+            content_type=ARTIFACT_CONTENT_TYPE,
+            metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+            progress=report,
+            single_request_limit=single_request_limit,
+            part_size=part_size,
+            if_none_match=True,
+        )
+    except PreconditionFailed:
+        clashes = _clashes(commit, [artifact], {artifact.filename: staging.head(key)})
+        if clashes:
+            raise StageError(
+                f"another writer staged {clashes[0]} while this upload ran; staged files are "
+                "never replaced"
+            ) from None
+
+
+def _put_once(staging: Bucket, key: str, body: bytes, *, metadata: Mapping[str, str]) -> None:
+    """Write a small staged object once; an existing one must hold the same bytes."""
+    try:
+        staging.put(
+            key, body, content_type=METADATA_CONTENT_TYPE, if_none_match=True, metadata=metadata
+        )
+    except PreconditionFailed:
+        found = staging.get(key)
+        if found is None or found[0] != body:
+            raise StageError(
+                f"{key} is already staged with other content; staged files are never replaced"
+            ) from None
+
+
+def publish_run_index(
     *,
     staging: Bucket,
     nightly: Bucket,
@@ -215,34 +298,48 @@ def publish_staged(
     index: str,
     artifacts: Sequence[LocalArtifact],
     now: str,
+    workers: int = 16,
 ) -> PageWrites:
-    """Add staged artifacts to the staging pages of their projects."""
+    """Write the run's index for ``index``: a page for every project of the run and of the
+    nightly directory, each listing the run's own staged files (relative links) over nightly's
+    files as they stand now (absolute links), and the root page naming them all.
+
+    So the run's tests resolve dependencies that live only in nightly, and install no other
+    run's bytes. Pages are updated with conditional writes, so several build jobs staging into
+    one run's directory at once lose no entry.
+    """
     by_project: dict[str, list[LocalArtifact]] = defaultdict(list)
     for artifact in artifacts:
-        by_project[artifact.project].append(artifact)
-    staging_pages, nightly_pages = IndexStore(staging), IndexStore(nightly)
-    writes = PageWrites()
-    for project, items in sorted(by_project.items()):
+        by_project[project_dir(artifact.project)].append(artifact)
+    run_pages = IndexStore(staging, prefix=STAGING.run_pages_prefix(run_id))
+    nightly_pages = IndexStore(nightly)
+    nightly_projects, _ = nightly_pages.read_root(index)
+    projects = sorted({*by_project, *nightly_projects})
+
+    def publish(project: str) -> PageWrites:
         page_dir = PAGES.project_dir(index, project)
+        run_page_dir = run_pages.prefix + page_dir
         entries = [
             IndexEntry(
                 filename=a.filename,
-                url=relative_href(page_dir, STAGING.artifact(run_id, index, a.filename)),
+                url=relative_href(run_page_dir, STAGING.artifact(run_id, index, a.filename)),
                 sha256=a.sha256,
                 size=a.size,
                 upload_time=now,
                 requires_python=a.metadata.requires_python if a.metadata else None,
                 metadata_sha256=a.metadata.sha256 if a.metadata else None,
             )
-            for a in items
+            for a in by_project.get(project, ())
         ]
         nightly_page, _ = nightly_pages.read_project(index, project)
         borrowed = absolute(nightly_page.entries, nightly_base_url + page_dir)
-        writes.extend(
-            staging_pages.update_project(index, project, staging_view(borrowed, add=entries))
-        )
-    nightly_projects, _ = nightly_pages.read_root(index)
-    writes.extend(staging_pages.add_projects(index, [*by_project, *nightly_projects]))
+        return run_pages.update_project(index, project, staging_view(borrowed, add=entries))
+
+    writes = PageWrites()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for written in pool.map(publish, projects):
+            writes.extend(written)
+    writes.extend(run_pages.add_projects(index, projects))
     return writes
 
 
@@ -253,7 +350,7 @@ def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
     for obj in staging.list(prefix):
         rest = obj.key[len(prefix) :]
         index, _, filename = rest.rpartition("/")
-        if not index or filename.endswith(METADATA_SUFFIX):
+        if not index or filename.endswith(METADATA_SUFFIX) or filename in PAGE_NAMES:
             continue
         head = staging.head(obj.key)
         if head is None or head.sha256 is None:
