@@ -81,6 +81,7 @@ class WheelGateConfig:
     break_glass_role_arn: str | None
     break_glass_role_id: str | None
     block_all_on_failure: bool
+    allow_build_tag_rereleases: bool
     cache_bucket_name: str | None
     cache_prefixes: tuple[str, ...]
     deps_workflows: tuple[str, ...]
@@ -224,6 +225,7 @@ class WheelGateConfig:
             break_glass_role_arn=break_glass_role_arn,
             break_glass_role_id=break_glass_role_id,
             block_all_on_failure=reader.boolean("block_all_on_failure", default=True),
+            allow_build_tag_rereleases=reader.boolean("allow_build_tag_rereleases", default=False),
             cache_bucket_name=reader.optional_string("cache_bucket_name"),
             cache_prefixes=cache_prefixes,
             deps_workflows=deps_workflows,

@@ -18,13 +18,13 @@ from constructs import Construct
 from stacks.lambda_asset import asset_files, glob_excludes_keeping, handler_module
 from stacks.nag import acknowledge
 from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
-from wheelgate.core.settings import METRICS_NAMESPACE, SERVICE_NAME
+from wheelgate.core.settings import METRICS_NAMESPACE, PROMOTER_TIMEOUT_SECONDS, SERVICE_NAME
 
 HANDLER = "wheelgate.promoter.handler.lambda_handler"
 
 # A 1,000-file set is 1,000 server-side copies (multi-GB wheels are multipart copies) plus the
 # index rewrite; 15 minutes is the Lambda maximum and leaves headroom.
-FUNCTION_TIMEOUT = Duration.minutes(15)
+FUNCTION_TIMEOUT = Duration.seconds(PROMOTER_TIMEOUT_SECONDS)
 # Memory also buys CPU and network for the parallel copies and page rendering.
 FUNCTION_MEMORY_MB = 1024
 # AWS guidance for SQS event sources: visibility timeout at least six times the function timeout.

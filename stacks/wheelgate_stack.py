@@ -16,6 +16,7 @@ from stacks.monitoring import Monitoring
 from stacks.promoter import Promoter
 from stacks.storage import Storage
 from wheelgate.core.settings import (
+    ENV_ALLOW_BUILD_TAG_RERELEASES,
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
@@ -107,6 +108,9 @@ class WheelGateStack(Stack):
                 # Empty: no break-glass role, so the promoter refuses every override request.
                 ENV_BREAK_GLASS_ID: config.break_glass_role_id or "",
                 ENV_BLOCK_ALL_ON_FAILURE: "true" if config.block_all_on_failure else "false",
+                ENV_ALLOW_BUILD_TAG_RERELEASES: (
+                    "true" if config.allow_build_tag_rereleases else "false"
+                ),
             },
         )
         cdn.nightly.grant_create_invalidation(access.promoter_role)

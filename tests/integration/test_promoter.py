@@ -10,6 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from wheelgate.core.errors import TransientError
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
@@ -27,6 +28,13 @@ COMMIT = "4" * 40
 
 
 def sqs_event(key: str, principal: str | None) -> dict[str, Any]:
+    """The SQS message S3 sends for the write of ``key`` as it now stands (its real ETag)."""
+    s3_object: dict[str, Any] = {"key": key.replace("/", "%2F"), "size": 1}
+    try:
+        head = boto3.client("s3").head_object(Bucket=STAGING_BUCKET, Key=key)
+        s3_object["eTag"] = head["ETag"].strip('"')
+    except ClientError:
+        pass  # not in this S3: an event without an ETag reads the key as it stands
     record: dict[str, Any] = {
         "eventVersion": "2.1",
         "eventSource": "aws:s3",
@@ -43,7 +51,7 @@ def sqs_event(key: str, principal: str | None) -> dict[str, Any]:
                 "ownerIdentity": {"principalId": "o"},
                 "arn": f"arn:aws:s3:::{STAGING_BUCKET}",
             },
-            "object": {"key": key.replace("/", "%2F"), "size": 1, "eTag": "e"},
+            "object": s3_object,
         },
     }
     record["userIdentity"] = {"principalId": principal} if principal else {"principalId": ""}
@@ -128,18 +136,46 @@ def wheel(tmp: Path, name: str = "pkg", version: str = "1.0", **kw: Any) -> Path
     return build_wheel(tmp, name, version, **kw)
 
 
-def test_manifest_from_another_principal_is_rejected(run: Run, s3: Any) -> None:
+def test_manifest_from_another_principal_never_decides_the_run(run: Run, s3: Any) -> None:
+    # Given a staged run whose manifest is first written by a principal not trusted for it...
     run.stage(wheel(run.tmp))
     before = nightly_versions(s3)
-    record = run.report(run.manifest(), principal="AWS:AROAINTRUDER:session")
-    assert (record["state"], record["reason"]) == ("rejected", "untrusted-writer")
+    manifest = run.manifest()
+    record = run.report(manifest, principal="AWS:AROAINTRUDER:session")
+    # ...the write is noted, and the run is still waiting for its reporter.
+    assert (record["state"], record["reason"]) == ("pending", "untrusted-writer")
     assert "AROAINTRUDER" in record["message"]
     assert nightly_versions(s3) == before
+    # When the reporter then writes the very same bytes, Then they decide the run.
+    record = run.report(manifest)
+    assert record["state"] == "promoted", record["message"]
+    assert [h["state"] for h in record["history"]] == ["pending", "promoted"]
 
 
-def test_event_without_identity_is_rejected(run: Run) -> None:
+def test_event_without_identity_never_decides_the_run(run: Run) -> None:
     run.stage(wheel(run.tmp))
-    assert run.report(run.manifest(), principal=None)["reason"] == "untrusted-writer"
+    record = run.report(run.manifest(), principal=None)
+    assert (record["state"], record["reason"]) == ("pending", "untrusted-writer")
+
+
+def test_an_event_is_judged_on_the_bytes_its_writer_wrote(run: Run, s3: Any) -> None:
+    # Given the reporter's manifest event, and the manifest then overwritten by another writer
+    # before the event is handled...
+    run.stage(wheel(run.tmp))
+    key = f"manifests/{run.run_id}.json"
+    run.staging.put(key, json.dumps(run.manifest()).encode(), content_type="application/json")
+    event = sqs_event(key, LOCAL_REPORTER_PRINCIPAL)
+    forged = run.manifest()
+    forged["sets"][0]["tests"] = [
+        {"name": "smoke", "result": "passed", "url": "https://x.invalid/"}
+    ]
+    run.staging.put(key, json.dumps(forged).encode(), content_type="application/json")
+    before = nightly_versions(s3)
+    # When the reporter's event is handled, Then the other writer's bytes are not taken for
+    # the reporter's: nothing is decided or copied.
+    assert handler.lambda_handler(event, Context()) == {"batchItemFailures": []}  # type: ignore[arg-type]
+    assert run.staging.get(f"records/{run.run_id}.json") is None
+    assert nightly_versions(s3) == before
 
 
 def promote_spying_on_reads(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -173,13 +209,22 @@ def released_metadata_matches(s3: Any, run: Run, wheel_path: Path) -> None:
     assert page["files"][0]["requires-python"] == ">=3.9"
 
 
+def wheel_bytes_read(reads: list[dict[str, Any]]) -> int:
+    wheel_reads = [p for p in reads if p["Key"].endswith(".whl")]
+    assert wheel_reads
+    assert all("Range" in p for p in wheel_reads)
+    ranges = [p["Range"].removeprefix("bytes=").split("-") for p in wheel_reads]
+    return sum(int(b) - int(a) + 1 for a, b in ranges)
+
+
 def test_promotion_never_downloads_a_wheel(run: Run, s3: Any) -> None:
     big = wheel(run.tmp, "big", payload_bytes=8_000_000)
     run.stage(big)
     record, reads = promote_spying_on_reads(run)
     assert record["state"] == "promoted", record
-    # The wheel and its staged .metadata are copied server-side: no wheel byte is read.
-    assert [p for p in reads if p["Key"].endswith(".whl")] == []
+    # The wheel is copied server-side; its METADATA and WHEEL are checked with a few ranged
+    # reads of its zip directory, never the whole file.
+    assert wheel_bytes_read(reads) < big.stat().st_size // 100
     released_metadata_matches(s3, run, big)
     # The copy keeps a verifiable full-object SHA-256, and Object Lock retention.
     head = s3.head_object(
@@ -200,11 +245,7 @@ def test_without_a_staged_metadata_file_it_is_read_with_ranged_reads(run: Run, s
     )
     record, reads = promote_spying_on_reads(run)
     assert record["state"] == "promoted", record
-    wheel_reads = [p for p in reads if p["Key"].endswith(".whl")]
-    assert wheel_reads
-    assert all("Range" in p for p in wheel_reads)
-    ranges = [p["Range"].removeprefix("bytes=").split("-") for p in wheel_reads]
-    assert sum(int(b) - int(a) + 1 for a, b in ranges) < big.stat().st_size // 100
+    assert wheel_bytes_read(reads) < big.stat().st_size // 100
     released_metadata_matches(s3, run, big)
 
 
@@ -324,7 +365,7 @@ def test_mirror_runs_are_accepted_only_from_the_mirror_role(
     manifest = forged.manifest()
     manifest["sets"][0]["tests"] = reviewed
     record = forged.report(manifest, principal=LOCAL_REPORTER_PRINCIPAL)
-    assert (record["state"], record["reason"]) == ("rejected", "untrusted-writer")
+    assert (record["state"], record["reason"]) == ("pending", "untrusted-writer")
     assert "deps role" in record["message"]
     mirrored = Run(buckets, tmp_path / "ok", "deps-ok", "t/mirror").stage(wheel(tmp_path / "ok"))
     manifest = mirrored.manifest()
@@ -377,7 +418,7 @@ def test_a_run_never_restages_a_file_name_with_other_bytes(
 
     run = Run(buckets, tmp_path, "restage-1", "t/restage").stage(wheel(tmp_path / "a", "pkg"))
     rebuilt = wheel(tmp_path / "b", "pkg", module_source="CHANGED = True\n")
-    with pytest.raises(StageError, match="already has other bytes staged"):
+    with pytest.raises(StageError, match="already has other files staged"):
         run.stage(rebuilt)
     head = run.staging.head(f"runs/restage-1/t/restage/{rebuilt.name}")
     assert head is not None

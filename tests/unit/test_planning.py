@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B, TORCH, manifest_dict
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.manifest import Manifest
+from wheelgate.core.manifest import ArtifactSet, Manifest
 from wheelgate.core.objects import META_COMMIT, META_SHA256, ObjectInfo
-from wheelgate.core.planning import plan_set
+from wheelgate.core.planning import check_release_conflicts, plan_set
 
 RUN = "16454515470"
 SIZE = 632000000
@@ -58,11 +60,14 @@ def test_a_file_released_with_the_same_bytes_is_skipped() -> None:
     assert not step.copy
 
 
-def test_multipart_staged_file_is_verified_by_its_recorded_hash() -> None:
+def test_a_hash_in_user_metadata_is_never_trusted() -> None:
+    # Given a staged object whose only SHA-256 is the one its writer put in user metadata
+    # (x-amz-meta-*), which any writer of the object can set to anything...
     info = ObjectInfo(
         key="k", size=SIZE, etag='"e"', metadata={META_COMMIT: COMMIT, META_SHA256: SHA_A}
     )
-    assert plan({TORCH: info}).steps[0].copy
+    # Then the set is refused: only S3's own checksum of the bytes counts.
+    assert rejected({TORCH: info}) is Reason.CHECKSUM_UNAVAILABLE
 
 
 @pytest.mark.parametrize(
@@ -96,12 +101,80 @@ def test_incomplete_or_mismatched_sets_are_rejected(
     assert rejected(staged, released) is reason
 
 
-def test_recorded_hash_that_disagrees_with_s3_is_a_mismatch() -> None:
-    info = ObjectInfo(
-        key="k",
-        size=SIZE,
-        etag='"e"',
-        s3_sha256=SHA_A,
-        metadata={META_COMMIT: COMMIT, META_SHA256: SHA_B},
+def test_s3s_hash_decides_whatever_user_metadata_says() -> None:
+    def info(s3: str, recorded: str) -> ObjectInfo:
+        return ObjectInfo(
+            key="k",
+            size=SIZE,
+            etag='"e"',
+            s3_sha256=s3,
+            metadata={META_COMMIT: COMMIT, META_SHA256: recorded},
+        )
+
+    assert plan({TORCH: info(SHA_A, SHA_B)}).steps[0].copy
+    assert rejected({TORCH: info(SHA_B, SHA_A)}) is Reason.CHECKSUM_MISMATCH
+
+
+def release_set(*files: tuple[str, str]) -> ArtifactSet:
+    doc = manifest_dict()
+    doc["sets"][0]["files"] = [{"filename": n, "sha256": s, "size": 1} for n, s in files]
+    return Manifest.model_validate(doc).sets[0]
+
+
+@pytest.mark.parametrize(
+    ("released", "new"),
+    [
+        # Another spelling of a released version.
+        ("alias-1.0-py3-none-any.whl", "alias-1.0.0-py3-none-any.whl"),
+        # A build-tag re-release of a released wheel.
+        ("alias-1.0-py3-none-any.whl", "alias-1.0-1-py3-none-any.whl"),
+        # Normalized project names are one project.
+        ("Alias_Pkg-1.0-py3-none-any.whl", "alias.pkg-1.0-py3-none-any.whl"),
+        # Compressed tag sets expand to the same tags.
+        ("alias-1.0-py2.py3-none-any.whl", "alias-1.0-py3.py2-none-any.whl"),
+        ("alias-1.0.tar.gz", "alias-1.0.0.tar.gz"),
+    ],
+)
+def test_the_same_release_with_other_bytes_is_refused(released: str, new: str) -> None:
+    with pytest.raises(PromotionRejected) as caught:
+        check_release_conflicts(
+            release_set((new, SHA_B)), [(released, SHA_A)], allow_build_tag_rereleases=False
+        )
+    assert caught.value.reason is Reason.RELEASE_CONFLICT
+    assert new in caught.value.message
+    assert released in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("released", "new", "allow"),
+    [
+        # Other tags, other version, other project: other releases.
+        ("alias-1.0-cp311-cp311-linux_x86_64.whl", "alias-1.0-cp312-cp312-linux_x86_64.whl", False),
+        ("alias-1.0-py3-none-any.whl", "alias-1.0.post1-py3-none-any.whl", False),
+        ("alias-1.0-py3-none-any.whl", "alias2-1.0-py3-none-any.whl", False),
+        # The sdist and a wheel of one version are different files of the release.
+        ("alias-1.0.tar.gz", "alias-1.0-py3-none-any.whl", False),
+        # A build-tag re-release, when the setting allows it.
+        ("alias-1.0-py3-none-any.whl", "alias-1.0-1-py3-none-any.whl", True),
+    ],
+)
+def test_other_releases_and_allowed_rereleases_pass(released: str, new: str, allow: bool) -> None:
+    check_release_conflicts(
+        release_set((new, SHA_B)), [(released, SHA_A)], allow_build_tag_rereleases=allow
     )
-    assert rejected({TORCH: info}) is Reason.CHECKSUM_MISMATCH
+
+
+def test_the_same_bytes_under_another_spelling_pass_and_a_set_cannot_hold_two_spellings() -> None:
+    check_release_conflicts(
+        release_set(("alias-1.0.0-py3-none-any.whl", SHA_A)),
+        [("alias-1.0-py3-none-any.whl", SHA_A)],
+        allow_build_tag_rereleases=False,
+    )
+    with pytest.raises(PromotionRejected, match=re.escape("alias-1.0-py3-none-any.whl")):
+        check_release_conflicts(
+            release_set(
+                ("alias-1.0-py3-none-any.whl", SHA_A), ("alias-1.0.0-py3-none-any.whl", SHA_B)
+            ),
+            [],
+            allow_build_tag_rereleases=False,
+        )

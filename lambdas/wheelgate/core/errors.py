@@ -1,7 +1,7 @@
 """Typed promotion errors: a machine reason code plus a sentence for people.
 
-The promoter maps these to the promotion record in one place (``promotion.py``); nothing matches
-on message text.
+The promoter maps these to the promotion record in one place (``promotion/recorder.py``);
+nothing matches on message text.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ class Reason(StrEnum):
     METADATA_UNREADABLE = "metadata-unreadable"
     COPY_VERIFICATION_FAILED = "copy-verification-failed"
     OVERRIDE_NOT_APPLICABLE = "override-not-applicable"
+    METADATA_MISMATCH = "metadata-mismatch"
+    WHEEL_NAME_MISMATCH = "wheel-name-mismatch"
+    RELEASE_CONFLICT = "release-conflict"
 
 
 class PromotionRejected(Exception):

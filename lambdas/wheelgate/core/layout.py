@@ -11,6 +11,7 @@ Staging bucket::
     runs/<run_id>/<index>/<project>/index.html|index.json the run's files over nightly's
     manifests/<run_id>.json                     test-result manifest (written by the reporter)
     records/<run_id>.json                       promotion record (written by the promoter)
+    records/_leases/<index>.json                the promoter's lease on an index directory
 
 A run's index (``runs/<run_id>/<index>/``) is laid out exactly like a nightly directory, so
 ``pip install --index-url <staging>/runs/<run_id>/<index>/`` reads it as users read nightly. It
@@ -37,6 +38,8 @@ MANIFESTS_PREFIX = "manifests/"
 MANIFEST_SUFFIX = ".json"
 RECORDS_PREFIX = "records/"
 STATUS_PREFIX = "status/"
+#: Under ``records/``: a run id cannot start with ``_``, so a lease never looks like a record.
+LEASES_DIR = "_leases/"
 METADATA_SUFFIX = ".metadata"
 HTML_PAGE = "index.html"
 JSON_PAGE = "index.json"
@@ -158,6 +161,11 @@ class StagingLayout:
 
     def record(self, run_id: str) -> str:
         return f"{RECORDS_PREFIX}{check_run_id(run_id)}.json"
+
+    def lease(self, index: str) -> str:
+        """The promoter's lease on an index directory (``records/`` is the promoter's alone:
+        the bucket policy lets no one else write there, so no one else can take the lease)."""
+        return f"{RECORDS_PREFIX}{LEASES_DIR}{check_index(index)}.json"
 
     def run_id_from_manifest_key(self, key: str) -> str:
         """The run id a manifest key names; :class:`LayoutError` if it is not a manifest key."""

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from packaging.utils import BuildTag, parse_wheel_filename
+from packaging.version import Version
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
-from wheelgate.core.manifest import ArtifactSet, ManifestFile
+from wheelgate.core.manifest import ArtifactSet, ManifestFile, parse_distribution_filename
 from wheelgate.core.objects import META_COMMIT, ObjectInfo
 
 
@@ -84,16 +87,19 @@ def plan_set(
                 f"{f.filename}: manifest says {f.size} bytes, staged object has {info.size}",
                 index=index,
             )
-        if info.sha256 is None:
+        # S3's own checksum of the bytes it stores, never user metadata (any writer of the
+        # object can set that to anything).
+        if info.s3_sha256 is None:
             raise PromotionRejected(
                 Reason.CHECKSUM_UNAVAILABLE,
-                f"{f.filename}: staged object has no SHA-256 (stage it with wheelgate stage)",
+                f"{f.filename}: S3 has no SHA-256 of the staged object (stage it with "
+                "wheelgate stage)",
                 index=index,
             )
-        if info.sha256 != f.sha256 or (info.meta_sha256 not in (None, f.sha256)):
+        if info.s3_sha256 != f.sha256:
             raise PromotionRejected(
                 Reason.CHECKSUM_MISMATCH,
-                f"{f.filename}: manifest sha256 {f.sha256} but staged object has {info.sha256}",
+                f"{f.filename}: manifest sha256 {f.sha256} but staged object has {info.s3_sha256}",
                 index=index,
             )
         staged_commit = info.metadata.get(META_COMMIT)
@@ -124,3 +130,69 @@ def plan_set(
             )
         )
     return SetPlan(index=index, steps=tuple(steps))
+
+
+@dataclass(frozen=True)
+class Release:
+    """What installers treat as one release of a file: the normalized project name, the PEP
+    440 version and, for a wheel, its expanded tag set (an sdist is the release's source).
+    Two file names of one release (``alias-1.0`` and ``alias-1.0.0``, or another build tag)
+    are one thing to ``pip install alias==1.0``."""
+
+    project: str
+    version: Version
+    tags: frozenset[str]
+
+    @classmethod
+    def of(cls, filename: str) -> tuple[Release, BuildTag]:
+        """The release a file name belongs to, and its wheel build tag (``()`` when none)."""
+        if filename.endswith(".whl"):
+            name, version, build, tags = parse_wheel_filename(filename)
+            return cls(name, version, frozenset(map(str, tags))), build
+        dist = parse_distribution_filename(filename)
+        return cls(dist.project, dist.version, frozenset({"sdist"})), ()
+
+
+def check_release_conflicts(
+    artifact_set: ArtifactSet,
+    released: Iterable[tuple[str, str]],
+    *,
+    allow_build_tag_rereleases: bool,
+) -> None:
+    """Refuse a set that would re-release a release with other bytes.
+
+    ``released`` are (file name, SHA-256) of the files nightly already lists for the set's
+    projects. A set file is refused when a released file, or another file of the set, is the
+    same :class:`Release` under another name with other bytes: another spelling of the
+    version, or another build tag unless ``allow_build_tag_rereleases``. A file released under
+    its own name is :func:`plan_set`'s to judge.
+
+    Raises :class:`PromotionRejected` (``release-conflict``) naming the first conflict.
+    """
+    index = artifact_set.index
+    known: dict[Release, list[tuple[str, str, BuildTag]]] = {}
+    for filename, sha256 in released:
+        try:
+            release, build = Release.of(filename)
+        except ValueError:
+            continue
+        known.setdefault(release, []).append((filename, sha256, build))
+    for f in artifact_set.files:
+        release, build = Release.of(f.filename)
+        others = [
+            (name, sha, other_build)
+            for name, sha, other_build in known.get(release, [])
+            if name != f.filename and sha != f.sha256
+        ]
+        for name, _sha, other_build in others:
+            if allow_build_tag_rereleases and other_build != build:
+                continue
+            raise PromotionRejected(
+                Reason.RELEASE_CONFLICT,
+                f"{f.filename} is release {release.project} {release.version} "
+                f"({', '.join(sorted(release.tags))}) of {name}, which has other bytes: "
+                f"`pip install {release.project}=={release.version}` would change what it "
+                "installs",
+                index=index,
+            )
+        known.setdefault(release, []).append((f.filename, f.sha256, build))

@@ -36,8 +36,16 @@ ENV_BREAK_GLASS_ID = "WHEELGATE_BREAK_GLASS_ID"
 #: ``true`` (default): one rejected set rejects the whole manifest; ``false``: passing sets of a
 #: manifest are promoted even when another set of it fails.
 ENV_BLOCK_ALL_ON_FAILURE = "WHEELGATE_BLOCK_ALL_ON_FAILURE"
+#: ``false`` (default): a wheel that differs from a released one only by its build tag is a
+#: re-release of that release with other bytes, and is refused; ``true``: it is allowed.
+ENV_ALLOW_BUILD_TAG_RERELEASES = "WHEELGATE_ALLOW_BUILD_TAG_RERELEASES"
+
+#: The promoter function's timeout (the Lambda maximum), which the stack sets and the
+#: promoter's index-directory lease outlives.
+PROMOTER_TIMEOUT_SECONDS = 15 * 60
 
 ALL_ENV_NAMES = (
+    ENV_ALLOW_BUILD_TAG_RERELEASES,
     ENV_STAGING_BUCKET,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_BASE_URL,
@@ -82,6 +90,7 @@ class PromoterSettings:
     allowed_indexes: frozenset[str] = frozenset()
     break_glass_id: str | None = None
     block_all_on_failure: bool = True
+    allow_build_tag_rereleases: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -118,12 +127,13 @@ class PromoterSettings:
                 check_index(index)
         except LayoutError as exc:
             raise SettingsError(f"{ENV_REQUIRED_TESTS}/{ENV_ALLOWED_INDEXES}: {exc}") from exc
-        block_raw = (environ.get(ENV_BLOCK_ALL_ON_FAILURE, "") or "true").strip().lower()
-        if block_raw not in ("true", "false"):
-            raise SettingsError(
-                f"{ENV_BLOCK_ALL_ON_FAILURE} must be true or false, not {block_raw!r}"
-            )
-        block_all = block_raw == "true"
+
+        def boolean(name: str, default: bool) -> bool:
+            raw = (environ.get(name, "") or str(default)).strip().lower()
+            if raw not in ("true", "false"):
+                raise SettingsError(f"{name} must be true or false, not {raw!r}")
+            return raw == "true"
+
         return cls(
             staging_bucket=required(ENV_STAGING_BUCKET),
             nightly_bucket=required(ENV_NIGHTLY_BUCKET),
@@ -135,5 +145,6 @@ class PromoterSettings:
             required_tests={k: tuple(v) for k, v in tests_raw.items()},
             allowed_indexes=frozenset(allowed_raw),
             break_glass_id=optional(ENV_BREAK_GLASS_ID),
-            block_all_on_failure=block_all,
+            block_all_on_failure=boolean(ENV_BLOCK_ALL_ON_FAILURE, True),
+            allow_build_tag_rereleases=boolean(ENV_ALLOW_BUILD_TAG_RERELEASES, False),
         )

@@ -80,6 +80,13 @@ def promoter() -> tuple[Promoter, StatusStore]:
     return service, StatusStore(staging)
 
 
+def quoted_etag(etag: str | None) -> str | None:
+    """An event's ``eTag`` (S3 sends it bare) as S3's If-Match takes it, quoted."""
+    if not etag:
+        return None
+    return etag if etag.startswith('"') else f'"{etag}"'
+
+
 def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
     """The manifest events in one SQS message body (none for S3's test event).
 
@@ -106,7 +113,13 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
             )
             continue
         key = unquote_plus(record.s3.object.key) if record.s3.object else ""
-        events.append(ManifestEvent(key=key, principal_id=record.userIdentity.principalId))
+        events.append(
+            ManifestEvent(
+                key=key,
+                principal_id=record.userIdentity.principalId,
+                etag=quoted_etag(record.s3.object.eTag) if record.s3.object else None,
+            )
+        )
     return events
 
 
@@ -143,7 +156,10 @@ def record_handler(record: SQSRecord) -> None:
             "reason": result.reason,
             "decision_message": result.message,
         }
-        if result.state is State.PROMOTED:
+        if result.state is State.PENDING:
+            # An untrusted write, noted without deciding the run.
+            logger.warning("manifest ignored", extra=decision)
+        elif result.state is State.PROMOTED:
             metrics.add_metric(name=METRIC_PROMOTIONS_SUCCEEDED, unit=MetricUnit.Count, value=1)
             logger.info("promoted", extra=decision)
         else:

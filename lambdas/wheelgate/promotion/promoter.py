@@ -32,6 +32,7 @@ from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
 from wheelgate.index.yank import YankRequest, parse_yank
+from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.publish import Invalidator, Publisher
 from wheelgate.promotion.recorder import (
     Decision,
@@ -42,15 +43,23 @@ from wheelgate.promotion.recorder import (
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verify import SetVerifier
-from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.bucket import (
+    MULTIPART_PART_SIZE,
+    SINGLE_REQUEST_LIMIT,
+    Bucket,
+    PreconditionFailed,
+)
 
 
 @dataclass(frozen=True)
 class ManifestEvent:
-    """An S3 ObjectCreated event for a manifest key; ``principal_id`` is who wrote it."""
+    """An S3 ObjectCreated event for a manifest key: ``principal_id`` is who wrote it, and
+    ``etag`` the ETag of what that writer wrote (so a later write by someone else is never
+    taken for this writer's)."""
 
     key: str
     principal_id: str | None = None
+    etag: str | None = None
 
 
 def written_by(principal_id: str | None, role_id: str) -> bool:
@@ -94,13 +103,14 @@ class Promoter:
             block_all_on_failure=settings.block_all_on_failure,
         )
         self.records = RecordStore(staging)
-        staging_pages, nightly_pages = IndexStore(staging), IndexStore(nightly)
+        self.leases = IndexLeases(staging)
+        nightly_pages = IndexStore(nightly)
         self.verifier = SetVerifier(
             staging=staging,
             nightly=nightly,
-            staging_pages=staging_pages,
             nightly_pages=nightly_pages,
             workers=workers,
+            allow_build_tag_rereleases=settings.allow_build_tag_rereleases,
         )
         self.releaser = Releaser(
             staging=staging,
@@ -112,7 +122,6 @@ class Promoter:
         )
         self.publisher = Publisher(
             settings=settings,
-            staging_pages=staging_pages,
             nightly_pages=nightly_pages,
             invalidator=invalidator,
         )
@@ -149,7 +158,12 @@ class Promoter:
             run_id = STAGING.run_id_from_manifest_key(event.key)
         except LayoutError:
             return None
-        found = self.staging.get(event.key)
+        try:
+            found = self.staging.get(event.key, if_match=event.etag)
+        except PreconditionFailed:
+            # Overwritten since this event: the bytes this writer wrote are gone, and the
+            # newer write has an event of its own, judged on its own writer.
+            return None
         if found is None:
             return None
         raw, _etag = found
@@ -165,6 +179,9 @@ class Promoter:
             return self._override(run_id, raw, digest, actor, existing)
         try:
             self._check_writer(actor, run_id)
+        except PromotionRejected as untrusted:
+            return self._ignore(run_id, untrusted, digest, actor, existing)
+        try:
             if run_id.startswith(YANK_RUN_PREFIX):
                 request = parse_yank(raw, expected_run_id=run_id)
                 return self._yank(request, digest, actor, existing)
@@ -186,9 +203,9 @@ class Promoter:
         actor: str | None,
         existing: PromotionRecord | None,
     ) -> PromotionRecord:
-        """Set a released file's yank state on its nightly and staging pages."""
-        nightly, staging = self.publisher.yank(request)
-        invalidations = self.publisher.invalidate(nightly, staging)
+        """Set a released file's yank state on its nightly pages."""
+        nightly = self.publisher.yank(request)
+        invalidations = self.publisher.invalidate(nightly)
         verb = "yanked" if request.yanked else "unyanked"
         message = f"{verb} {request.index}/{request.filename}" + (
             f": {request.reason}" if request.reason else ""
@@ -227,6 +244,37 @@ class Promoter:
                 f"manifest was written by {principal_id or 'an unknown principal'}, "
                 f"not by the {'deps' if mirror else 'reporter'} role",
             )
+
+    def _ignore(
+        self,
+        run_id: str,
+        untrusted: PromotionRejected,
+        digest: str,
+        actor: str | None,
+        existing: PromotionRecord | None,
+    ) -> PromotionRecord:
+        """Note a manifest from a writer not trusted for it, without deciding the run.
+
+        An untrusted write must never decide a run: it is recorded as a pending entry, which
+        the redelivery check ignores, so the trusted writer's manifest (even with the very
+        same bytes) is still decided on its own. A decided run keeps its state.
+        """
+        if existing is not None and any(
+            h.manifest_sha256 == digest and h.actor == actor and h.reason == untrusted.reason
+            for h in existing.history
+        ):
+            return existing  # this very write was noted already (at-least-once delivery)
+        note = Decision(
+            at=upload_time(self.clock()),
+            state=State.PENDING,
+            reason=untrusted.reason.value,
+            message=f"ignored: {untrusted.message}",
+            manifest_sha256=digest,
+            actor=actor,
+        )
+        if existing is not None and existing.state is not State.PENDING:
+            return self.records.save(with_history(existing, note))
+        return self.records.save(build_record(existing, note, run_id=run_id))
 
     def _reject(
         self,
@@ -329,30 +377,32 @@ class Promoter:
         if not acceptance.accepted:
             first = acceptance.rejected[0][1]
             return self._reject(manifest.run_id, first, digest, actor, existing, rejected_sets)
-        # Verify every accepted set before copying anything.
-        try:
-            verified = [self.verifier.verify(manifest, s) for s in acceptance.accepted]
-        except PromotionRejected as rejection:
-            sets = [
-                SetOutcome(
-                    index=s.index,
-                    state=State.REJECTED,
-                    reason=(
-                        rejection.reason.value
-                        if rejection.index in (None, s.index)
-                        else Reason.BLOCKED_BY_OTHER_SET.value
-                    ),
-                    message=rejection.message,
+        # One promotion per index directory at a time, from the first check to the last
+        # page write (see lease.py); verify every accepted set before copying anything.
+        with self.leases.hold([s.index for s in acceptance.accepted], run_id=manifest.run_id):
+            try:
+                verified = [self.verifier.verify(manifest, s) for s in acceptance.accepted]
+            except PromotionRejected as rejection:
+                sets = [
+                    SetOutcome(
+                        index=s.index,
+                        state=State.REJECTED,
+                        reason=(
+                            rejection.reason.value
+                            if rejection.index in (None, s.index)
+                            else Reason.BLOCKED_BY_OTHER_SET.value
+                        ),
+                        message=rejection.message,
+                    )
+                    for s in acceptance.accepted
+                ]
+                return self._reject(
+                    manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
                 )
-                for s in acceptance.accepted
-            ]
-            return self._reject(
-                manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
-            )
-        entries = self.releaser.release(verified)
-        pages_nightly, pages_staging = self.publisher.publish(verified, entries)
+            entries = self.releaser.release(verified)
+            pages_nightly = self.publisher.publish(verified, entries)
         plans = [v.plan for v in verified]
-        invalidations = self.publisher.invalidate(pages_nightly, pages_staging)
+        invalidations = self.publisher.invalidate(pages_nightly)
         at = upload_time(self.clock())
         sets = [
             SetOutcome(

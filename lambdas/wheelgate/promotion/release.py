@@ -13,17 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGES, relative_href
+from wheelgate.core.layout import NIGHTLY, PAGES, relative_href
 from wheelgate.core.planning import FileStep
-from wheelgate.core.wheelmeta import (
-    CoreMetadata,
-    WheelMetadataError,
-    core_metadata,
-    read_core_metadata,
-)
+from wheelgate.core.wheelmeta import CoreMetadata
 from wheelgate.index.pages import METADATA_CONTENT_TYPE, IndexEntry, upload_time
 from wheelgate.promotion.verify import VerifiedSet
-from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
+from wheelgate.storage.bucket import Bucket, PreconditionFailed
 
 
 class Releaser:
@@ -56,7 +51,8 @@ class Releaser:
 
         Returns the nightly page entry of each file, in plan order (set by set, step by step).
         Raises :class:`~wheelgate.core.errors.PromotionRejected` when nightly holds other bytes
-        under a file's key, a copy does not verify, or a wheel's metadata cannot be read.
+        under a file's key (written behind the promoter's back since verification), or a copy
+        does not verify (S3 returned other bytes than the pinned source version's).
         """
         jobs = [(s, step) for s in sets for step in s.plan.steps]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
@@ -134,59 +130,32 @@ class Releaser:
             )
 
     def _core_metadata(self, verified: VerifiedSet, step: FileStep) -> CoreMetadata:
-        """The wheel's PEP 658 metadata, released beside it in nightly.
-
-        Usually a server-side copy of the ``.metadata`` file staged with the wheel, whose hash
-        and ``Requires-Python`` the staging page already lists for exactly these wheel bytes
-        (S3 checksums the copy, so the listed hash is the released file's). Otherwise it is
-        read from the staged wheel with ranged reads and written.
-        """
+        """Release the wheel's PEP 658 metadata beside it in nightly: the METADATA bytes that
+        verification read from the staged wheel itself (and found equal to its staged
+        sidecar), written once; an existing file must hold the same bytes."""
         key = NIGHTLY.metadata(step.index, step.file.filename)
-        staged = verified.pages[step.file.distribution.project].staging_entry(step.file.filename)
-        sidecar = verified.sidecars.get(step.file.filename)
-        if (
-            staged is not None
-            and staged.sha256 == step.file.sha256
-            and staged.metadata_sha256
-            and sidecar is not None
-        ):
-            etag, size = sidecar
-            self._copy(
-                verified,
-                step,
-                step.source_key + METADATA_SUFFIX,
-                etag,
-                size,
-                key,
-                staged.metadata_sha256,
-            )
-            return CoreMetadata(
-                content=b"", sha256=staged.metadata_sha256, requires_python=staged.requires_python
-            )
-        found = self.nightly.get(key)
-        if found is not None:
-            return core_metadata(found[0])
-        reader = S3RangeReader(
-            self.staging.client,
-            self.staging.name,
-            step.source_key,
-            step.file.size,
-            step.source_etag,
-        )
-        try:
-            metadata = read_core_metadata(reader, step.file.filename)
-        except WheelMetadataError as exc:
-            raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=step.index) from exc
+        metadata = verified.metadata[step.file.filename]
+        if not step.copy:
+            # Already released: its metadata normally is too. Read rather than attempt a
+            # write, so a released key never even sees a write request.
+            found = self.nightly.get(key)
+            if found is not None:
+                self._check_same(key, found[0], metadata, step)
+                return metadata
         try:
             self.nightly.put(
                 key, metadata.content, content_type=METADATA_CONTENT_TYPE, if_none_match=True
             )
         except PreconditionFailed:
             found = self.nightly.get(key)
-            if found is None or core_metadata(found[0]).sha256 != metadata.sha256:
-                raise PromotionRejected(
-                    Reason.NIGHTLY_CONFLICT,
-                    f"{key} exists in nightly with other content",
-                    index=step.index,
-                ) from None
+            self._check_same(key, found[0] if found else None, metadata, step)
         return metadata
+
+    @staticmethod
+    def _check_same(key: str, held: bytes | None, metadata: CoreMetadata, step: FileStep) -> None:
+        if held != metadata.content:
+            raise PromotionRejected(
+                Reason.NIGHTLY_CONFLICT,
+                f"{key} exists in nightly with other content",
+                index=step.index,
+            )

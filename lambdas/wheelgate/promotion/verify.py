@@ -1,42 +1,46 @@
 """Verifying a set before anything is copied: what is staged and what nightly already holds.
 
-For each accepted set: one listing of its staged files, a HEAD per file (S3's SHA-256 and the
-commit it was staged from), the nightly and staging pages of its projects, and the nightly keys
-of its projects' files. :func:`wheelgate.core.planning.plan_set` checks these against the
-manifest and decides each copy. Nothing here writes.
+For each accepted set, all read before the first copy of the run:
+
+- one listing of the run's staged files and a HEAD per file: S3's own SHA-256 of the bytes it
+  stores (where S3 has none, as for a multipart object whose checksum is composite, the
+  promoter reads the object once and hashes it; user metadata is never taken as a hash) and
+  the commit it was staged from;
+- each wheel's METADATA and WHEEL, read from the staged wheel with bounded ranged reads: the
+  wheel must be what its file name says, and a staged ``.metadata`` sidecar must be byte for
+  byte the wheel's own METADATA (the sidecar is what nightly serves to resolvers);
+- the nightly pages of the set's projects and the nightly keys of their files: a file released
+  under its own name must have the same bytes, and no file may re-release a released release
+  under another name (:func:`wheelgate.core.planning.check_release_conflicts`).
+
+:func:`wheelgate.core.planning.plan_set` checks these against the manifest and decides each
+copy. Nothing here writes.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, STAGING
+from wheelgate.core.errors import PromotionRejected, Reason, TransientError
+from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
 from wheelgate.core.manifest import ArtifactSet, Manifest
 from wheelgate.core.objects import ObjectInfo
-from wheelgate.core.planning import SetPlan, plan_set
+from wheelgate.core.planning import FileStep, SetPlan, check_release_conflicts, plan_set
+from wheelgate.core.wheelmeta import (
+    CoreMetadata,
+    WheelIdentityError,
+    WheelMetadataError,
+    read_core_metadata,
+)
 from wheelgate.index.pages import IndexEntry, ProjectPage
 from wheelgate.index.store import IndexStore
-from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
 
 
-@dataclass(frozen=True)
-class ProjectPages:
-    """A project's nightly and staging pages (each with its ETag) as read while verifying."""
-
-    nightly: tuple[ProjectPage, str | None]
-    staging: tuple[ProjectPage, str | None]
-
-    def nightly_entry(self, filename: str) -> IndexEntry | None:
-        """The nightly page's entry for a file: the file is released."""
-        return next((e for e in self.nightly[0].entries if e.filename == filename), None)
-
-    def staging_entry(self, filename: str) -> IndexEntry | None:
-        """The staging page's own (staged) entry for a file, not one borrowed from nightly."""
-        return next(
-            (e for e in self.staging[0].entries if e.filename == filename and not e.is_absolute),
-            None,
-        )
+def nightly_entry(page: tuple[ProjectPage, str | None], filename: str) -> IndexEntry | None:
+    """The nightly page's entry for a file: the file is released."""
+    return next((e for e in page[0].entries if e.filename == filename), None)
 
 
 @dataclass(frozen=True)
@@ -45,31 +49,35 @@ class VerifiedSet:
     publication reuse instead of reading again."""
 
     plan: SetPlan
-    #: The pages of each of the set's projects, by project name.
-    pages: dict[str, ProjectPages]
-    #: ETag and size of each staged ``.metadata`` file, by the name of the file it describes.
-    sidecars: dict[str, tuple[str, int]]
+    #: The nightly page (and its ETag) of each of the set's projects, by project name.
+    pages: dict[str, tuple[ProjectPage, str | None]]
+    #: Each wheel's own METADATA, read from the staged wheel and checked against its sidecar.
+    metadata: dict[str, CoreMetadata]
     #: Keys of the set's projects' files that nightly already holds.
     nightly_keys: frozenset[str]
 
 
 class SetVerifier:
-    """Reads what verifying a set needs from both buckets, ``workers`` requests at a time."""
+    """Reads what verifying a set needs from both buckets, ``workers`` requests at a time.
+
+    ``allow_build_tag_rereleases`` is the deployment's setting (see
+    :func:`~wheelgate.core.planning.check_release_conflicts`).
+    """
 
     def __init__(
         self,
         *,
         staging: Bucket,
         nightly: Bucket,
-        staging_pages: IndexStore,
         nightly_pages: IndexStore,
         workers: int,
+        allow_build_tag_rereleases: bool,
     ) -> None:
         self.staging = staging
         self.nightly = nightly
-        self.staging_pages = staging_pages
         self.nightly_pages = nightly_pages
         self.workers = workers
+        self.allow_build_tag_rereleases = allow_build_tag_rereleases
 
     def verify(self, manifest: Manifest, artifact_set: ArtifactSet) -> VerifiedSet:
         """Verify one set of ``manifest`` and plan its copies.
@@ -80,17 +88,21 @@ class SetVerifier:
         own nightly files, before any copy, and checked by a HEAD.
 
         Raises :class:`~wheelgate.core.errors.PromotionRejected` when the staged files do not
-        match the set (see :func:`~wheelgate.core.planning.plan_set`).
+        match the set (see :func:`~wheelgate.core.planning.plan_set`), a wheel is not what its
+        name says (``wheel-name-mismatch``) or unreadable (``metadata-unreadable``), a sidecar
+        differs from its wheel's METADATA (``metadata-mismatch``), or the set would re-release a
+        release with other bytes (``release-conflict``).
         """
-        prefix = STAGING.run_index_prefix(manifest.run_id, artifact_set.index)
+        index = artifact_set.index
+        prefix = STAGING.run_index_prefix(manifest.run_id, index)
         listing = {
             obj.key[len(prefix) :]: obj
             for obj in self.staging.list(prefix)
-            if "/" not in obj.key[len(prefix) :]
+            if "/" not in obj.key[len(prefix) :] and obj.key[len(prefix) :] not in PAGE_NAMES
         }
         files = [n for n in listing if not n.endswith(METADATA_SUFFIX)]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            heads = list(pool.map(lambda name: self.staging.head(prefix + name), files))
+            heads = list(pool.map(self._staged_head, [prefix + name for name in files]))
         staged: dict[str, ObjectInfo] = {
             name: ObjectInfo(key=obj.key, size=obj.size, etag=obj.etag)
             for name, obj in listing.items()
@@ -98,6 +110,11 @@ class SetVerifier:
         }
         staged.update({name: head for name, head in zip(files, heads, strict=True) if head})
         pages = self._read_pages(artifact_set)
+        check_release_conflicts(
+            artifact_set,
+            [(e.filename, e.sha256) for page, _ in pages.values() for e in page.entries],
+            allow_build_tag_rereleases=self.allow_build_tag_rereleases,
+        )
         # Every nightly key of these projects' files (one listing per file-name prefix, so the
         # cost follows the project's own files, not the directory's): catches a file that an
         # interrupted promotion copied but never listed.
@@ -105,12 +122,12 @@ class SetVerifier:
         nightly_keys = {
             obj.key
             for prefix in prefixes
-            for obj in self.nightly.list(NIGHTLY.artifact(artifact_set.index, prefix))
+            for obj in self.nightly.list(NIGHTLY.artifact(index, prefix))
         }
         released: dict[str, ObjectInfo | None] = {}
         for f in artifact_set.files:
-            key = NIGHTLY.artifact(artifact_set.index, f.filename)
-            listed = pages[f.distribution.project].nightly_entry(f.filename)
+            key = NIGHTLY.artifact(index, f.filename)
+            listed = nightly_entry(pages[f.distribution.project], f.filename)
             if listed is not None:
                 released[f.filename] = ObjectInfo(
                     key=key, size=listed.size, etag="", s3_sha256=listed.sha256
@@ -126,25 +143,62 @@ class SetVerifier:
             staged=staged,
             released=released,
         )
+        wheels = [step for step in plan.steps if step.is_wheel]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            metadata = list(pool.map(self._wheel_metadata, wheels))
         return VerifiedSet(
             plan=plan,
             pages=pages,
+            metadata={s.file.filename: m for s, m in zip(wheels, metadata, strict=True)},
             nightly_keys=frozenset(nightly_keys),
-            sidecars={
-                name[: -len(METADATA_SUFFIX)]: (obj.etag, obj.size)
-                for name, obj in listing.items()
-                if name.endswith(METADATA_SUFFIX)
-            },
         )
 
-    def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, ProjectPages]:
-        """The nightly and staging pages of each project of a set (two requests a project)."""
+    def _staged_head(self, key: str) -> ObjectInfo | None:
+        """HEAD of a staged file, with S3's SHA-256 of its bytes; where S3 has none (a
+        multipart object's checksum is composite; some S3 servers keep no checksums), the
+        SHA-256 of the bytes read from S3 once. Never the hash its writer put in metadata."""
+        head = self.staging.head(key)
+        if head is None or head.s3_sha256 is not None:
+            return head
+        try:
+            return replace(head, s3_sha256=self.staging.sha256_of(key, head.etag))
+        except PreconditionFailed:
+            raise TransientError(f"{key} changed while it was being verified") from None
+
+    def _wheel_metadata(self, step: FileStep) -> CoreMetadata:
+        """The staged wheel's own METADATA (bounded ranged reads of the exact version whose
+        SHA-256 was checked), which its staged ``.metadata`` sidecar, if any, must equal."""
+        reader = S3RangeReader(
+            self.staging.client,
+            self.staging.name,
+            step.source_key,
+            step.file.size,
+            step.source_etag,
+        )
+        try:
+            metadata = read_core_metadata(reader, step.file.filename)
+        except WheelIdentityError as exc:
+            raise PromotionRejected(Reason.WHEEL_NAME_MISMATCH, str(exc), index=step.index) from exc
+        except WheelMetadataError as exc:
+            raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=step.index) from exc
+        except PreconditionFailed:
+            raise TransientError(f"{step.source_key} changed while it was being read") from None
+        sidecar = self.staging.get(step.source_key + METADATA_SUFFIX)
+        if sidecar is not None and sidecar[0] != metadata.content:
+            raise PromotionRejected(
+                Reason.METADATA_MISMATCH,
+                f"{step.file.filename}{METADATA_SUFFIX} is not the wheel's own METADATA "
+                f"(sha256 {metadata.sha256}); nightly would serve resolvers other "
+                "dependencies than the wheel declares",
+                index=step.index,
+            )
+        return metadata
+
+    def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, tuple[ProjectPage, str | None]]:
+        """The nightly page of each project of a set (one request a project)."""
         projects = sorted(artifact_set.projects)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             nightly = list(
                 pool.map(lambda p: self.nightly_pages.read_project(artifact_set.index, p), projects)
             )
-            staging = list(
-                pool.map(lambda p: self.staging_pages.read_project(artifact_set.index, p), projects)
-            )
-        return {p: ProjectPages(n, s) for p, n, s in zip(projects, nightly, staging, strict=True)}
+        return dict(zip(projects, nightly, strict=True))

@@ -178,9 +178,27 @@ class Bucket:
             version_id=response.get("VersionId"),
         )
 
-    def get(self, key: str) -> tuple[bytes, str] | None:
-        """Body and ETag, or ``None`` if there is no such object."""
-        response = self._call(key, self.client.get_object)
+    def sha256_of(self, key: str, etag: str, chunk: int = 8 * 1024 * 1024) -> str:
+        """SHA-256 of the object version with ETag ``etag``, computed from its bytes.
+
+        For a multipart object, whose only S3 checksum is composite (a checksum of part
+        checksums), this is the one way to know its full-object SHA-256 without trusting what
+        its writer said: it reads the whole object once.
+        """
+        response = self._call(key, self.client.get_object, IfMatch=etag)
+        if response is None:
+            raise PreconditionFailed(key)
+        digest = hashlib.sha256()
+        body = response["Body"]
+        while data := body.read(chunk):
+            digest.update(data)
+        return digest.hexdigest()
+
+    def get(self, key: str, *, if_match: str | None = None) -> tuple[bytes, str] | None:
+        """Body and ETag, or ``None`` if there is no such object. With ``if_match``, only the
+        version with that ETag: another one raises :class:`PreconditionFailed`."""
+        condition = {"IfMatch": if_match} if if_match else {}
+        response = self._call(key, self.client.get_object, **condition)
         if response is None:
             return None
         return response["Body"].read(), str(response["ETag"])

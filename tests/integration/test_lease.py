@@ -1,0 +1,108 @@
+"""The promoter's index-directory lease against the real S3 API (moto server)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_promoter import Run, deliver, nightly_versions, wheel
+from wheelgate.core.layout import STAGING
+from wheelgate.promotion.lease import IndexLeases, LeaseBusy
+from wheelgate.storage.bucket import Bucket
+
+INDEX = "lease/dir"
+
+
+def test_one_holder_at_a_time_and_the_lease_comes_back(buckets: tuple[Bucket, Bucket]) -> None:
+    staging, _ = buckets
+    leases = IndexLeases(staging)
+    with leases.hold([INDEX], run_id="first"):
+        # Another promotion into the directory is told to retry, naming who holds it.
+        with pytest.raises(LeaseBusy, match="run first"), leases.hold([INDEX], run_id="second"):
+            pass
+        # A promotion into another directory is not held up.
+        with leases.hold(["lease/other"], run_id="third"):
+            pass
+    with leases.hold([INDEX], run_id="second"):
+        pass
+
+
+def test_a_busy_directory_gives_back_what_was_taken_first(buckets: tuple[Bucket, Bucket]) -> None:
+    staging, _ = buckets
+    leases = IndexLeases(staging)
+    with leases.hold(["lease/b"], run_id="holder"):
+        with pytest.raises(LeaseBusy), leases.hold(["lease/a", "lease/b"], run_id="both"):
+            pass
+        # lease/a was taken before lease/b was found busy, and was given back.
+        with leases.hold(["lease/a"], run_id="next"):
+            pass
+
+
+def test_an_expired_lease_is_taken_over(buckets: tuple[Bucket, Bucket]) -> None:
+    staging, _ = buckets
+    now = [1000.0]
+    dead = IndexLeases(staging, clock=lambda: now[0], seconds=60)
+    holding = dead.hold([INDEX + "-x"], run_id="killed")
+    holding.__enter__()  # an invocation killed while holding: it never gives the lease back
+    live = IndexLeases(staging, clock=lambda: now[0], seconds=60)
+    with pytest.raises(LeaseBusy), live.hold([INDEX + "-x"], run_id="waiting"):
+        pass
+    now[0] += 61
+    with live.hold([INDEX + "-x"], run_id="waiting"):
+        lease = staging.get(STAGING.lease(INDEX + "-x"))
+        assert lease is not None
+        assert json.loads(lease[0])["run_id"] == "waiting"
+
+
+def test_racing_takers_get_it_once(buckets: tuple[Bucket, Bucket]) -> None:
+    staging, _ = buckets
+    barrier = threading.Barrier(8)
+    won: list[int] = []
+    lock = threading.Lock()
+
+    def take(i: int) -> None:
+        leases = IndexLeases(staging)
+        barrier.wait()
+        try:
+            with leases.hold(["lease/race"], run_id=f"r{i}"):
+                with lock:
+                    won.append(i)
+                barrier_hold.wait()
+        except LeaseBusy:
+            barrier_hold.wait()
+
+    barrier_hold = threading.Barrier(8)
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(won) == 1
+
+
+def test_a_promotion_waits_while_its_directory_is_leased(
+    buckets: tuple[Bucket, Bucket], tmp_path: Path, s3: Any
+) -> None:
+    # Given a directory another promotion holds...
+    run = Run(buckets, tmp_path, "lease-run", "lease/promote")
+    run.stage(wheel(tmp_path, "leased"))
+    other = IndexLeases(run.staging)
+    before = nightly_versions(s3)
+    with other.hold([run.index], run_id="someone-else"):
+        # ...the promotion fails transiently (its message is retried) with nothing written.
+        key = f"manifests/{run.run_id}.json"
+        run.staging.put(key, json.dumps(run.manifest()).encode(), content_type="application/json")
+        assert deliver(key)["batchItemFailures"] == [{"itemIdentifier": "m-1"}]
+        assert nightly_versions(s3) == before
+        record = run.staging.get(f"records/{run.run_id}.json")
+        assert record is not None
+        assert json.loads(record[0])["state"] == "pending"
+    # Once the lease is back, the redelivery promotes it.
+    assert deliver(key) == {"batchItemFailures": []}
+    record = run.staging.get(f"records/{run.run_id}.json")
+    assert record is not None
+    assert json.loads(record[0])["state"] == "promoted"

@@ -1,0 +1,201 @@
+"""What the tests installed is exactly what ships: every check runs before the first copy, and
+a run rejected for any reason leaves nightly byte-identical.
+
+Each test plays a misbehaving writer (a build step, a re-run) against the real S3 API (moto
+server) and the promoter's own handler. moto enforces no bucket policy, so these show what the
+promoter's checks catch on their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_promoter import COMMIT, Run, nightly_versions, wheel
+from wheelgate.core.objects import META_COMMIT, META_SHA256
+from wheelgate.core.wheelmeta import MAX_METADATA_BYTES
+from wheelgate.local.stack import STAGING_BUCKET
+from wheelgate.storage.bucket import Bucket
+
+
+@pytest.fixture
+def run(buckets: tuple[Bucket, Bucket], tmp_path: Path, request: pytest.FixtureRequest) -> Run:
+    name = request.node.name.replace("_", "-")[-50:].strip("-")
+    return Run(buckets, tmp_path, f"ws-{name}", f"ws/{name}")
+
+
+def rejected(run: Run, s3: Any, reason: str, manifest: dict[str, Any] | None = None) -> str:
+    """Report the run; assert it is rejected for ``reason`` with nightly byte-identical."""
+    before = nightly_versions(s3)
+    record = run.report(manifest or run.manifest())
+    assert (record["state"], record["reason"]) == ("rejected", reason), record["message"]
+    assert nightly_versions(s3) == before
+    return str(record["message"])
+
+
+def put_staged(s3: Any, run: Run, name: str, body: bytes, **extra: Any) -> None:
+    """Write a staged object directly, as a build step that skips `wheelgate stage` would."""
+    s3.put_object(
+        Bucket=STAGING_BUCKET,
+        Key=f"runs/{run.run_id}/{run.index}/{name}",
+        Body=body,
+        Metadata={META_COMMIT: COMMIT, **extra.pop("Metadata", {})},
+        **extra,
+    )
+
+
+def rewrite_member(path: Path, member_suffix: str, content: bytes) -> bytes:
+    """The wheel at ``path`` with one member's bytes replaced (the zip stays valid)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = content if info.filename.endswith(member_suffix) else src.read(info)
+            dst.writestr(info.filename, data)
+    return out.getvalue()
+
+
+def manifest_of(run: Run, files: dict[str, bytes]) -> dict[str, Any]:
+    manifest = run.manifest()
+    manifest["sets"][0]["files"] = [
+        {"filename": n, "sha256": hashlib.sha256(b).hexdigest(), "size": len(b)}
+        for n, b in files.items()
+    ]
+    return manifest
+
+
+def test_a_forged_metadata_sidecar_is_refused_before_any_copy(run: Run, s3: Any) -> None:
+    # Given a staged wheel whose .metadata sidecar was replaced with one that declares a
+    # dependency the wheel does not...
+    good = wheel(run.tmp, "side")
+    run.stage(good)
+    forged = b"Metadata-Version: 2.1\nName: side\nVersion: 1.0\nRequires-Dist: evil\n\n"
+    s3.put_object(
+        Bucket=STAGING_BUCKET,
+        Key=f"runs/{run.run_id}/{run.index}/{good.name}.metadata",
+        Body=forged,
+    )
+    # Then the run is rejected, and nightly never serves the forged Requires-Dist.
+    assert "not the wheel's own METADATA" in rejected(run, s3, "metadata-mismatch")
+
+
+def test_a_hash_only_in_user_metadata_is_not_trusted(run: Run, s3: Any) -> None:
+    # Given a build step that stages other bytes without an S3 checksum, and writes the
+    # tested file's SHA-256 into the object's user metadata...
+    tested = wheel(run.tmp, "meta")
+    other = bytearray(tested.read_bytes())
+    other[len(other) // 2] ^= 0xFF
+    run.files = [tested]
+    put_staged(
+        s3,
+        run,
+        tested.name,
+        bytes(other),
+        Metadata={META_SHA256: hashlib.sha256(tested.read_bytes()).hexdigest()},
+    )
+    # Then the promoter hashes the bytes S3 serves, and the run is rejected.
+    assert "staged object has" in rejected(run, s3, "checksum-mismatch")
+
+
+def identity_mismatch(path: Path) -> bytes:
+    """A torch wheel renamed from 2.7.0+rocm6.4 to 2.7.0: METADATA still says the former."""
+    with zipfile.ZipFile(path) as archive:
+        [member] = [n for n in archive.namelist() if n.endswith("METADATA")]
+        metadata = archive.read(member).replace(b"Version: 2.7.0", b"Version: 2.7.0+rocm6.4")
+    return rewrite_member(path, "METADATA", metadata)
+
+
+def test_a_wheel_that_is_not_what_its_name_says_is_refused_at_stage_and_by_the_promoter(
+    run: Run, s3: Any, tmp_path: Path
+) -> None:
+    original = wheel(run.tmp / "src", "torch", "2.7.0")
+    renamed = tmp_path / original.name
+    renamed.write_bytes(identity_mismatch(original))
+    # `wheelgate stage` refuses it with a clear error before uploading anything...
+    staged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wheelgate",
+            "stage",
+            "--run-id",
+            run.run_id,
+            "--index",
+            run.index,
+            "--commit",
+            COMMIT,
+            "--nightly-url",
+            "http://n/",
+            str(renamed),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert staged.returncode == 2
+    assert "METADATA says Version 2.7.0+rocm6.4, the file name says 2.7.0" in staged.stderr
+    assert "Traceback" not in staged.stderr
+    # ...and a writer that stages it another way gets it rejected before any copy.
+    body = renamed.read_bytes()
+    put_staged(s3, run, renamed.name, body, ChecksumAlgorithm="SHA256")
+    message = rejected(run, s3, "wheel-name-mismatch", manifest_of(run, {renamed.name: body}))
+    assert "2.7.0+rocm6.4" in message
+
+
+def test_an_unreadable_wheel_leaves_nightly_untouched_even_after_good_files(
+    run: Run, s3: Any
+) -> None:
+    # Given a set of good wheels and one whose zip directory is broken: the broken one would
+    # once have been found after the good ones were copied, and left them locked in nightly.
+    goods = [wheel(run.tmp, f"good{i}") for i in range(3)]
+    run.stage(*goods)
+    broken = b"PK\x03\x04 not really a zip" * 50
+    put_staged(s3, run, "zzz-1.0-py3-none-any.whl", broken, ChecksumAlgorithm="SHA256")
+    files = {g.name: g.read_bytes() for g in goods} | {"zzz-1.0-py3-none-any.whl": broken}
+    rejected(run, s3, "metadata-unreadable", manifest_of(run, files))
+
+
+def test_a_metadata_bomb_is_refused_within_bounded_memory(run: Run, s3: Any) -> None:
+    # Given a wheel of a few MB whose METADATA inflates to 1 GiB (a header that lies about
+    # the size is tests/unit/test_wheelmeta.py's case)...
+    base = wheel(run.tmp, "bomb")
+    with zipfile.ZipFile(base) as archive:
+        [member] = [n for n in archive.namelist() if n.endswith("METADATA")]
+    out = io.BytesIO()
+    with zipfile.ZipFile(base) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            if info.filename == member:
+                with dst.open(member, "w", force_zip64=True) as handle:
+                    chunk = b"X" * (1 << 20)
+                    for _ in range(1024 + 1):
+                        handle.write(chunk)
+            else:
+                dst.writestr(info.filename, src.read(info))
+    body = out.getvalue()
+    assert len(body) < 4 * 1024 * 1024
+    put_staged(s3, run, base.name, body, ChecksumAlgorithm="SHA256")
+    # Then the promoter refuses it without inflating it (the read stops at the cap).
+    message = rejected(run, s3, "metadata-unreadable", manifest_of(run, {base.name: body}))
+    assert f"over the {MAX_METADATA_BYTES}-byte limit" in message
+
+
+def test_the_same_release_under_another_file_name_is_refused(run: Run, s3: Any) -> None:
+    # Given alias 1.0 released...
+    first = wheel(run.tmp / "1", "alias", "1.0")
+    run.stage(first)
+    assert run.report(run.manifest())["state"] == "promoted"
+    # When a later run stages alias 1.0.0 (other bytes), or a build-tag rebuild of 1.0...
+    for n, (version, tag) in enumerate((("1.0.0", "py3-none-any"), ("1.0", "1-py3-none-any"))):
+        later = Run(
+            (run.staging, run.nightly), run.tmp / f"later{n}", f"{run.run_id}-{n}", run.index
+        )
+        respelled = wheel(later.tmp, "alias", version, tag=tag, module_source="OTHER = 1\n")
+        later.stage(respelled)
+        # Then it is refused: `pip install alias==1.0` would silently change bytes.
+        assert "would change what it installs" in rejected(later, s3, "release-conflict")
