@@ -18,6 +18,7 @@ from wheelgate.core.layout import (
     MIRROR_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
     RECORDS_PREFIX,
+    RESERVED_TOP_LEVEL,
     RUNS_PREFIX,
     STATUS_PREFIX,
 )
@@ -77,21 +78,23 @@ class Access(Construct):
 
     Roles (trust scoped by the OIDC ``sub`` claim; ``aud`` must be ``sts.amazonaws.com``):
 
-    - ``build_role`` (``build_subs``): uploads ``runs/*`` to staging and writes the staging
-      index pages; reads staging and nightly index pages to merge them.
+    - ``build_role`` (``build_subs``): uploads ``runs/*`` to staging (each run's files and its
+      own index pages); reads staging, and the nightly index pages to merge them into the
+      run's pages.
     - ``reporter_role`` (``build_subs``): writes ``manifests/*`` in staging only; reads
       ``runs/*`` to build a manifest and ``records/*`` to wait for the verdict.
     - ``dev_role`` (``dev_subs``): reads and writes the dev bucket only.
     - ``deps_role`` (``deps_subs``): writes the ``cache_prefixes`` of the cache bucket, stages
       dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
       records and the index pages.
-    - ``promoter_role`` (Lambda): reads staging, writes ``records/*`` and index pages in
+    - ``promoter_role`` (Lambda): reads staging, writes ``records/*`` and ``status/*`` in
       staging, writes nightly (never deletes). The stack grants CloudFront invalidation.
 
     The bucket policies repeat the same rules as explicit Deny statements keyed on
     ``aws:PrincipalArn``, so no other principal in the account (administrators included) can
     write either bucket, and only ``break_glass_role_arn`` may delete nightly objects or change
-    their retention. In staging the break-glass role may only write override requests
+    their retention. In staging nobody writes outside ``runs/``, ``manifests/``, ``records/``
+    and ``status/``. The break-glass role may only write override requests
     (``manifests/override-*``), which nobody else may write, and read ``records/*``. The cache
     bucket's policy (when ``protect_cache``: the stack created it) lets only the deps role
     write it.
@@ -188,21 +191,6 @@ class Access(Construct):
                     # Multipart uploads of large wheels can be abandoned mid-way.
                     actions=["s3:PutObject", "s3:AbortMultipartUpload"],
                     resources=[staging.arn_for_objects(f"{RUNS_PREFIX}*")],
-                ),
-                iam.PolicyStatement(
-                    sid="WriteStagingIndexPages",
-                    actions=["s3:PutObject"],
-                    resources=_page_keys(staging),
-                ),
-                iam.PolicyStatement(
-                    # The page wildcard above also matches keys under the reserved prefixes.
-                    sid="DenyReservedPrefixes",
-                    effect=iam.Effect.DENY,
-                    actions=["s3:PutObject"],
-                    resources=[
-                        staging.arn_for_objects(f"{prefix}*")
-                        for prefix in (MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX)
-                    ],
                 ),
                 iam.PolicyStatement(
                     sid="ReadStaging",
@@ -334,12 +322,11 @@ class Access(Construct):
                     resources=[staging.arn_for_objects("*")],
                 ),
                 iam.PolicyStatement(
-                    sid="WriteRecordsAndStagingPages",
+                    sid="WriteRecordsAndStatus",
                     actions=["s3:PutObject"],
                     resources=[
                         staging.arn_for_objects(f"{RECORDS_PREFIX}*"),
                         staging.arn_for_objects(f"{STATUS_PREFIX}*"),
-                        *_page_keys(staging),
                     ],
                 ),
                 iam.PolicyStatement(
@@ -420,15 +407,20 @@ class Access(Construct):
                 _unless([promoter]),
             ),
             (
-                # Everything outside the reserved prefixes is an index page.
-                "DenyIndexPageWritesExceptBuildAndPromoter",
+                "DenyStatusWritesExceptPromoter",
+                ["s3:PutObject"],
+                [staging.arn_for_objects(f"{STATUS_PREFIX}*")],
+                None,
+                _unless([promoter]),
+            ),
+            (
+                # Staging has no shared index pages (each run's are under runs/<run>/): every
+                # key is under one of the reserved prefixes, the ones WheelGate writes.
+                "DenyWritesOutsideStagingPrefixes",
                 ["s3:PutObject"],
                 None,
-                [
-                    staging.arn_for_objects(f"{prefix}*")
-                    for prefix in (RUNS_PREFIX, MANIFESTS_PREFIX, RECORDS_PREFIX)
-                ],
-                _unless([build, promoter]),
+                [staging.arn_for_objects(f"{name}/*") for name in sorted(RESERVED_TOP_LEVEL)],
+                None,
             ),
             (
                 # Lifecycle rules expire runs/; nothing else needs to delete.

@@ -111,7 +111,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "staging manifests/deps-*": ("wheelgate-staging", STAGING.manifest(_MIRROR_RUN)),
     "staging manifests/override-*": ("wheelgate-staging", STAGING.manifest(_OVERRIDE)),
     "staging status/": ("wheelgate-staging", f"{STATUS_PREFIX}{HTML_PAGE}"),
-    # A key outside the prefixes WheelGate reserves: where staging index pages live.
+    # Where the shared staging index pages were: outside every prefix WheelGate writes.
     "staging other keys": ("wheelgate-staging", PAGES.project_page(_INDEX, "torch")),
     "nightly files": ("wheelgate-nightly", NIGHTLY.artifact(_INDEX, _WHEEL)),
     "nightly index": ("wheelgate-nightly", PAGES.project_page(_INDEX, "torch")),

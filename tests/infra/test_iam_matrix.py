@@ -34,7 +34,6 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     **{("build", t): {GET} for t in STAGING_TARGETS},
     ("build", "staging runs/"): WRITES | {GET},
     ("build", "staging runs/deps-*"): WRITES | {GET},
-    ("build", "staging other keys"): WRITES | {GET},
     ("build", "nightly index"): {GET},
     ("reporter", "staging runs/"): {GET},
     ("reporter", "staging manifests/"): WRITES,
@@ -49,7 +48,6 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     **{("promoter", t): {GET} for t in STAGING_TARGETS},
     ("promoter", "staging records/"): WRITES | {GET},
     ("promoter", "staging status/"): WRITES | {GET},
-    ("promoter", "staging other keys"): WRITES | {GET},
     ("promoter", "nightly files"): WRITES | {GET},
     ("promoter", "nightly index"): WRITES | {GET},
     # Break-glass (modelled with Action: *): in staging it writes override requests only (and
@@ -98,6 +96,14 @@ def test_every_cell_matches_the_expected_decision(cells: list[Cell]) -> None:
 
 def _writers(cells: list[Cell], target: str, request: str) -> set[str]:
     return {c.principal for c in cells if c.allowed and c.target == target and c.request == request}
+
+
+def test_nobody_writes_staging_outside_its_prefixes(cells: list[Cell]) -> None:
+    # Staging has no shared index pages any more: a key like <index>/<project>/index.html is
+    # nobody's, and status/ is the promoter's alone.
+    for request in WRITES:
+        assert _writers(cells, "staging other keys", request) == set()
+        assert _writers(cells, "staging status/", request) == {"promoter"}
 
 
 def test_dev_cannot_write_staging(cells: list[Cell]) -> None:
