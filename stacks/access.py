@@ -48,6 +48,8 @@ WILDCARD_REASON = (
 #: Staging keys of dependency-mirror runs (``wheelgate deps sync``) and override requests.
 MIRROR_RUN_KEYS = f"{RUNS_PREFIX}{MIRROR_RUN_PREFIX}*"
 MIRROR_MANIFEST_KEYS = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}*{MANIFEST_SUFFIX}"
+#: Every ``manifests/deps-*`` key, whatever its suffix: the other roles may write none of them.
+ANY_MIRROR_MANIFEST_KEYS = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}*"
 MIRROR_RECORD_KEYS = f"{RECORDS_PREFIX}{MIRROR_RUN_PREFIX}*"
 OVERRIDE_KEYS = f"{MANIFESTS_PREFIX}{OVERRIDE_RUN_PREFIX}*"
 
@@ -78,11 +80,12 @@ class Access(Construct):
 
     Roles (trust scoped by the OIDC ``sub`` claim; ``aud`` must be ``sts.amazonaws.com``):
 
-    - ``build_role`` (``build_subs``): uploads ``runs/*`` to staging (each run's files and its
-      own index pages); reads staging, and the nightly index pages to merge them into the
-      run's pages.
-    - ``reporter_role`` (``build_subs``): writes ``manifests/*`` in staging only; reads
-      ``runs/*`` to build a manifest and ``records/*`` to wait for the verdict.
+    - ``build_role`` (``build_subs``): uploads ``runs/*`` except ``runs/deps-*`` to staging
+      (each run's files and its own index pages); reads staging, and the nightly index pages
+      to merge them into the run's pages.
+    - ``reporter_role`` (``build_subs``): writes ``manifests/*`` except ``manifests/deps-*`` in
+      staging only; reads ``runs/*`` to build a manifest and ``records/*`` to wait for the
+      verdict.
     - ``dev_role`` (``dev_subs``): reads and writes the dev bucket only.
     - ``deps_role`` (``deps_subs``): writes the ``cache_prefixes`` of the cache bucket, stages
       dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
@@ -94,10 +97,10 @@ class Access(Construct):
     ``aws:PrincipalArn``, so no other principal in the account (administrators included) can
     write either bucket, and only ``break_glass_role_arn`` may delete nightly objects or change
     their retention. In staging nobody writes outside ``runs/``, ``manifests/``, ``records/``
-    and ``status/``. The break-glass role may only write override requests
-    (``manifests/override-*``), which nobody else may write, and read ``records/*``. The cache
-    bucket's policy (when ``protect_cache``: the stack created it) lets only the deps role
-    write it.
+    and ``status/``, and only the deps role writes ``runs/deps-*`` and ``manifests/deps-*``.
+    The break-glass role may only write override requests (``manifests/override-*``), which
+    nobody else may write, and read ``records/*``. The cache bucket's policy (when
+    ``protect_cache``: the stack created it) lets only the deps role write it.
 
     Raises ``ValueError`` if ``build_subs``, ``dev_subs`` or ``deps_subs`` is empty.
     """
@@ -193,6 +196,13 @@ class Access(Construct):
                     resources=[staging.arn_for_objects(f"{RUNS_PREFIX}*")],
                 ),
                 iam.PolicyStatement(
+                    # Mirror runs are the deps role's alone (bucket: DenyMirrorWritesExceptDeps).
+                    sid="DenyMirrorRuns",
+                    effect=iam.Effect.DENY,
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                    resources=[staging.arn_for_objects(MIRROR_RUN_KEYS)],
+                ),
+                iam.PolicyStatement(
                     sid="ReadStaging",
                     actions=["s3:GetObject"],
                     resources=[staging.arn_for_objects("*")],
@@ -219,6 +229,13 @@ class Access(Construct):
                     sid="WriteManifests",
                     actions=["s3:PutObject"],
                     resources=[staging.arn_for_objects(f"{MANIFESTS_PREFIX}*")],
+                ),
+                iam.PolicyStatement(
+                    # A mirror manifest promotes third-party wheels: the deps role's alone.
+                    sid="DenyMirrorManifests",
+                    effect=iam.Effect.DENY,
+                    actions=["s3:PutObject"],
+                    resources=[staging.arn_for_objects(ANY_MIRROR_MANIFEST_KEYS)],
                 ),
                 iam.PolicyStatement(
                     sid="ReadRunsAndRecords",
@@ -387,6 +404,18 @@ class Access(Construct):
                 [staging.arn_for_objects(f"{MANIFESTS_PREFIX}*")],
                 None,
                 _unless([reporter, deps, *break_glass]),
+            ),
+            (
+                # Mirror runs promote third-party wheels on the deps role's word alone: no
+                # build run may stage under deps-*, and no reporter may write their manifest.
+                "DenyMirrorWritesExceptDeps",
+                ["s3:PutObject"],
+                [
+                    staging.arn_for_objects(MIRROR_RUN_KEYS),
+                    staging.arn_for_objects(ANY_MIRROR_MANIFEST_KEYS),
+                ],
+                None,
+                _unless([deps]),
             ),
             (
                 # The deps role's exemptions above are for its mirror runs' keys only.

@@ -32,6 +32,11 @@ def test_build_role_policy(template_json: dict[str, Any]) -> None:
             ["s3:PutObject", "s3:AbortMultipartUpload"],
             f"{STAGING}/runs/*",
         ),
+        "DenyMirrorRuns": (
+            "Deny",
+            ["s3:PutObject", "s3:AbortMultipartUpload"],
+            f"{STAGING}/runs/deps-*",
+        ),
         "ReadStaging": ("Allow", "s3:GetObject", f"{STAGING}/*"),
         "ReadNightlyIndexPages": (
             "Allow",
@@ -45,6 +50,7 @@ def test_build_role_policy(template_json: dict[str, Any]) -> None:
 def test_reporter_role_policy(template_json: dict[str, Any]) -> None:
     assert _statements(template_json, "reporter") == {
         "WriteManifests": ("Allow", "s3:PutObject", f"{STAGING}/manifests/*"),
+        "DenyMirrorManifests": ("Deny", "s3:PutObject", f"{STAGING}/manifests/deps-*"),
         "ReadRunsAndRecords": (
             "Allow",
             "s3:GetObject",
@@ -355,6 +361,13 @@ def _staging_policy_has(template: Template, statement: dict[str, Any]) -> None:
             },
         },
     )
+
+
+def test_only_deps_writes_mirror_runs_and_their_manifests(template_json: dict[str, Any]) -> None:
+    mirror = _denies(template_json, "wheelgate-staging")["DenyMirrorWritesExceptDeps"]
+    assert mirror["Action"] == "s3:PutObject"
+    assert mirror["Resource"] == [f"{STAGING}/runs/deps-*", f"{STAGING}/manifests/deps-*"]
+    assert mirror["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/deps"]}}
 
 
 def test_nobody_writes_staging_outside_its_prefixes(

@@ -28,18 +28,17 @@ PUT, PUT_IF_NONE_MATCH, PART, DELETE, GET, RETENTION, BYPASS = (r.label for r in
 WRITES = {PUT, PUT_IF_NONE_MATCH, PART}
 EVERYTHING = {r.label for r in REQUESTS}
 STAGING_TARGETS = [t for t in TARGETS if t.startswith("staging")]
+MIRROR_TARGETS = ("staging runs/deps-*", "staging manifests/deps-*")
 
 #: (principal, target) -> requests allowed; every other cell must be denied.
 EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     **{("build", t): {GET} for t in STAGING_TARGETS},
     ("build", "staging runs/"): WRITES | {GET},
-    ("build", "staging runs/deps-*"): WRITES | {GET},
     ("build", "nightly index"): {GET},
     ("reporter", "staging runs/"): {GET},
     ("reporter", "staging manifests/"): WRITES,
     ("reporter", "staging records/"): {GET},
     ("reporter", "staging runs/deps-*"): {GET},
-    ("reporter", "staging manifests/deps-*"): WRITES,
     # The reporter's identity policy allows manifests/*; the bucket policy refuses overrides.
     ("reporter", "staging manifests/override-*"): set(),
     ("deps", "staging runs/deps-*"): WRITES | {GET},
@@ -96,6 +95,13 @@ def test_every_cell_matches_the_expected_decision(cells: list[Cell]) -> None:
 
 def _writers(cells: list[Cell], target: str, request: str) -> set[str]:
     return {c.principal for c in cells if c.allowed and c.target == target and c.request == request}
+
+
+@pytest.mark.parametrize("target", MIRROR_TARGETS)
+def test_only_deps_writes_mirror_runs(cells: list[Cell], target: str) -> None:
+    for request in WRITES:
+        assert _writers(cells, target, request) <= {"deps"}, request
+    assert _writers(cells, target, PUT_IF_NONE_MATCH) == {"deps"}
 
 
 def test_nobody_writes_staging_outside_its_prefixes(cells: list[Cell]) -> None:
@@ -184,3 +190,28 @@ def test_matrix_notices_a_missing_override_deny(matrix_template: dict[str, Any])
     """Without the override Deny, the reporter's manifests/* grant reaches override requests."""
     mutated = _without(matrix_template, "DenyOverrideWritesExceptBreakGlass")
     assert "reporter" in _writers(compute(mutated), "staging manifests/override-*", PUT)
+
+
+@pytest.mark.parametrize(
+    ("removed", "writers"),
+    [
+        # Each layer alone keeps other roles out of mirror runs ...
+        (("DenyMirrorWritesExceptDeps",), set()),
+        (("DenyMirrorRuns", "DenyMirrorManifests"), set()),
+        # ... and without both, the build and reporter grants (runs/*, manifests/*) reach them.
+        (
+            ("DenyMirrorWritesExceptDeps", "DenyMirrorRuns", "DenyMirrorManifests"),
+            {("build", "staging runs/deps-*"), ("reporter", "staging manifests/deps-*")},
+        ),
+    ],
+)
+def test_mirror_runs_are_kept_to_deps_by_each_layer(
+    matrix_template: dict[str, Any], removed: tuple[str, ...], writers: set[tuple[str, str]]
+) -> None:
+    cells = compute(_without(matrix_template, *removed))
+    found = {
+        (c.principal, c.target)
+        for c in cells
+        if c.allowed and c.request == PUT_IF_NONE_MATCH and c.target in MIRROR_TARGETS
+    }
+    assert found - {("deps", t) for t in MIRROR_TARGETS} == writers
