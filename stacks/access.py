@@ -53,6 +53,18 @@ ANY_MIRROR_MANIFEST_KEYS = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}*"
 MIRROR_RECORD_KEYS = f"{RECORDS_PREFIX}{MIRROR_RUN_PREFIX}*"
 OVERRIDE_KEYS = f"{MANIFESTS_PREFIX}{OVERRIDE_RUN_PREFIX}*"
 
+#: A write that creates an object without ``If-None-Match``, as AWS's "Enforce conditional
+#: writes on Amazon S3 buckets" (S3 User Guide, conditional-writes-enforce) spells it:
+#: ``s3:if-none-match`` is absent (``Null`` true) unless the request sends the header, and
+#: ``s3:ObjectCreationOperation`` (``Bool``) is true for PutObject, CompleteMultipartUpload and,
+#: since October 2025, CopyObject; it exempts CreateMultipartUpload, UploadPart and
+#: UploadPartCopy, which take no conditional header (the completion carries it). Ceph RGW never
+#: sets ``s3:if-none-match``, so only the IAM evaluator (tests/infra/iam_matrix.py) can show this.
+UNCONDITIONAL_CREATION: dict[str, object] = {
+    "Null": {"s3:if-none-match": "true"},
+    "Bool": {"s3:ObjectCreationOperation": "true"},
+}
+
 
 def _page_keys(bucket: s3.IBucket) -> list[str]:
     """ARNs of the index pages (``<index>/.../index.html|json``) of ``bucket``."""
@@ -97,7 +109,8 @@ class Access(Construct):
     ``aws:PrincipalArn``, so no other principal in the account (administrators included) can
     write either bucket, and only ``break_glass_role_arn`` may delete nightly objects or change
     their retention. In staging nobody writes outside ``runs/``, ``manifests/``, ``records/``
-    and ``status/``, and only the deps role writes ``runs/deps-*`` and ``manifests/deps-*``.
+    and ``status/``, only the deps role writes ``runs/deps-*`` and ``manifests/deps-*``, and
+    every object created under ``runs/`` must be sent with ``If-None-Match: *`` (write-once).
     The break-glass role may only write override requests (``manifests/override-*``), which
     nobody else may write, and read ``records/*``. The cache bucket's policy (when
     ``protect_cache``: the stack created it) lets only the deps role write it.
@@ -397,6 +410,15 @@ class Access(Construct):
                 [staging.arn_for_objects(f"{RUNS_PREFIX}*")],
                 None,
                 _unless([build, deps]),
+            ),
+            (
+                # Write-once: a staged file, its .metadata and the run's pages are created
+                # once, never replaced (see UNCONDITIONAL_CREATION). Everyone, build and deps too.
+                "DenyRunWritesWithoutIfNoneMatch",
+                ["s3:PutObject"],
+                [staging.arn_for_objects(f"{RUNS_PREFIX}*")],
+                None,
+                UNCONDITIONAL_CREATION,
             ),
             (
                 "DenyManifestWritesExceptReporterDepsAndBreakGlass",

@@ -9,9 +9,12 @@ matrix shows what the bucket policies leave it; the role is created outside the 
 modelled with ``Action: *``, like ``account-admin``.
 
 Each column is one request: an action with the condition keys S3 sets for it
-(:data:`REQUESTS`). Object creation is shown three ways: a ``PutObject`` without
-``If-None-Match``, one with ``If-None-Match: *``, and a part upload (``UploadPart``, authorized
-as ``s3:PutObject``), which S3 evaluates with ``s3:ObjectCreationOperation`` false.
+(:data:`REQUESTS`). Object creation is shown three ways, because the staging bucket policy
+makes ``runs/*`` write-once: a ``PutObject`` without ``If-None-Match``, one with
+``If-None-Match: *``, and a part upload (``UploadPart``, authorized as ``s3:PutObject``), which
+S3 evaluates with ``s3:ObjectCreationOperation`` false. Ceph RGW, the real S3 server of the
+integration tests, never sets ``s3:if-none-match``, so this evaluator is the only proof of that
+rule.
 
 Run ``python -m tests.infra.iam_matrix`` to print the table, or with ``--write docs/security.md``
 to refresh the table between the markers in that file.

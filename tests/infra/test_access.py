@@ -363,6 +363,30 @@ def _staging_policy_has(template: Template, statement: dict[str, Any]) -> None:
     )
 
 
+def test_staging_runs_are_write_once_for_everyone(
+    template: Template, template_json: dict[str, Any]
+) -> None:
+    # AWS's "Enforce conditional writes" policy: a creating request (PutObject,
+    # CompleteMultipartUpload, CopyObject) without If-None-Match is refused, part uploads are
+    # not; no principal is exempt.
+    condition = {
+        "Null": {"s3:if-none-match": "true"},
+        "Bool": {"s3:ObjectCreationOperation": "true"},
+    }
+    _staging_policy_has(
+        template,
+        {
+            "Sid": "DenyRunWritesWithoutIfNoneMatch",
+            "Action": "s3:PutObject",
+            "Condition": condition,
+        },
+    )
+    # Nested objects match partially above; the exact statement, no exemption in it:
+    write_once = _denies(template_json, "wheelgate-staging")["DenyRunWritesWithoutIfNoneMatch"]
+    assert write_once["Resource"] == f"{STAGING}/runs/*"
+    assert write_once["Condition"] == condition
+
+
 def test_only_deps_writes_mirror_runs_and_their_manifests(template_json: dict[str, Any]) -> None:
     mirror = _denies(template_json, "wheelgate-staging")["DenyMirrorWritesExceptDeps"]
     assert mirror["Action"] == "s3:PutObject"
@@ -445,7 +469,8 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
         "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/reporter", f"{ROLE}/deps", break_glass]}
     }
     assert break_glass not in str(by_sid["DenyObjectWritesExceptWheelGateRoles"])
-    assert break_glass not in str(by_sid["DenyWritesOutsideStagingPrefixes"])
+    for sid in ("DenyRunWritesWithoutIfNoneMatch", "DenyWritesOutsideStagingPrefixes"):
+        assert break_glass not in str(by_sid[sid])
     grants = {
         sid: (s["Principal"], s["Action"], s["Resource"])
         for sid, s in by_sid.items()

@@ -15,6 +15,7 @@ from tests.infra.iam_matrix import (
     REQUESTS,
     TARGETS,
     Cell,
+    Request,
     compute,
     matrix_context,
     render,
@@ -26,14 +27,17 @@ SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
 PUT, PUT_IF_NONE_MATCH, PART, DELETE, GET, RETENTION, BYPASS = (r.label for r in REQUESTS)
 #: Every way of creating an object: with or without If-None-Match, or a part of a multipart upload.
 WRITES = {PUT, PUT_IF_NONE_MATCH, PART}
+#: What a write-once key (runs/*) accepts: everything but a PutObject without If-None-Match.
+WRITE_ONCE = {PUT_IF_NONE_MATCH, PART}
 EVERYTHING = {r.label for r in REQUESTS}
 STAGING_TARGETS = [t for t in TARGETS if t.startswith("staging")]
+RUN_TARGETS = ("staging runs/", "staging runs/deps-*")
 MIRROR_TARGETS = ("staging runs/deps-*", "staging manifests/deps-*")
 
 #: (principal, target) -> requests allowed; every other cell must be denied.
 EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     **{("build", t): {GET} for t in STAGING_TARGETS},
-    ("build", "staging runs/"): WRITES | {GET},
+    ("build", "staging runs/"): WRITE_ONCE | {GET},
     ("build", "nightly index"): {GET},
     ("reporter", "staging runs/"): {GET},
     ("reporter", "staging manifests/"): WRITES,
@@ -41,7 +45,7 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("reporter", "staging runs/deps-*"): {GET},
     # The reporter's identity policy allows manifests/*; the bucket policy refuses overrides.
     ("reporter", "staging manifests/override-*"): set(),
-    ("deps", "staging runs/deps-*"): WRITES | {GET},
+    ("deps", "staging runs/deps-*"): WRITE_ONCE | {GET},
     ("deps", "staging manifests/deps-*"): WRITES,
     ("deps", "cache third-party/"): WRITES | {GET},
     **{("promoter", t): {GET} for t in STAGING_TARGETS},
@@ -95,6 +99,16 @@ def test_every_cell_matches_the_expected_decision(cells: list[Cell]) -> None:
 
 def _writers(cells: list[Cell], target: str, request: str) -> set[str]:
     return {c.principal for c in cells if c.allowed and c.target == target and c.request == request}
+
+
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_runs_are_write_once_for_everyone(cells: list[Cell], target: str) -> None:
+    # A PutObject without If-None-Match could replace a staged file: nobody may send one,
+    # though the roles that stage there may create (If-None-Match: *) and upload parts.
+    assert _writers(cells, target, PUT) == set()
+    stager = "deps" if "deps-" in target else "build"
+    assert _writers(cells, target, PUT_IF_NONE_MATCH) == {stager}
+    assert _writers(cells, target, PART) == {stager}
 
 
 @pytest.mark.parametrize("target", MIRROR_TARGETS)
@@ -190,6 +204,23 @@ def test_matrix_notices_a_missing_override_deny(matrix_template: dict[str, Any])
     """Without the override Deny, the reporter's manifests/* grant reaches override requests."""
     mutated = _without(matrix_template, "DenyOverrideWritesExceptBreakGlass")
     assert "reporter" in _writers(compute(mutated), "staging manifests/override-*", PUT)
+
+
+def test_matrix_notices_a_missing_write_once_deny(matrix_template: dict[str, Any]) -> None:
+    """The evaluator reads the condition keys: without the Deny, build may overwrite a run."""
+    mutated = _without(matrix_template, "DenyRunWritesWithoutIfNoneMatch")
+    assert _writers(compute(mutated), "staging runs/", PUT) == {"build"}
+
+
+def test_a_part_upload_without_the_creation_key_is_not_refused(
+    matrix_template: dict[str, Any],
+) -> None:
+    # Given an UploadPart request that S3 evaluates without s3:ObjectCreationOperation at all
+    bare = Request("UploadPart, no creation key", "s3:PutObject")
+    # When the matrix evaluates it, then the write-once Deny does not apply: only a request
+    # S3 marks as creating an object needs If-None-Match
+    cells = compute(matrix_template, requests=[bare])
+    assert _writers(cells, "staging runs/", bare.label) == {"build"}
 
 
 @pytest.mark.parametrize(
