@@ -9,10 +9,11 @@ matrix shows what the bucket policies leave it; the role is created outside the 
 modelled with ``Action: *``, like ``account-admin``.
 
 Each column is one request: an action with the condition keys S3 sets for it
-(:data:`REQUESTS`). Object creation is shown three ways, because the staging bucket policy
-makes ``runs/*`` write-once: a ``PutObject`` without ``If-None-Match``, one with
-``If-None-Match: *``, and a part upload (``UploadPart``, authorized as ``s3:PutObject``), which
-S3 evaluates with ``s3:ObjectCreationOperation`` false. Ceph RGW, the real S3 server of the
+(:data:`REQUESTS`). Object creation is shown four ways, because the staging bucket policy
+makes ``runs/*`` write-once: a ``PutObject`` without a condition, one with
+``If-None-Match: *``, one with ``If-Match`` (an update in place), and a part upload
+(``UploadPart``, authorized as ``s3:PutObject``), which S3 evaluates with
+``s3:ObjectCreationOperation`` false. Ceph RGW, the real S3 server of the
 integration tests, never sets ``s3:if-none-match``, so this evaluator is the only proof of that
 rule.
 
@@ -54,10 +55,12 @@ MARK_END = "<!-- iam-matrix:end -->"
 OTHER_ACCOUNT = "444455556666"
 
 #: Condition keys as AWS's "Enforce conditional writes on Amazon S3 buckets" names them:
-#: ``s3:if-none-match`` carries the header's value (S3 accepts only ``*``) and is absent without
-#: it; ``s3:ObjectCreationOperation`` is true for PutObject, CompleteMultipartUpload and
-#: CopyObject, false for CreateMultipartUpload, UploadPart and UploadPartCopy.
+#: ``s3:if-none-match`` / ``s3:if-match`` carry the headers' values (``*``, an ETag) and are
+#: absent without them; ``s3:ObjectCreationOperation`` is true for PutObject,
+#: CompleteMultipartUpload and CopyObject, false for CreateMultipartUpload, UploadPart and
+#: UploadPartCopy.
 IF_NONE_MATCH = "s3:if-none-match"
+IF_MATCH = "s3:if-match"
 CREATION = "s3:ObjectCreationOperation"
 
 
@@ -73,6 +76,8 @@ class Request:
 REQUESTS = (
     Request("PutObject", "s3:PutObject", {CREATION: "true"}),
     Request("PutObject If-None-Match", "s3:PutObject", {CREATION: "true", IF_NONE_MATCH: "*"}),
+    # An update in place (the index pages' optimistic write): replaces what is there.
+    Request("PutObject If-Match", "s3:PutObject", {CREATION: "true", IF_MATCH: '"0123abcd"'}),
     Request("UploadPart", "s3:PutObject", {CREATION: "false"}),
     Request("DeleteObject", "s3:DeleteObject"),
     Request("GetObject", "s3:GetObject"),
@@ -105,6 +110,10 @@ _OVERRIDE = new_request_id(_RUN, datetime(2025, 1, 1, tzinfo=UTC))
 #: Target name -> (bucket friendly name, example key).
 TARGETS: dict[str, tuple[str, str]] = {
     "staging runs/": ("wheelgate-staging", STAGING.artifact(_RUN, _INDEX, _WHEEL)),
+    "staging runs/ page": (
+        "wheelgate-staging",
+        STAGING.run_pages_prefix(_RUN) + PAGES.project_page(_INDEX, "torch"),
+    ),
     "staging manifests/": ("wheelgate-staging", STAGING.manifest(_RUN)),
     "staging records/": ("wheelgate-staging", STAGING.record(_RUN)),
     "staging runs/deps-*": (

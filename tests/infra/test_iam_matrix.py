@@ -24,22 +24,27 @@ from tests.infra.summary import SUMMARY_KEY
 from tests.infra.synth import REPO_ROOT, synthesize
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
-PUT, PUT_IF_NONE_MATCH, PART, DELETE, GET, RETENTION, BYPASS = (r.label for r in REQUESTS)
-#: Every way of creating an object: with or without If-None-Match, or a part of a multipart upload.
-WRITES = {PUT, PUT_IF_NONE_MATCH, PART}
-#: What a write-once key (runs/*) accepts: everything but a PutObject without If-None-Match.
+PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART, DELETE, GET, RETENTION, BYPASS = (
+    r.label for r in REQUESTS
+)
+#: Every way of writing an object: unconditional, If-None-Match, If-Match, or a part upload.
+WRITES = {PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART}
+#: What a write-once key (runs/*) accepts: a creation with If-None-Match, and part uploads.
 WRITE_ONCE = {PUT_IF_NONE_MATCH, PART}
 EVERYTHING = {r.label for r in REQUESTS}
 STAGING_TARGETS = [t for t in TARGETS if t.startswith("staging")]
-RUN_TARGETS = ("staging runs/", "staging runs/deps-*")
+RUN_TARGETS = ("staging runs/", "staging runs/ page", "staging runs/deps-*")
 MIRROR_TARGETS = ("staging runs/deps-*", "staging manifests/deps-*")
 
 #: (principal, target) -> requests allowed; every other cell must be denied.
 EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     **{("build", t): {GET} for t in STAGING_TARGETS},
     ("build", "staging runs/"): WRITE_ONCE | {GET},
+    # A run's index pages are created once too: no update in place, If-Match or not.
+    ("build", "staging runs/ page"): WRITE_ONCE | {GET},
     ("build", "nightly index"): {GET},
     ("reporter", "staging runs/"): {GET},
+    ("reporter", "staging runs/ page"): {GET},
     ("reporter", "staging manifests/"): WRITES,
     ("reporter", "staging records/"): {GET},
     ("reporter", "staging runs/deps-*"): {GET},
@@ -103,9 +108,11 @@ def _writers(cells: list[Cell], target: str, request: str) -> set[str]:
 
 @pytest.mark.parametrize("target", RUN_TARGETS)
 def test_runs_are_write_once_for_everyone(cells: list[Cell], target: str) -> None:
-    # A PutObject without If-None-Match could replace a staged file: nobody may send one,
-    # though the roles that stage there may create (If-None-Match: *) and upload parts.
+    # A PutObject without If-None-Match could replace a staged file or page: nobody may send
+    # one, If-Match or not, though the roles that stage there may create (If-None-Match: *)
+    # and upload parts.
     assert _writers(cells, target, PUT) == set()
+    assert _writers(cells, target, PUT_IF_MATCH) == set()
     stager = "deps" if "deps-" in target else "build"
     assert _writers(cells, target, PUT_IF_NONE_MATCH) == {stager}
     assert _writers(cells, target, PART) == {stager}
