@@ -18,6 +18,7 @@ from wheelgate.core.layout import (
     MIRROR_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
     RECORDS_PREFIX,
+    RESERVED_TOP_LEVEL,
     RUNS_PREFIX,
     STATUS_PREFIX,
 )
@@ -47,8 +48,22 @@ WILDCARD_REASON = (
 #: Staging keys of dependency-mirror runs (``wheelgate deps sync``) and override requests.
 MIRROR_RUN_KEYS = f"{RUNS_PREFIX}{MIRROR_RUN_PREFIX}*"
 MIRROR_MANIFEST_KEYS = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}*{MANIFEST_SUFFIX}"
+#: Every ``manifests/deps-*`` key, whatever its suffix: the other roles may write none of them.
+ANY_MIRROR_MANIFEST_KEYS = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}*"
 MIRROR_RECORD_KEYS = f"{RECORDS_PREFIX}{MIRROR_RUN_PREFIX}*"
 OVERRIDE_KEYS = f"{MANIFESTS_PREFIX}{OVERRIDE_RUN_PREFIX}*"
+
+#: A write that creates an object without ``If-None-Match``, as AWS's "Enforce conditional
+#: writes on Amazon S3 buckets" (S3 User Guide, conditional-writes-enforce) spells it:
+#: ``s3:if-none-match`` is absent (``Null`` true) unless the request sends the header, and
+#: ``s3:ObjectCreationOperation`` (``Bool``) is true for PutObject, CompleteMultipartUpload and,
+#: since October 2025, CopyObject; it exempts CreateMultipartUpload, UploadPart and
+#: UploadPartCopy, which take no conditional header (the completion carries it). Ceph RGW never
+#: sets ``s3:if-none-match``, so only the IAM evaluator (tests/infra/iam_matrix.py) can show this.
+UNCONDITIONAL_CREATION: dict[str, object] = {
+    "Null": {"s3:if-none-match": "true"},
+    "Bool": {"s3:ObjectCreationOperation": "true"},
+}
 
 
 def _page_keys(bucket: s3.IBucket) -> list[str]:
@@ -77,24 +92,28 @@ class Access(Construct):
 
     Roles (trust scoped by the OIDC ``sub`` claim; ``aud`` must be ``sts.amazonaws.com``):
 
-    - ``build_role`` (``build_subs``): uploads ``runs/*`` to staging and writes the staging
-      index pages; reads staging and nightly index pages to merge them.
-    - ``reporter_role`` (``build_subs``): writes ``manifests/*`` in staging only; reads
-      ``runs/*`` to build a manifest and ``records/*`` to wait for the verdict.
+    - ``build_role`` (``build_subs``): uploads ``runs/*`` except ``runs/deps-*`` to staging
+      (each run's files and its own index pages); reads staging, and the nightly index pages
+      to merge them into the run's pages.
+    - ``reporter_role`` (``build_subs``): writes ``manifests/*`` except ``manifests/deps-*`` in
+      staging only; reads ``runs/*`` to build a manifest and ``records/*`` to wait for the
+      verdict.
     - ``dev_role`` (``dev_subs``): reads and writes the dev bucket only.
     - ``deps_role`` (``deps_subs``): writes the ``cache_prefixes`` of the cache bucket, stages
       dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
       records and the index pages.
-    - ``promoter_role`` (Lambda): reads staging, writes ``records/*`` and index pages in
+    - ``promoter_role`` (Lambda): reads staging, writes ``records/*`` and ``status/*`` in
       staging, writes nightly (never deletes). The stack grants CloudFront invalidation.
 
     The bucket policies repeat the same rules as explicit Deny statements keyed on
     ``aws:PrincipalArn``, so no other principal in the account (administrators included) can
     write either bucket, and only ``break_glass_role_arn`` may delete nightly objects or change
-    their retention. In staging the break-glass role may only write override requests
-    (``manifests/override-*``), which nobody else may write, and read ``records/*``. The cache
-    bucket's policy (when ``protect_cache``: the stack created it) lets only the deps role
-    write it.
+    their retention. In staging nobody writes outside ``runs/``, ``manifests/``, ``records/``
+    and ``status/``, only the deps role writes ``runs/deps-*`` and ``manifests/deps-*``, and
+    every object created under ``runs/`` must be sent with ``If-None-Match: *`` (write-once).
+    The break-glass role may only write override requests (``manifests/override-*``), which
+    nobody else may write, and read ``records/*``. The cache bucket's policy (when
+    ``protect_cache``: the stack created it) lets only the deps role write it.
 
     Raises ``ValueError`` if ``build_subs``, ``dev_subs`` or ``deps_subs`` is empty.
     """
@@ -190,19 +209,11 @@ class Access(Construct):
                     resources=[staging.arn_for_objects(f"{RUNS_PREFIX}*")],
                 ),
                 iam.PolicyStatement(
-                    sid="WriteStagingIndexPages",
-                    actions=["s3:PutObject"],
-                    resources=_page_keys(staging),
-                ),
-                iam.PolicyStatement(
-                    # The page wildcard above also matches keys under the reserved prefixes.
-                    sid="DenyReservedPrefixes",
+                    # Mirror runs are the deps role's alone (bucket: DenyMirrorWritesExceptDeps).
+                    sid="DenyMirrorRuns",
                     effect=iam.Effect.DENY,
-                    actions=["s3:PutObject"],
-                    resources=[
-                        staging.arn_for_objects(f"{prefix}*")
-                        for prefix in (MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX)
-                    ],
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                    resources=[staging.arn_for_objects(MIRROR_RUN_KEYS)],
                 ),
                 iam.PolicyStatement(
                     sid="ReadStaging",
@@ -231,6 +242,13 @@ class Access(Construct):
                     sid="WriteManifests",
                     actions=["s3:PutObject"],
                     resources=[staging.arn_for_objects(f"{MANIFESTS_PREFIX}*")],
+                ),
+                iam.PolicyStatement(
+                    # A mirror manifest promotes third-party wheels: the deps role's alone.
+                    sid="DenyMirrorManifests",
+                    effect=iam.Effect.DENY,
+                    actions=["s3:PutObject"],
+                    resources=[staging.arn_for_objects(ANY_MIRROR_MANIFEST_KEYS)],
                 ),
                 iam.PolicyStatement(
                     sid="ReadRunsAndRecords",
@@ -334,12 +352,11 @@ class Access(Construct):
                     resources=[staging.arn_for_objects("*")],
                 ),
                 iam.PolicyStatement(
-                    sid="WriteRecordsAndStagingPages",
+                    sid="WriteRecordsAndStatus",
                     actions=["s3:PutObject"],
                     resources=[
                         staging.arn_for_objects(f"{RECORDS_PREFIX}*"),
                         staging.arn_for_objects(f"{STATUS_PREFIX}*"),
-                        *_page_keys(staging),
                     ],
                 ),
                 iam.PolicyStatement(
@@ -395,11 +412,32 @@ class Access(Construct):
                 _unless([build, deps]),
             ),
             (
+                # Write-once: a staged file, its .metadata and the run's pages are created
+                # once, never replaced (see UNCONDITIONAL_CREATION). Everyone, build and deps too.
+                "DenyRunWritesWithoutIfNoneMatch",
+                ["s3:PutObject"],
+                [staging.arn_for_objects(f"{RUNS_PREFIX}*")],
+                None,
+                UNCONDITIONAL_CREATION,
+            ),
+            (
                 "DenyManifestWritesExceptReporterDepsAndBreakGlass",
                 ["s3:PutObject"],
                 [staging.arn_for_objects(f"{MANIFESTS_PREFIX}*")],
                 None,
                 _unless([reporter, deps, *break_glass]),
+            ),
+            (
+                # Mirror runs promote third-party wheels on the deps role's word alone: no
+                # build run may stage under deps-*, and no reporter may write their manifest.
+                "DenyMirrorWritesExceptDeps",
+                ["s3:PutObject"],
+                [
+                    staging.arn_for_objects(MIRROR_RUN_KEYS),
+                    staging.arn_for_objects(ANY_MIRROR_MANIFEST_KEYS),
+                ],
+                None,
+                _unless([deps]),
             ),
             (
                 # The deps role's exemptions above are for its mirror runs' keys only.
@@ -420,15 +458,20 @@ class Access(Construct):
                 _unless([promoter]),
             ),
             (
-                # Everything outside the reserved prefixes is an index page.
-                "DenyIndexPageWritesExceptBuildAndPromoter",
+                "DenyStatusWritesExceptPromoter",
+                ["s3:PutObject"],
+                [staging.arn_for_objects(f"{STATUS_PREFIX}*")],
+                None,
+                _unless([promoter]),
+            ),
+            (
+                # Staging has no shared index pages (each run's are under runs/<run>/): every
+                # key is under one of the reserved prefixes, the ones WheelGate writes.
+                "DenyWritesOutsideStagingPrefixes",
                 ["s3:PutObject"],
                 None,
-                [
-                    staging.arn_for_objects(f"{prefix}*")
-                    for prefix in (RUNS_PREFIX, MANIFESTS_PREFIX, RECORDS_PREFIX)
-                ],
-                _unless([build, promoter]),
+                [staging.arn_for_objects(f"{name}/*") for name in sorted(RESERVED_TOP_LEVEL)],
+                None,
             ),
             (
                 # Lifecycle rules expire runs/; nothing else needs to delete.

@@ -8,6 +8,15 @@ The template is synthesized with a break-glass role configured (:func:`matrix_co
 matrix shows what the bucket policies leave it; the role is created outside the stack and is
 modelled with ``Action: *``, like ``account-admin``.
 
+Each column is one request: an action with the condition keys S3 sets for it
+(:data:`REQUESTS`). Object creation is shown four ways, because the staging bucket policy
+makes ``runs/*`` write-once: a ``PutObject`` without a condition, one with
+``If-None-Match: *``, one with ``If-Match`` (an update in place), and a part upload
+(``UploadPart``, authorized as ``s3:PutObject``), which S3 evaluates with
+``s3:ObjectCreationOperation`` false. Ceph RGW, the real S3 server of the
+integration tests, never sets ``s3:if-none-match``, so this evaluator is the only proof of that
+rule.
+
 Run ``python -m tests.infra.iam_matrix`` to print the table, or with ``--write docs/security.md``
 to refresh the table between the markers in that file.
 """
@@ -19,14 +28,14 @@ import collections
 import collections.abc
 import sys
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tests.infra.resolve import ACCOUNT, PARTITION, Resolver
-from wheelgate.core.layout import NIGHTLY, PAGES, STAGING
+from wheelgate.core.layout import HTML_PAGE, NIGHTLY, PAGES, STAGING, STATUS_PREFIX
 from wheelgate.core.override import new_request_id
 
 # principalmapper 1.1.5 still imports these names from `collections` (removed in 3.10).
@@ -45,12 +54,35 @@ MARK_START = "<!-- iam-matrix:start -->"
 MARK_END = "<!-- iam-matrix:end -->"
 OTHER_ACCOUNT = "444455556666"
 
-ACTIONS = (
-    "s3:PutObject",
-    "s3:DeleteObject",
-    "s3:GetObject",
-    "s3:PutObjectRetention",
-    "s3:BypassGovernanceRetention",
+#: Condition keys as AWS's "Enforce conditional writes on Amazon S3 buckets" names them:
+#: ``s3:if-none-match`` / ``s3:if-match`` carry the headers' values (``*``, an ETag) and are
+#: absent without them; ``s3:ObjectCreationOperation`` is true for PutObject,
+#: CompleteMultipartUpload and CopyObject, false for CreateMultipartUpload, UploadPart and
+#: UploadPartCopy.
+IF_NONE_MATCH = "s3:if-none-match"
+IF_MATCH = "s3:if-match"
+CREATION = "s3:ObjectCreationOperation"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One matrix column: an IAM action and the request context S3 evaluates it with."""
+
+    label: str
+    action: str
+    context: Mapping[str, str] = field(default_factory=dict)
+
+
+REQUESTS = (
+    Request("PutObject", "s3:PutObject", {CREATION: "true"}),
+    Request("PutObject If-None-Match", "s3:PutObject", {CREATION: "true", IF_NONE_MATCH: "*"}),
+    # An update in place (the index pages' optimistic write): replaces what is there.
+    Request("PutObject If-Match", "s3:PutObject", {CREATION: "true", IF_MATCH: '"0123abcd"'}),
+    Request("UploadPart", "s3:PutObject", {CREATION: "false"}),
+    Request("DeleteObject", "s3:DeleteObject"),
+    Request("GetObject", "s3:GetObject"),
+    Request("PutObjectRetention", "s3:PutObjectRetention"),
+    Request("BypassGovernanceRetention", "s3:BypassGovernanceRetention"),
 )
 PRINCIPALS = (
     "build",
@@ -78,6 +110,10 @@ _OVERRIDE = new_request_id(_RUN, datetime(2025, 1, 1, tzinfo=UTC))
 #: Target name -> (bucket friendly name, example key).
 TARGETS: dict[str, tuple[str, str]] = {
     "staging runs/": ("wheelgate-staging", STAGING.artifact(_RUN, _INDEX, _WHEEL)),
+    "staging runs/ page": (
+        "wheelgate-staging",
+        STAGING.run_pages_prefix(_RUN) + PAGES.project_page(_INDEX, "torch"),
+    ),
     "staging manifests/": ("wheelgate-staging", STAGING.manifest(_RUN)),
     "staging records/": ("wheelgate-staging", STAGING.record(_RUN)),
     "staging runs/deps-*": (
@@ -86,6 +122,9 @@ TARGETS: dict[str, tuple[str, str]] = {
     ),
     "staging manifests/deps-*": ("wheelgate-staging", STAGING.manifest(_MIRROR_RUN)),
     "staging manifests/override-*": ("wheelgate-staging", STAGING.manifest(_OVERRIDE)),
+    "staging status/": ("wheelgate-staging", f"{STATUS_PREFIX}{HTML_PAGE}"),
+    # Where the shared staging index pages were: outside every prefix WheelGate writes.
+    "staging other keys": ("wheelgate-staging", PAGES.project_page(_INDEX, "torch")),
     "nightly files": ("wheelgate-nightly", NIGHTLY.artifact(_INDEX, _WHEEL)),
     "nightly index": ("wheelgate-nightly", PAGES.project_page(_INDEX, "torch")),
     "cache third-party/": ("wheelgate-cache", "third-party/ninja/1.12.1/ninja-linux.zip"),
@@ -102,7 +141,8 @@ _ADMIN_POLICY = {
 class Cell:
     principal: str
     target: str
-    action: str
+    #: The :class:`Request` label (the column).
+    request: str
     allowed: bool
 
 
@@ -137,8 +177,9 @@ def matrix_context() -> dict[str, Any]:
     }
 
 
-def compute(template: dict[str, Any]) -> list[Cell]:
-    """Evaluate every principal x target x action of the matrix against ``template``."""
+def compute(template: dict[str, Any], requests: Sequence[Request] = REQUESTS) -> list[Cell]:
+    """Evaluate every principal x target x request (the matrix's columns by default) against
+    ``template``."""
     resolver = Resolver(template)
     nodes: dict[str, Node | None] = {
         name: _node(f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}", resolver.role_policies(name))
@@ -158,37 +199,38 @@ def compute(template: dict[str, Any]) -> list[Cell]:
         node = nodes[principal]
         for target, (bucket, key) in TARGETS.items():
             resource = f"arn:{PARTITION}:s3:::{bucket}/{key}"
-            for action in ACTIONS:
+            for request in requests:
+                context = dict(request.context)
                 if node is None:
                     # No identity policy: only a bucket policy Allow for "*" could grant access.
                     result = resource_policy_authorization(
                         "anonymous",
                         ACCOUNT,
                         policies[bucket],
-                        action,
+                        request.action,
                         resource,
-                        {"aws:SecureTransport": "true"},
+                        {**context, "aws:SecureTransport": "true"},
                     )
                     allowed = result == ResourcePolicyEvalResult.SERVICE_MATCH
                 else:
                     allowed = local_check_authorization_full(
-                        node, action, resource, {}, policies[bucket], ACCOUNT
+                        node, request.action, resource, context, policies[bucket], ACCOUNT
                     )
-                cells.append(Cell(principal, target, action, allowed))
+                cells.append(Cell(principal, target, request.label, allowed))
     return cells
 
 
 def render(cells: Sequence[Cell]) -> str:
-    """The matrix as a Markdown table: one row per principal and target, one column per action."""
-    short = [a.removeprefix("s3:") for a in ACTIONS]
+    """The matrix as a Markdown table: one row per principal and target, one column per request."""
+    labels = [r.label for r in REQUESTS]
     lines = [
-        "| principal | target | " + " | ".join(short) + " |",
-        "|---|---|" + "---|" * len(ACTIONS),
+        "| principal | target | " + " | ".join(labels) + " |",
+        "|---|---|" + "---|" * len(labels),
     ]
-    by_key = {(c.principal, c.target, c.action): c.allowed for c in cells}
+    by_key = {(c.principal, c.target, c.request): c.allowed for c in cells}
     for principal in PRINCIPALS:
         for target in TARGETS:
-            marks = ["**allow**" if by_key[(principal, target, a)] else "deny" for a in ACTIONS]
+            marks = ["**allow**" if by_key[(principal, target, r)] else "deny" for r in labels]
             lines.append(f"| {principal} | {target} | " + " | ".join(marks) + " |")
     return "\n".join(lines) + "\n"
 

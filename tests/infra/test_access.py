@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Match, Template
 
 from tests.infra.resolve import ACCOUNT, Resolver
 
@@ -25,20 +26,16 @@ def _statements(template_json: dict[str, Any], role: str) -> dict[str, tuple[str
 
 def test_build_role_policy(template_json: dict[str, Any]) -> None:
     assert _statements(template_json, "build") == {
+        # No staging index page grant: each run's pages are under runs/<run>/.
         "UploadStagedRuns": (
             "Allow",
             ["s3:PutObject", "s3:AbortMultipartUpload"],
             f"{STAGING}/runs/*",
         ),
-        "WriteStagingIndexPages": (
-            "Allow",
-            "s3:PutObject",
-            [f"{STAGING}/*/index.html", f"{STAGING}/*/index.json"],
-        ),
-        "DenyReservedPrefixes": (
+        "DenyMirrorRuns": (
             "Deny",
-            "s3:PutObject",
-            [f"{STAGING}/manifests/*", f"{STAGING}/records/*", f"{STAGING}/status/*"],
+            ["s3:PutObject", "s3:AbortMultipartUpload"],
+            f"{STAGING}/runs/deps-*",
         ),
         "ReadStaging": ("Allow", "s3:GetObject", f"{STAGING}/*"),
         "ReadNightlyIndexPages": (
@@ -53,6 +50,7 @@ def test_build_role_policy(template_json: dict[str, Any]) -> None:
 def test_reporter_role_policy(template_json: dict[str, Any]) -> None:
     assert _statements(template_json, "reporter") == {
         "WriteManifests": ("Allow", "s3:PutObject", f"{STAGING}/manifests/*"),
+        "DenyMirrorManifests": ("Deny", "s3:PutObject", f"{STAGING}/manifests/deps-*"),
         "ReadRunsAndRecords": (
             "Allow",
             "s3:GetObject",
@@ -100,15 +98,10 @@ def test_deps_role_policy(template_json: dict[str, Any]) -> None:
 def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
     assert _statements(template_json, "promoter") == {
         "ReadStaging": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{STAGING}/*"),
-        "WriteRecordsAndStagingPages": (
+        "WriteRecordsAndStatus": (
             "Allow",
             "s3:PutObject",
-            [
-                f"{STAGING}/records/*",
-                f"{STAGING}/status/*",
-                f"{STAGING}/*/index.html",
-                f"{STAGING}/*/index.json",
-            ],
+            [f"{STAGING}/records/*", f"{STAGING}/status/*"],
         ),
         "ReadNightly": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{NIGHTLY}/*"),
         "WriteNightly": ("Allow", ["s3:PutObject", "s3:AbortMultipartUpload"], f"{NIGHTLY}/*"),
@@ -336,12 +329,8 @@ def test_staging_bucket_policy_denies(template_json: dict[str, Any]) -> None:
         f"{STAGING}/manifests/deps-*.json",
     ]
     assert exempt("DenyRecordWritesExceptPromoter") == [promoter]
-    assert exempt("DenyIndexPageWritesExceptBuildAndPromoter") == [build, promoter]
-    assert denies["DenyIndexPageWritesExceptBuildAndPromoter"]["NotResource"] == [
-        f"{STAGING}/runs/*",
-        f"{STAGING}/manifests/*",
-        f"{STAGING}/records/*",
-    ]
+    assert exempt("DenyStatusWritesExceptPromoter") == [promoter]
+    assert denies["DenyStatusWritesExceptPromoter"]["Resource"] == f"{STAGING}/status/*"
     # No break-glass role in cdk.json: deletes and retention changes are denied to everyone.
     assert "Condition" not in denies["DenyDeletes"]
     assert "Condition" not in denies["DenyRetentionChanges"]
@@ -356,6 +345,73 @@ def test_staging_bucket_policy_denies(template_json: dict[str, Any]) -> None:
         if s["Effect"] == "Allow" and s.get("Sid", "").startswith("AllowBreakGlass")
     ]
     assert allows == []
+
+
+def _staging_policy_has(template: Template, statement: dict[str, Any]) -> None:
+    """The staging bucket policy has ``statement`` (a Deny for everyone), as written."""
+    staging_id = Resolver(template.to_json()).logical_id("wheelgate-staging")
+    template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "Bucket": {"Ref": staging_id},
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Principal": {"AWS": "*"}, **statement})]
+                )
+            },
+        },
+    )
+
+
+def test_staging_runs_are_write_once_for_everyone(
+    template: Template, template_json: dict[str, Any]
+) -> None:
+    # AWS's "Enforce conditional writes" policy: a creating request (PutObject,
+    # CompleteMultipartUpload, CopyObject) without If-None-Match is refused, part uploads are
+    # not; no principal is exempt.
+    condition = {
+        "Null": {"s3:if-none-match": "true"},
+        "Bool": {"s3:ObjectCreationOperation": "true"},
+    }
+    _staging_policy_has(
+        template,
+        {
+            "Sid": "DenyRunWritesWithoutIfNoneMatch",
+            "Action": "s3:PutObject",
+            "Condition": condition,
+        },
+    )
+    # Nested objects match partially above; the exact statement, no exemption in it:
+    write_once = _denies(template_json, "wheelgate-staging")["DenyRunWritesWithoutIfNoneMatch"]
+    assert write_once["Resource"] == f"{STAGING}/runs/*"
+    assert write_once["Condition"] == condition
+
+
+def test_only_deps_writes_mirror_runs_and_their_manifests(template_json: dict[str, Any]) -> None:
+    mirror = _denies(template_json, "wheelgate-staging")["DenyMirrorWritesExceptDeps"]
+    assert mirror["Action"] == "s3:PutObject"
+    assert mirror["Resource"] == [f"{STAGING}/runs/deps-*", f"{STAGING}/manifests/deps-*"]
+    assert mirror["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/deps"]}}
+
+
+def test_nobody_writes_staging_outside_its_prefixes(
+    template: Template, template_json: dict[str, Any]
+) -> None:
+    # No shared staging index pages: no principal is exempt, break-glass included.
+    _staging_policy_has(
+        template, {"Sid": "DenyWritesOutsideStagingPrefixes", "Action": "s3:PutObject"}
+    )
+    outside = _denies(template_json, "wheelgate-staging")["DenyWritesOutsideStagingPrefixes"]
+    assert outside["NotResource"] == [
+        f"{STAGING}/manifests/*",
+        f"{STAGING}/records/*",
+        f"{STAGING}/runs/*",
+        f"{STAGING}/status/*",
+    ]
+    assert "Condition" not in outside
+    assert "DenyIndexPageWritesExceptBuildAndPromoter" not in _denies(
+        template_json, "wheelgate-staging"
+    )
 
 
 def test_cache_bucket_policy_lets_only_deps_write(template_json: dict[str, Any]) -> None:
@@ -413,6 +469,8 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
         "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/reporter", f"{ROLE}/deps", break_glass]}
     }
     assert break_glass not in str(by_sid["DenyObjectWritesExceptWheelGateRoles"])
+    for sid in ("DenyRunWritesWithoutIfNoneMatch", "DenyWritesOutsideStagingPrefixes"):
+        assert break_glass not in str(by_sid[sid])
     grants = {
         sid: (s["Principal"], s["Action"], s["Resource"])
         for sid, s in by_sid.items()

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from tests.infra.iam_matrix import (
-    ACTIONS,
     MARK_END,
     MARK_START,
     PRINCIPALS,
+    REQUESTS,
     TARGETS,
     Cell,
+    Request,
     compute,
     matrix_context,
     render,
@@ -23,30 +24,40 @@ from tests.infra.summary import SUMMARY_KEY
 from tests.infra.synth import REPO_ROOT, synthesize
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
-PUT, DELETE, GET, RETENTION, BYPASS = ACTIONS
-EVERYTHING = set(ACTIONS)
+PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART, DELETE, GET, RETENTION, BYPASS = (
+    r.label for r in REQUESTS
+)
+#: Every way of writing an object: unconditional, If-None-Match, If-Match, or a part upload.
+WRITES = {PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART}
+#: What a write-once key (runs/*) accepts: a creation with If-None-Match, and part uploads.
+WRITE_ONCE = {PUT_IF_NONE_MATCH, PART}
+EVERYTHING = {r.label for r in REQUESTS}
 STAGING_TARGETS = [t for t in TARGETS if t.startswith("staging")]
+RUN_TARGETS = ("staging runs/", "staging runs/ page", "staging runs/deps-*")
+MIRROR_TARGETS = ("staging runs/deps-*", "staging manifests/deps-*")
 
-#: (principal, target) -> actions allowed; every other cell must be denied.
+#: (principal, target) -> requests allowed; every other cell must be denied.
 EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     **{("build", t): {GET} for t in STAGING_TARGETS},
-    ("build", "staging runs/"): {PUT, GET},
-    ("build", "staging runs/deps-*"): {PUT, GET},
+    ("build", "staging runs/"): WRITE_ONCE | {GET},
+    # A run's index pages are created once too: no update in place, If-Match or not.
+    ("build", "staging runs/ page"): WRITE_ONCE | {GET},
     ("build", "nightly index"): {GET},
     ("reporter", "staging runs/"): {GET},
-    ("reporter", "staging manifests/"): {PUT},
+    ("reporter", "staging runs/ page"): {GET},
+    ("reporter", "staging manifests/"): WRITES,
     ("reporter", "staging records/"): {GET},
     ("reporter", "staging runs/deps-*"): {GET},
-    ("reporter", "staging manifests/deps-*"): {PUT},
     # The reporter's identity policy allows manifests/*; the bucket policy refuses overrides.
     ("reporter", "staging manifests/override-*"): set(),
-    ("deps", "staging runs/deps-*"): {PUT, GET},
-    ("deps", "staging manifests/deps-*"): {PUT},
-    ("deps", "cache third-party/"): {PUT, GET},
+    ("deps", "staging runs/deps-*"): WRITE_ONCE | {GET},
+    ("deps", "staging manifests/deps-*"): WRITES,
+    ("deps", "cache third-party/"): WRITES | {GET},
     **{("promoter", t): {GET} for t in STAGING_TARGETS},
-    ("promoter", "staging records/"): {PUT, GET},
-    ("promoter", "nightly files"): {PUT, GET},
-    ("promoter", "nightly index"): {PUT, GET},
+    ("promoter", "staging records/"): WRITES | {GET},
+    ("promoter", "staging status/"): WRITES | {GET},
+    ("promoter", "nightly files"): WRITES | {GET},
+    ("promoter", "nightly index"): WRITES | {GET},
     # Break-glass (modelled with Action: *): in staging it writes override requests only (and
     # may still bypass retention, which staging does not have); nightly and the cache are its.
     **{("break-glass", t): {GET, BYPASS} for t in STAGING_TARGETS},
@@ -79,16 +90,47 @@ def cells(
 
 
 def test_matrix_is_complete(cells: list[Cell]) -> None:
-    assert len(cells) == len(PRINCIPALS) * len(TARGETS) * len(ACTIONS)
+    assert len(cells) == len(PRINCIPALS) * len(TARGETS) * len(REQUESTS)
 
 
 def test_every_cell_matches_the_expected_decision(cells: list[Cell]) -> None:
     wrong = [
-        f"{c.principal} {c.action} {c.target}: got {'allow' if c.allowed else 'deny'}"
+        f"{c.principal} {c.request} {c.target}: got {'allow' if c.allowed else 'deny'}"
         for c in cells
-        if c.allowed != (c.action in EXPECTED_ALLOWED.get((c.principal, c.target), set()))
+        if c.allowed != (c.request in EXPECTED_ALLOWED.get((c.principal, c.target), set()))
     ]
     assert wrong == []
+
+
+def _writers(cells: list[Cell], target: str, request: str) -> set[str]:
+    return {c.principal for c in cells if c.allowed and c.target == target and c.request == request}
+
+
+@pytest.mark.parametrize("target", RUN_TARGETS)
+def test_runs_are_write_once_for_everyone(cells: list[Cell], target: str) -> None:
+    # A PutObject without If-None-Match could replace a staged file or page: nobody may send
+    # one, If-Match or not, though the roles that stage there may create (If-None-Match: *)
+    # and upload parts.
+    assert _writers(cells, target, PUT) == set()
+    assert _writers(cells, target, PUT_IF_MATCH) == set()
+    stager = "deps" if "deps-" in target else "build"
+    assert _writers(cells, target, PUT_IF_NONE_MATCH) == {stager}
+    assert _writers(cells, target, PART) == {stager}
+
+
+@pytest.mark.parametrize("target", MIRROR_TARGETS)
+def test_only_deps_writes_mirror_runs(cells: list[Cell], target: str) -> None:
+    for request in WRITES:
+        assert _writers(cells, target, request) <= {"deps"}, request
+    assert _writers(cells, target, PUT_IF_NONE_MATCH) == {"deps"}
+
+
+def test_nobody_writes_staging_outside_its_prefixes(cells: list[Cell]) -> None:
+    # Staging has no shared index pages any more: a key like <index>/<project>/index.html is
+    # nobody's, and status/ is the promoter's alone.
+    for request in WRITES:
+        assert _writers(cells, "staging other keys", request) == set()
+        assert _writers(cells, "staging status/", request) == {"promoter"}
 
 
 def test_dev_cannot_write_staging(cells: list[Cell]) -> None:
@@ -101,21 +143,16 @@ def test_nobody_but_the_promoter_and_break_glass_writes_nightly(cells: list[Cell
     writers = {
         c.principal
         for c in cells
-        if c.allowed and c.target.startswith("nightly") and c.action != GET
+        if c.allowed and c.target.startswith("nightly") and c.request != GET
     }
     assert writers == {"promoter", "break-glass"}
     assert {
-        c.principal for c in cells if c.allowed and c.action in (DELETE, RETENTION, BYPASS)
+        c.principal for c in cells if c.allowed and c.request in (DELETE, RETENTION, BYPASS)
     } == {"break-glass"}
 
 
 def test_only_break_glass_writes_override_requests(cells: list[Cell]) -> None:
-    writers = {
-        c.principal
-        for c in cells
-        if c.allowed and c.target == "staging manifests/override-*" and c.action == PUT
-    }
-    assert writers == {"break-glass"}
+    assert _writers(cells, "staging manifests/override-*", PUT) == {"break-glass"}
     # And in staging it writes nothing else.
     assert not any(
         c.allowed
@@ -123,7 +160,7 @@ def test_only_break_glass_writes_override_requests(cells: list[Cell]) -> None:
         if c.principal == "break-glass"
         and c.target.startswith("staging")
         and c.target != "staging manifests/override-*"
-        and c.action in (PUT, DELETE)
+        and c.request in WRITES | {DELETE}
     )
 
 
@@ -131,7 +168,7 @@ def test_nobody_but_deps_and_break_glass_writes_the_cache(cells: list[Cell]) -> 
     writers = {
         (c.principal, c.target)
         for c in cells
-        if c.allowed and c.target.startswith("cache") and c.action == PUT
+        if c.allowed and c.target.startswith("cache") and c.request == PUT
     }
     assert writers == {
         ("deps", "cache third-party/"),
@@ -149,35 +186,70 @@ def test_security_doc_shows_the_current_matrix(cells: list[Cell]) -> None:
     )
 
 
+def _without(template: dict[str, Any], *sids: str) -> dict[str, Any]:
+    """A copy of ``template`` without the bucket or role policy statements named ``sids``."""
+    mutated = copy.deepcopy(template)
+    for resource in mutated["Resources"].values():
+        if resource["Type"] in ("AWS::S3::BucketPolicy", "AWS::IAM::Policy"):
+            statements = resource["Properties"]["PolicyDocument"]["Statement"]
+            statements[:] = [s for s in statements if s.get("Sid") not in sids]
+    return mutated
+
+
 def test_matrix_notices_a_missing_bucket_policy_deny(matrix_template: dict[str, Any]) -> None:
     """The evaluator really reads the bucket policy: without its Deny, an admin could write."""
-    mutated = copy.deepcopy(matrix_template)
-    for policy in mutated["Resources"].values():
-        if policy["Type"] == "AWS::S3::BucketPolicy":
-            statements = policy["Properties"]["PolicyDocument"]["Statement"]
-            statements[:] = [
-                s for s in statements if s.get("Sid") != "DenyObjectWritesExceptPromoter"
-            ]
+    mutated = _without(matrix_template, "DenyObjectWritesExceptPromoter")
     writers = {
         c.principal
         for c in compute(mutated)
-        if c.allowed and c.action == PUT and c.target.startswith("nightly")
+        if c.allowed and c.request == PUT and c.target.startswith("nightly")
     }
     assert writers == {"promoter", "break-glass", "account-admin"}
 
 
 def test_matrix_notices_a_missing_override_deny(matrix_template: dict[str, Any]) -> None:
     """Without the override Deny, the reporter's manifests/* grant reaches override requests."""
-    mutated = copy.deepcopy(matrix_template)
-    for policy in mutated["Resources"].values():
-        if policy["Type"] == "AWS::S3::BucketPolicy":
-            statements = policy["Properties"]["PolicyDocument"]["Statement"]
-            statements[:] = [
-                s for s in statements if s.get("Sid") != "DenyOverrideWritesExceptBreakGlass"
-            ]
-    writers = {
-        c.principal
-        for c in compute(mutated)
-        if c.allowed and c.action == PUT and c.target == "staging manifests/override-*"
+    mutated = _without(matrix_template, "DenyOverrideWritesExceptBreakGlass")
+    assert "reporter" in _writers(compute(mutated), "staging manifests/override-*", PUT)
+
+
+def test_matrix_notices_a_missing_write_once_deny(matrix_template: dict[str, Any]) -> None:
+    """The evaluator reads the condition keys: without the Deny, build may overwrite a run."""
+    mutated = _without(matrix_template, "DenyRunWritesWithoutIfNoneMatch")
+    assert _writers(compute(mutated), "staging runs/", PUT) == {"build"}
+
+
+def test_a_part_upload_without_the_creation_key_is_not_refused(
+    matrix_template: dict[str, Any],
+) -> None:
+    # Given an UploadPart request that S3 evaluates without s3:ObjectCreationOperation at all
+    bare = Request("UploadPart, no creation key", "s3:PutObject")
+    # When the matrix evaluates it, then the write-once Deny does not apply: only a request
+    # S3 marks as creating an object needs If-None-Match
+    cells = compute(matrix_template, requests=[bare])
+    assert _writers(cells, "staging runs/", bare.label) == {"build"}
+
+
+@pytest.mark.parametrize(
+    ("removed", "writers"),
+    [
+        # Each layer alone keeps other roles out of mirror runs ...
+        (("DenyMirrorWritesExceptDeps",), set()),
+        (("DenyMirrorRuns", "DenyMirrorManifests"), set()),
+        # ... and without both, the build and reporter grants (runs/*, manifests/*) reach them.
+        (
+            ("DenyMirrorWritesExceptDeps", "DenyMirrorRuns", "DenyMirrorManifests"),
+            {("build", "staging runs/deps-*"), ("reporter", "staging manifests/deps-*")},
+        ),
+    ],
+)
+def test_mirror_runs_are_kept_to_deps_by_each_layer(
+    matrix_template: dict[str, Any], removed: tuple[str, ...], writers: set[tuple[str, str]]
+) -> None:
+    cells = compute(_without(matrix_template, *removed))
+    found = {
+        (c.principal, c.target)
+        for c in cells
+        if c.allowed and c.request == PUT_IF_NONE_MATCH and c.target in MIRROR_TARGETS
     }
-    assert "reporter" in writers
+    assert found - {("deps", t) for t in MIRROR_TARGETS} == writers
