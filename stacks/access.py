@@ -412,12 +412,26 @@ class Access(Construct):
                 _unless([build, deps]),
             ),
             (
-                # Write-once: a staged file, its .metadata and the run's pages are created
-                # once, never replaced (see UNCONDITIONAL_CREATION). Everyone, build and deps too.
+                # Write-once: a staged file and its .metadata are created once, never replaced
+                # (see UNCONDITIONAL_CREATION). Everyone, build and deps too. A run's own index
+                # pages are the exception: the build jobs of one run update them in place with
+                # conditional writes. Rewriting one can only point a test at other bytes, which
+                # the manifest's evidence of what each test installed then refuses. An S3 ARN
+                # cannot say "runs/ but not its pages", so the Deny names what it leaves out;
+                # keys outside the four prefixes are refused by DenyWritesOutsideStagingPrefixes.
                 "DenyRunWritesWithoutIfNoneMatch",
                 ["s3:PutObject"],
-                [staging.arn_for_objects(f"{RUNS_PREFIX}*")],
                 None,
+                [
+                    *(
+                        staging.arn_for_objects(f"{RUNS_PREFIX}*/{page}")
+                        for page in (HTML_PAGE, JSON_PAGE)
+                    ),
+                    *(
+                        staging.arn_for_objects(f"{prefix}*")
+                        for prefix in (MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX)
+                    ),
+                ],
                 UNCONDITIONAL_CREATION,
             ),
             (

@@ -383,7 +383,16 @@ def test_staging_runs_are_write_once_for_everyone(
     )
     # Nested objects match partially above; the exact statement, no exemption in it:
     write_once = _denies(template_json, "wheelgate-staging")["DenyRunWritesWithoutIfNoneMatch"]
-    assert write_once["Resource"] == f"{STAGING}/runs/*"
+    # Everything under runs/ but a run's own index pages (the other prefixes are named so the
+    # Deny leaves them alone; keys outside the prefixes are refused by another statement).
+    assert "Resource" not in write_once
+    assert write_once["NotResource"] == [
+        f"{STAGING}/runs/*/index.html",
+        f"{STAGING}/runs/*/index.json",
+        f"{STAGING}/manifests/*",
+        f"{STAGING}/records/*",
+        f"{STAGING}/status/*",
+    ]
     assert write_once["Condition"] == condition
 
 

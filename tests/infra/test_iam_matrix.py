@@ -33,15 +33,17 @@ WRITES = {PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART}
 WRITE_ONCE = {PUT_IF_NONE_MATCH, PART}
 EVERYTHING = {r.label for r in REQUESTS}
 STAGING_TARGETS = [t for t in TARGETS if t.startswith("staging")]
-RUN_TARGETS = ("staging runs/", "staging runs/ page", "staging runs/deps-*")
+#: Staged files (a run's index pages are updated in place: see the test below).
+RUN_TARGETS = ("staging runs/", "staging runs/deps-*")
 MIRROR_TARGETS = ("staging runs/deps-*", "staging manifests/deps-*")
 
 #: (principal, target) -> requests allowed; every other cell must be denied.
 EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     **{("build", t): {GET} for t in STAGING_TARGETS},
     ("build", "staging runs/"): WRITE_ONCE | {GET},
-    # A run's index pages are created once too: no update in place, If-Match or not.
-    ("build", "staging runs/ page"): WRITE_ONCE | {GET},
+    # A run's index pages are the one exception to write-once: the run's build jobs update
+    # them in place (what a test then installs is bound by the manifest's evidence).
+    ("build", "staging runs/ page"): WRITES | {GET},
     ("build", "nightly index"): {GET},
     ("reporter", "staging runs/"): {GET},
     ("reporter", "staging runs/ page"): {GET},
@@ -116,6 +118,15 @@ def test_runs_are_write_once_for_everyone(cells: list[Cell], target: str) -> Non
     stager = "deps" if "deps-" in target else "build"
     assert _writers(cells, target, PUT_IF_NONE_MATCH) == {stager}
     assert _writers(cells, target, PART) == {stager}
+
+
+def test_a_runs_index_pages_are_updated_in_place_by_the_build_role_alone(
+    cells: list[Cell],
+) -> None:
+    # The run's build jobs merge their entries into its pages with conditional writes (the
+    # HTML page unconditionally, the JSON page with If-Match); nobody else writes them.
+    for request in WRITES:
+        assert _writers(cells, "staging runs/ page", request) == {"build"}, request
 
 
 @pytest.mark.parametrize("target", MIRROR_TARGETS)
