@@ -337,7 +337,8 @@ def test_uv_resolves_through_the_json_api(
 ) -> None:
     import subprocess
 
-    from tests.integration.conftest import hermetic_env, uv_binary
+    from tests.integration.conftest import uv_binary
+    from wheelgate.local.hermetic import hermetic_env
 
     run = Run(buckets, tmp_path, "uv-json", "t/uv-json")
     run.stage(wheel(tmp_path, "uvpkg", "1.0"))
