@@ -12,11 +12,13 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 
 all: test
 
+# The dev venv has the base install and both extras (local includes promoter):
+# requirements*.txt pin all of them, so the package itself goes in with --no-deps.
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
-	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip install --quiet --no-deps -e '.[local]'
 	touch $@
 
 venv: $(STAMP)

@@ -1,9 +1,12 @@
-"""The example GitHub Actions workflows in ``examples/github/``.
+"""The example GitHub Actions workflows in ``examples/github/`` and the composite actions in
+``actions/`` that they use.
 
-actionlint checks them as GitHub would read them (syntax, expressions, action inputs, job
-graph); the structural checks below hold them to the security model of ``docs/security.md``:
-OIDC roles only, no long-lived keys, and the dev workflow never touching the build or
-reporter roles.
+actionlint checks the workflows as GitHub would read them (syntax, expressions, action inputs,
+job graph), with WheelGate's own actions resolved to ``actions/`` so that their inputs and
+outputs are checked too; the structural checks below hold the workflows to the security model
+of ``docs/security.md`` (OIDC roles only, no long-lived keys, the dev workflow never touching
+the build or reporter roles) and the actions to theirs (inputs reach scripts only through
+``env``). ``tests/integration/test_actions.py`` runs the actions.
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ from tests.infra.synth import REPO_ROOT
 EXAMPLES = REPO_ROOT / "examples" / "github"
 ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
 WORKFLOWS = sorted(EXAMPLES.glob("*.yml"))
+ACTIONS = REPO_ROOT / "actions"
+ACTION_FILES = sorted(ACTIONS.glob("*/action.yml"))
+#: How the examples name WheelGate's own actions: the adopter puts the WheelGate repository
+#: and the commit its stack was deployed from in place of the two placeholders (README there).
+WHEELGATE_USES = re.compile(r"<owner>/wheelgate/actions/(?P<name>[\w-]+)@<commit>")
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 CONFIGURE_AWS = "aws-actions/configure-aws-credentials"
 PRIVILEGED_ROLE_VARS = (
     "WHEELGATE_BUILD_ROLE_ARN",
@@ -111,12 +120,74 @@ def roles(job: dict[str, Any]) -> list[str]:
     ]
 
 
+def wheelgate_action(line: str) -> str | None:
+    """The name of the WheelGate action a ``uses:`` line names, if it names an existing one."""
+    found = re.fullmatch(r"\s*(?:-\s*)?uses:\s*(\S+)\s*", line)
+    named = WHEELGATE_USES.fullmatch(found.group(1)) if found else None
+    if named and (ACTIONS / named["name"] / "action.yml").is_file():
+        return named["name"]
+    return None
+
+
 def unpinned_actions(text: str) -> list[str]:
     return [
         line.strip()
         for line in text.splitlines()
-        if re.match(r"^\s*(?:-\s*)?uses:", line) and not PINNED_USES.match(line)
+        if re.match(r"^\s*(?:-\s*)?uses:", line)
+        and not PINNED_USES.match(line)
+        and wheelgate_action(line) is None
     ]
+
+
+def with_local_actions(text: str) -> str:
+    """The workflow with WheelGate's actions named by their path in this repository."""
+    return WHEELGATE_USES.sub(lambda m: f"./actions/{m['name']}", text)
+
+
+def repository_with(tmp_path: Path, workflows: dict[str, str]) -> Path:
+    """A repository laid out as GitHub reads it: the workflows, this repository's actions."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    shutil.copytree(ACTIONS, tmp_path / "actions")
+    for name, text in workflows.items():
+        (tmp_path / ".github" / "workflows" / name).write_text(text)
+    return tmp_path
+
+
+def action_problems(action: dict[str, Any]) -> list[str]:
+    """What breaks the actions' rules: composite, a shell on every run step, no expression in
+    a script (inputs reach it through env), every input declared and used, every output read
+    from a step that exists and writes it."""
+    problems = []
+    runs = action.get("runs", {})
+    if runs.get("using") != "composite":
+        problems.append("not a composite action")
+    declared = set(action.get("inputs") or {})
+    referenced: set[str] = set()
+    steps = runs.get("steps", [])
+    for index, step in enumerate(steps):
+        where = step.get("id", f"step {index}")
+        script = step.get("run")
+        if script is not None:
+            if "shell" not in step:
+                problems.append(f"{where}: run step without shell")
+            if "${{" in script:
+                problems.append(f"{where}: expression inside run (pass it through env)")
+        for text in strings({k: v for k, v in step.items() if k != "run"}):
+            referenced.update(EXPRESSION.findall(text))
+    for spec in (action.get("inputs") or {}).values():
+        referenced.update(EXPRESSION.findall(str(spec.get("default", ""))))
+    used = {e.removeprefix("inputs.") for e in referenced if e.startswith("inputs.")}
+    problems += [f"input {name} is not declared" for name in sorted(used - declared)]
+    problems += [f"input {name} is never used" for name in sorted(declared - used)]
+    scripts = {step.get("id"): str(step.get("run", "")) for step in steps}
+    for name, spec in (action.get("outputs") or {}).items():
+        source = re.fullmatch(r"\$\{\{ steps\.([\w-]+)\.outputs\.([\w-]+) \}\}", spec["value"])
+        if source is None or source[1] not in scripts:
+            problems.append(f"output {name} is not a step's output")
+        elif not re.search(rf"(set_output {source[2]} |\b{source[2]}=)", scripts[source[1]]):
+            problems.append(f"output {name}: step {source[1]} never writes {source[2]}")
+    return problems
 
 
 # -- actionlint ---------------------------------------------------------------------------
@@ -128,6 +199,80 @@ def test_there_are_example_workflows() -> None:
 
 def test_examples_pass_actionlint() -> None:
     result = run_actionlint(*WORKFLOWS)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_examples_pass_actionlint_with_the_actions_of_this_repository(tmp_path: Path) -> None:
+    # Given the examples in a repository that holds WheelGate's actions at ./actions/
+    texts = {p.name: with_local_actions(p.read_text()) for p in WORKFLOWS}
+    assert sum(text.count("uses: ./actions/") for text in texts.values()) >= 6
+    repository = repository_with(tmp_path, texts)
+    # When actionlint checks them, it reads each action's inputs and outputs
+    result = run_actionlint(*sorted((repository / ".github" / "workflows").iterdir()))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_checks_the_inputs_and_outputs_of_the_actions(tmp_path: Path) -> None:
+    # Given a workflow that misses a required input, passes an unknown one and reads an
+    # output that the action does not have
+    repository = repository_with(
+        tmp_path,
+        {
+            "bad.yml": "on: push\n"
+            "jobs:\n"
+            "  stage:\n"
+            "    runs-on: ubuntu-24.04\n"
+            "    steps:\n"
+            "      - uses: ./actions/stage\n"
+            "        with:\n"
+            "          files: dist/*.whl\n"
+            "          run_id: '1'\n"
+            "      - id: status\n"
+            "        uses: ./actions/status\n"
+            '      - run: echo "${{ steps.status.outputs.decision }}"\n'
+        },
+    )
+    # When actionlint checks it
+    result = run_actionlint(repository / ".github" / "workflows" / "bad.yml")
+    # Then it names all three
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'missing input "index" which is required by action "wheelgate stage"' in result.stdout
+    assert 'input "run_id" is not defined in action "wheelgate stage"' in result.stdout
+    assert 'property "decision" is not defined' in result.stdout
+
+
+def test_every_example_action_of_wheelgate_exists() -> None:
+    assert {a.parent.name for a in ACTION_FILES} == {"setup", "stage", "report", "pins", "status"}
+    for path in WORKFLOWS:
+        for named in WHEELGATE_USES.finditer(path.read_text()):
+            assert (ACTIONS / named["name"] / "action.yml").is_file(), named[0]
+
+
+@pytest.mark.parametrize("path", ACTION_FILES, ids=lambda p: p.parent.name)
+def test_actions_pass_input_output_and_script_checks(path: Path) -> None:
+    assert action_problems(load(path)) == []
+
+
+def test_action_scripts_pass_shellcheck(tmp_path: Path) -> None:
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed (.ci/run installs it)")
+    # Each run script written where its action is, beside the lib.sh it sources
+    shutil.copy2(ACTIONS / "lib.sh", tmp_path / "lib.sh")
+    scripts = [tmp_path / "lib.sh"]
+    for path in ACTION_FILES:
+        (tmp_path / path.parent.name).mkdir()
+        for index, step in enumerate(load(path)["runs"]["steps"]):
+            script = tmp_path / path.parent.name / f"step{index}.sh"
+            script.write_text(f"# shellcheck shell={step['shell']}\n{step['run']}")
+            scripts.append(script)
+    result = subprocess.run(
+        [shellcheck, "--external-sources", "--source-path=SCRIPTDIR", *map(str, scripts)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -279,4 +424,47 @@ def test_structural_checks_catch_bad_workflows() -> None:
     ]
     assert unpinned_actions("      - uses: aws-actions/configure-aws-credentials@v6\n") == [
         "- uses: aws-actions/configure-aws-credentials@v6"
+    ]
+    assert unpinned_actions(
+        "  - uses: <owner>/wheelgate/actions/stage@main\n"
+        "  - uses: <owner>/wheelgate/actions/deploy@<commit>\n"
+        "  - uses: <owner>/wheelgate/actions/stage@<commit>\n"
+    ) == [
+        "- uses: <owner>/wheelgate/actions/stage@main",
+        "- uses: <owner>/wheelgate/actions/deploy@<commit>",
+    ]
+
+
+def test_action_checks_catch_bad_actions() -> None:
+    # Given an action that interpolates an input into its script, has a run step without a
+    # shell, reads an undeclared input, declares one it never uses, and an output that no
+    # step writes
+    bad = yaml.safe_load(
+        """
+        inputs:
+          index: {required: true}
+          unused: {required: false}
+        outputs:
+          summary: {value: "${{ steps.stage.outputs.summary }}"}
+          state: {value: "${{ steps.nowhere.outputs.state }}"}
+        runs:
+          using: composite
+          steps:
+            - id: stage
+              shell: bash
+              env:
+                RUN_ID: ${{ inputs.run-id }}
+              run: wheelgate stage --index "${{ inputs.index }}"
+            - run: echo done
+        """
+    )
+    # Then the checks report each of them
+    assert action_problems(bad) == [
+        "stage: expression inside run (pass it through env)",
+        "step 1: run step without shell",
+        "input run-id is not declared",
+        "input index is never used",
+        "input unused is never used",
+        "output summary: step stage never writes summary",
+        "output state is not a step's output",
     ]

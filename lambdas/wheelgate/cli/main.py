@@ -290,7 +290,13 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
+    from wheelgate.local.extra import LocalExtraMissing, require_local_extra
     from wheelgate.local.stack import LocalStack
+
+    try:
+        require_local_extra()
+    except LocalExtraMissing as exc:
+        raise UsageError(str(exc)) from exc
 
     required: dict[str, list[str]] = {}
     for spec in args.require_test:

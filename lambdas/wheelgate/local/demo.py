@@ -63,7 +63,15 @@ class Demo:
             text=True,
         )
         assert self.local.stdout is not None
-        ready: dict[str, Any] = json.loads(self.local.stdout.readline())
+        line = self.local.stdout.readline()
+        if not line:
+            # `wheelgate local` stopped before it was ready (without the local extra, say): its
+            # own message says why, and its exit code is the demo's.
+            code = self.local.wait()
+            log.close()
+            sys.stderr.write((self.work / "local.log").read_text())
+            raise SystemExit(code)
+        ready: dict[str, Any] = json.loads(line)
         self.env = {**os.environ, **ready["env"]}
         self.staging_url, self.nightly_url = ready["staging_url"], ready["nightly_url"]
         self.step(
