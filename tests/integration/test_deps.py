@@ -19,7 +19,7 @@ from tests.integration.test_cycle import pip
 from tests.integration.thirdparty import ThirdPartyServer
 from wheelgate.cli.main import main
 from wheelgate.core.objects import META_SHA256
-from wheelgate.deps.config import load_deps
+from wheelgate.deps.config import check_mirror_run_id, load_deps
 from wheelgate.deps.sync import Fetcher, https_opener, sync_files
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.storage.bucket import Bucket, PreconditionFailed
@@ -320,13 +320,16 @@ def test_wheels_are_mirrored_through_the_gate_and_installable(
         }
     ]
     path = deps_yml(tmp_path, cache.name, python=python)
-    run_id = load_deps(path.read_text()).run_id
+    review_id = load_deps(path.read_text()).run_id
     # When deps sync mirrors it
     args = ["--commit", COMMIT, "--review-url", "https://ci.invalid/pull/7", "--wait", "60"]
     assert deps(server, "sync", str(path), "--json", *args) == 0
     result = summary(capsys)
-    # Then it was staged under the mirror run and promoted on its review
-    assert result["run_id"] == run_id
+    # Then it was staged under a fresh mirror run of the reviewed section, and promoted on its
+    # review
+    run_id = result["run_id"]
+    assert run_id.startswith(f"{review_id}-")
+    assert check_mirror_run_id(str(review_id), run_id) == run_id
     assert actions(result) == {wheel.name: "staged"}
     assert result["promotion"]["state"] == "promoted"
     manifest = json.loads(

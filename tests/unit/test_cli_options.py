@@ -152,6 +152,12 @@ def test_bad_options_are_named_on_one_line_before_any_storage_call(
         (["--commit", COMMIT, "--review-url", "ftp://review.example/1"],
          "wheelgate deps: error: --review-url: test URL 'ftp://review.example/1' is not an "
          "http(s) URL"),
+        (["--commit", COMMIT, "--review-url", "https://ci.example/1", "--step", "report"],
+         "wheelgate deps: error: --step report needs --run-id"),
+        (["--commit", COMMIT, "--review-url", "https://ci.example/1", "--step", "report",
+          "--run-id", "deps-000000000000"],
+         "wheelgate deps: error: --run-id: 'deps-000000000000' is not a mirror run of this "
+         "deps.yml"),
     ],
 )  # fmt: skip
 def test_deps_sync_checks_the_commit_and_review_url_like_the_manifest(

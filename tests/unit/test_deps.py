@@ -13,9 +13,11 @@ from wheelgate.deps.config import (
     RUN_PREFIX,
     DepsInvalid,
     DepsProblem,
+    check_mirror_run_id,
     json_schema,
     key_problem,
     load_deps,
+    new_mirror_run_id,
     pinned_version,
     python_run_id,
 )
@@ -329,3 +331,24 @@ def test_summary_table_is_aligned() -> None:
     assert table[1].index("uploaded") == table[2].index("skipped") == table[0].index("action")
     assert "3.0 MB" in table[1]
     assert table[2].endswith("in nightly")
+
+
+def test_each_sync_stages_under_a_fresh_unguessable_mirror_run() -> None:
+    review = "deps-0123456789ab"
+    runs = {new_mirror_run_id(review) for _ in range(100)}
+    assert len(runs) == 100
+    assert all(check_mirror_run_id(review, r) == r for r in runs)
+
+
+@pytest.mark.parametrize(
+    "run_id",
+    [
+        "deps-0123456789ab",  # the section's id alone: guessable
+        "deps-ba9876543210-0123456789abcdef",  # another deps.yml's run
+        "deps-0123456789ab-0123",  # too short a random part
+        "deps-0123456789ab-0123456789ABCDEF",
+    ],
+)
+def test_a_report_step_takes_only_a_mirror_run_of_its_own_deps_yml(run_id: str) -> None:
+    with pytest.raises(ValueError, match=r"is not a mirror run of this deps\.yml"):
+        check_mirror_run_id("deps-0123456789ab", run_id)

@@ -42,7 +42,13 @@ from wheelgate.cli.common import (
 from wheelgate.core.manifest import check_test_url
 from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
-from wheelgate.deps.config import Deps, DepsInvalid, load_deps
+from wheelgate.deps.config import (
+    Deps,
+    DepsInvalid,
+    check_mirror_run_id,
+    load_deps,
+    new_mirror_run_id,
+)
 from wheelgate.deps.sync import (
     Fetcher,
     Row,
@@ -161,6 +167,16 @@ def _emit(
             print(f"{name}: {value if not isinstance(value, dict) else json.dumps(value)}")
 
 
+def _mirror_run_id(args: argparse.Namespace, review_id: str) -> str:
+    """The mirror run this sync acts on: a fresh one, or for ``--step report`` the one the
+    upload step printed (``--run-id``)."""
+    if args.run_id is None:
+        if args.step == "report":
+            raise UsageError("--step report needs --run-id: the run id `--step upload` printed")
+        return new_mirror_run_id(review_id)
+    return checked("--run-id", args.run_id, lambda value: check_mirror_run_id(review_id, value))
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     deps = _load(args.deps_file)
     print(
@@ -219,6 +235,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     upload, report = args.step in ("all", "upload"), args.step in ("all", "report")
     commit = commit_option(args) if python else ""
     review_url = _review_url(args) if python and report else ""
+    run_id = _mirror_run_id(args, deps.run_id) if python and deps.run_id else None
     fetcher = Fetcher(
         https_opener(args.ca_bundle),
         timeout=args.timeout,
@@ -241,7 +258,6 @@ def cmd_sync(args: argparse.Namespace) -> int:
             )
         if python:
             staging, nightly = _gate_buckets(args)
-            run_id = deps.run_id
             assert run_id is not None
             staged_now = False
             if upload:
@@ -281,7 +297,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         if promotion
         else None
     )
-    _emit(args, rows, {"run_id": deps.run_id, "promotion": summary}, timing=True)
+    _emit(args, rows, {"run_id": run_id, "promotion": summary}, timing=True)
     if any(r.action in ("failed", "held") for r in rows):
         return EXIT_REJECTED
     if promotion is None:
@@ -335,6 +351,11 @@ def register(subparsers: Any) -> None:
             default="all",
             help="upload: cache files and stage wheels (build role); report: write the mirror "
             "run's manifest and wait (reporter role); all: both (default)",
+        )
+        action.add_argument(
+            "--run-id",
+            help="the mirror run to report (--step report): the run_id --step upload printed; "
+            "each upload stages under a fresh, unguessable run id",
         )
         action.add_argument("--jobs", type=int, default=4, help="parallel downloads (default 4)")
         action.add_argument("--retries", type=int, default=4, help="retries per download")

@@ -18,6 +18,7 @@ import hashlib
 import json
 import posixpath
 import re
+import secrets
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -207,15 +208,36 @@ class Deps:
 
     @property
     def run_id(self) -> str | None:
-        """``deps-<12 hex>``: the mirror run of the python section, or ``None`` without one.
+        """``deps-<12 hex>``: the reviewed python section's id, or ``None`` without one.
 
-        The id is a hash of the section's canonical JSON (``indexes: all`` resolved), so the
-        same reviewed section always syncs under the same run (re-runs are idempotent) and a
-        changed one, or a new index directory, under a new run.
+        A hash of the section's canonical JSON (``indexes: all`` resolved): a changed section,
+        or a new index directory, has another id. Each sync stages under a fresh mirror run of
+        this id (:func:`new_mirror_run_id`), which no one can guess in advance.
         """
         if not self.document.python:
             return None
         return python_run_id(self.document.python, self.document.validation.indexes)
+
+
+def new_mirror_run_id(review_id: str) -> str:
+    """A fresh mirror run id of the reviewed section ``review_id``: ``<review_id>-<16 hex>``.
+
+    The random part keeps the run unpredictable, so no other writer can stage files under it
+    before the sync does (the bucket policy refuses them ``runs/deps-*`` as well).
+    """
+    return f"{review_id}-{secrets.token_hex(8)}"
+
+
+def check_mirror_run_id(review_id: str, run_id: str) -> str:
+    """``run_id`` if it is a mirror run of ``review_id`` (as ``new_mirror_run_id`` makes them);
+    else ``ValueError`` naming both."""
+    prefix, _, nonce = run_id.rpartition("-")
+    if prefix != review_id or len(nonce) != 16 or not all(c in "0123456789abcdef" for c in nonce):
+        raise ValueError(
+            f"{run_id!r} is not a mirror run of this deps.yml "
+            f"(expected {review_id}-<16 hex>, as `--step upload` printed it)"
+        )
+    return run_id
 
 
 def python_run_id(entries: Sequence[PythonEntry], all_indexes: Sequence[str]) -> str:
