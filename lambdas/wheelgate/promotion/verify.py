@@ -95,10 +95,12 @@ class SetVerifier:
         """
         index = artifact_set.index
         prefix = STAGING.run_index_prefix(manifest.run_id, index)
+        # Only the run directory's own files: its project pages sit in subfolders, one per
+        # project of the nightly directory, and must not make this listing grow with them.
         listing = {
             obj.key[len(prefix) :]: obj
-            for obj in self.staging.list(prefix)
-            if "/" not in obj.key[len(prefix) :] and obj.key[len(prefix) :] not in PAGE_NAMES
+            for obj in self.staging.list(prefix, direct=True)
+            if obj.key[len(prefix) :] not in PAGE_NAMES
         }
         files = [n for n in listing if not n.endswith(METADATA_SUFFIX)]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:

@@ -203,10 +203,17 @@ class Bucket:
             return None
         return response["Body"].read(), str(response["ETag"])
 
-    def list(self, prefix: str) -> Iterator[ListedObject]:
+    def list(self, prefix: str, *, direct: bool = False) -> Iterator[ListedObject]:
+        """Objects under ``prefix``; with ``direct``, only those directly in it (not in its
+        "subfolders"), so the cost does not grow with what the subfolders hold."""
         paginator = self.client.get_paginator("list_objects_v2")
         try:
-            for page in paginator.paginate(Bucket=self.name, Prefix=prefix):
+            pages = (
+                paginator.paginate(Bucket=self.name, Prefix=prefix, Delimiter="/")
+                if direct
+                else paginator.paginate(Bucket=self.name, Prefix=prefix)
+            )
+            for page in pages:
                 for item in page.get("Contents", []):
                     yield ListedObject(
                         item["Key"], int(item["Size"]), str(item["ETag"]), item.get("LastModified")
