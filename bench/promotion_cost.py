@@ -1,5 +1,7 @@
 """S3 requests and time to promote N files of P projects into a directory that already holds
-M files of other projects, for M = 1,000 and M = 100,000, side by side in one run.
+M files of other projects, for M = 1,000 and M = 100,000, side by side in one run; and the
+requests `wheelgate stage` made to stage them (it writes the run's index: a page pair for every
+project of the directory, so its cost follows the directory's project count).
 
 The local S3 (``wheelgate local``: moto server, real HTTP) runs in its own process, so the
 objects it holds do not slow the measured process; it is filled over HTTP, then each promotion
@@ -92,8 +94,9 @@ def counting_client(counter: Counter[str]) -> Any:
 
 def one_round(
     nightly_url: str, index: str, run: str, wheels: list[Path]
-) -> tuple[Counter[str], float]:
-    s3 = boto3.client("s3")
+) -> tuple[Counter[str], float, int]:
+    staged: Counter[str] = Counter()
+    s3 = counting_client(staged)
     staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
     commit = "7" * 40
     stage(
@@ -122,7 +125,7 @@ def one_round(
     elapsed = time.perf_counter() - started
     if record is None or record.state.value != "promoted":
         raise SystemExit(f"promotion failed: {record}")
-    return counter, elapsed
+    return counter, elapsed, sum(staged.values())
 
 
 def main() -> int:
@@ -147,7 +150,7 @@ def main() -> int:
         started = time.perf_counter()
         fill_directory(index, m)
         setup[m] = time.perf_counter() - started
-    results: dict[int, list[tuple[Counter[str], float]]] = {m: [] for m in sizes}
+    results: dict[int, list[tuple[Counter[str], float, int]]] = {m: [] for m in sizes}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for m, index in sizes.items():
@@ -167,16 +170,20 @@ def main() -> int:
         f"(median of {args.rounds} rounds; bound 3N + 6P = {3 * N_FILES + 6 * p} + constant)"
     )
     header = f"| {'M other files':>13} | {'requests':>8} | {'seconds':>8} |"
-    print(f"{header} {'requests by operation':<60} |")
-    print(f"|{'-' * 15}|{'-' * 10}|{'-' * 10}|{'-' * 62}|")
+    print(f"{header} {'requests by operation':<60} | {'stage requests':>14} |")
+    print(f"|{'-' * 15}|{'-' * 10}|{'-' * 10}|{'-' * 62}|{'-' * 16}|")
     medians = {}
     for m, rounds in results.items():
-        total = statistics.median(sum(c.values()) for c, _ in rounds)
-        seconds = statistics.median(t for _, t in rounds)
+        total = statistics.median(sum(c.values()) for c, _, _ in rounds)
+        seconds = statistics.median(t for _, t, _ in rounds)
+        staging_requests = statistics.median(s for _, _, s in rounds)
         medians[m] = seconds
         ops = rounds[-1][0]
         by_op = ", ".join(f"{k} {v}" for k, v in sorted(ops.items()))
-        print(f"| {m:>13,} | {total:>8.0f} | {seconds:8.3f} | {by_op:<60} |")
+        print(
+            f"| {m:>13,} | {total:>8.0f} | {seconds:8.3f} | {by_op:<60} "
+            f"| {staging_requests:>14.0f} |"
+        )
     print(
         f"time ratio M=100,000 / M=1,000: {medians[100_000] / medians[1_000]:.2f} "
         f"(setup: {setup[1_000]:.1f} s and {setup[100_000]:.1f} s, not timed)"
