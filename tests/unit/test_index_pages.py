@@ -170,3 +170,15 @@ def test_hrefs_are_still_html_escaped() -> None:
     odd = entry(ROCM, url='https://mirror.example/f.whl?a=1&b="2"')
     html = render_project_html(ProjectPage("torch", (odd,)))
     assert 'href="https://mirror.example/f.whl?a=1&amp;b=&quot;2&quot;#sha256=' in html
+
+
+def test_rebuild_rewrites_a_raw_link_left_by_an_older_page() -> None:
+    from wheelgate.index.rebuild import reconcile
+
+    # Given a page written before links were encoded, and the entry a rescan makes...
+    old = entry(ROCM, url=f"../{ROCM}", yanked="bad kernels")
+    scanned = entry(ROCM, url=href("v2/x/torch/", f"v2/x/{ROCM}"))
+    # ...the rebuilt entry links the file encoded and keeps the page's yank state.
+    (rebuilt,) = reconcile((old,), [scanned])
+    assert rebuilt.url == "../torch-2.7.0%2Brocm6.4-cp312-cp312-linux_x86_64.whl"
+    assert rebuilt.yanked == "bad kernels"
