@@ -1,9 +1,15 @@
 // WheelGate index router: CloudFront Function (cloudfront-js-2.0), viewer request.
 //
 // Maps a directory URL of the simple index to the page object S3 holds:
-//   /<dir>/ and /<dir>  ->  /<dir>/index.html, or /<dir>/index.json when the client's Accept
-//                           header prefers the PEP 691 JSON form.
-// Paths whose last segment has an extension are files and pass through unchanged.
+//   /<dir>/  ->  /<dir>/index.html, or /<dir>/index.json when the client's Accept header
+//                prefers the PEP 691 JSON form.
+//   /<dir>   ->  301 to /<dir>/ (query kept), as PyPI answers: served without its slash, a
+//                page's relative links would resolve one level up.
+// A last segment with a '.' is a file and passes through unchanged; a directory's never has
+// one (project directories are PEP 503 normalized names, in which '.' became '-'), so an index
+// directory named with a dot needs its slash. A raw '+' is a space, as S3 reads it on the file
+// behaviors that do not run this function, so the whole distribution has one rule: '+' in a
+// name is written %2B.
 // The Accept header is rewritten to the one flavour chosen, because it is part of the cache
 // key: raw Accept values differ per client and would split the cache for no benefit.
 // Requests with dot segments or malformed percent-encoding are refused with 400.
@@ -64,6 +70,27 @@ function badRequest() {
     };
 }
 
+function redirect(location) {
+    return {
+        statusCode: 301,
+        statusDescription: 'Moved Permanently',
+        headers: { location: { value: location } },
+    };
+}
+
+// The query string as the client sent it, from CloudFront's parsed form ('' when none).
+function queryString(querystring) {
+    var parts = [];
+    for (var name in querystring) {
+        var param = querystring[name];
+        var values = param.multiValue ? param.multiValue : [param];
+        for (var i = 0; i < values.length; i++) {
+            parts.push(values[i].value === '' ? name : name + '=' + values[i].value);
+        }
+    }
+    return parts.length > 0 ? '?' + parts.join('&') : '';
+}
+
 function handler(event) {
     var request = event.request;
     var json = wantsJson(request.headers);
@@ -84,11 +111,15 @@ function handler(event) {
         }
     }
 
+    var path = segments.length > 0 ? '/' + segments.join('/') : '';
+    var slash = request.uri.charAt(request.uri.length - 1) === '/';
     var last = segments.length > 0 ? segments[segments.length - 1] : '';
-    var isDirectory = request.uri.charAt(request.uri.length - 1) === '/' || last.indexOf('.') === -1;
-    // A literal '+' (local version labels: torch-2.7.0+rocm7.0-...) is sent to S3 as %2B, which
-    // S3 cannot mistake for an encoded space.
-    var path = segments.length > 0 ? '/' + segments.join('/').replace(/\+/g, '%2B') : '';
-    request.uri = isDirectory ? path + '/' + (json ? 'index.json' : 'index.html') : path;
+    if (!slash && last.indexOf('.') === -1) {
+        // Built from the non-empty segments, so never '//host' (an open redirect).
+        return redirect(path + '/' + queryString(request.querystring || {}));
+    }
+    // Sent to S3 as %20, what S3 makes of a raw '+' anyway; a real '+' arrives as %2B.
+    path = path.replace(/\+/g, '%20');
+    request.uri = slash ? path + '/' + (json ? 'index.json' : 'index.html') : path;
     return request;
 }

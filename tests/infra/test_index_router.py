@@ -14,7 +14,7 @@ import pytest
 
 from stacks.cdn import INDEX_ROUTER_SOURCE
 from wheelgate.core.layout import HTML_PAGE, JSON_PAGE
-from wheelgate.local.stack import choose_page
+from wheelgate.local.stack import Redirect, choose_page
 
 HARNESS = Path(__file__).with_name("index_router_harness.js")
 CASES_FILE = Path(__file__).with_name("index_router_cases.json")
@@ -83,11 +83,13 @@ def test_case_table_is_well_formed() -> None:
     assert len(names) == len(set(names)), "case names must be unique"
     for case in CASES:
         assert ("key" in case) != ("status" in case), case["name"]
+        assert ("key" in case) == ("cdn_accept" in case), case["name"]
+        assert ("location" in case) == (case.get("status") == 301), case["name"]
         if case.get("cdn_only"):
             assert case.get("reason"), f"{case['name']}: a cdn_only case says why"
         else:
-            assert "key" in case, case["name"]
-            assert "cdn_accept" in case, case["name"]
+            # choose_page answers a key or a redirect, never an error status.
+            assert "key" in case or "location" in case, case["name"]
     # Most of the table is shared; cdn_only is the exception.
     assert len(SHARED) > 2 * (len(CASES) - len(SHARED))
 
@@ -100,6 +102,8 @@ def test_cdn_function(case: dict[str, Any], cdn_results: dict[str, dict[str, Any
     if "status" in case:
         assert result["statusCode"] == case["status"]
         assert "uri" not in result
+        if "location" in case:
+            assert result["headers"]["location"] == {"value": case["location"]}
         return
     # S3 percent-decodes the origin URI; a literal '+' must never reach it (it could be
     # read as a space), so the function sends it as %2B.
@@ -111,8 +115,10 @@ def test_cdn_function(case: dict[str, Any], cdn_results: dict[str, dict[str, Any
 
 @pytest.mark.parametrize("case", SHARED, ids=_ids(SHARED))
 def test_local_mode_maps_requests_like_the_cdn(case: dict[str, Any]) -> None:
-    # Local mode's index servers answer the same request from the same key.
-    assert choose_page(case["path"], case["accept"] or "") == case["key"]
+    # Local mode's index servers answer the same request from the same key, or redirect it
+    # to the same place.
+    expected = Redirect(case["location"]) if "location" in case else case["key"]
+    assert choose_page(case["path"], case["accept"] or "") == expected
 
 
 @needs_node
@@ -135,3 +141,16 @@ def test_page_names_match_the_key_layout() -> None:
     source = INDEX_ROUTER_SOURCE.read_text()
     assert f"'{HTML_PAGE}'" in source
     assert f"'{JSON_PAGE}'" in source
+
+
+@needs_node
+def test_redirect_keeps_every_query_parameter() -> None:
+    # CloudFront hands the function a parsed query string; the Location spells it back.
+    event = _event("/v2/gfx94X-dcgpu/torch")
+    event["request"]["querystring"] = {
+        "a": {"value": "1", "multiValue": [{"value": "1"}, {"value": "2%20"}]},
+        "flag": {"value": ""},
+    }
+    (result,) = _run([event])
+    assert result["statusCode"] == 301
+    assert result["headers"]["location"] == {"value": "/v2/gfx94X-dcgpu/torch/?a=1&a=2%20&flag"}

@@ -6,7 +6,7 @@ import pytest
 
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import Outcome
-from wheelgate.local.stack import choose_page, prefers_json, stamp_identity
+from wheelgate.local.stack import Redirect, choose_page, prefers_json, stamp_identity
 from wheelgate.promoter.handler import manifest_events
 from wheelgate.staging.stage import parse_test_spec
 
@@ -71,7 +71,7 @@ def test_local_mode_stamps_identity_only_where_missing() -> None:
     ("path", "accept", "key"),
     [
         ("/v2/gfx/torch/", "", "v2/gfx/torch/index.html"),
-        ("/v2/gfx/torch", "text/html", "v2/gfx/torch/index.html"),
+        ("/v2/gfx/torch", "text/html", Redirect("/v2/gfx/torch/")),
         ("/v2/gfx/torch/", "application/vnd.pypi.simple.v1+json", "v2/gfx/torch/index.json"),
         (
             "/v2/gfx/torch/",
@@ -89,7 +89,9 @@ def test_local_mode_stamps_identity_only_where_missing() -> None:
         ("/", "", "index.html"),
     ],
 )
-def test_local_index_server_maps_paths_like_the_cdn(path: str, accept: str, key: str) -> None:
+def test_local_index_server_maps_paths_like_the_cdn(
+    path: str, accept: str, key: str | Redirect
+) -> None:
     assert choose_page(path, accept) == key
 
 

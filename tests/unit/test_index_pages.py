@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import unquote
 
 from pypi_simple import IndexPage
 from pypi_simple import ProjectPage as SimpleProjectPage
 
+from wheelgate.core.layout import NIGHTLY, PAGES, href, key_url, quote_key
 from wheelgate.index.pages import (
     IndexEntry,
     ProjectPage,
@@ -118,3 +120,65 @@ def test_staging_view_keeps_own_entries_over_borrowed_nightly_ones() -> None:
     again = staging_view(nightly[:1], drop=[WHEEL.filename])(result)
     assert {e.filename for e in again} == {WHEEL.filename, new.filename}
     assert {e.url for e in again if e.filename == WHEEL.filename} == {nightly[0].url}
+
+
+ROCM = "torch-2.7.0+rocm6.4-cp312-cp312-linux_x86_64.whl"
+
+
+def test_encoded_hrefs_reach_both_formats_with_the_fragment_intact() -> None:
+    # Given the entry promotion writes for a file whose name has a '+' (a local version)...
+    page_dir = PAGES.project_dir("v2/gfx94X-dcgpu", "torch")
+    rocm = entry(ROCM, url=href(page_dir, NIGHTLY.artifact("v2/gfx94X-dcgpu", ROCM)))
+    page = ProjectPage(name="torch", entries=(rocm,))
+    # ...both pages link it with %2B, relative, the HTML one with its #sha256= fragment.
+    html = render_project_html(page)
+    assert f'href="../torch-2.7.0%2Brocm6.4-cp312-cp312-linux_x86_64.whl#sha256={SHA}"' in html
+    assert 'href="../torch-2.7.0+' not in html
+    doc = json.loads(render_project_json(page))
+    assert doc["files"][0]["url"] == "../torch-2.7.0%2Brocm6.4-cp312-cp312-linux_x86_64.whl"
+    assert doc["files"][0]["filename"] == ROCM
+    # Reading the page back and writing it again changes nothing (no %252B).
+    assert render_project_json(parse_project_json(render_project_json(page))) == (
+        render_project_json(page)
+    )
+    # What clients make of it: the link names the file with its '+'.
+    (package,) = SimpleProjectPage.from_html("torch", html, base_url=NIGHTLY_PAGE).packages
+    assert unquote(package.url.split("#")[0]).endswith("/" + ROCM)
+
+
+NIGHTLY_PAGE = "https://nightly.example/v2/gfx94X-dcgpu/torch/"
+
+
+def test_absolute_urls_on_a_run_page_are_encoded_exactly_once() -> None:
+    # Given nightly's page (encoded relative hrefs) borrowed by a run's page...
+    nightly = entry(ROCM, url="../" + quote_key(ROCM))
+    borrowed = absolute([nightly], key_url("https://nightly.example/", "v2/gfx+x/torch/"))
+    expected = (
+        "https://nightly.example/v2/gfx%2Bx/torch-2.7.0%2Brocm6.4-cp312-cp312-linux_x86_64.whl"
+    )
+    assert borrowed[0].url == expected
+    # ...making it absolute again, or refreshing the run's page, keeps one encoding.
+    assert absolute(borrowed, "https://elsewhere.example/x/") == borrowed
+    page = staging_view(borrowed)(())
+    again = staging_view(absolute(page, "https://staging.example/runs/1/v2/torch/"))(page)
+    assert [e.url for e in again] == [expected]
+    assert "%25" not in render_project_html(ProjectPage("torch", again))
+
+
+def test_hrefs_are_still_html_escaped() -> None:
+    # An absolute URL may carry a query; the page escapes what HTML needs escaped.
+    odd = entry(ROCM, url='https://mirror.example/f.whl?a=1&b="2"')
+    html = render_project_html(ProjectPage("torch", (odd,)))
+    assert 'href="https://mirror.example/f.whl?a=1&amp;b=&quot;2&quot;#sha256=' in html
+
+
+def test_rebuild_rewrites_a_raw_link_left_by_an_older_page() -> None:
+    from wheelgate.index.rebuild import reconcile
+
+    # Given a page written before links were encoded, and the entry a rescan makes...
+    old = entry(ROCM, url=f"../{ROCM}", yanked="bad kernels")
+    scanned = entry(ROCM, url=href("v2/x/torch/", f"v2/x/{ROCM}"))
+    # ...the rebuilt entry links the file encoded and keeps the page's yank state.
+    (rebuilt,) = reconcile((old,), [scanned])
+    assert rebuilt.url == "../torch-2.7.0%2Brocm6.4-cp312-cp312-linux_x86_64.whl"
+    assert rebuilt.yanked == "bad kernels"

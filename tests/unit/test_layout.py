@@ -10,6 +10,9 @@ from wheelgate.core.layout import (
     check_filename,
     check_index,
     check_run_id,
+    href,
+    key_url,
+    quote_key,
     relative_href,
 )
 
@@ -81,4 +84,46 @@ def test_relative_hrefs_from_project_pages() -> None:
     assert (
         relative_href(page, STAGING.artifact("9", "v2/gfx94X-dcgpu", "t.whl"))
         == "../../../runs/9/v2/gfx94X-dcgpu/t.whl"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "written"),
+    [
+        # S3 reads a raw '+' as a space; uv requests hrefs as written.
+        (
+            "torch-2.7.0+rocm6.4-cp312-cp312-linux_x86_64.whl",
+            "torch-2.7.0%2Brocm6.4-cp312-cp312-linux_x86_64.whl",
+        ),
+        ("a b.tar.gz", "a%20b.tar.gz"),
+        ("a%2Bb.zip", "a%252Bb.zip"),  # a key's own '%' is a character, not an escape
+        ("a#b.zip", "a%23b.zip"),  # would start the fragment
+        ("a?b.zip", "a%3Fb.zip"),  # would start the query
+        (
+            "a&b=c;d,e:f@g!h$i'j(k)l*m[n]o.zip",
+            "a%26b%3Dc%3Bd%2Ce%3Af%40g%21h%24i%27j%28k%29l%2Am%5Bn%5Do.zip",
+        ),
+        ("../v2/x-1.0_a~b.whl", "../v2/x-1.0_a~b.whl"),  # unreserved and '/' stay
+    ],
+)
+def test_hrefs_percent_encode_every_reserved_character(key: str, written: str) -> None:
+    assert quote_key(key) == written
+
+
+def test_non_ascii_never_reaches_an_href() -> None:
+    # The encoder need not decide how to spell other bytes: layout refuses them first.
+    with pytest.raises(LayoutError):
+        NIGHTLY.artifact("v2/gfx94X-dcgpu", "torch-2.7.0+rocm\u00e9-py3-none-any.whl")
+
+
+def test_links_to_keys_are_relative_and_encoded_once() -> None:
+    name = "torch-2.7.0+rocm6.4-cp312-cp312-linux_x86_64.whl"
+    page = PAGES.project_dir("v2/gfx+x", "torch")
+    assert href(page, NIGHTLY.artifact("v2/gfx+x", name)) == "../" + quote_key(name)
+    assert href(page, STAGING.artifact("9", "v2/gfx+x", name)) == (
+        "../../../runs/9/v2/gfx%2Bx/torch-2.7.0%2Brocm6.4-cp312-cp312-linux_x86_64.whl"
+    )
+    # An absolute URL: the base is a URL already, the key is encoded once.
+    assert key_url("https://n.example/pre", "v2/gfx+x/torch/") == (
+        "https://n.example/pre/v2/gfx%2Bx/torch/"
     )

@@ -42,7 +42,7 @@ from wheelgate.cli.common import (
 )
 from wheelgate.core import redact
 from wheelgate.core.errors import TransientError
-from wheelgate.core.layout import STAGING, base_url, check_index, check_run_id
+from wheelgate.core.layout import STAGING, check_index, check_run_id, key_url
 from wheelgate.core.manifest import ManifestFile, json_schema, parse_distribution_filename
 from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
@@ -113,7 +113,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
         "run_id": args.run_id,
         "index": args.index,
         # What the run's tests install from (`pip install --index-url <index_url>`).
-        "index_url": base_url(staging_base) + run_index if staging_base else None,
+        "index_url": key_url(staging_base, run_index) if staging_base else None,
         "index_key": run_index,
         "uploaded": result.uploaded,
         "unchanged": result.unchanged,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from packaging.utils import canonicalize_name
 
@@ -131,9 +132,34 @@ def base_url(url: str) -> str:
 
 
 def relative_href(page_dir: str, target_key: str) -> str:
-    """URL of ``target_key`` relative to a page served from directory ``page_dir`` (both keys
-    in the same bucket), so pages work under any host or path prefix."""
+    """Path of ``target_key`` relative to a page served from directory ``page_dir`` (both keys
+    in the same bucket), not yet encoded: :func:`href` is what a page writes."""
     return posixpath.relpath(target_key, start=page_dir.rstrip("/") or ".")
+
+
+def quote_key(path: str) -> str:
+    """``path`` (a key, or a key relative to a page) as a URL path: every character but
+    RFC 3986's unreserved ones and ``/`` percent-encoded (``+`` -> ``%2B``, space -> ``%20``,
+    ``%`` -> ``%25``, ``#`` -> ``%23``, ``?`` -> ``%3F``). The one encoder of links to keys.
+
+    Why ``+`` matters: S3 reads a raw ``+`` in a request path as a space, and CloudFront's file
+    behaviors hand S3 the path exactly as the client sent it. pip encodes a link's ``+``
+    itself; uv requests a link as written, so ``torch-2.7.0+rocm6.4-...whl`` must be written
+    ``torch-2.7.0%2Brocm6.4-...whl``. Keys are ASCII (:func:`check_index`,
+    :func:`check_filename`), so no other byte needs a decision.
+    """
+    return quote(path, safe="/")
+
+
+def href(page_dir: str, target_key: str) -> str:
+    """Relative, percent-encoded link from a page served from ``page_dir`` to ``target_key``
+    (same bucket), so pages work under any host or path prefix."""
+    return quote_key(relative_href(page_dir, target_key))
+
+
+def key_url(base: str, key: str) -> str:
+    """Absolute URL of ``key`` under ``base`` (an index's base URL, already a URL)."""
+    return base_url(base) + quote_key(key)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from wheelgate.core.layout import METADATA_SUFFIX, PAGES, check_index, relative_href
+from wheelgate.core.layout import METADATA_SUFFIX, PAGES, check_index, href
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.wheelmeta import core_metadata
@@ -50,7 +50,7 @@ def _entry(bucket: Bucket, obj: ListedObject, filename: str, page_dir: str) -> I
         metadata = core_metadata(found[0]) if found else None
     return IndexEntry(
         filename=filename,
-        url=relative_href(page_dir, obj.key),
+        url=href(page_dir, obj.key),
         sha256=head.sha256,
         size=head.size,
         upload_time=upload_time(obj.last_modified) if obj.last_modified else "",

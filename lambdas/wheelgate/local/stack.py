@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, unquote_plus
+from urllib.parse import unquote_plus
 
 import boto3
 from botocore.awsrequest import AWSRequest
@@ -76,19 +76,33 @@ _HTML_TYPES = (
 _LEADING_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?")
 
 
-def choose_page(path: str, accept: str) -> str:
-    """The object key a CDN request path maps to (same rules as the CloudFront Function).
+@dataclass(frozen=True)
+class Redirect:
+    """A 301 to ``location``: a directory URL without its trailing slash."""
 
-    Empty segments (doubled slashes) are dropped and each segment is percent-decoded, as S3
-    decodes the URI the function sends it. ``/dir/`` or a last segment without a ``.`` (before
-    decoding) is a directory: its ``index.json`` when the client prefers the PEP 691 JSON type
-    in ``Accept``, else ``index.html``. The requests the function refuses with 400 (dot
-    segments, malformed escapes) are not refused here: their keys simply do not exist.
+    location: str
+
+
+def choose_page(path: str, accept: str) -> str | Redirect:
+    """The object key a CDN request path maps to, or the redirect the CDN answers (same rules
+    as the CloudFront Function).
+
+    Empty segments (doubled slashes) are dropped. A last segment without a ``.`` (before
+    decoding) and without a trailing slash is a directory named without its slash: a
+    :class:`Redirect` to the slash form, query kept. ``/dir/`` is a directory: its
+    ``index.json`` when the client prefers the PEP 691 JSON type in ``Accept``, else
+    ``index.html``. Anything else is a file. Each segment is percent-decoded as S3 decodes a
+    request path: a raw ``+`` is a space, ``%2B`` a ``+``. The requests the function refuses
+    with 400 (dot segments, malformed escapes) are not refused here: their keys simply do not
+    exist.
     """
-    raw = path.split("?", 1)[0]
+    raw, question, query = path.partition("?")
     segments = [s for s in raw.split("/") if s]
-    key = "/".join(unquote(s) for s in segments)
-    if segments and not raw.endswith("/") and "." in segments[-1]:
+    slash = raw.endswith("/")
+    if segments and not slash and "." not in segments[-1]:
+        return Redirect("/" + "/".join(segments) + "/" + question + query)
+    key = "/".join(unquote_plus(s) for s in segments)
+    if not slash:
         return key
     page = JSON_PAGE if prefers_json(accept) else HTML_PAGE
     return (key + "/" if key else "") + page
@@ -146,6 +160,12 @@ class _IndexHandler(BaseHTTPRequestHandler):
 
     def _serve(self, *, body: bool) -> None:
         key = choose_page(self.path, self.headers.get("Accept", ""))
+        if isinstance(key, Redirect):
+            self.send_response(301)
+            self.send_header("Location", key.location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         buckets = self.server.buckets
         for prefix, routed in self.server.routes.items():
             if key.startswith(prefix):

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import NIGHTLY, PAGES, relative_href
+from wheelgate.core.layout import NIGHTLY, PAGES, href
 from wheelgate.core.planning import FileStep
 from wheelgate.core.wheelmeta import CoreMetadata
 from wheelgate.index.pages import METADATA_CONTENT_TYPE, IndexEntry, upload_time
@@ -73,7 +73,7 @@ class Releaser:
         page_dir = PAGES.project_dir(step.index, step.file.distribution.project)
         return IndexEntry(
             filename=step.file.filename,
-            url=relative_href(page_dir, step.target_key),
+            url=href(page_dir, step.target_key),
             sha256=step.file.sha256,
             size=step.file.size,
             upload_time=upload_time(self.clock()),

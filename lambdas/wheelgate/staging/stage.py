@@ -19,8 +19,9 @@ from wheelgate.core.layout import (
     STAGING,
     check_index,
     check_run_id,
+    href,
+    key_url,
     project_dir,
-    relative_href,
 )
 from wheelgate.core.manifest import (
     SCHEMA_V1,
@@ -322,7 +323,7 @@ def publish_run_index(
         entries = [
             IndexEntry(
                 filename=a.filename,
-                url=relative_href(run_page_dir, STAGING.artifact(run_id, index, a.filename)),
+                url=href(run_page_dir, STAGING.artifact(run_id, index, a.filename)),
                 sha256=a.sha256,
                 size=a.size,
                 upload_time=now,
@@ -332,7 +333,7 @@ def publish_run_index(
             for a in by_project.get(project, ())
         ]
         nightly_page, _ = nightly_pages.read_project(index, project)
-        borrowed = absolute(nightly_page.entries, nightly_base_url + page_dir)
+        borrowed = absolute(nightly_page.entries, key_url(nightly_base_url, page_dir))
         return run_pages.update_project(index, project, staging_view(borrowed, add=entries))
 
     writes = PageWrites()

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Literal
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,7 +32,7 @@ from wheelgate.core.layout import (
     OVERRIDE_RUN_PREFIX,
     STATUS_PREFIX,
     YANK_RUN_PREFIX,
-    relative_href,
+    href,
 )
 from wheelgate.core.manifest import is_commit
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
@@ -363,8 +363,8 @@ def _page_dir(index: str | None) -> str:
 
 def _href(page_index: str | None, target: str) -> str:
     """Relative, percent-encoded link from a status page to a key of the nightly bucket."""
-    href = quote(relative_href(_page_dir(page_index), target.rstrip("/")), safe="/")
-    return href + "/" if target.endswith("/") else href
+    link = href(_page_dir(page_index), target.rstrip("/"))
+    return link + "/" if target.endswith("/") else link
 
 
 def safe_url(url: str | None) -> str | None:
@@ -406,8 +406,8 @@ def _time(at: str) -> str:
 
 def _link(url: str | None, content: str) -> str:
     """``content`` (markup) as a link to ``url`` when it is fit for an ``href``, else as is."""
-    href = safe_url(url)
-    return f'<a href="{_e(href)}" rel="nofollow noopener">{content}</a>' if href else content
+    safe = safe_url(url)
+    return f'<a href="{_e(safe)}" rel="nofollow noopener">{content}</a>' if safe else content
 
 
 def _run_id(run_id: str, links: CiLinks) -> str:
