@@ -145,10 +145,10 @@ CASES = [
     Case("duplicate key", "syntax", "invalid-manifest", dup_key),
     Case("5 MiB manifest", "syntax", "manifest-too-large", lambda r: b" " * (5 * 1024 * 1024)),
     Case(
-        "schema v2",
+        "schema v3",
         "schema",
         "unsupported-schema",
-        lambda r: valid(r) | {"schema": "wheelgate/manifest/v2"},
+        lambda r: valid(r) | {"schema": "wheelgate/manifest/v3"},
     ),
     Case(
         "no schema",

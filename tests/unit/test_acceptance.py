@@ -8,10 +8,10 @@ import pytest
 from tests.unit.samples import INDEX, manifest_dict
 from wheelgate.core.acceptance import AcceptancePolicy, check_set, decide
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.manifest import Manifest
+from wheelgate.core.manifest import ManifestV2
 
 
-def manifest(*tests_per_set: list[dict[str, Any]]) -> Manifest:
+def manifest(*tests_per_set: list[dict[str, Any]]) -> ManifestV2:
     doc = manifest_dict()
     template = doc["sets"][0]
     doc["sets"] = []
@@ -20,7 +20,7 @@ def manifest(*tests_per_set: list[dict[str, Any]]) -> Manifest:
         s["index"] = INDEX if i == 0 else f"v2/gfx{i}"
         s["tests"] = tests
         doc["sets"].append(s)
-    return Manifest.model_validate(doc)
+    return ManifestV2.model_validate(doc)
 
 
 PASS = {"name": "t", "result": "passed"}

@@ -4,7 +4,7 @@ import pytest
 
 from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B, TORCH, manifest_dict
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.manifest import Manifest
+from wheelgate.core.manifest import ManifestV2
 from wheelgate.core.objects import META_COMMIT, META_SHA256, ObjectInfo
 from wheelgate.core.planning import plan_set
 
@@ -25,7 +25,7 @@ def staged_object(
 
 
 def plan(staged: dict[str, ObjectInfo], released: dict[str, ObjectInfo | None] | None = None):  # type: ignore[no-untyped-def]
-    artifact_set = Manifest.model_validate(manifest_dict()).sets[0]
+    artifact_set = ManifestV2.model_validate(manifest_dict()).sets[0]
     return plan_set(
         artifact_set,
         run_id=RUN,

@@ -23,11 +23,11 @@ from wheelgate.core.layout import (
     relative_href,
 )
 from wheelgate.core.manifest import (
-    SCHEMA_V1,
-    ArtifactSet,
-    Manifest,
+    SCHEMA_V2,
+    ArtifactSetV2,
     ManifestFile,
-    ManifestTest,
+    ManifestTestV2,
+    ManifestV2,
     Outcome,
     check_set_tests,
     check_test_name,
@@ -405,7 +405,7 @@ def parse_test_specs(specs: Sequence[str]) -> list[TestSpec]:
 
 def build_manifest(
     *, run_id: str, commit: str, staged: Mapping[str, list[ManifestFile]], tests: Sequence[TestSpec]
-) -> Manifest:
+) -> ManifestV2:
     """The manifest for what is staged plus test results. Raises ``ValueError`` for a test
     naming an index directory with nothing staged, or (one line) for what breaks the
     manifest's rules."""
@@ -419,22 +419,22 @@ def build_manifest(
     for index, files in sorted(staged.items()):
         try:
             sets.append(
-                ArtifactSet(
+                ArtifactSetV2(
                     index=index,
                     files=sorted(files, key=lambda f: f.filename),
-                    tests=[
-                        ManifestTest(name=t.name, result=t.result, url=t.url)
+                    tests=tuple(
+                        ManifestTestV2(name=t.name, result=t.result, url=t.url)
                         for t in tests
                         if t.index == index
-                    ],
+                    ),
                 )
             )
         except ValidationError as exc:
             raise ValueError(f"set {index!r}: {describe_errors(exc)}") from exc
     try:
-        return Manifest.model_validate(
+        return ManifestV2.model_validate(
             {
-                "schema": SCHEMA_V1,
+                "schema": SCHEMA_V2,
                 "run_id": run_id,
                 "commit": commit,
                 "sets": [s.model_dump() for s in sets],
