@@ -114,6 +114,13 @@ def report(*tests: str) -> list[str]:
          f"wheelgate report: error: --test: test 'smoke' is listed twice in set '{INDEX}'"),
         (report(*(f"{INDEX}:t{n}=passed" for n in range(257))),
          f"wheelgate report: error: --test: set '{INDEX}' has 257 tests; at most 256"),
+        ([*report(f"{INDEX}:smoke=passed"), "--installed", f"{INDEX}:smoke=/absent/r.json"],
+         "wheelgate report: error: --installed: evidence /absent/r.json: no such file"),
+        ([*report(f"{INDEX}:smoke=passed"), "--installed", f"{INDEX}:lint=/absent/r.json"],
+         f"wheelgate report: error: --installed: '{INDEX}:lint=/absent/r.json' names test "
+         f"'lint' of {INDEX}, which no --test gives"),
+        ([*report(f"{INDEX}:smoke=passed"), "--installed", "r.json"],
+         "wheelgate report: error: --installed: 'r.json' is not DIR:NAME=PATH"),
         (["pins", "--run-id", "1", "--index", "v2//x"],
          "wheelgate pins: error: --index: index directory 'v2//x' has an invalid segment ''"),
         (["pins", "--run-id", "..", "--index", INDEX],
@@ -162,13 +169,16 @@ def test_deps_sync_checks_the_commit_and_review_url_like_the_manifest(
     assert refused(["deps", "sync", str(deps_yml), *options], capsys).startswith(expected)
 
 
-def test_good_options_pass_the_checks_and_reach_storage() -> None:
+def test_good_options_pass_the_checks_and_reach_storage(tmp_path: Path) -> None:
+    pins = tmp_path / "pins.txt"
+    pins.write_text(f"torch==2.7.0 --hash=sha256:{SHA_A}\n")
     with pytest.raises(StorageCalled):
         main(
             [
                 *report(f"{INDEX}:pytorch:smoke=passed@https://ci.example/runs/1?job=2"),
                 f"--test={INDEX}:other=skipped",
                 "--test=v2/gfx950-dcgpu:smoke=failed",
+                f"--installed={INDEX}:pytorch:smoke={pins}",
             ]
         )
 

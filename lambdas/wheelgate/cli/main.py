@@ -133,11 +133,13 @@ def _staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from wheelgate.staging.installs import with_installs
     from wheelgate.staging.stage import build_manifest, parse_test_specs
 
     checked("--run-id", args.run_id, check_run_id)
     commit = commit_option(args)
-    tests = checked("--test", args.test, parse_test_specs)
+    specs = checked("--test", args.test, parse_test_specs)
+    tests = checked("--installed", args.installed, lambda given: with_installs(specs, given))
     staging, _ = buckets(args, nightly=False)
     staged = _staged_sets(staging, args.run_id)
     if not staged:
@@ -373,7 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the run's test-result manifest (triggers promotion)",
         description=(
             "Build manifests/<run_id>.json from what is staged for the run plus the test "
-            "results given with --test, and write it. Writing it triggers the promoter."
+            "results given with --test and what each test installed (--installed), and write "
+            "it. Writing it triggers the promoter."
         ),
     )
     report.add_argument("--run-id", required=True)
@@ -384,6 +387,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="DIR:NAME=RESULT[@URL]",
         help="a test outcome: passed, failed or skipped (repeat for each test)",
+    )
+    report.add_argument(
+        "--installed",
+        action="append",
+        default=[],
+        metavar="DIR:NAME=PATH",
+        help="what test NAME of DIR installed: pip's installation report "
+        "(pip install --report PATH) or the hash-pinned requirements it installed with "
+        "--require-hashes (repeatable). The promoter releases only files a passed test installed",
     )
     report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
     storage_options(report, nightly=False)

@@ -25,6 +25,7 @@ from wheelgate.core.layout import (
 from wheelgate.core.manifest import (
     SCHEMA_V2,
     ArtifactSetV2,
+    InstalledFile,
     ManifestFile,
     ManifestTestV2,
     ManifestV2,
@@ -369,6 +370,8 @@ class TestSpec:
     name: str
     result: Outcome
     url: str | None
+    #: The files the test installed (``--installed``, :mod:`wheelgate.staging.installs`).
+    installed: tuple[InstalledFile, ...] = ()
 
 
 def parse_test_spec(spec: str) -> TestSpec:
@@ -423,7 +426,9 @@ def build_manifest(
                     index=index,
                     files=sorted(files, key=lambda f: f.filename),
                     tests=tuple(
-                        ManifestTestV2(name=t.name, result=t.result, url=t.url)
+                        ManifestTestV2(
+                            name=t.name, result=t.result, url=t.url, installed=t.installed
+                        )
                         for t in tests
                         if t.index == index
                     ),
