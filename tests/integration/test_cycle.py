@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, uv_binary
+from tests.integration.conftest import LocalProcess, installed, uv_binary
 from wheelgate.local.hermetic import hermetic_env
 from wheelgate.local.sample_wheels import build_wheel
 
@@ -29,7 +29,9 @@ def stage_and_report(
 ) -> tuple[int, dict[str, Any]]:
     run_ok(local, "stage", "--run-id", run, "--index", INDEX, "--commit", commit, *map(str, wheels))
     run_ok(
-        local, "report", "--run-id", run, "--commit", commit, "--test", f"{INDEX}:smoke={result}"
+        local,
+        *("report", "--run-id", run, "--commit", commit, "--test", f"{INDEX}:smoke={result}"),
+        *installed(INDEX, "smoke", wheels),
     )
     status = local.wheelgate("status", run, "--wait", "60")
     return status.returncode, json.loads(status.stdout)
@@ -83,6 +85,7 @@ def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
         "2" * 40,
         "--test",
         f"{INDEX}:smoke=passed@https://ci.invalid/100",
+        *installed(INDEX, "smoke", [promoted["torch"]]),
     )
     status = local.wheelgate("status", "100", "--wait", "60")
     record = json.loads(status.stdout)

@@ -41,9 +41,14 @@ from wheelgate.cli.common import (
     wait_for_decision,
 )
 from wheelgate.core import redact
-from wheelgate.core.errors import TransientError
+from wheelgate.core.errors import PromotionRejected, TransientError
 from wheelgate.core.layout import STAGING, base_url, check_index, check_run_id
-from wheelgate.core.manifest import ManifestFile, json_schema, parse_distribution_filename
+from wheelgate.core.manifest import (
+    ManifestFile,
+    ManifestV2,
+    json_schema,
+    parse_distribution_filename,
+)
 from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
 from wheelgate.storage.bucket import AccessError, Bucket
@@ -148,12 +153,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
     except ValueError as exc:
         raise UsageError(f"cannot build the manifest: {exc}") from exc
-    untested = [s.index for s in manifest.sets if not s.tests]
-    for index in untested:
-        print(
-            f"warning: no test results for {index}; the promoter will reject this run",
-            file=sys.stderr,
-        )
+    for warning in _rejections_foreseen(manifest):
+        print(f"warning: {warning}; the promoter will reject this run", file=sys.stderr)
     body = manifest.to_json()
     key = STAGING.manifest(args.run_id)
     if args.dry_run:
@@ -162,6 +163,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     staging.put(key, body.encode(), content_type="application/json")
     print(json.dumps({"manifest": f"s3://{staging.name}/{key}", "sets": len(manifest.sets)}))
     return EXIT_OK
+
+
+def _rejections_foreseen(manifest: ManifestV2) -> list[str]:
+    """Why the promoter will reject sets whose tests all passed: no test results, or files
+    no passed test installed (``core/evidence.py``)."""
+    from wheelgate.core.evidence import check_evidence
+    from wheelgate.core.manifest import Outcome
+
+    foreseen = []
+    for artifact_set in manifest.sets:
+        if not artifact_set.tests:
+            foreseen.append(f"no test results for {artifact_set.index}")
+        elif all(t.result is Outcome.PASSED for t in artifact_set.tests):
+            try:
+                check_evidence(artifact_set)
+            except PromotionRejected as rejection:
+                foreseen.append(rejection.message)
+    return foreseen
 
 
 def cmd_pins(args: argparse.Namespace) -> int:

@@ -33,6 +33,10 @@ class Reason(StrEnum):
     METADATA_UNREADABLE = "metadata-unreadable"
     COPY_VERIFICATION_FAILED = "copy-verification-failed"
     OVERRIDE_NOT_APPLICABLE = "override-not-applicable"
+    #: A staged file whose bytes no passed test of its set installed.
+    UNTESTED_FILE = "untested-file"
+    #: A manifest (v1) that does not say what its tests installed.
+    EVIDENCE_MISSING = "evidence-missing"
 
 
 class PromotionRejected(Exception):
