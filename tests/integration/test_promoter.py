@@ -339,7 +339,7 @@ def test_uv_resolves_through_the_json_api(
     import subprocess
 
     from tests.integration.conftest import uv_binary
-    from wheelgate.local.hermetic import hermetic_env
+    from wheelgate.staging.hermetic import hermetic_env
 
     run = Run(buckets, tmp_path, "uv-json", "t/uv-json")
     run.stage(wheel(tmp_path, "uvpkg", "1.0"))

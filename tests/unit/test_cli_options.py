@@ -45,6 +45,7 @@ def no_storage(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(common, "s3_client", refuse)
     monkeypatch.setattr(deps, "s3_client", refuse)
     monkeypatch.delenv("GITHUB_SHA", raising=False)
+    monkeypatch.delenv("WHEELGATE_STAGING_BASE_URL", raising=False)
 
 
 def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -125,6 +126,14 @@ def report(*tests: str) -> list[str]:
          "wheelgate pins: error: --index: index directory 'v2//x' has an invalid segment ''"),
         (["pins", "--run-id", "..", "--index", INDEX],
          "wheelgate pins: error: --run-id: run id '..' is not valid"),
+        (["pins", "--run-id", "1", "--index", INDEX],
+         "wheelgate pins: error: --staging-url is required (or set WHEELGATE_STAGING_BASE_URL)"),
+        (["pins", "--run-id", "1", "--index", INDEX, "--staging-url", "https://s/",
+          "--python-version", "3.12 --index-url=x"],
+         "wheelgate pins: error: --python-version: '3.12 --index-url=x' is not a Python version"),
+        (["pins", "--run-id", "1", "--index", INDEX, "--staging-url", "https://s/",
+          "--platform=--extra-index-url=https://x"],
+         "wheelgate pins: error: --platform: '--extra-index-url=https://x' is not a platform"),
         (["status", "x y"], "wheelgate status: error: RUN_ID: run id 'x y' is not valid"),
         (["yank", "--index", "..", WHEEL, "--reason", "broken"],
          "wheelgate yank: error: --index: index directory '..' has an invalid segment"),

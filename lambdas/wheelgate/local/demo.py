@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wheelgate.local.hermetic import hermetic_env
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.staging.hermetic import hermetic_env
 
 INDEX = "v2/gfx94X-dcgpu"
 COMMITS = {"seed": "1" * 40, "1": "2" * 40, "2": "3" * 40}

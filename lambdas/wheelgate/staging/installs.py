@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from wheelgate.core.layout import check_index
@@ -51,34 +52,51 @@ def _url_filename(url: str) -> str | None:
     return name if _FILENAME.fullmatch(name) else None
 
 
+def pip_report_installs(document: object) -> list[dict[str, Any]] | None:
+    """The ``install`` entries of pip's installation report ``document``; ``None`` when it is
+    not one."""
+    installs = document.get("install") if isinstance(document, dict) else None
+    if not isinstance(installs, list):
+        return None
+    return [item for item in installs if isinstance(item, dict)]
+
+
+def archive_sha256(item: dict[str, Any]) -> tuple[str, str] | None:
+    """``(sha256, url)`` of an ``install`` entry of a pip report downloaded as an archive,
+    the hash as pip gives it; ``None`` for one installed from a directory or a VCS, or whose
+    SHA-256 pip did not learn."""
+    info = item.get("download_info")
+    archive = info.get("archive_info") if isinstance(info, dict) else None
+    if not isinstance(info, dict) or not isinstance(archive, dict):
+        return None
+    hashes = archive.get("hashes")
+    digest = hashes.get("sha256") if isinstance(hashes, dict) else None
+    if digest is None:
+        algorithm, _, value = str(archive.get("hash", "")).partition("=")
+        digest = value if algorithm == "sha256" else None
+    return None if digest is None else (str(digest), str(info.get("url", "")))
+
+
 def installs_from_pip_report(document: object, source: Path) -> list[InstalledFile]:
     """Every archive pip's installation report ``document`` says was installed, with its
     SHA-256. Entries installed from a directory or a VCS, or without a SHA-256, are left out:
     no staged file can be one of them. Raises ``ValueError`` when ``document`` is not a pip
     report, or names no archive with a SHA-256."""
-    installs = document.get("install") if isinstance(document, dict) else None
-    if not isinstance(installs, list):
+    installs = pip_report_installs(document)
+    if installs is None:
         raise ValueError(
             f"evidence {source} is not a pip installation report (no install list); "
             "write one with pip install --report FILE"
         )
     found = []
     for item in installs:
-        info = item.get("download_info") if isinstance(item, dict) else None
-        archive = info.get("archive_info") if isinstance(info, dict) else None
-        if not isinstance(info, dict) or not isinstance(archive, dict):
+        archive = archive_sha256(item)
+        if archive is None:
             continue
-        url = str(info.get("url", ""))
-        hashes = archive.get("hashes")
-        digest = hashes.get("sha256") if isinstance(hashes, dict) else None
-        if digest is None:
-            algorithm, _, value = str(archive.get("hash", "")).partition("=")
-            digest = value if algorithm == "sha256" else None
-        if digest is None:
-            continue
+        digest, url = archive
         where = url.rsplit("/", 1)[-1] or url
         found.append(
-            InstalledFile(sha256=_sha256(str(digest), where, source), filename=_url_filename(url))
+            InstalledFile(sha256=_sha256(digest, where, source), filename=_url_filename(url))
         )
     if not found:
         raise ValueError(

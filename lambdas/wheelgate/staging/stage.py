@@ -447,27 +447,3 @@ def build_manifest(
         )
     except ValidationError as exc:
         raise ValueError(describe_errors(exc)) from exc
-
-
-def pinned_requirements(files: Sequence[ManifestFile]) -> str:
-    """A requirements file naming exactly ``files``: one ``name==version`` line per project
-    with a ``--hash`` for each of its files, for ``pip install --require-hashes``.
-
-    Raises ``ValueError`` when one project has files of two versions (pip could not install
-    both, so the pins would be ambiguous).
-    """
-    by_project: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for f in files:
-        dist = parse_distribution_filename(f.filename)
-        by_project[dist.project][str(dist.version)].append(f.sha256)
-    lines = []
-    for project, versions in sorted(by_project.items()):
-        if len(versions) > 1:
-            raise ValueError(
-                f"{project} is staged in versions {', '.join(sorted(versions))}; "
-                "pin one index directory whose run has a single version"
-            )
-        [(version, hashes)] = versions.items()
-        pins = " \\\n    ".join(f"--hash=sha256:{h}" for h in sorted(hashes))
-        lines.append(f"{project}=={version} \\\n    {pins}")
-    return "\n".join(lines) + "\n"
