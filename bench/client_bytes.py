@@ -21,9 +21,9 @@ from pathlib import Path
 
 import boto3
 
-from wheelgate.local.hermetic import hermetic_env
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 

@@ -384,6 +384,21 @@ def test_release_workflow_can_assume_the_release_roles() -> None:
     assert ".github/workflows/release-nightly.yml" in context["release_workflows"]
 
 
+def test_release_reports_what_each_test_installed() -> None:
+    # The promoter releases only files a passed test installed: the test job installs from the
+    # run's own index with pip's installation report, and the report job passes it on.
+    jobs = load(EXAMPLES / "release-nightly.yml")["jobs"]
+    test_runs = "\n".join(str(s.get("run", "")) for s in jobs["test"]["steps"])
+    install = re.search(r"pip\" install .*?\"torch==\$version\"", test_runs, re.DOTALL)
+    assert install is not None, test_runs
+    assert '--report "results/$NAME.installed.json"' in install.group(0)
+    assert "/runs/$GITHUB_RUN_ID/$INDEX/" in install.group(0), "the run's own index"
+    upload = next(s for s in jobs["test"]["steps"] if "results-" in str(s.get("with", {})))
+    assert upload["with"]["path"] == "results/"
+    report_runs = "\n".join(str(s.get("run", "")) for s in jobs["report"]["steps"])
+    assert 'args+=(--installed "${spec%%=*}=results/$name.installed.json")' in report_runs
+
+
 def test_release_tests_cover_the_required_tests() -> None:
     # The test job's step ids are the test names the promoter requires (cdk.json).
     context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]

@@ -3,13 +3,14 @@ promoter handler, and real pip and uv run hermetically against the served indexe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import boto3
 import pytest
 
 from wheelgate.core.layout import STAGING
+from wheelgate.local.sample_wheels import hashed_requirements
 from wheelgate.local.stack import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
 from wheelgate.storage.bucket import Bucket
 
@@ -130,6 +132,16 @@ def venv_factory(tmp_path_factory: pytest.TempPathFactory) -> Any:
         return path
 
     return make
+
+
+def installed(index: str, test: str, wheels: Sequence[Path]) -> list[str]:
+    """``wheelgate report`` options saying test ``test`` of ``index`` installed exactly
+    ``wheels``: the hash-pinned requirements it would have installed with --require-hashes,
+    written beside the first wheel."""
+    digest = hashlib.sha256("\0".join(sorted(str(w) for w in wheels)).encode()).hexdigest()
+    path = wheels[0].parent / f"installed-{digest[:12]}.txt"
+    path.write_text(hashed_requirements(wheels))
+    return ["--installed", f"{index}:{test}={path}"]
 
 
 def uv_binary() -> str:

@@ -3,6 +3,7 @@ install from nightly with pip and uv; a rejected run; a redelivered manifest."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -11,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, uv_binary
-from wheelgate.local.hermetic import hermetic_env
+from tests.integration.conftest import LocalProcess, installed, uv_binary
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.staging.hermetic import hermetic_env
 
 INDEX = "v2/gfx94X-dcgpu"
 
@@ -29,16 +30,34 @@ def stage_and_report(
 ) -> tuple[int, dict[str, Any]]:
     run_ok(local, "stage", "--run-id", run, "--index", INDEX, "--commit", commit, *map(str, wheels))
     run_ok(
-        local, "report", "--run-id", run, "--commit", commit, "--test", f"{INDEX}:smoke={result}"
+        local,
+        *("report", "--run-id", run, "--commit", commit, "--test", f"{INDEX}:smoke={result}"),
+        *installed(INDEX, "smoke", wheels),
     )
     status = local.wheelgate("status", run, "--wait", "60")
     return status.returncode, json.loads(status.stdout)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def pip(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The test environment's (current) pip, installing into the clean ``venv``."""
     return subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *args],
+        env=hermetic_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+def uv_install(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``uv pip install`` into the clean ``venv``, hermetic like :func:`pip`."""
+    return subprocess.run(
+        [uv_binary(), "pip", "install", "--python", str(venv / "bin" / "python"), *args],
         env=hermetic_env(),
         capture_output=True,
         text=True,
@@ -83,6 +102,7 @@ def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
         "2" * 40,
         "--test",
         f"{INDEX}:smoke=passed@https://ci.invalid/100",
+        *installed(INDEX, "smoke", [promoted["torch"]]),
     )
     status = local.wheelgate("status", "100", "--wait", "60")
     record = json.loads(status.stdout)
@@ -96,10 +116,7 @@ def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
 
     # --require-hashes with the hashes the record carries: the bytes tested are the bytes served.
     torch_sha = record["sets"][0]["files"][0]["sha256"]
-    filelock = promoted["filelock"]
-    import hashlib
-
-    filelock_sha = hashlib.sha256(filelock.read_bytes()).hexdigest()
+    filelock_sha = sha256(promoted["filelock"])
     requirements = tmp_path / "req.txt"
     requirements.write_text(
         f"cyc-torch==2.7.0 --hash=sha256:{torch_sha}\n"
@@ -112,23 +129,7 @@ def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
     assert result.returncode == 0, result.stderr
 
     venv = venv_factory("nightly-uv")
-    result = subprocess.run(
-        [
-            uv_binary(),
-            "pip",
-            "install",
-            "--python",
-            str(venv / "bin" / "python"),
-            "--index-url",
-            nightly_index,
-            "cyc-torch==2.7.0",
-        ],
-        env=hermetic_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    result = uv_install(venv, "--index-url", nightly_index, "cyc-torch==2.7.0")
     assert result.returncode == 0, result.stderr
     assert "cyc-torch==2.7.0" in result.stderr
 
@@ -262,3 +263,30 @@ def test_pins_install_exactly_the_staged_bytes(
     )
     assert result.returncode != 0
     assert "hash" in result.stderr.lower()
+
+
+def test_pins_cover_dependencies_that_live_only_in_nightly(
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
+) -> None:
+    # Given nightly has pn-dep, and a run stages pn-app, which needs it
+    dep = build_wheel(tmp_path / "nightly", "pn-dep", "1.0")
+    code, _ = stage_and_report(local, "pn-seed", "a" * 40, [dep])
+    assert code == 0
+    app = build_wheel(tmp_path / "run", "pn-app", "1.0+rocm7.0", requires=["pn-dep>=1"])
+    run_ok(local, "stage", "--run-id", "pn-1", "--index", INDEX, "--commit", "b" * 40, str(app))
+    # When the test job asks for the run's pins
+    pins = tmp_path / "pins.txt"
+    pins.write_text(run_ok(local, "pins", "--run-id", "pn-1", "--index", INDEX))
+    # Then they pin the whole closure: the run's file and the dependency from nightly
+    text = pins.read_text()
+    assert f"pn-app==1.0+rocm7.0 \\\n    --hash=sha256:{sha256(app)}\n" in text
+    assert f"pn-dep==1.0 \\\n    --hash=sha256:{sha256(dep)}\n" in text
+    # And pip and uv both install them with --require-hashes from the run's index
+    venv = venv_factory("pins-closure-pip")
+    run_index = local.run_index("pn-1", INDEX)
+    result = pip(venv, "install", "--require-hashes", "--index-url", run_index, "-r", str(pins))
+    assert result.returncode == 0, result.stderr
+    venv = venv_factory("pins-closure-uv")
+    result = uv_install(venv, "--require-hashes", "--index-url", run_index, "-r", str(pins))
+    assert result.returncode == 0, result.stderr
+    assert "pn-dep==1.0" in result.stderr

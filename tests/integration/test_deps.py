@@ -339,9 +339,24 @@ def test_wheels_are_mirrored_through_the_gate_and_installable(
         ]
         .read()
     )
+    # ...the review's evidence being the reviewed pins, which the record says it shipped on
+    assert manifest["schema"] == "wheelgate/manifest/v2"
     assert manifest["sets"][0]["tests"] == [
-        {"name": "deps-review", "result": "passed", "url": "https://ci.invalid/pull/7"}
+        {
+            "name": "deps-review",
+            "result": "passed",
+            "url": "https://ci.invalid/pull/7",
+            "installed": [{"sha256": sha(data), "filename": wheel.name}],
+        }
     ]
+    record = json.loads(
+        env.client("s3")
+        .get_object(Bucket=env.env["WHEELGATE_STAGING_BUCKET"], Key=f"records/{run_id}.json")[
+            "Body"
+        ]
+        .read()
+    )
+    assert record["sets"][0]["files"][0]["evidence"] == ["deps-review"]
     # ...and pip installs it from the nightly index
     venv = venv_factory("deps-mirror")
     installed = pip(

@@ -21,6 +21,7 @@ from tests.integration.test_promoter import (
     wheel,
 )
 from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_REQUIRED_TESTS
+from wheelgate.local.sample_wheels import manifest_for
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.promoter import handler
 from wheelgate.storage.bucket import Bucket
@@ -114,6 +115,8 @@ def missing_file(run: Run) -> dict[str, Any]:
     doc = valid(run)
     ghost = {"filename": "ghost-1.0-py3-none-any.whl", "sha256": "a" * 64, "size": 10}
     doc["sets"][0]["files"].append(ghost)
+    # Its test even claims to have installed it.
+    doc["sets"][0]["tests"][0]["installed"].append({"sha256": ghost["sha256"]})
     return doc
 
 
@@ -126,6 +129,60 @@ def two_sets_one_failed(run: Run) -> dict[str, Any]:
     other.stage(wheel(run.tmp / "b", "pkgb"))
     second["files"] = other.manifest()["sets"][0]["files"]
     doc["sets"].append(second)
+    return doc
+
+
+def with_installed(run: Run, installed: list[dict[str, Any]]) -> dict[str, Any]:
+    doc = valid(run)
+    doc["sets"][0]["tests"][0]["installed"] = installed
+    return doc
+
+
+def evidence_for_another_hash(run: Run) -> dict[str, Any]:
+    doc = valid(run)
+    doc["sets"][0]["tests"][0]["installed"] = [{"sha256": "e" * 64, "filename": run.files[0].name}]
+    return doc
+
+
+def untested_sibling(run: Run) -> dict[str, Any]:
+    # The build staged the wheel for another Python too; the test installed one of them.
+    tested, sibling = wheel(run.tmp, "pkg", tag="cp312-cp312-any"), wheel(run.tmp, "pkg")
+    run.stage(tested, sibling)
+    return manifest_for(run.run_id, COMMIT, run.index, [tested, sibling], installed=[tested])
+
+
+def evidence_on_a_failed_test_only(run: Run) -> dict[str, Any]:
+    doc = valid(run)
+    installed = doc["sets"][0]["tests"][0]["installed"]
+    doc["sets"][0]["tests"] = [
+        {"name": "smoke", "result": "passed", "installed": []},
+        {"name": "gpu", "result": "failed", "installed": installed},
+    ]
+    return doc
+
+
+def replaced_after_its_test(run: Run) -> dict[str, Any]:
+    # The test installed the staged wheel; then a build step replaced it in place (no
+    # If-None-Match), and the report lists what is staged now.
+    tested = wheel(run.tmp / "tested", "pkg")
+    run.stage(tested)
+    replacement = wheel(run.tmp / "replacement", "pkg", module_source="EVIL = True\n")
+    key = f"runs/{run.run_id}/{run.index}/{tested.name}"
+    run.staging.client.put_object(
+        Bucket=run.staging.name,
+        Key=key,
+        Body=replacement.read_bytes(),
+        ChecksumAlgorithm="SHA256",
+        Metadata={"wheelgate-commit": COMMIT},
+    )
+    return manifest_for(run.run_id, COMMIT, run.index, [replacement], installed=[tested])
+
+
+def v1_manifest(run: Run) -> dict[str, Any]:
+    doc = valid(run)
+    doc["schema"] = "wheelgate/manifest/v1"
+    for test in doc["sets"][0]["tests"]:
+        del test["installed"]
     return doc
 
 
@@ -145,10 +202,10 @@ CASES = [
     Case("duplicate key", "syntax", "invalid-manifest", dup_key),
     Case("5 MiB manifest", "syntax", "manifest-too-large", lambda r: b" " * (5 * 1024 * 1024)),
     Case(
-        "schema v2",
+        "schema v3",
         "schema",
         "unsupported-schema",
-        lambda r: valid(r) | {"schema": "wheelgate/manifest/v2"},
+        lambda r: valid(r) | {"schema": "wheelgate/manifest/v3"},
     ),
     Case(
         "no schema",
@@ -264,6 +321,22 @@ CASES = [
     Case("commit mismatch", "integrity", "commit-mismatch", commit_mismatch),
     Case("nightly has other bytes", "integrity", "nightly-conflict", nightly_conflict),
     Case("replay with other content", "integrity", "replay-conflict", replay),
+    # What the tests installed: the only files released are the bytes a passed test installed.
+    Case("evidence for another hash", "evidence", "untested-file", evidence_for_another_hash),
+    Case("no evidence", "evidence", "untested-file", lambda r: with_installed(r, [])),
+    Case("untested sibling wheel", "evidence", "untested-file", untested_sibling),
+    Case("replaced after its test", "evidence", "untested-file", replaced_after_its_test),
+    # A failed test fails the set first; and its installs are never evidence.
+    Case(
+        "evidence on a failed test only", "evidence", "tests-failed", evidence_on_a_failed_test_only
+    ),
+    Case("v1 manifest", "evidence", "evidence-missing", v1_manifest),
+    Case(
+        "oversized evidence list",
+        "evidence",
+        "invalid-manifest",
+        lambda r: with_installed(r, [{"sha256": f"{n:064x}"} for n in range(5001)]),
+    ),
     # Who wrote it.
     Case(
         "another principal",
@@ -295,6 +368,7 @@ def test_the_catalogue_is_large_and_covers_every_category() -> None:
         "paths",
         "tests",
         "integrity",
+        "evidence",
         "provenance",
     }
 

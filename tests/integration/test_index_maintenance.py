@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess
+from tests.integration.conftest import LocalProcess, installed
 from tests.integration.test_cycle import pip, run_ok
 from wheelgate.local.sample_wheels import build_wheel
 
@@ -38,6 +38,7 @@ def released(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> d
             "5" * 40,
             "--test",
             f"{INDEX}:smoke=passed",
+            *installed(INDEX, "smoke", [wheel]),
         )
         assert local.wheelgate("status", run, "--wait", "60").returncode == 0
     return {"old": old, "new": new}

@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
     NIGHTLY_BUCKET,
@@ -49,18 +49,7 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     )
     staged = s3.head_object(Bucket=STAGING_BUCKET, Key=f"runs/{run}/{index}/{big.name}")
     assert staged["ETag"].endswith('-3"')  # three parts
-    manifest = {
-        "schema": "wheelgate/manifest/v1",
-        "run_id": run,
-        "commit": "6" * 40,
-        "sets": [
-            {
-                "index": index,
-                "files": [{"filename": big.name, "sha256": sha, "size": big.stat().st_size}],
-                "tests": [{"name": "smoke", "result": "passed"}],
-            }
-        ],
-    }
+    manifest = manifest_for(run, "6" * 40, index, [big])
     staging.put(
         f"manifests/{run}.json", json.dumps(manifest).encode(), content_type="application/json"
     )

@@ -124,3 +124,17 @@ def test_override_still_checks_integrity(run: Run, s3: Any) -> None:
 def test_override_without_a_reason_is_refused(run: Run) -> None:
     rejected_run(run)
     assert override(run, BREAK_GLASS, reason="because")["reason"] == "invalid-manifest"
+
+
+def test_override_skips_the_evidence_rule_and_the_record_says_so(run: Run) -> None:
+    # Given a run reported with a v1 manifest (no install evidence), rejected for it
+    run.stage(wheel(run.tmp))
+    manifest = run.manifest()
+    manifest["schema"] = "wheelgate/manifest/v1"
+    del manifest["sets"][0]["tests"][0]["installed"]
+    assert run.report(manifest)["reason"] == "evidence-missing"
+    # When the break-glass role overrides it
+    assert override(run, BREAK_GLASS)["state"] == "promoted"
+    # Then it is released, and its file names no test it shipped on
+    [released] = target_record(run)["sets"][0]["files"]
+    assert (released["filename"], released["evidence"]) == (run.files[0].name, [])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.conftest import LocalProcess
+from tests.integration.conftest import LocalProcess, installed
 from tests.integration.test_cycle import pip, run_ok
 from tests.integration.test_index_maintenance import fetch
 from wheelgate.core.layout import STAGING
@@ -109,6 +109,7 @@ def test_a_rejected_run_is_never_offered_to_another_run(
         "d" * 40,
         "--test",
         f"{INDEX}:smoke=passed",
+        *installed(INDEX, "smoke", [released]),
     )
     assert local.wheelgate("status", "rj-seed", "--wait", "60").returncode == 0
     rebuilt = build_wheel(

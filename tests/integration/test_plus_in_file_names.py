@@ -19,8 +19,8 @@ import pytest
 from tests.integration.conftest import LocalProcess, uv_binary
 from tests.integration.test_cycle import pip, run_ok
 from tests.integration.test_index_maintenance import fetch
-from wheelgate.local.hermetic import hermetic_env
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.staging.hermetic import hermetic_env
 
 INDEX = "v2/plus"
 VERSION = "1.0+rocm6.4"

@@ -110,8 +110,12 @@ class Run:
         self.files += wheels
         return self
 
-    def manifest(self, files: list[Path] | None = None, result: str = "passed") -> dict[str, Any]:
-        return manifest_for(self.run_id, COMMIT, self.index, files or self.files, result=result)
+    def manifest(
+        self, files: list[Path] | None = None, result: str = "passed", test: str = "smoke"
+    ) -> dict[str, Any]:
+        return manifest_for(
+            self.run_id, COMMIT, self.index, files or self.files, result=result, test=test
+        )
 
     def report(
         self, manifest: dict[str, Any] | bytes, principal: str | None = LOCAL_REPORTER_PRINCIPAL
@@ -358,18 +362,15 @@ def test_mirror_runs_are_accepted_only_from_the_mirror_role(
 ) -> None:
     from wheelgate.local.stack import LOCAL_DEPS_PRINCIPAL
 
-    reviewed = [{"name": "deps-review", "result": "passed"}]
     # A build role could stage runs/deps-x/ and the reporter write its manifest: refused, since
     # a mirror run skips the index's required tests on the strength of its review.
     forged = Run(buckets, tmp_path / "forged", "deps-forged", "t/mirror").stage(wheel(tmp_path))
-    manifest = forged.manifest()
-    manifest["sets"][0]["tests"] = reviewed
+    manifest = forged.manifest(test="deps-review")
     record = forged.report(manifest, principal=LOCAL_REPORTER_PRINCIPAL)
     assert (record["state"], record["reason"]) == ("pending", "untrusted-writer")
     assert "deps role" in record["message"]
     mirrored = Run(buckets, tmp_path / "ok", "deps-ok", "t/mirror").stage(wheel(tmp_path / "ok"))
-    manifest = mirrored.manifest()
-    manifest["sets"][0]["tests"] = reviewed
+    manifest = mirrored.manifest(test="deps-review")
     assert mirrored.report(manifest, principal=LOCAL_DEPS_PRINCIPAL)["state"] == "promoted"
 
 
@@ -379,7 +380,7 @@ def test_uv_resolves_through_the_json_api(
     import subprocess
 
     from tests.integration.conftest import uv_binary
-    from wheelgate.local.hermetic import hermetic_env
+    from wheelgate.staging.hermetic import hermetic_env
 
     run = Run(buckets, tmp_path, "uv-json", "t/uv-json")
     run.stage(wheel(tmp_path, "uvpkg", "1.0"))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import installed
 from tests.integration.test_promoter import sqs_event
 from wheelgate.core.redact import MASK
 from wheelgate.local.sample_wheels import build_wheel
@@ -104,7 +105,7 @@ def test_cli_and_promoter_debug_output_contains_no_secret(
     outputs["report"] = run(
         env,
         *("-m", "wheelgate", "--debug", "report", "--run-id", RUN_ID, "--commit", COMMIT),
-        *("--test", test_spec),
+        *("--test", test_spec, *installed(INDEX, "smoke", [wheel])),
     )
     # When the promoter handler runs on its manifest event with DEBUG logs everywhere
     event = sqs_event(f"manifests/{RUN_ID}.json", LOCAL_REPORTER_PRINCIPAL)

@@ -13,8 +13,9 @@ INDEX = "v2/gfx94X-dcgpu"
 
 
 def manifest_dict(**overrides: Any) -> dict[str, Any]:
+    """The documented v2 example: one set, one file, one passed test that installed it."""
     doc: dict[str, Any] = {
-        "schema": "wheelgate/manifest/v1",
+        "schema": "wheelgate/manifest/v2",
         "run_id": "16454515470",
         "commit": COMMIT,
         "sets": [
@@ -22,12 +23,26 @@ def manifest_dict(**overrides: Any) -> dict[str, Any]:
                 "index": INDEX,
                 "files": [{"filename": TORCH, "sha256": SHA_A, "size": 632000000}],
                 "tests": [
-                    {"name": "pytorch-gfx94X", "result": "passed", "url": "https://ci/runs/1"}
+                    {
+                        "name": "pytorch-gfx94X",
+                        "result": "passed",
+                        "url": "https://ci/runs/1",
+                        "installed": [{"sha256": SHA_A, "filename": TORCH}],
+                    }
                 ],
             }
         ],
     }
     doc.update(overrides)
+    return doc
+
+
+def manifest_dict_v1(**overrides: Any) -> dict[str, Any]:
+    """The same run as a v1 manifest: its tests say nothing of what they installed."""
+    doc = manifest_dict(schema="wheelgate/manifest/v1", **overrides)
+    for artifact_set in doc["sets"]:
+        for test in artifact_set["tests"]:
+            test.pop("installed", None)
     return doc
 
 

@@ -5,13 +5,13 @@ from typing import Any
 
 import pytest
 
-from tests.unit.samples import INDEX, manifest_dict
+from tests.unit.samples import INDEX, SHA_A, manifest_dict
 from wheelgate.core.acceptance import AcceptancePolicy, check_set, decide
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.manifest import Manifest
+from wheelgate.core.manifest import ManifestV2
 
 
-def manifest(*tests_per_set: list[dict[str, Any]]) -> Manifest:
+def manifest(*tests_per_set: list[dict[str, Any]]) -> ManifestV2:
     doc = manifest_dict()
     template = doc["sets"][0]
     doc["sets"] = []
@@ -20,10 +20,12 @@ def manifest(*tests_per_set: list[dict[str, Any]]) -> Manifest:
         s["index"] = INDEX if i == 0 else f"v2/gfx{i}"
         s["tests"] = tests
         doc["sets"].append(s)
-    return Manifest.model_validate(doc)
+    return ManifestV2.model_validate(doc)
 
 
-PASS = {"name": "t", "result": "passed"}
+#: Each passed test installed the set's one file (SHA_A): the evidence the rule needs.
+INSTALLED = [{"sha256": SHA_A}]
+PASS = {"name": "t", "result": "passed", "installed": INSTALLED}
 
 
 def reason(tests: list[dict[str, Any]], policy: AcceptancePolicy | None = None) -> Reason:
@@ -33,7 +35,10 @@ def reason(tests: list[dict[str, Any]], policy: AcceptancePolicy | None = None) 
 
 
 def test_a_set_whose_tests_all_passed_is_accepted() -> None:
-    check_set(manifest([PASS, {"name": "u", "result": "passed"}]).sets[0], AcceptancePolicy())
+    check_set(
+        manifest([PASS, {"name": "u", "result": "passed", "installed": INSTALLED}]).sets[0],
+        AcceptancePolicy(),
+    )
 
 
 @pytest.mark.parametrize(
@@ -78,7 +83,9 @@ def test_without_blocking_passing_sets_go_ahead() -> None:
 
 def test_dependency_mirror_runs_need_the_review_instead_of_index_tests() -> None:
     policy = AcceptancePolicy(required_tests={INDEX: ("gpu-smoke",)})
-    reviewed = manifest([{"name": "deps-review", "result": "passed"}]).sets[0]
+    reviewed = manifest([{"name": "deps-review", "result": "passed", "installed": INSTALLED}]).sets[
+        0
+    ]
     check_set(reviewed, policy, run_id="deps-0123456789ab")
     with pytest.raises(PromotionRejected) as caught:
         check_set(reviewed, policy, run_id="17")

@@ -45,6 +45,7 @@ def no_storage(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(common, "s3_client", refuse)
     monkeypatch.setattr(deps, "s3_client", refuse)
     monkeypatch.delenv("GITHUB_SHA", raising=False)
+    monkeypatch.delenv("WHEELGATE_STAGING_BASE_URL", raising=False)
 
 
 def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -114,10 +115,25 @@ def report(*tests: str) -> list[str]:
          f"wheelgate report: error: --test: test 'smoke' is listed twice in set '{INDEX}'"),
         (report(*(f"{INDEX}:t{n}=passed" for n in range(257))),
          f"wheelgate report: error: --test: set '{INDEX}' has 257 tests; at most 256"),
+        ([*report(f"{INDEX}:smoke=passed"), "--installed", f"{INDEX}:smoke=/absent/r.json"],
+         "wheelgate report: error: --installed: evidence /absent/r.json: no such file"),
+        ([*report(f"{INDEX}:smoke=passed"), "--installed", f"{INDEX}:lint=/absent/r.json"],
+         f"wheelgate report: error: --installed: '{INDEX}:lint=/absent/r.json' names test "
+         f"'lint' of {INDEX}, which no --test gives"),
+        ([*report(f"{INDEX}:smoke=passed"), "--installed", "r.json"],
+         "wheelgate report: error: --installed: 'r.json' is not DIR:NAME=PATH"),
         (["pins", "--run-id", "1", "--index", "v2//x"],
          "wheelgate pins: error: --index: index directory 'v2//x' has an invalid segment ''"),
         (["pins", "--run-id", "..", "--index", INDEX],
          "wheelgate pins: error: --run-id: run id '..' is not valid"),
+        (["pins", "--run-id", "1", "--index", INDEX],
+         "wheelgate pins: error: --staging-url is required (or set WHEELGATE_STAGING_BASE_URL)"),
+        (["pins", "--run-id", "1", "--index", INDEX, "--staging-url", "https://s/",
+          "--python-version", "3.12 --index-url=x"],
+         "wheelgate pins: error: --python-version: '3.12 --index-url=x' is not a Python version"),
+        (["pins", "--run-id", "1", "--index", INDEX, "--staging-url", "https://s/",
+          "--platform=--extra-index-url=https://x"],
+         "wheelgate pins: error: --platform: '--extra-index-url=https://x' is not a platform"),
         (["status", "x y"], "wheelgate status: error: RUN_ID: run id 'x y' is not valid"),
         (["yank", "--index", "..", WHEEL, "--reason", "broken"],
          "wheelgate yank: error: --index: index directory '..' has an invalid segment"),
@@ -168,13 +184,16 @@ def test_deps_sync_checks_the_commit_and_review_url_like_the_manifest(
     assert refused(["deps", "sync", str(deps_yml), *options], capsys).startswith(expected)
 
 
-def test_good_options_pass_the_checks_and_reach_storage() -> None:
+def test_good_options_pass_the_checks_and_reach_storage(tmp_path: Path) -> None:
+    pins = tmp_path / "pins.txt"
+    pins.write_text(f"torch==2.7.0 --hash=sha256:{SHA_A}\n")
     with pytest.raises(StorageCalled):
         main(
             [
                 *report(f"{INDEX}:pytorch:smoke=passed@https://ci.example/runs/1?job=2"),
                 f"--test={INDEX}:other=skipped",
                 "--test=v2/gfx950-dcgpu:smoke=failed",
+                f"--installed={INDEX}:pytorch:smoke={pins}",
             ]
         )
 

@@ -6,16 +6,22 @@ from typing import Any
 
 import pytest
 
-from tests.unit.samples import SHA_A, TORCH, manifest_bytes, manifest_dict
+from tests.unit.samples import SHA_A, SHA_B, TORCH, manifest_bytes, manifest_dict, manifest_dict_v1
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import (
+    MAX_INSTALLED_PER_TEST,
     MAX_MANIFEST_BYTES,
+    SCHEMA_V1,
+    SCHEMA_V2,
+    ArtifactSetV2,
+    ManifestV1,
+    ManifestV2,
     json_schema,
     parse_distribution_filename,
     parse_manifest,
 )
 
-SCHEMA_FILE = Path(__file__).parents[2] / "lambdas/wheelgate/schemas/manifest-v1.json"
+SCHEMAS = Path(__file__).parents[2] / "lambdas/wheelgate/schemas"
 
 
 def reason_of(doc: Any, **kwargs: Any) -> Reason:
@@ -28,18 +34,62 @@ def reason_of(doc: Any, **kwargs: Any) -> Reason:
 
 def test_the_documented_example_parses() -> None:
     manifest = parse_manifest(manifest_bytes(), expected_run_id="16454515470")
+    assert isinstance(manifest, ManifestV2)
     assert manifest.sets[0].files[0].distribution.project == "torch"
     assert str(manifest.sets[0].files[0].distribution.version) == "2.7.0a0+rocm7.0.0"
+    [test] = manifest.sets[0].tests
+    assert [(i.sha256, i.filename) for i in test.installed] == [(SHA_A, TORCH)]
     assert parse_manifest(manifest.to_json().encode()) == manifest
 
 
-def test_committed_json_schema_is_the_generated_one() -> None:
-    assert json.loads(SCHEMA_FILE.read_text()) == json_schema()
+def test_v2_round_trips_evidence_without_a_file_name() -> None:
+    doc = manifest_dict()
+    doc["sets"][0]["tests"][0]["installed"] = [
+        {"sha256": SHA_A},
+        {"sha256": SHA_B, "filename": None},
+    ]
+    manifest = parse_manifest(json.dumps(doc).encode())
+    assert isinstance(manifest.sets[0], ArtifactSetV2)
+    again = parse_manifest(manifest.to_json().encode())
+    assert again == manifest
+    assert [i.filename for i in again.sets[0].tests[0].installed] == [None, None]
+    assert json.loads(manifest.to_json())["schema"] == SCHEMA_V2
+
+
+def test_a_v2_test_may_omit_what_it_installed() -> None:
+    doc = manifest_dict()
+    del doc["sets"][0]["tests"][0]["installed"]
+    manifest = parse_manifest(json.dumps(doc).encode())
+    assert manifest.sets[0].tests[0].installed == ()
+
+
+def test_v1_manifests_are_still_read() -> None:
+    manifest = parse_manifest(json.dumps(manifest_dict_v1()).encode())
+    assert isinstance(manifest, ManifestV1)
+    assert manifest.schema_ == SCHEMA_V1
+    assert not isinstance(manifest.sets[0], ArtifactSetV2)
+    assert parse_manifest(manifest.to_json().encode()) == manifest
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_committed_json_schema_is_the_generated_one(version: str) -> None:
+    committed = json.loads((SCHEMAS / f"manifest-{version}.json").read_text())
+    assert committed == json_schema(f"wheelgate/manifest/{version}")
+
+
+def test_the_schema_command_prints_the_current_version() -> None:
+    assert json_schema()["$id"] == "urn:wheelgate:schema:manifest:v2"
 
 
 def with_set(**changes: Any) -> dict[str, Any]:
     doc = manifest_dict()
     doc["sets"][0].update(changes)
+    return doc
+
+
+def with_installed(*installed: dict[str, Any]) -> dict[str, Any]:
+    doc = manifest_dict()
+    doc["sets"][0]["tests"][0]["installed"] = list(installed)
     return doc
 
 
@@ -53,7 +103,7 @@ def with_file(**changes: Any) -> dict[str, Any]:
         (b"{not json", Reason.INVALID_JSON),
         (b"\xff\xfe", Reason.INVALID_JSON),
         (b"[]", Reason.INVALID_MANIFEST),
-        (manifest_dict(schema="wheelgate/manifest/v2"), Reason.UNSUPPORTED_SCHEMA),
+        (manifest_dict(schema="wheelgate/manifest/v3"), Reason.UNSUPPORTED_SCHEMA),
         ({k: v for k, v in manifest_dict().items() if k != "schema"}, Reason.UNSUPPORTED_SCHEMA),
         (manifest_dict(commit="abc"), Reason.INVALID_MANIFEST),
         (manifest_dict(run_id="../1"), Reason.INVALID_MANIFEST),
@@ -75,6 +125,18 @@ def with_file(**changes: Any) -> dict[str, Any]:
         (with_set(tests=[{"name": "t", "result": "maybe"}]), Reason.INVALID_MANIFEST),
         (
             with_set(tests=[{"name": "t", "result": "passed", "url": "javascript:x"}]),
+            Reason.INVALID_MANIFEST,
+        ),
+        (with_installed({"sha256": "A" * 64}), Reason.INVALID_MANIFEST),
+        (with_installed({"sha256": SHA_A, "filename": "../x.whl"}), Reason.INVALID_MANIFEST),
+        (with_installed({"sha256": SHA_A, "size": 1}), Reason.INVALID_MANIFEST),
+        (
+            with_installed(*[{"sha256": SHA_A}] * (MAX_INSTALLED_PER_TEST + 1)),
+            Reason.INVALID_MANIFEST,
+        ),
+        # v1 has no place for evidence: a v1 manifest claiming some is not a v1 manifest.
+        (
+            manifest_dict(schema="wheelgate/manifest/v1"),
             Reason.INVALID_MANIFEST,
         ),
     ],

@@ -6,7 +6,7 @@ import pytest
 
 from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B, TORCH, manifest_dict
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.manifest import ArtifactSet, Manifest
+from wheelgate.core.manifest import ArtifactSet, ManifestV2
 from wheelgate.core.objects import META_COMMIT, META_SHA256, ObjectInfo
 from wheelgate.core.planning import check_release_conflicts, plan_set
 
@@ -27,7 +27,7 @@ def staged_object(
 
 
 def plan(staged: dict[str, ObjectInfo], released: dict[str, ObjectInfo | None] | None = None):  # type: ignore[no-untyped-def]
-    artifact_set = Manifest.model_validate(manifest_dict()).sets[0]
+    artifact_set = ManifestV2.model_validate(manifest_dict()).sets[0]
     return plan_set(
         artifact_set,
         run_id=RUN,
@@ -118,7 +118,7 @@ def test_s3s_hash_decides_whatever_user_metadata_says() -> None:
 def release_set(*files: tuple[str, str]) -> ArtifactSet:
     doc = manifest_dict()
     doc["sets"][0]["files"] = [{"filename": n, "sha256": s, "size": 1} for n, s in files]
-    return Manifest.model_validate(doc).sets[0]
+    return ManifestV2.model_validate(doc).sets[0]
 
 
 @pytest.mark.parametrize(

@@ -280,7 +280,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
                 failed = False
             if report and not failed and (staged_now or args.step == "report"):
                 sets = report_mirror(
-                    staging=staging, run_id=run_id, commit=commit, review_url=review_url
+                    staging=staging,
+                    run_id=run_id,
+                    commit=commit,
+                    review_url=review_url,
+                    wheels=deps.wheels,
                 )
                 if sets:
                     print(

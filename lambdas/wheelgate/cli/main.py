@@ -36,14 +36,20 @@ from wheelgate.cli.common import (
     checked,
     commit_option,
     nightly_url,
+    required,
     storage_options,
     validated,
     wait_for_decision,
 )
 from wheelgate.core import redact
-from wheelgate.core.errors import TransientError
-from wheelgate.core.layout import STAGING, check_index, check_run_id, key_url
-from wheelgate.core.manifest import ManifestFile, json_schema, parse_distribution_filename
+from wheelgate.core.errors import PromotionRejected, TransientError
+from wheelgate.core.layout import STAGING, base_url, check_index, check_run_id, key_url
+from wheelgate.core.manifest import (
+    ManifestFile,
+    ManifestV2,
+    json_schema,
+    parse_distribution_filename,
+)
 from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
 from wheelgate.storage.bucket import AccessError, Bucket
@@ -133,11 +139,13 @@ def _staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from wheelgate.staging.installs import with_installs
     from wheelgate.staging.stage import build_manifest, parse_test_specs
 
     checked("--run-id", args.run_id, check_run_id)
     commit = commit_option(args)
-    tests = checked("--test", args.test, parse_test_specs)
+    specs = checked("--test", args.test, parse_test_specs)
+    tests = checked("--installed", args.installed, lambda given: with_installs(specs, given))
     staging, _ = buckets(args, nightly=False)
     staged = _staged_sets(staging, args.run_id)
     if not staged:
@@ -146,12 +154,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
     except ValueError as exc:
         raise UsageError(f"cannot build the manifest: {exc}") from exc
-    untested = [s.index for s in manifest.sets if not s.tests]
-    for index in untested:
-        print(
-            f"warning: no test results for {index}; the promoter will reject this run",
-            file=sys.stderr,
-        )
+    for warning in _rejections_foreseen(manifest):
+        print(f"warning: {warning}; the promoter will reject this run", file=sys.stderr)
     body = manifest.to_json()
     key = STAGING.manifest(args.run_id)
     if args.dry_run:
@@ -162,11 +166,41 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _rejections_foreseen(manifest: ManifestV2) -> list[str]:
+    """Why the promoter will reject sets whose tests all passed: no test results, or files
+    no passed test installed (``core/evidence.py``)."""
+    from wheelgate.core.evidence import check_evidence
+    from wheelgate.core.manifest import Outcome
+
+    foreseen = []
+    for artifact_set in manifest.sets:
+        if not artifact_set.tests:
+            foreseen.append(f"no test results for {artifact_set.index}")
+        elif all(t.result is Outcome.PASSED for t in artifact_set.tests):
+            try:
+                check_evidence(artifact_set)
+            except PromotionRejected as rejection:
+                foreseen.append(rejection.message)
+    return foreseen
+
+
 def cmd_pins(args: argparse.Namespace) -> int:
-    from wheelgate.staging.stage import pinned_requirements
+    from wheelgate.staging.pins import (
+        check_platform,
+        check_python_version,
+        pinned_closure,
+        resolve_with_pip,
+        staged_projects,
+        target_options,
+    )
 
     checked("--run-id", args.run_id, check_run_id)
     checked("--index", args.index, check_index)
+    staging_url = base_url(required(args, "staging_url", ENV_STAGING_BASE_URL, "--staging-url"))
+    if args.python_version is not None:
+        checked("--python-version", args.python_version, check_python_version)
+    for platform in args.platform:
+        checked("--platform", platform, check_platform)
     staging, _ = buckets(args, nightly=False)
     files = _staged_sets(staging, args.run_id).get(args.index)
     if not files:
@@ -174,11 +208,21 @@ def cmd_pins(args: argparse.Namespace) -> int:
             f"nothing is staged for run {args.run_id} in {args.index} (s3://{staging.name}/"
             f"{STAGING.run_index_prefix(args.run_id, args.index)})"
         )
+    index_url = staging_url + STAGING.run_index_prefix(args.run_id, args.index)
     try:
-        text = pinned_requirements(files)
+        projects = staged_projects(files)
+        report = resolve_with_pip(
+            index_url,
+            [p.requirement for p in projects.values()],
+            options=target_options(args.python_version, args.platform),
+        )
+        text = pinned_closure(projects, report)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    header = f"# Run {args.run_id}, {args.index}: install with pip --require-hashes\n"
+    header = (
+        f"# Run {args.run_id}, {args.index}: the run's files and everything they need, hashed.\n"
+        f"# pip install --require-hashes --index-url {index_url} -r THIS_FILE\n"
+    )
     print(header + text, end="")
     return EXIT_OK
 
@@ -379,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the run's test-result manifest (triggers promotion)",
         description=(
             "Build manifests/<run_id>.json from what is staged for the run plus the test "
-            "results given with --test, and write it. Writing it triggers the promoter."
+            "results given with --test and what each test installed (--installed), and write "
+            "it. Writing it triggers the promoter."
         ),
     )
     report.add_argument("--run-id", required=True)
@@ -391,21 +436,48 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR:NAME=RESULT[@URL]",
         help="a test outcome: passed, failed or skipped (repeat for each test)",
     )
+    report.add_argument(
+        "--installed",
+        action="append",
+        default=[],
+        metavar="DIR:NAME=PATH",
+        help="what test NAME of DIR installed: pip's installation report "
+        "(pip install --report PATH) or the hash-pinned requirements it installed with "
+        "--require-hashes (repeatable). The promoter releases only files a passed test installed",
+    )
     report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
     storage_options(report, nightly=False)
     report.set_defaults(func=cmd_report)
 
     pins = sub.add_parser(
         "pins",
-        help="print a requirements file pinning a run's staged files by hash",
+        help="print requirements pinning a run's files and their dependencies by hash",
         description=(
-            "Print name==version lines with --hash for exactly the files staged for RUN in DIR, "
-            "so a test job installs the bytes that will be promoted: "
-            "pip install --require-hashes --index-url <staging>/<DIR>/ -r pins.txt"
+            "Resolve the projects staged for RUN in DIR against the run's index with pip (a "
+            "dry run: python -m pip of this environment, which should be a current pip) and "
+            "print a name==version line with --hash for every distribution of the closure: "
+            "the run's own files, and the dependencies it takes from nightly, so that "
+            "pip install --require-hashes --index-url <index_url> -r pins.txt and "
+            "uv pip install --require-hashes accept it. Dependencies are resolved for this "
+            "environment unless --python-version/--platform say otherwise."
         ),
     )
     pins.add_argument("--run-id", required=True)
     pins.add_argument("--index", required=True, metavar="DIR")
+    pins.add_argument(
+        "--staging-url",
+        help=f"public URL of the staging distribution, where the run's index is "
+        f"(default: ${ENV_STAGING_BASE_URL})",
+    )
+    pins.add_argument(
+        "--python-version", help="resolve for this Python (e.g. 3.12), as pip's option does"
+    )
+    pins.add_argument(
+        "--platform",
+        action="append",
+        default=[],
+        help="resolve for this platform tag (repeatable), as pip's option does",
+    )
     storage_options(pins, nightly=False)
     pins.set_defaults(func=cmd_pins)
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.evidence import check_evidence
 from wheelgate.core.layout import MIRROR_RUN_PREFIX
 from wheelgate.core.manifest import ArtifactSet, Manifest, Outcome
 
@@ -41,8 +42,9 @@ class AcceptanceDecision:
 def check_set(artifact_set: ArtifactSet, policy: AcceptancePolicy, *, run_id: str = "") -> None:
     """Raise :class:`PromotionRejected` unless the set may be promoted.
 
-    A set needs at least one test, every test passed (skipped is not passed), and every test
-    the policy requires for its index directory present and passed.
+    A set needs at least one test, every test passed (skipped is not passed), every test
+    the policy requires for its index directory present and passed, and each of its files
+    installed by a passed test (:func:`~wheelgate.core.evidence.check_evidence`).
     """
     index = artifact_set.index
     if policy.allowed_indexes and index not in policy.allowed_indexes:
@@ -73,6 +75,7 @@ def check_set(artifact_set: ArtifactSet, policy: AcceptancePolicy, *, run_id: st
             f"set {index!r} has tests that did not pass: {', '.join(not_passed)}",
             index=index,
         )
+    check_evidence(artifact_set)
 
 
 def decide(manifest: Manifest, policy: AcceptancePolicy) -> AcceptanceDecision:

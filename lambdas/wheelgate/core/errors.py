@@ -36,6 +36,10 @@ class Reason(StrEnum):
     METADATA_MISMATCH = "metadata-mismatch"
     WHEEL_NAME_MISMATCH = "wheel-name-mismatch"
     RELEASE_CONFLICT = "release-conflict"
+    #: A staged file whose bytes no passed test of its set installed.
+    UNTESTED_FILE = "untested-file"
+    #: A manifest (v1) that does not say what its tests installed.
+    EVIDENCE_MISSING = "evidence-missing"
 
 
 class PromotionRejected(Exception):

@@ -1,7 +1,14 @@
-"""Manifest contract v1: what a reporter job says about a run's artifact sets and tests.
+"""The manifest contract: what a reporter job says about a run's artifact sets and tests.
 
-See ``docs/manifest.md``; the JSON Schema in ``schemas/manifest-v1.json`` is generated from these
-models (``wheelgate schema`` prints it) and a test keeps the two equal.
+Version 2 (:class:`ManifestV2`, what ``wheelgate report`` writes) adds to each test result the
+SHA-256 of every file the test installed: the evidence the promoter releases a file on. Version
+1 (:class:`ManifestV1`) is still read, for runs reported before v2, but it carries no evidence,
+so the promoter releases nothing on it (``core/evidence.py``). :class:`Manifest` and
+:class:`ArtifactSet` are what the two versions share, and what verification and planning read.
+
+See ``docs/manifest.md``; the JSON Schemas in ``schemas/manifest-v1.json`` and
+``schemas/manifest-v2.json`` are generated from these models (``wheelgate schema`` prints v2) and
+a test keeps them equal.
 """
 
 from __future__ import annotations
@@ -43,12 +50,16 @@ from wheelgate.core.layout import (
 )
 
 SCHEMA_V1 = "wheelgate/manifest/v1"
+SCHEMA_V2 = "wheelgate/manifest/v2"
 #: A manifest is a few hundred bytes per file; 1,000 files per set and a few sets fit easily.
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_FILES_PER_SET = 5000
 MAX_SETS = 64
 MAX_TESTS_PER_SET = 256
 MAX_TEST_URL = 2048
+#: A test may have to vouch for every file of a set (a mirror run's review names each reviewed
+#: wheel), so it may name as many installed files as a set has files.
+MAX_INSTALLED_PER_TEST = MAX_FILES_PER_SET
 
 #: A commit is its full SHA-1, in lowercase hex (what ``git rev-parse`` and ``$GITHUB_SHA`` give).
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"
@@ -59,6 +70,8 @@ CommitSha = Annotated[str, StringConstraints(pattern=COMMIT_PATTERN)]
 _COMMIT = re.compile(COMMIT_PATTERN)
 _TEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}")
 _TEST_URL = re.compile(TEST_URL_PATTERN)
+#: An installed file's name as an installer reports it: one path segment, no spaces or controls.
+INSTALLED_FILENAME_PATTERN = r"^[^/\\\x00-\x20\x7f]{1,255}$"
 
 
 def is_commit(value: str) -> bool:
@@ -194,6 +207,21 @@ class ManifestTest(BaseModel):
         return check_test_name(value)
 
 
+class InstalledFile(BaseModel):
+    """A file a test installed: its SHA-256 and, when the installer named it, its file name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sha256: Sha256Hex
+    filename: Annotated[str, Field(pattern=INSTALLED_FILENAME_PATTERN)] | None = None
+
+
+class ManifestTestV2(ManifestTest):
+    """One test job's outcome for a set, with every file it installed (manifest v2)."""
+
+    installed: Annotated[tuple[InstalledFile, ...], Field(max_length=MAX_INSTALLED_PER_TEST)] = ()
+
+
 class ArtifactSet(BaseModel):
     """The files of one index directory that are promoted together, and their tests."""
 
@@ -201,7 +229,7 @@ class ArtifactSet(BaseModel):
 
     index: IndexDir
     files: Annotated[list[ManifestFile], Field(min_length=1, max_length=MAX_FILES_PER_SET)]
-    tests: Annotated[list[ManifestTest], Field(max_length=MAX_TESTS_PER_SET)] = []
+    tests: Annotated[tuple[ManifestTest, ...], Field(max_length=MAX_TESTS_PER_SET)] = ()
 
     @model_validator(mode="after")
     def _unique(self) -> ArtifactSet:
@@ -218,15 +246,24 @@ class ArtifactSet(BaseModel):
         return frozenset(f.distribution.project for f in self.files)
 
 
+class ArtifactSetV2(ArtifactSet):
+    """A set whose tests say what they installed (manifest v2)."""
+
+    tests: Annotated[tuple[ManifestTestV2, ...], Field(max_length=MAX_TESTS_PER_SET)] = ()
+
+
 class Manifest(BaseModel):
-    """A run's test-result manifest (``manifests/<run_id>.json``)."""
+    """A run's test-result manifest (``manifests/<run_id>.json``), as every version has it.
+
+    Parse one with :func:`parse_manifest`, which validates it with its version's model.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    schema_: Literal["wheelgate/manifest/v1"] = Field(alias="schema")
+    schema_: str = Field(alias="schema")
     run_id: RunId
     commit: CommitSha
-    sets: Annotated[list[ArtifactSet], Field(min_length=1, max_length=MAX_SETS)]
+    sets: Annotated[tuple[ArtifactSet, ...], Field(min_length=1, max_length=MAX_SETS)]
 
     @model_validator(mode="after")
     def _unique_indexes(self) -> Manifest:
@@ -240,11 +277,32 @@ class Manifest(BaseModel):
         return self.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
 
 
-def json_schema() -> dict[str, object]:
-    """The JSON Schema of manifest v1, as published in ``schemas/manifest-v1.json``."""
-    schema = Manifest.model_json_schema(by_alias=True, mode="validation")
-    schema["$id"] = "urn:wheelgate:schema:manifest:v1"
-    schema["title"] = "WheelGate test-result manifest v1"
+# Read for runs reported before v2, never written; its docstring stays the published schema's
+# description.
+class ManifestV1(Manifest):
+    """A run's test-result manifest (``manifests/<run_id>.json``)."""
+
+    schema_: Literal["wheelgate/manifest/v1"] = Field(alias="schema")
+
+
+class ManifestV2(Manifest):
+    """Manifest v2: each test result lists the files the test installed."""
+
+    schema_: Literal["wheelgate/manifest/v2"] = Field(alias="schema")
+    sets: Annotated[tuple[ArtifactSetV2, ...], Field(min_length=1, max_length=MAX_SETS)]
+
+
+#: The model of each manifest version :func:`parse_manifest` reads.
+MANIFEST_MODELS: dict[str, type[Manifest]] = {SCHEMA_V1: ManifestV1, SCHEMA_V2: ManifestV2}
+
+
+def json_schema(version: str = SCHEMA_V2) -> dict[str, object]:
+    """The JSON Schema of manifest ``version`` (default: the one ``wheelgate report`` writes),
+    as published in ``schemas/manifest-<v>.json``."""
+    schema = MANIFEST_MODELS[version].model_json_schema(by_alias=True, mode="validation")
+    short = version.rsplit("/", 1)[-1]
+    schema["$id"] = f"urn:wheelgate:schema:manifest:{short}"
+    schema["title"] = f"WheelGate test-result manifest {short}"
     return schema
 
 
@@ -279,6 +337,7 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
 def parse_manifest(raw: bytes, *, expected_run_id: str | None = None) -> Manifest:
     """Parse and validate manifest bytes.
 
+    Returns a :class:`ManifestV2` or, for a manifest written before v2, a :class:`ManifestV1`.
     Raises :class:`PromotionRejected` with reason ``manifest-too-large``, ``invalid-json``,
     ``unsupported-schema``, ``invalid-manifest`` or ``run-id-mismatch`` (when the manifest's
     ``run_id`` is not the one its key names).
@@ -299,13 +358,15 @@ def parse_manifest(raw: bytes, *, expected_run_id: str | None = None) -> Manifes
         raise PromotionRejected(Reason.INVALID_JSON, f"manifest is not valid JSON: {why}") from exc
     if not isinstance(data, dict):
         raise PromotionRejected(Reason.INVALID_MANIFEST, "manifest must be a JSON object")
-    if data.get("schema") != SCHEMA_V1:
+    model = MANIFEST_MODELS.get(str(data.get("schema")))
+    if model is None:
         raise PromotionRejected(
             Reason.UNSUPPORTED_SCHEMA,
-            f"manifest schema is {data.get('schema')!r}; this promoter accepts {SCHEMA_V1!r}",
+            f"manifest schema is {data.get('schema')!r}; this promoter reads {SCHEMA_V2!r} "
+            f"(and {SCHEMA_V1!r}, which carries no install evidence)",
         )
     try:
-        manifest = Manifest.model_validate(data)
+        manifest = model.model_validate(data)
     except ValidationError as exc:
         raise PromotionRejected(
             Reason.INVALID_MANIFEST, f"manifest is invalid: {describe_errors(exc)}"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from wheelgate.core.manifest import ManifestTest
 
 
 class State(StrEnum):
@@ -21,6 +24,10 @@ class FileOutcome(BaseModel):
     sha256: str
     size: int
     action: Literal["copied", "already-released"]
+    #: The passed tests that installed these bytes: what the file shipped on. Empty only for a
+    #: file a break-glass override (which skips the tests) released without it, and in records
+    #: written before manifest v2.
+    evidence: list[str] = []
 
 
 class SetOutcome(BaseModel):
@@ -32,6 +39,15 @@ class SetOutcome(BaseModel):
     message: str = ""
     files: list[FileOutcome] = []
     tests: list[dict[str, str]] = []
+
+
+def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:
+    """The test results a record shows: name, result and URL. What each test installed is
+    not repeated; each released file names its tests (:attr:`FileOutcome.evidence`)."""
+    return [
+        t.model_dump(mode="json", exclude_none=True, include={"name", "result", "url"})
+        for t in tests
+    ]
 
 
 class HistoryEntry(BaseModel):

@@ -10,8 +10,8 @@ Adapters take their clients: :class:`Fetcher` an ``urllib`` opener, the sync fun
 - ``python``: a wheel the nightly page of its index already lists with the same SHA-256 is
   skipped (other bytes: fail). The others are downloaded and staged with
   :func:`wheelgate.staging.stage` under the mirror run (``deps-<hash>``); :func:`report_mirror`
-  then writes the run's manifest, with the review as its one test, and the promoter (the only
-  writer of nightly) decides as for any run.
+  then writes the run's manifest, with the review as its one test and the reviewed pins as
+  that test's evidence, and the promoter (the only writer of nightly) decides as for any run.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import IO, Literal
 
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
-from wheelgate.core.manifest import Outcome
+from wheelgate.core.manifest import InstalledFile, Outcome
 from wheelgate.core.objects import ObjectInfo
 from wheelgate.deps.config import REVIEW_TEST, FileTarget, WheelTarget
 from wheelgate.index.pages import IndexEntry
@@ -480,14 +480,39 @@ def _settle(
     )
 
 
-def report_mirror(*, staging: Bucket, run_id: str, commit: str, review_url: str) -> int:
+def report_mirror(
+    *,
+    staging: Bucket,
+    run_id: str,
+    commit: str,
+    review_url: str,
+    wheels: Sequence[WheelTarget],
+) -> int:
     """Write the mirror run's manifest: everything staged for ``run_id``, each set with the one
-    test ``deps-review`` passed at ``review_url``. Returns the number of sets (0: nothing staged,
-    no manifest written). Raises ``ValueError`` for an invalid commit or URL."""
+    test ``deps-review`` passed at ``review_url``. A mirror run installs nothing: the review's
+    evidence is the reviewed pins, the SHA-256 of each of ``wheels`` bound for the set's index
+    directory (the promoter releases only staged files of those bytes). Returns the number of
+    sets (0: nothing staged, no manifest written). Raises ``ValueError`` for an invalid commit
+    or URL."""
     staged = staged_sets(staging, run_id)
     if not staged:
         return 0
-    tests = [TestSpec(index, REVIEW_TEST, Outcome.PASSED, review_url) for index in staged]
+    tests = [
+        TestSpec(
+            index,
+            REVIEW_TEST,
+            Outcome.PASSED,
+            review_url,
+            installed=tuple(
+                {
+                    w.sha256: InstalledFile(sha256=w.sha256, filename=w.filename)
+                    for w in wheels
+                    if index in w.indexes
+                }.values()
+            ),
+        )
+        for index in staged
+    ]
     manifest = build_manifest(run_id=run_id, commit=commit, staged=staged, tests=tests)
     staging.put(
         STAGING.manifest(run_id), manifest.to_json().encode(), content_type="application/json"

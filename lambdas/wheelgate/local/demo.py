@@ -1,10 +1,12 @@
 """``make demo``: the whole WheelGate flow on this machine, as CI would drive it.
 
 1. start ``wheelgate local`` (embedded S3, promoter loop, index servers);
-2. seed nightly with ``demo-filelock`` through a normal promotion;
+2. seed nightly with ``demo-filelock`` through a normal promotion (its test installs it from
+   the run's index);
 3. run 1: stage ``demo-torch 2.7.0`` (needs demo-filelock, which only nightly has), install it
-   from the staging index in a clean venv, report its test passed, wait for promotion, install
-   it from the nightly index in another clean venv;
+   from the run's index in a clean venv with pip's installation report, report its test passed
+   with that report as the evidence of what it installed, wait for promotion, install it from
+   the nightly index in another clean venv;
 4. run 2: stage ``demo-torch 2.8.0``, report a failed test: it is rejected and nightly keeps
    every byte it had.
 """
@@ -20,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wheelgate.local.hermetic import hermetic_env
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.staging.hermetic import hermetic_env
 
 INDEX = "v2/gfx94X-dcgpu"
 COMMITS = {"seed": "1" * 40, "1": "2" * 40, "2": "3" * 40}
@@ -89,9 +91,13 @@ class Demo:
         self.step(f"run {run}: staged {wheel.name}", staged.returncode == 0, started)
         return str(json.loads(staged.stdout)["index_url"])
 
-    def report(self, run: str, result: str) -> tuple[int, dict[str, Any], float]:
-        """Report the run's test, wait for the decision; return when the wait started."""
+    def report(
+        self, run: str, result: str, installed: Path | None = None
+    ) -> tuple[int, dict[str, Any], float]:
+        """Report the run's test (and pip's report of what it installed), wait for the
+        decision; return when the wait started."""
         started = time.monotonic()
+        test = f"{INDEX}:demo-smoke"
         reported = self.wheelgate(
             "report",
             "--run-id",
@@ -99,7 +105,8 @@ class Demo:
             "--commit",
             COMMITS[run],
             "--test",
-            f"{INDEX}:demo-smoke={result}@https://github.com/example/project/actions/runs/{run}",
+            f"{test}={result}@https://github.com/example/project/actions/runs/{run}",
+            *(["--installed", f"{test}={installed}"] if installed else []),
         )
         self.step(f"run {run}: reported test {result}", reported.returncode == 0, started)
         started = time.monotonic()
@@ -107,14 +114,26 @@ class Demo:
         return status.returncode, json.loads(status.stdout), started
 
     def pip_install(
-        self, name: str, index_url: str, requirement: str, *, quiet: bool = False
-    ) -> bool:
+        self,
+        name: str,
+        index_url: str,
+        requirement: str,
+        *,
+        quiet: bool = False,
+        modules: str = "demo_torch, demo_filelock",
+    ) -> Path | None:
+        """Install ``requirement`` in a clean venv and import ``modules``; pip's installation
+        report, or ``None`` when either failed."""
         venv = self.work / name
+        report = self.work / f"{name}.installed.json"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         env = hermetic_env()
         env.pop("PIP_FIND_LINKS", None)
         installed = subprocess.run(
-            [str(venv / "bin" / "pip"), "install", "--index-url", index_url, requirement],
+            [
+                *(str(venv / "bin" / "pip"), "install", "--report", str(report)),
+                *("--index-url", index_url, requirement),
+            ],
             env=env,
             capture_output=True,
             text=True,
@@ -123,18 +142,14 @@ class Demo:
         if installed.returncode != 0:
             if not quiet:
                 sys.stderr.write(installed.stdout[-2000:] + installed.stderr[-2000:])
-            return False
+            return None
         probe = subprocess.run(
-            [
-                str(venv / "bin" / "python"),
-                "-c",
-                "import demo_torch, demo_filelock; print(demo_torch.__version__)",
-            ],
+            [str(venv / "bin" / "python"), "-c", f"import {modules}"],
             capture_output=True,
             text=True,
             check=False,
         )
-        return probe.returncode == 0
+        return report if probe.returncode == 0 else None
 
     def nightly_snapshot(self) -> dict[str, str]:
         import boto3
@@ -158,24 +173,37 @@ class Demo:
         torch_bad = build_wheel(wheels, "demo-torch", "2.8.0", requires=["demo-filelock>=3"])
         self.start_local()
 
-        self.stage("seed", filelock)
-        code, record, started = self.report("seed", "passed")
+        seed_index = self.stage("seed", filelock)
+        started = time.monotonic()
+        seed_installed = self.pip_install(
+            "venv-seed", seed_index, "demo-filelock==3.18.0", modules="demo_filelock"
+        )
+        self.step(
+            "seed: pip installed demo-filelock from the run's index", bool(seed_installed), started
+        )
+        code, record, started = self.report("seed", "passed", seed_installed)
         self.step("seed: demo-filelock promoted to nightly", code == 0, started)
 
         run_index = self.stage("1", torch_ok)
         started = time.monotonic()
-        ok = self.pip_install("venv-staging", run_index, "demo-torch==2.7.0")
+        installed = self.pip_install("venv-staging", run_index, "demo-torch==2.7.0")
         self.step(
             f"run 1: pip installed demo-torch==2.7.0 from the run's index {run_index} "
             "(demo-filelock resolved from nightly)",
-            ok,
+            installed is not None,
             started,
         )
-        code, record, started = self.report("1", "passed")
-        self.step(f"run 1: {record['state']} ({record['message']})", code == 0, started)
+        code, record, started = self.report("1", "passed", installed)
+        [released] = record["sets"][0]["files"] if code == 0 else [{}]
+        self.step(
+            f"run 1: {record['state']} ({record['message']}; "
+            f"{released.get('filename')} on the evidence of {released.get('evidence')})",
+            code == 0 and released.get("evidence") == ["demo-smoke"],
+            started,
+        )
         started = time.monotonic()
         ok = self.pip_install("venv-nightly", f"{self.nightly_url}{INDEX}/", "demo-torch==2.7.0")
-        self.step("run 1: pip installed demo-torch==2.7.0 from nightly", ok, started)
+        self.step("run 1: pip installed demo-torch==2.7.0 from nightly", ok is not None, started)
 
         before = self.nightly_snapshot()
         self.stage("2", torch_bad)
@@ -193,8 +221,11 @@ class Demo:
             started,
         )
         started = time.monotonic()
-        refused = not self.pip_install(
-            "venv-refused", f"{self.nightly_url}{INDEX}/", "demo-torch==2.8.0", quiet=True
+        refused = (
+            self.pip_install(
+                "venv-refused", f"{self.nightly_url}{INDEX}/", "demo-torch==2.8.0", quiet=True
+            )
+            is None
         )
         self.step("run 2: demo-torch==2.8.0 cannot be installed from nightly", refused, started)
 

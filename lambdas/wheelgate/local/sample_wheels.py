@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 
 def _record_hash(data: bytes) -> str:
@@ -69,6 +69,10 @@ def build_wheel(
     return path
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def manifest_for(
     run_id: str,
     commit: str,
@@ -77,25 +81,41 @@ def manifest_for(
     *,
     result: str = "passed",
     test: str = "smoke",
+    installed: Sequence[Path] | None = None,
 ) -> dict[str, Any]:
-    """A manifest v1 document with one set: ``files`` (their real SHA-256 and size) and one
-    test with ``result``."""
+    """A manifest v2 document with one set: ``files`` (their real SHA-256 and size) and one
+    test with ``result`` that installed ``installed`` (default: exactly ``files``)."""
     return {
-        "schema": "wheelgate/manifest/v1",
+        "schema": "wheelgate/manifest/v2",
         "run_id": run_id,
         "commit": commit,
         "sets": [
             {
                 "index": index,
                 "files": [
-                    {
-                        "filename": f.name,
-                        "sha256": hashlib.sha256(f.read_bytes()).hexdigest(),
-                        "size": f.stat().st_size,
-                    }
+                    {"filename": f.name, "sha256": _sha256(f), "size": f.stat().st_size}
                     for f in files
                 ],
-                "tests": [{"name": test, "result": result}],
+                "tests": [
+                    {
+                        "name": test,
+                        "result": result,
+                        "installed": [
+                            {"sha256": _sha256(f), "filename": f.name}
+                            for f in (files if installed is None else installed)
+                        ],
+                    }
+                ],
             }
         ],
     }
+
+
+def hashed_requirements(files: Sequence[Path]) -> str:
+    """A requirements file pinning ``files`` by SHA-256, as a test that installed exactly them
+    with ``pip install --require-hashes -r`` passes it to ``wheelgate report --installed``."""
+    lines = []
+    for f in files:
+        name, version, _build, _tags = parse_wheel_filename(f.name)
+        lines.append(f"{name}=={version} --hash=sha256:{_sha256(f)}\n")
+    return "".join(lines)

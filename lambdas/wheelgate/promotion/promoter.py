@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
 from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.evidence import evidence_by_file
 from wheelgate.core.layout import (
     OVERRIDE_RUN_PREFIX,
     STAGING,
@@ -27,7 +28,7 @@ from wheelgate.core.layout import (
 )
 from wheelgate.core.manifest import Manifest, parse_manifest
 from wheelgate.core.override import parse_override
-from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
+from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State, recorded_tests
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
@@ -370,7 +371,7 @@ class Promoter:
                 state=State.REJECTED,
                 reason=err.reason.value,
                 message=err.message,
-                tests=[t.model_dump(mode="json", exclude_none=True) for t in s.tests],
+                tests=recorded_tests(s.tests),
             )
             for s, err in acceptance.rejected
         ]
@@ -404,6 +405,8 @@ class Promoter:
         plans = [v.plan for v in verified]
         invalidations = self.publisher.invalidate(pages_nightly)
         at = upload_time(self.clock())
+        accepted = {s.index: s for s in acceptance.accepted}
+        evidence = {index: evidence_by_file(s) for index, s in accepted.items()}
         sets = [
             SetOutcome(
                 index=plan.index,
@@ -414,15 +417,11 @@ class Promoter:
                         sha256=step.file.sha256,
                         size=step.file.size,
                         action="copied" if step.copy else "already-released",
+                        evidence=list(evidence[plan.index][step.file.filename]),
                     )
                     for step in plan.steps
                 ],
-                tests=[
-                    t.model_dump(mode="json", exclude_none=True)
-                    for s in acceptance.accepted
-                    if s.index == plan.index
-                    for t in s.tests
-                ],
+                tests=recorded_tests(accepted[plan.index].tests),
             )
             for plan in plans
         ]

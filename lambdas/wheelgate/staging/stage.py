@@ -24,11 +24,12 @@ from wheelgate.core.layout import (
     project_dir,
 )
 from wheelgate.core.manifest import (
-    SCHEMA_V1,
-    ArtifactSet,
-    Manifest,
+    SCHEMA_V2,
+    ArtifactSetV2,
+    InstalledFile,
     ManifestFile,
-    ManifestTest,
+    ManifestTestV2,
+    ManifestV2,
     Outcome,
     check_set_tests,
     check_test_name,
@@ -370,6 +371,8 @@ class TestSpec:
     name: str
     result: Outcome
     url: str | None
+    #: The files the test installed (``--installed``, :mod:`wheelgate.staging.installs`).
+    installed: tuple[InstalledFile, ...] = ()
 
 
 def parse_test_spec(spec: str) -> TestSpec:
@@ -406,7 +409,7 @@ def parse_test_specs(specs: Sequence[str]) -> list[TestSpec]:
 
 def build_manifest(
     *, run_id: str, commit: str, staged: Mapping[str, list[ManifestFile]], tests: Sequence[TestSpec]
-) -> Manifest:
+) -> ManifestV2:
     """The manifest for what is staged plus test results. Raises ``ValueError`` for a test
     naming an index directory with nothing staged, or (one line) for what breaks the
     manifest's rules."""
@@ -420,22 +423,24 @@ def build_manifest(
     for index, files in sorted(staged.items()):
         try:
             sets.append(
-                ArtifactSet(
+                ArtifactSetV2(
                     index=index,
                     files=sorted(files, key=lambda f: f.filename),
-                    tests=[
-                        ManifestTest(name=t.name, result=t.result, url=t.url)
+                    tests=tuple(
+                        ManifestTestV2(
+                            name=t.name, result=t.result, url=t.url, installed=t.installed
+                        )
                         for t in tests
                         if t.index == index
-                    ],
+                    ),
                 )
             )
         except ValidationError as exc:
             raise ValueError(f"set {index!r}: {describe_errors(exc)}") from exc
     try:
-        return Manifest.model_validate(
+        return ManifestV2.model_validate(
             {
-                "schema": SCHEMA_V1,
+                "schema": SCHEMA_V2,
                 "run_id": run_id,
                 "commit": commit,
                 "sets": [s.model_dump() for s in sets],
@@ -443,27 +448,3 @@ def build_manifest(
         )
     except ValidationError as exc:
         raise ValueError(describe_errors(exc)) from exc
-
-
-def pinned_requirements(files: Sequence[ManifestFile]) -> str:
-    """A requirements file naming exactly ``files``: one ``name==version`` line per project
-    with a ``--hash`` for each of its files, for ``pip install --require-hashes``.
-
-    Raises ``ValueError`` when one project has files of two versions (pip could not install
-    both, so the pins would be ambiguous).
-    """
-    by_project: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for f in files:
-        dist = parse_distribution_filename(f.filename)
-        by_project[dist.project][str(dist.version)].append(f.sha256)
-    lines = []
-    for project, versions in sorted(by_project.items()):
-        if len(versions) > 1:
-            raise ValueError(
-                f"{project} is staged in versions {', '.join(sorted(versions))}; "
-                "pin one index directory whose run has a single version"
-            )
-        [(version, hashes)] = versions.items()
-        pins = " \\\n    ".join(f"--hash=sha256:{h}" for h in sorted(hashes))
-        lines.append(f"{project}=={version} \\\n    {pins}")
-    return "\n".join(lines) + "\n"
