@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, DefaultStackSynthesizer, Fn, Stack
 from constructs import Construct
 
 from stacks.access import Access
@@ -70,11 +70,14 @@ class WheelGateStack(Stack):
             cache_prefixes=config.cache_prefixes,
             protect_cache=storage.cache_created,
             build_subs=config.build_subs,
+            reporter_subs=config.reporter_subs,
             dev_subs=config.dev_sub_patterns,
             deps_subs=config.deps_subs,
             dev_bucket_name=config.dev_bucket_name,
             oidc_provider_arn=config.oidc_provider_arn,
             break_glass_role_arn=config.break_glass_role_arn,
+            deploy_role_arn=self.deploy_role_arn,
+            index_dirs=config.index_dirs,
         )
         cdn = IndexCdn(
             self,
@@ -145,3 +148,20 @@ class WheelGateStack(Stack):
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)
+
+    @property
+    def deploy_role_arn(self) -> str:
+        """The role CloudFormation deploys this stack with: ``cdk bootstrap``'s execution role
+        (``cdk-<qualifier>-cfn-exec-role-<account>-<region>``), as the synthesizer names it.
+
+        Raises ``ValueError`` for a synthesizer without one (CloudFormation would then act
+        with the deployer's own credentials, which the bucket policies cannot single out).
+        """
+        synthesizer = self.synthesizer
+        if not isinstance(synthesizer, DefaultStackSynthesizer):
+            raise ValueError(
+                "WheelGate needs the DefaultStackSynthesizer: its bucket policies exempt the "
+                "CloudFormation execution role of cdk bootstrap"
+            )
+        # The synthesizer writes ${AWS::AccountId} and ${AWS::Region} placeholders.
+        return Fn.sub(synthesizer.cloud_formation_execution_role_arn)
