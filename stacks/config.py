@@ -208,26 +208,28 @@ class WheelGateConfig:
                 f"reporter roles); use some of {', '.join(RELEASE_EVENTS)}"
             )
         release_refs = build_refs + release_tags
-        for keys, workflows, events in (
-            ("build_refs, release_tags x release_workflows", release_workflows, release_events),
-            ("build_refs, release_tags", (reporter_workflow,), release_events),
+        for keys, refs, workflows, events in (
+            (
+                "build_refs, release_tags x release_workflows x release_events",
+                release_refs,
+                release_workflows,
+                release_events,
+            ),
+            (
+                "build_refs, release_tags x release_events (reporter_workflow)",
+                release_refs,
+                (reporter_workflow,),
+                release_events,
+            ),
+            ("deps_workflows", (branch_ref(default_branch),), deps_workflows, DEPS_EVENTS),
         ):
-            subs = build_subject_patterns(github_repo, release_refs, workflows, events)
+            subs = build_subject_patterns(github_repo, refs, workflows, events)
             if sum(len(s) + 3 for s in subs) > MAX_TRUST_PATTERN_CHARS:
                 raise ConfigError(
-                    f"context keys {CONTEXT_KEY}.{keys} x release_events make {len(subs)} "
-                    "trust patterns, too long for an IAM trust policy (2,048 characters); "
-                    "list fewer refs, workflows or events"
+                    f"context keys {CONTEXT_KEY}.{keys} make {len(subs)} trust patterns, too "
+                    "long for an IAM trust policy (2,048 characters); list fewer refs, "
+                    "workflows or events"
                 )
-        deps_subs = build_subject_patterns(
-            github_repo, (branch_ref(default_branch),), deps_workflows, DEPS_EVENTS
-        )
-        if sum(len(s) + 3 for s in deps_subs) > MAX_TRUST_PATTERN_CHARS:
-            raise ConfigError(
-                f"context key {CONTEXT_KEY}.deps_workflows makes {len(deps_subs)} trust "
-                "patterns, too long for an IAM trust policy (2,048 characters); list fewer "
-                "workflows"
-            )
         break_glass_role_arn = reader.optional_string("break_glass_role_arn")
         break_glass_role_id = reader.optional_string("break_glass_role_id")
         if break_glass_role_arn and not break_glass_role_id:

@@ -23,12 +23,11 @@ from tests.infra.iam_matrix import (
     between,
     compute,
     compute_bucket_settings,
-    matrix_context,
     render,
     render_bucket_settings,
 )
-from tests.infra.summary import SUMMARY_KEY
-from tests.infra.synth import REPO_ROOT, synthesize
+from tests.infra.summary import publish
+from tests.infra.synth import REPO_ROOT
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
 PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART, DELETE, GET, RETENTION, BYPASS = (
@@ -88,20 +87,11 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
 
 
 @pytest.fixture(scope="module")
-def matrix_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The template synthesized with a break-glass role configured, as the matrix CLI does."""
-    return synthesize(tmp_path_factory.mktemp("matrix.out"), matrix_context()).template
-
-
-@pytest.fixture(scope="module")
 def cells(
     matrix_template: dict[str, Any], artifacts_dir: Path, request: pytest.FixtureRequest
 ) -> list[Cell]:
     cells = compute(matrix_template)
-    table = render(cells)
-    (artifacts_dir / "iam-matrix.md").write_text(table)
-    summary = request.config.stash.setdefault(SUMMARY_KEY, {})
-    summary["IAM proof matrix (test-artifacts/iam-matrix.md)"] = table
+    publish(request.config, artifacts_dir, "iam-matrix.md", "IAM proof matrix", render(cells))
     return cells
 
 

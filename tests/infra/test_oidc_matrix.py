@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.infra.iam_matrix import between, matrix_context
+from tests.infra.iam_matrix import between
 from tests.infra.oidc_matrix import (
     MARK_END,
     MARK_START,
@@ -22,25 +22,18 @@ from tests.infra.oidc_matrix import (
     string_like,
 )
 from tests.infra.resolve import Resolver
-from tests.infra.summary import SUMMARY_KEY
-from tests.infra.synth import REPO_ROOT, synthesize
+from tests.infra.summary import publish
+from tests.infra.synth import REPO_ROOT
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
 
 
 @pytest.fixture(scope="module")
-def trust_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return synthesize(tmp_path_factory.mktemp("oidc.out"), matrix_context()).template
-
-
-@pytest.fixture(scope="module")
 def rows(
-    trust_template: dict[str, Any], artifacts_dir: Path, request: pytest.FixtureRequest
+    matrix_template: dict[str, Any], artifacts_dir: Path, request: pytest.FixtureRequest
 ) -> list[Row]:
-    rows = compute(trust_template)
-    table = render(rows)
-    (artifacts_dir / "oidc-matrix.md").write_text(table)
-    request.config.stash.setdefault(SUMMARY_KEY, {})["OIDC claims matrix"] = table
+    rows = compute(matrix_template)
+    publish(request.config, artifacts_dir, "oidc-matrix.md", "OIDC claims matrix", render(rows))
     return rows
 
 
@@ -133,11 +126,11 @@ def test_string_like_is_iam_string_like() -> None:
 
 
 def test_matrix_notices_a_reporter_trusting_the_release_workflow(
-    trust_template: dict[str, Any],
+    matrix_template: dict[str, Any],
 ) -> None:
     """The evaluator really reads the trust: give the reporter the build role's subjects (as
     before the reporter had its own workflow) and the build jobs can act as the reporter."""
-    mutated = copy.deepcopy(trust_template)
+    mutated = copy.deepcopy(matrix_template)
     resources = mutated["Resources"]
     resolver = Resolver(mutated)
     build = resources[resolver.logical_id("build")]["Properties"]["AssumeRolePolicyDocument"]
@@ -153,9 +146,9 @@ def test_matrix_notices_a_reporter_trusting_the_release_workflow(
 
 
 def test_an_unknown_condition_operator_fails_the_evaluation(
-    trust_template: dict[str, Any],
+    matrix_template: dict[str, Any],
 ) -> None:
-    mutated = copy.deepcopy(trust_template)
+    mutated = copy.deepcopy(matrix_template)
     resolver = Resolver(mutated)
     trust = mutated["Resources"][resolver.logical_id("build")]["Properties"]
     conditions = trust["AssumeRolePolicyDocument"]["Statement"][0]["Condition"]
