@@ -2,7 +2,8 @@
 
 Every key is required, so a deployment states all of its choices in one place; only the
 nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_role_id``,
-``cache_bucket_name``, ``alarm_email``, ``custom_domain``) may be ``null`` or left out (CDK drops
+``cache_bucket_name``, ``alarm_email``, ``custom_domain``, ``waf_rate_limit``,
+``waf_web_acl_arn``) may be ``null`` or left out (CDK drops
 ``null`` context values anyway), ``release_tags`` defaults to none (tags release only when
 listed), ``block_all_on_failure`` defaults to ``true`` and
 ``staging_versioned`` to ``false``.
@@ -44,6 +45,8 @@ _ROLE_ID = re.compile(r"AROA[A-Z0-9]{16,}")
 #: A cache key prefix: ``/``-separated segments of the characters deps.yml keys allow, each
 #: ending in ``/``; no ``*`` or ``?``, which would be wildcards in the IAM resource ARN.
 _CACHE_PREFIX = re.compile(r"(?:(?!\.{1,2}/)[A-Za-z0-9!_.'()+=@,~-]+/)+")
+#: AWS WAF's bounds for a rate-based rule's limit (requests per client IP in 5 minutes).
+WAF_RATE_LIMIT_RANGE = (100, 2_000_000_000)
 #: IAM's default quota for a role trust policy is 2,048 characters; keep the build patterns
 #: well under it so that the aud condition and the JSON around them fit too.
 MAX_TRUST_PATTERN_CHARS = 1600
@@ -92,6 +95,8 @@ class WheelGateConfig:
     cache_prefixes: tuple[str, ...]
     deps_workflows: tuple[str, ...]
     alarm_email: str | None
+    waf_rate_limit: int | None
+    waf_web_acl_arn: str | None
     nightly_domain: CustomDomain | None
     staging_domain: CustomDomain | None
 
@@ -257,6 +262,19 @@ class WheelGateConfig:
                 "key prefix such as third-party/ (segments of letters, digits and "
                 "! _ . ' ( ) + = @ , ~ -, each followed by '/'; no '..')"
             )
+        waf_rate_limit = reader.optional_int("waf_rate_limit")
+        waf_web_acl_arn = reader.optional_string("waf_web_acl_arn")
+        low, high = WAF_RATE_LIMIT_RANGE
+        if waf_rate_limit is not None and not low <= waf_rate_limit <= high:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.waf_rate_limit is {waf_rate_limit}; AWS WAF takes "
+                f"{low:,} to {high:,} requests per IP in 5 minutes"
+            )
+        if waf_rate_limit is not None and waf_web_acl_arn:
+            raise ConfigError(
+                f"context keys {CONTEXT_KEY}.waf_rate_limit and waf_web_acl_arn are both set; "
+                "the stack creates a web ACL or uses an existing one, not both"
+            )
         dev_sub_patterns = reader.strings("dev_sub_patterns")
         old_format = [p for p in dev_sub_patterns if not _customized_subject(p)]
         if old_format:
@@ -294,6 +312,8 @@ class WheelGateConfig:
             cache_prefixes=cache_prefixes,
             deps_workflows=deps_workflows,
             alarm_email=reader.optional_string("alarm_email"),
+            waf_rate_limit=waf_rate_limit,
+            waf_web_acl_arn=waf_web_acl_arn,
             nightly_domain=_domain(domains, "nightly"),
             staging_domain=_domain(domains, "staging"),
         )
@@ -387,6 +407,14 @@ class _Reader:
         value = self._lookup(*path)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self._fail(path, "a positive integer")
+        return value
+
+    def optional_int(self, *path: str) -> int | None:
+        value = self._lookup(*path, nullable=True)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(path, "an integer or null")
         return value
 
     def strings(self, *path: str) -> tuple[str, ...]:

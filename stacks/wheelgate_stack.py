@@ -15,6 +15,7 @@ from stacks.config import WheelGateConfig
 from stacks.monitoring import Monitoring
 from stacks.promoter import Promoter
 from stacks.storage import Storage
+from stacks.waf import RateLimitAcl
 from wheelgate.core.settings import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
     ENV_ALLOWED_INDEXES,
@@ -79,6 +80,9 @@ class WheelGateStack(Stack):
             deploy_role_arn=self.deploy_role_arn,
             index_dirs=config.index_dirs,
         )
+        web_acl_arn = config.waf_web_acl_arn
+        if config.waf_rate_limit is not None:
+            web_acl_arn = RateLimitAcl(self, "Waf", rate_limit=config.waf_rate_limit).web_acl_arn
         cdn = IndexCdn(
             self,
             "Cdn",
@@ -87,6 +91,7 @@ class WheelGateStack(Stack):
             log_bucket=storage.log_bucket,
             nightly_domain=config.nightly_domain,
             staging_domain=config.staging_domain,
+            web_acl_arn=web_acl_arn,
         )
         promoter = Promoter(
             self,

@@ -130,6 +130,12 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
         ({"reporter_workflow": ".github/workflows/deps.yml"}, "its own reusable"),
         ({"reporter_workflow": "report.yml"}, "not a workflow file path"),
         ({"default_branch": "refs/heads/main"}, "branch name alone"),
+        ({"waf_rate_limit": 99}, "100 to 2,000,000,000"),
+        ({"waf_rate_limit": "2000"}, "an integer or null"),
+        (
+            {"waf_rate_limit": 2000, "waf_web_acl_arn": "arn:aws:wafv2:us-east-1:1:global/x"},
+            "not both",
+        ),
     ],
 )
 def test_bad_values_are_refused(changes: dict[str, Any], message: str) -> None:
