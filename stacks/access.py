@@ -108,14 +108,20 @@ class Access(Construct):
       dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
       records and the index pages.
     - ``promoter_role`` (Lambda): reads staging, writes ``records/*`` and ``status/*`` in
-      staging, writes nightly (never deletes). The stack grants CloudFront invalidation.
+      staging, writes nightly under ``<dir>/*`` of each ``index_dirs`` entry (never deletes).
+      The stack grants CloudFront invalidation.
 
     The bucket policies repeat the same rules as explicit Deny statements keyed on
     ``aws:PrincipalArn``, so no other principal in the account (administrators included) can
-    write either bucket, and only ``break_glass_role_arn`` may delete nightly objects or change
-    their retention. In staging nobody writes outside ``runs/``, ``manifests/``, ``records/``
-    and ``status/``, only the deps role writes ``runs/deps-*`` and ``manifests/deps-*``, and
-    every object created under ``runs/`` must be sent with ``If-None-Match: *`` (write-once).
+    write either bucket directly, and only ``break_glass_role_arn`` may delete nightly objects or
+    change their retention. Every nightly key but the index pages is write-once (created with
+    ``If-None-Match``, the promoter and break-glass role included). Only ``deploy_role_arn``
+    (CloudFormation's execution role) may change a bucket policy, and it and the break-glass
+    role the Object Lock configuration, so stack updates still apply (docs/security.md lists
+    what an administrator can still do). In staging nobody writes outside ``runs/``,
+    ``manifests/``, ``records/`` and ``status/``, only the deps role writes ``runs/deps-*`` and
+    ``manifests/deps-*``, and every object created under ``runs/`` must be sent with
+    ``If-None-Match: *`` (write-once).
     The break-glass role may only write override requests (``manifests/override-*``), which
     nobody else may write, and read ``records/*``. The cache bucket's policy (when
     ``protect_cache``: the stack created it) lets only the deps role write it.
