@@ -186,6 +186,7 @@ class Access(Construct):
         self._grant_reporter(staging)
         self._grant_dev(dev_bucket_name)
         self._grant_deps(staging, nightly, cache, cache_prefixes)
+        self._buckets = (staging, nightly)
         self._grant_promoter(staging, nightly, index_dirs)
         break_glass = [break_glass_role_arn] if break_glass_role_arn else []
         self._deploy_role_arn = deploy_role_arn
@@ -396,6 +397,26 @@ class Access(Construct):
                     resources=[staging.bucket_arn, nightly.bucket_arn],
                 ),
             ],
+        )
+
+    def confine_promoter_to(self, function_arn: str) -> None:
+        """Let the promoter role write staging and nightly only from ``function_arn``'s code.
+
+        Lambda puts the calling function's ARN in its credentials' context
+        (``lambda:SourceFunctionArn``, identity policies only); a function created with the
+        promoter role (``iam:PassRole`` + ``lambda:CreateFunction``) is refused every write.
+        The promoter function's own code (``lambda:UpdateFunctionCode``) is not, which
+        docs/security.md says.
+        """
+        self.promoter_policy.add_statements(
+            iam.PolicyStatement(
+                sid="DenyWritesFromOtherFunctions",
+                effect=iam.Effect.DENY,
+                actions=OBJECT_WRITE_ACTIONS,
+                resources=[bucket.arn_for_objects("*") for bucket in self._buckets],
+                # Absent (credentials used outside a function) counts as not equal: denied.
+                conditions={"ArnNotEquals": {"lambda:SourceFunctionArn": function_arn}},
+            )
         )
 
     def _protect_staging(self, staging: s3.IBucket, break_glass: list[str]) -> None:

@@ -121,6 +121,7 @@ class WheelGateStack(Stack):
                 ),
             },
         )
+        access.confine_promoter_to(promoter.function.function_arn)
         cdn.nightly.grant_create_invalidation(access.promoter_role)
         cdn.staging.grant_create_invalidation(access.promoter_role)
         monitoring = Monitoring(

@@ -61,6 +61,8 @@ OTHER_ACCOUNT = "444455556666"
 #: absent without them; ``s3:ObjectCreationOperation`` is true for PutObject,
 #: CompleteMultipartUpload and CopyObject, false for CreateMultipartUpload, UploadPart and
 #: UploadPartCopy.
+SOURCE_FUNCTION = "lambda:SourceFunctionArn"
+OTHER_FUNCTION_ARN = f"arn:{PARTITION}:lambda:us-east-1:{ACCOUNT}:function:other"
 IF_NONE_MATCH = "s3:if-none-match"
 IF_MATCH = "s3:if-match"
 CREATION = "s3:ObjectCreationOperation"
@@ -92,6 +94,7 @@ PRINCIPALS = (
     "dev",
     "deps",
     "promoter",
+    "promoter-elsewhere",
     "break-glass",
     "deploy",
     "account-admin",
@@ -226,14 +229,35 @@ def _nodes(resolver: Resolver) -> dict[str, Node | None]:
     nodes["other-account"] = _node(
         f"arn:{PARTITION}:iam::{OTHER_ACCOUNT}:role/other-admin", [_ADMIN_POLICY], _ACCOUNT_TRUST
     )
+    # The promoter role passed to another function (iam:PassRole + lambda:CreateFunction).
+    nodes["promoter-elsewhere"] = nodes["promoter"]
     nodes["anonymous"] = None
     return nodes
 
 
+def _principal_context(resolver: Resolver) -> dict[str, dict[str, str]]:
+    """Request context a principal's credentials carry: Lambda sets ``lambda:SourceFunctionArn``
+    to the function whose code makes the request."""
+    promoter_role = {"Fn::GetAtt": [resolver.logical_id("promoter"), "Arn"]}
+    (function,) = [
+        lid
+        for lid, r in resolver.of_type("AWS::Lambda::Function").items()
+        if r["Properties"].get("Role") == promoter_role
+    ]
+    return {
+        "promoter": {SOURCE_FUNCTION: resolver.get_att(function, "Arn")},
+        "promoter-elsewhere": {SOURCE_FUNCTION: OTHER_FUNCTION_ARN},
+    }
+
+
 def _decide(
-    node: Node | None, request: Request, resource: str, bucket_policy: dict[str, Any]
+    node: Node | None,
+    request: Request,
+    resource: str,
+    bucket_policy: dict[str, Any],
+    principal_context: Mapping[str, str],
 ) -> bool:
-    context = dict(request.context)
+    context = {**request.context, **principal_context}
     if node is None:
         # No identity policy: only a bucket policy Allow for "*" could grant access.
         result = resource_policy_authorization(
@@ -256,13 +280,20 @@ def compute_bucket_settings(template: dict[str, Any]) -> list[Cell]:
     """Evaluate every principal x bucket x :data:`BUCKET_REQUESTS` against ``template``."""
     resolver = Resolver(template)
     nodes = _nodes(resolver)
+    principal_context = _principal_context(resolver)
     cells = []
     for principal in PRINCIPALS:
         for target, bucket in BUCKET_TARGETS.items():
             policy = resolver.bucket_policy(bucket)
             for request in BUCKET_REQUESTS:
                 resource = f"arn:{PARTITION}:s3:::{bucket}"
-                allowed = _decide(nodes[principal], request, resource, policy)
+                allowed = _decide(
+                    nodes[principal],
+                    request,
+                    resource,
+                    policy,
+                    principal_context.get(principal, {}),
+                )
                 cells.append(Cell(principal, target, request.label, allowed))
     return cells
 
@@ -272,6 +303,7 @@ def compute(template: dict[str, Any], requests: Sequence[Request] = REQUESTS) ->
     ``template``."""
     resolver = Resolver(template)
     nodes = _nodes(resolver)
+    principal_context = _principal_context(resolver)
     buckets = {bucket for bucket, _ in TARGETS.values()}
     policies = {b: resolver.bucket_policy(b) for b in sorted(buckets)}
 
@@ -281,7 +313,9 @@ def compute(template: dict[str, Any], requests: Sequence[Request] = REQUESTS) ->
         for target, (bucket, key) in TARGETS.items():
             resource = f"arn:{PARTITION}:s3:::{bucket}/{key}"
             for request in requests:
-                allowed = _decide(node, request, resource, policies[bucket])
+                allowed = _decide(
+                    node, request, resource, policies[bucket], principal_context.get(principal, {})
+                )
                 cells.append(Cell(principal, target, request.label, allowed))
     return cells
 

@@ -116,6 +116,30 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
             ],
         ),
         "ListBuckets": ("Allow", "s3:ListBucket", [STAGING, NIGHTLY]),
+        # Writes only from the promoter function's own code (lambda:SourceFunctionArn).
+        "DenyWritesFromOtherFunctions": (
+            "Deny",
+            ["s3:PutObject*", "s3:DeleteObject*", "s3:RestoreObject"],
+            [f"{STAGING}/*", f"{NIGHTLY}/*"],
+        ),
+    }
+
+
+def test_promoter_writes_only_from_its_function(template_json: dict[str, Any]) -> None:
+    resolver = Resolver(template_json)
+    (deny,) = [
+        s
+        for doc in resolver.role_policies("promoter")
+        for s in doc["Statement"]
+        if s.get("Sid") == "DenyWritesFromOtherFunctions"
+    ]
+    (function,) = [
+        lid
+        for lid, r in resolver.of_type("AWS::Lambda::Function").items()
+        if r["Properties"].get("Role") == {"Fn::GetAtt": [resolver.logical_id("promoter"), "Arn"]}
+    ]
+    assert deny["Condition"] == {
+        "ArnNotEquals": {"lambda:SourceFunctionArn": resolver.get_att(function, "Arn")}
     }
 
 

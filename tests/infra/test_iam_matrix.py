@@ -69,6 +69,8 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("promoter", "nightly index"): WRITES | {GET},
     # Outside index_dirs the promoter writes nothing.
     ("promoter", "nightly other dir"): {GET},
+    # The promoter role in another function's code reads as the promoter does, writes nothing.
+    **{("promoter-elsewhere", t): {GET} for t in TARGETS if not t.startswith("cache")},
     # Break-glass (modelled with Action: *): in staging it writes override requests only (and
     # may still bypass retention, which staging does not have); nightly and the cache are its.
     **{("break-glass", t): {GET, BYPASS} for t in STAGING_TARGETS},
@@ -389,3 +391,16 @@ def test_mirror_runs_are_kept_to_deps_by_each_layer(
         if c.allowed and c.request == PUT_IF_NONE_MATCH and c.target in MIRROR_TARGETS
     }
     assert found - {("deps", t) for t in MIRROR_TARGETS} == writers
+
+
+def test_the_promoter_role_in_another_function_is_refused_by_its_own_policy(
+    matrix_template: dict[str, Any],
+) -> None:
+    # Given the promoter role passed to another function (the bucket policies exempt the role,
+    # so only the role's own lambda:SourceFunctionArn Deny tells the two apart)
+    cells = compute(matrix_template)
+    assert _writers(cells, "staging records/", PUT) == {"promoter"}
+    # When that Deny is removed, then the other function writes as the promoter
+    unconfined = compute(_without(matrix_template, "DenyWritesFromOtherFunctions"))
+    assert _writers(unconfined, "staging records/", PUT) == {"promoter", "promoter-elsewhere"}
+    assert "promoter-elsewhere" in _writers(unconfined, "nightly files", PUT_IF_NONE_MATCH)
