@@ -55,8 +55,11 @@ EVENTS = (
     ("push (branch)", "push", FEATURE, f"ref:{FEATURE}"),
     ("schedule", "schedule", MAIN, f"ref:{MAIN}"),
     ("pull_request", "pull_request", "refs/pull/7/merge", "pull_request"),
-    # Runs the base branch's workflow, with the base ref, for a fork's pull request.
+    # Runs the base branch's workflow, with the base ref, for a fork's pull request. Its
+    # context is modelled both ways (pull_request, and the base ref): either is refused the
+    # release roles, whose patterns name the events of release_events.
     ("pull_request_target", "pull_request_target", MAIN, "pull_request"),
+    ("pull_request_target (ref)", "pull_request_target", MAIN, f"ref:{MAIN}"),
     ("workflow_dispatch", "workflow_dispatch", MAIN, f"ref:{MAIN}"),
     ("tag push", "push", TAG, f"ref:{TAG}"),
 )
