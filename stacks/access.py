@@ -31,12 +31,16 @@ GITHUB_AUDIENCE = "sts.amazonaws.com"
 # added to S3 later (PutObjectRetention, PutObjectLegalHold, ...), is covered.
 OBJECT_WRITE_ACTIONS = ["s3:PutObject*", "s3:DeleteObject*", "s3:RestoreObject"]
 OBJECT_DELETE_ACTIONS = ["s3:DeleteObject", "s3:DeleteObjectVersion"]
-RETENTION_ACTIONS = [
+#: Retention of objects: the break-glass role's alone.
+OBJECT_RETENTION_ACTIONS = [
     "s3:BypassGovernanceRetention",
     "s3:PutObjectRetention",
     "s3:PutObjectLegalHold",
-    "s3:PutBucketObjectLockConfiguration",
 ]
+#: Bucket settings a stack update applies (a new ``nightly_retention``, a changed bucket
+#: policy): the deploy role's, through CloudFormation, and the break-glass role's for the lock.
+LOCK_CONFIGURATION_ACTIONS = ["s3:PutBucketObjectLockConfiguration"]
+POLICY_ACTIONS = ["s3:PutBucketPolicy", "s3:DeleteBucketPolicy"]
 
 WILDCARD_REASON = (
     "S3 object ARNs can only name a key prefix (runs/, manifests/, records/, runs/deps-, a "
@@ -95,7 +99,8 @@ class Access(Construct):
     - ``build_role`` (``build_subs``): uploads ``runs/*`` except ``runs/deps-*`` to staging
       (each run's files and its own index pages); reads staging, and the nightly index pages
       to merge them into the run's pages.
-    - ``reporter_role`` (``build_subs``): writes ``manifests/*`` except ``manifests/deps-*`` in
+    - ``reporter_role`` (``reporter_subs``: jobs of the reporter's reusable workflow, never a
+      build job): writes ``manifests/*`` except ``manifests/deps-*`` in
       staging only; reads ``runs/*`` to build a manifest and ``records/*`` to wait for the
       verdict.
     - ``dev_role`` (``dev_subs``): reads and writes the dev bucket only.
@@ -103,19 +108,26 @@ class Access(Construct):
       dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
       records and the index pages.
     - ``promoter_role`` (Lambda): reads staging, writes ``records/*`` and ``status/*`` in
-      staging, writes nightly (never deletes). The stack grants CloudFront invalidation.
+      staging, writes nightly under ``<dir>/*`` of each ``index_dirs`` entry (never deletes).
+      The stack grants CloudFront invalidation.
 
     The bucket policies repeat the same rules as explicit Deny statements keyed on
     ``aws:PrincipalArn``, so no other principal in the account (administrators included) can
-    write either bucket, and only ``break_glass_role_arn`` may delete nightly objects or change
-    their retention. In staging nobody writes outside ``runs/``, ``manifests/``, ``records/``
-    and ``status/``, only the deps role writes ``runs/deps-*`` and ``manifests/deps-*``, and
-    every object created under ``runs/`` must be sent with ``If-None-Match: *`` (write-once).
+    write either bucket directly, and only ``break_glass_role_arn`` may delete nightly objects or
+    change their retention. Every nightly key but the index pages is write-once (created with
+    ``If-None-Match``, the promoter and break-glass role included). Only ``deploy_role_arn``
+    (CloudFormation's execution role) may change a bucket policy, and it and the break-glass
+    role the Object Lock configuration, so stack updates still apply (docs/security.md lists
+    what an administrator can still do). In staging nobody writes outside ``runs/``,
+    ``manifests/``, ``records/`` and ``status/``, only the deps role writes ``runs/deps-*`` and
+    ``manifests/deps-*``, and every object created under ``runs/`` must be sent with
+    ``If-None-Match: *`` (write-once).
     The break-glass role may only write override requests (``manifests/override-*``), which
     nobody else may write, and read ``records/*``. The cache bucket's policy (when
     ``protect_cache``: the stack created it) lets only the deps role write it.
 
-    Raises ``ValueError`` if ``build_subs``, ``dev_subs`` or ``deps_subs`` is empty.
+    Raises ``ValueError`` if ``build_subs``, ``reporter_subs``, ``dev_subs`` or ``deps_subs`` is
+    empty.
     """
 
     def __init__(
@@ -129,15 +141,18 @@ class Access(Construct):
         cache_prefixes: Sequence[str],
         protect_cache: bool,
         build_subs: Sequence[str],
+        reporter_subs: Sequence[str],
         dev_subs: Sequence[str],
         deps_subs: Sequence[str],
         dev_bucket_name: str,
         oidc_provider_arn: str | None,
         break_glass_role_arn: str | None,
+        deploy_role_arn: str,
+        index_dirs: Sequence[str],
     ) -> None:
         super().__init__(scope, construct_id)
-        if not build_subs or not dev_subs or not deps_subs:
-            raise ValueError("Access needs build, dev and deps OIDC sub patterns")
+        if not build_subs or not reporter_subs or not dev_subs or not deps_subs:
+            raise ValueError("Access needs build, reporter, dev and deps OIDC sub patterns")
 
         self.oidc_provider: iam.IOidcProvider = (
             iam.OidcProviderNative.from_oidc_provider_arn(
@@ -154,7 +169,7 @@ class Access(Construct):
 
         self.build_role = self._github_role("BuildRole", build_subs, "WheelGate CI uploads")
         self.reporter_role = self._github_role(
-            "ReporterRole", build_subs, "WheelGate test-result manifests"
+            "ReporterRole", reporter_subs, "WheelGate test-result manifests"
         )
         self.dev_role = self._github_role("DevRole", dev_subs, "WheelGate dev-bucket uploads")
         self.deps_role = self._github_role(
@@ -171,8 +186,10 @@ class Access(Construct):
         self._grant_reporter(staging)
         self._grant_dev(dev_bucket_name)
         self._grant_deps(staging, nightly, cache, cache_prefixes)
-        self._grant_promoter(staging, nightly)
+        self._buckets = (staging, nightly)
+        self._grant_promoter(staging, nightly, index_dirs)
         break_glass = [break_glass_role_arn] if break_glass_role_arn else []
+        self._deploy_role_arn = deploy_role_arn
         self._protect_staging(staging, break_glass)
         self._protect_nightly(nightly, break_glass)
         if protect_cache:
@@ -342,7 +359,9 @@ class Access(Construct):
             ],
         )
 
-    def _grant_promoter(self, staging: s3.IBucket, nightly: s3.IBucket) -> None:
+    def _grant_promoter(
+        self, staging: s3.IBucket, nightly: s3.IBucket, index_dirs: Sequence[str]
+    ) -> None:
         self.promoter_policy = self._policy(
             self.promoter_role,
             [
@@ -366,9 +385,11 @@ class Access(Construct):
                 ),
                 iam.PolicyStatement(
                     # Server-side copies of files over the multipart threshold are multipart.
+                    # Only under the configured index directories (index_dirs), where it
+                    # publishes; the promoter refuses any other directory too.
                     sid="WriteNightly",
                     actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-                    resources=[nightly.arn_for_objects("*")],
+                    resources=[nightly.arn_for_objects(f"{index}/*") for index in index_dirs],
                 ),
                 iam.PolicyStatement(
                     sid="ListBuckets",
@@ -376,6 +397,26 @@ class Access(Construct):
                     resources=[staging.bucket_arn, nightly.bucket_arn],
                 ),
             ],
+        )
+
+    def confine_promoter_to(self, function_arn: str) -> None:
+        """Let the promoter role write staging and nightly only from ``function_arn``'s code.
+
+        Lambda puts the calling function's ARN in its credentials' context
+        (``lambda:SourceFunctionArn``, identity policies only); a function created with the
+        promoter role (``iam:PassRole`` + ``lambda:CreateFunction``) is refused every write.
+        The promoter function's own code (``lambda:UpdateFunctionCode``) is not, which
+        docs/security.md says.
+        """
+        self.promoter_policy.add_statements(
+            iam.PolicyStatement(
+                sid="DenyWritesFromOtherFunctions",
+                effect=iam.Effect.DENY,
+                actions=OBJECT_WRITE_ACTIONS,
+                resources=[bucket.arn_for_objects("*") for bucket in self._buckets],
+                # Absent (credentials used outside a function) counts as not equal: denied.
+                conditions={"ArnNotEquals": {"lambda:SourceFunctionArn": function_arn}},
+            )
         )
 
     def _protect_staging(self, staging: s3.IBucket, break_glass: list[str]) -> None:
@@ -495,14 +536,8 @@ class Access(Construct):
                 None,
                 _unless(break_glass),
             ),
-            (
-                # Staging has no Object Lock; the Deny keeps the matrix uniform should it gain one.
-                "DenyRetentionChanges",
-                RETENTION_ACTIONS,
-                [staging.bucket_arn, staging.arn_for_objects("*")],
-                None,
-                _unless(break_glass),
-            ),
+            # Staging has no Object Lock; the Denies keep the matrix uniform should it gain one.
+            *self._bucket_setting_denies(staging, break_glass),
         ]
         self._add_denies(staging, rules)
         for arn in break_glass:
@@ -558,12 +593,17 @@ class Access(Construct):
                     _unless(break_glass),
                 ),
                 (
-                    "DenyRetentionChanges",
-                    RETENTION_ACTIONS,
-                    [nightly.bucket_arn, objects],
+                    # A released file is never replaced: every creation of a file key (all but
+                    # the index pages, which the promoter updates in place) must carry
+                    # If-None-Match, as under staging runs/. Object Lock keeps the old version,
+                    # but pip downloads the current one.
+                    "DenyFileWritesWithoutIfNoneMatch",
+                    ["s3:PutObject"],
                     None,
-                    _unless(break_glass),
+                    _page_keys(nightly),
+                    UNCONDITIONAL_CREATION,
                 ),
+                *self._bucket_setting_denies(nightly, break_glass),
             ],
         )
 
@@ -580,16 +620,41 @@ class Access(Construct):
                     None,
                     _unless([self.deps_role.role_arn, *break_glass]),
                 ),
-                (
-                    # No Object Lock here; the Deny keeps the rule the same on every bucket.
-                    "DenyRetentionChanges",
-                    RETENTION_ACTIONS,
-                    [cache.bucket_arn, cache.arn_for_objects("*")],
-                    None,
-                    _unless(break_glass),
-                ),
+                # No Object Lock here; the Denies keep the rules the same on every bucket.
+                *self._bucket_setting_denies(cache, break_glass),
             ],
         )
+
+    def _bucket_setting_denies(self, bucket: s3.IBucket, break_glass: list[str]) -> list[DenyRule]:
+        """Retention and bucket policy changes: object retention is the break-glass role's;
+        the lock configuration and the bucket policy are also the deploy role's, which
+        CloudFormation uses to apply a stack update (a new ``nightly_retention``, a changed
+        policy). No one else may change the policy that holds these rules."""
+        return [
+            (
+                "DenyRetentionChanges",
+                OBJECT_RETENTION_ACTIONS,
+                [bucket.arn_for_objects("*")],
+                None,
+                _unless(break_glass),
+            ),
+            (
+                "DenyLockConfigurationChangesExceptDeploys",
+                LOCK_CONFIGURATION_ACTIONS,
+                [bucket.bucket_arn],
+                None,
+                _unless([self._deploy_role_arn, *break_glass]),
+            ),
+            (
+                # The account root user may still change the policy (S3 never lets a bucket
+                # policy lock it out); CloudTrail records it.
+                "DenyPolicyChangesExceptDeploys",
+                POLICY_ACTIONS,
+                [bucket.bucket_arn],
+                None,
+                _unless([self._deploy_role_arn]),
+            ),
+        ]
 
     @staticmethod
     def _add_denies(bucket: s3.IBucket, rules: list[DenyRule]) -> None:

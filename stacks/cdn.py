@@ -41,6 +41,8 @@ class IndexCdn(Construct):
     nightly has) therefore still resolves through the staging index, and so do the files its
     nightly page links relatively.
 
+    With ``web_acl_arn`` (a CloudFront-scope AWS WAF web ACL) both distributions use it.
+
     Attributes:
         nightly / staging: the distributions.
         nightly_base_url / staging_base_url: ``https://<domain>/`` of each index (the custom
@@ -59,8 +61,10 @@ class IndexCdn(Construct):
         log_bucket: s3.IBucket,
         nightly_domain: CustomDomain | None,
         staging_domain: CustomDomain | None,
+        web_acl_arn: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._web_acl_arn = web_acl_arn
         self.index_router = cloudfront.Function(
             self,
             "IndexRouter",
@@ -227,6 +231,7 @@ class IndexCdn(Construct):
             minimum_protocol_version=(
                 cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021 if domain else None
             ),
+            web_acl_id=self._web_acl_arn,
         )
         for listed in (bucket, fallback_bucket):
             if listed is None:
@@ -253,10 +258,11 @@ class IndexCdn(Construct):
             "AwsSolutions-CFR1",
             "A public package index for users worldwide; no geographic restriction.",
         )
-        acknowledge(
-            distribution,
-            "AwsSolutions-CFR2",
-            "Static, read-only objects behind GET/HEAD only; no application to protect with "
-            "WAF rules.",
-        )
+        if self._web_acl_arn is None:
+            acknowledge(
+                distribution,
+                "AwsSolutions-CFR2",
+                "Static, read-only objects behind GET/HEAD only; no application to protect with "
+                "WAF rules. A rate-based web ACL is opt-in (waf_rate_limit, waf_web_acl_arn).",
+            )
         return distribution

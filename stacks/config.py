@@ -2,8 +2,10 @@
 
 Every key is required, so a deployment states all of its choices in one place; only the
 nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_role_id``,
-``cache_bucket_name``, ``alarm_email``, ``custom_domain``) may be ``null`` or left out (CDK drops
-``null`` context values anyway), ``block_all_on_failure`` defaults to ``true`` and
+``cache_bucket_name``, ``alarm_email``, ``custom_domain``, ``waf_rate_limit``,
+``waf_web_acl_arn``) may be ``null`` or left out (CDK drops
+``null`` context values anyway), ``release_tags`` defaults to none (tags release only when
+listed), ``block_all_on_failure`` defaults to ``true`` and
 ``staging_versioned`` to ``false``.
 
 Any key can be overridden on the command line with
@@ -34,13 +36,17 @@ OIDC_SUBJECT_CLAIM_KEYS = ("repo", "context", "job_workflow_ref", "event_name")
 RELEASE_EVENTS = ("push", "release", "schedule")
 #: A workflow file directly under .github/workflows (GitHub reads no subdirectories).
 _WORKFLOW_FILE = re.compile(r"\.github/workflows/[A-Za-z0-9._-]+\.ya?ml")
-#: Events whose runs of a deps workflow may assume the deps role: pushes to a build ref only.
+#: Events whose runs of a deps workflow may assume the deps role: pushes to the default branch.
 DEPS_EVENTS = ("push",)
+#: Refs of tags: only ``release_tags`` may name them, never ``build_refs``.
+TAG_REFS = "refs/tags/"
 #: A role's unique id as IAM reports it (``aws iam get-role ... --query Role.RoleId``).
 _ROLE_ID = re.compile(r"AROA[A-Z0-9]{16,}")
 #: A cache key prefix: ``/``-separated segments of the characters deps.yml keys allow, each
 #: ending in ``/``; no ``*`` or ``?``, which would be wildcards in the IAM resource ARN.
 _CACHE_PREFIX = re.compile(r"(?:(?!\.{1,2}/)[A-Za-z0-9!_.'()+=@,~-]+/)+")
+#: AWS WAF's bounds for a rate-based rule's limit (requests per client IP in 5 minutes).
+WAF_RATE_LIMIT_RANGE = (100, 2_000_000_000)
 #: IAM's default quota for a role trust policy is 2,048 characters; keep the build patterns
 #: well under it so that the aud condition and the JSON around them fit too.
 MAX_TRUST_PATTERN_CHARS = 1600
@@ -63,8 +69,11 @@ class WheelGateConfig:
     """Typed view of the ``wheelgate`` context object; see ``docs/deploy.md`` for each key."""
 
     github_repo: str
+    default_branch: str
     build_refs: tuple[str, ...]
+    release_tags: tuple[str, ...]
     release_workflows: tuple[str, ...]
+    reporter_workflow: str
     release_events: tuple[str, ...]
     dev_sub_patterns: tuple[str, ...]
     staging_run_expiry_days: int
@@ -86,29 +95,51 @@ class WheelGateConfig:
     cache_prefixes: tuple[str, ...]
     deps_workflows: tuple[str, ...]
     alarm_email: str | None
+    waf_rate_limit: int | None
+    waf_web_acl_arn: str | None
     nightly_domain: CustomDomain | None
     staging_domain: CustomDomain | None
 
     @property
-    def build_subs(self) -> tuple[str, ...]:
-        """GitHub OIDC ``sub`` patterns of the runs allowed to build and report.
+    def release_refs(self) -> tuple[str, ...]:
+        """The refs whose release runs may build and report: ``build_refs``, then the opt-in
+        ``release_tags``."""
+        return self.build_refs + self.release_tags
 
-        One pattern per build ref x release workflow x release event, in the customized subject
-        format (:data:`OIDC_SUBJECT_CLAIM_KEYS`), e.g. ``repo:o/r:ref:refs/heads/main:``
+    @property
+    def build_subs(self) -> tuple[str, ...]:
+        """GitHub OIDC ``sub`` patterns of the jobs allowed to build.
+
+        One pattern per release ref x release workflow x release event, in the customized
+        subject format (:data:`OIDC_SUBJECT_CLAIM_KEYS`), e.g. ``repo:o/r:ref:refs/heads/main:``
         ``job_workflow_ref:o/r/.github/workflows/release.yml@refs/heads/main:event_name:schedule``.
         """
         return build_subject_patterns(
-            self.github_repo, self.build_refs, self.release_workflows, self.release_events
+            self.github_repo, self.release_refs, self.release_workflows, self.release_events
+        )
+
+    @property
+    def reporter_subs(self) -> tuple[str, ...]:
+        """GitHub OIDC ``sub`` patterns of the jobs allowed to report: jobs of the reusable
+        ``reporter_workflow`` (its own ``job_workflow_ref``, never a build job's) called by a
+        release run, same refs and events as :attr:`build_subs`."""
+        return build_subject_patterns(
+            self.github_repo, self.release_refs, (self.reporter_workflow,), self.release_events
         )
 
     @property
     def deps_subs(self) -> tuple[str, ...]:
         """GitHub OIDC ``sub`` patterns of the runs allowed to assume the deps role: pushes of a
-        ``deps_workflows`` file to a ``build_refs`` ref, in the same format as :attr:`build_subs`.
+        ``deps_workflows`` file to the default branch, in the same format as :attr:`build_subs`.
         """
         return build_subject_patterns(
-            self.github_repo, self.build_refs, self.deps_workflows, DEPS_EVENTS
+            self.github_repo, (self.default_ref,), self.deps_workflows, DEPS_EVENTS
         )
+
+    @property
+    def default_ref(self) -> str:
+        """The default branch as a ref (``refs/heads/<default_branch>``)."""
+        return branch_ref(self.default_branch)
 
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> WheelGateConfig:
@@ -142,9 +173,37 @@ class WheelGateConfig:
             )
         domains = reader.optional_mapping("custom_domain") or {}
         github_repo = reader.string("github_repo")
+        default_branch = reader.string("default_branch")
+        if default_branch.startswith("refs/") or "*" in default_branch:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.default_branch is {default_branch!r}: give the "
+                "branch name alone, such as main"
+            )
         build_refs = reader.strings("build_refs")
+        tags = [r for r in build_refs if r.startswith(TAG_REFS)]
+        if tags:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.build_refs: {', '.join(tags)} is a tag; tags may "
+                f"release only through {CONTEXT_KEY}.release_tags, after a tag protection rule "
+                "guards them (docs/deploy.md)"
+            )
+        release_tags = reader.optional_strings("release_tags")
+        not_tags = [r for r in release_tags if not r.startswith(TAG_REFS)]
+        if not_tags:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.release_tags: {', '.join(not_tags)} is not a tag "
+                f"ref pattern such as {TAG_REFS}v*"
+            )
         release_workflows = reader.workflow_files("release_workflows")
+        (reporter_workflow,) = reader.workflow_files("reporter_workflow")
         deps_workflows = reader.workflow_files("deps_workflows")
+        shared = sorted({reporter_workflow} & (set(release_workflows) | set(deps_workflows)))
+        if shared:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.reporter_workflow: {shared[0]} is also a release "
+                "or deps workflow, whose jobs could then act as the reporter; give the reporter "
+                "its own reusable workflow file"
+            )
         release_events = reader.strings("release_events")
         bad_events = [e for e in release_events if e not in RELEASE_EVENTS]
         if bad_events:
@@ -153,22 +212,29 @@ class WheelGateConfig:
                 f"build or report (manual and pull request runs must not get the build and "
                 f"reporter roles); use some of {', '.join(RELEASE_EVENTS)}"
             )
-        build_subs = build_subject_patterns(
-            github_repo, build_refs, release_workflows, release_events
-        )
-        if sum(len(s) + 3 for s in build_subs) > MAX_TRUST_PATTERN_CHARS:
-            raise ConfigError(
-                f"context keys {CONTEXT_KEY}.build_refs x release_workflows x release_events "
-                f"make {len(build_subs)} trust patterns, too long for an IAM trust policy "
-                "(2,048 characters); list fewer refs, workflows or events"
-            )
-        deps_subs = build_subject_patterns(github_repo, build_refs, deps_workflows, DEPS_EVENTS)
-        if sum(len(s) + 3 for s in deps_subs) > MAX_TRUST_PATTERN_CHARS:
-            raise ConfigError(
-                f"context keys {CONTEXT_KEY}.build_refs x deps_workflows make {len(deps_subs)} "
-                "trust patterns, too long for an IAM trust policy (2,048 characters); list "
-                "fewer refs or workflows"
-            )
+        release_refs = build_refs + release_tags
+        for keys, refs, workflows, events in (
+            (
+                "build_refs, release_tags x release_workflows x release_events",
+                release_refs,
+                release_workflows,
+                release_events,
+            ),
+            (
+                "build_refs, release_tags x release_events (reporter_workflow)",
+                release_refs,
+                (reporter_workflow,),
+                release_events,
+            ),
+            ("deps_workflows", (branch_ref(default_branch),), deps_workflows, DEPS_EVENTS),
+        ):
+            subs = build_subject_patterns(github_repo, refs, workflows, events)
+            if sum(len(s) + 3 for s in subs) > MAX_TRUST_PATTERN_CHARS:
+                raise ConfigError(
+                    f"context keys {CONTEXT_KEY}.{keys} make {len(subs)} trust patterns, too "
+                    "long for an IAM trust policy (2,048 characters); list fewer refs, "
+                    "workflows or events"
+                )
         break_glass_role_arn = reader.optional_string("break_glass_role_arn")
         break_glass_role_id = reader.optional_string("break_glass_role_id")
         if break_glass_role_arn and not break_glass_role_id:
@@ -196,6 +262,19 @@ class WheelGateConfig:
                 "key prefix such as third-party/ (segments of letters, digits and "
                 "! _ . ' ( ) + = @ , ~ -, each followed by '/'; no '..')"
             )
+        waf_rate_limit = reader.optional_int("waf_rate_limit")
+        waf_web_acl_arn = reader.optional_string("waf_web_acl_arn")
+        low, high = WAF_RATE_LIMIT_RANGE
+        if waf_rate_limit is not None and not low <= waf_rate_limit <= high:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.waf_rate_limit is {waf_rate_limit}; AWS WAF takes "
+                f"{low:,} to {high:,} requests per IP in 5 minutes"
+            )
+        if waf_rate_limit is not None and waf_web_acl_arn:
+            raise ConfigError(
+                f"context keys {CONTEXT_KEY}.waf_rate_limit and waf_web_acl_arn are both set; "
+                "the stack creates a web ACL or uses an existing one, not both"
+            )
         dev_sub_patterns = reader.strings("dev_sub_patterns")
         old_format = [p for p in dev_sub_patterns if not _customized_subject(p)]
         if old_format:
@@ -207,8 +286,11 @@ class WheelGateConfig:
             )
         return cls(
             github_repo=github_repo,
+            default_branch=default_branch,
             build_refs=build_refs,
+            release_tags=release_tags,
             release_workflows=release_workflows,
+            reporter_workflow=reporter_workflow,
             release_events=release_events,
             dev_sub_patterns=dev_sub_patterns,
             staging_run_expiry_days=reader.positive_int("staging_run_expiry_days"),
@@ -230,9 +312,16 @@ class WheelGateConfig:
             cache_prefixes=cache_prefixes,
             deps_workflows=deps_workflows,
             alarm_email=reader.optional_string("alarm_email"),
+            waf_rate_limit=waf_rate_limit,
+            waf_web_acl_arn=waf_web_acl_arn,
             nightly_domain=_domain(domains, "nightly"),
             staging_domain=_domain(domains, "staging"),
         )
+
+
+def branch_ref(branch: str) -> str:
+    """The ref of a branch name."""
+    return f"refs/heads/{branch}"
 
 
 def build_subject_patterns(
@@ -320,6 +409,14 @@ class _Reader:
             raise self._fail(path, "a positive integer")
         return value
 
+    def optional_int(self, *path: str) -> int | None:
+        value = self._lookup(*path, nullable=True)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(path, "an integer or null")
+        return value
+
     def strings(self, *path: str) -> tuple[str, ...]:
         value = self._lookup(*path)
         if (
@@ -328,6 +425,14 @@ class _Reader:
             or not all(isinstance(v, str) and v for v in value)
         ):
             raise self._fail(path, "a non-empty list of strings")
+        return tuple(value)
+
+    def optional_strings(self, *path: str) -> tuple[str, ...]:
+        value = self._lookup(*path, nullable=True)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self._fail(path, "a list of strings")
         return tuple(value)
 
     def boolean(self, *path: str, default: bool) -> bool:
@@ -339,7 +444,9 @@ class _Reader:
         return value
 
     def workflow_files(self, *path: str) -> tuple[str, ...]:
-        files = self.strings(*path)
+        value = self._lookup(*path)
+        # One file (reporter_workflow) or a list of them.
+        files = (value,) if isinstance(value, str) and value else self.strings(*path)
         bad = [w for w in files if not _WORKFLOW_FILE.fullmatch(w)]
         if bad:
             raise ConfigError(

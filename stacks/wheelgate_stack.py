@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, DefaultStackSynthesizer, Fn, Stack
 from constructs import Construct
 
 from stacks.access import Access
@@ -15,6 +15,7 @@ from stacks.config import WheelGateConfig
 from stacks.monitoring import Monitoring
 from stacks.promoter import Promoter
 from stacks.storage import Storage
+from stacks.waf import RateLimitAcl
 from wheelgate.core.settings import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
     ENV_ALLOWED_INDEXES,
@@ -70,12 +71,18 @@ class WheelGateStack(Stack):
             cache_prefixes=config.cache_prefixes,
             protect_cache=storage.cache_created,
             build_subs=config.build_subs,
+            reporter_subs=config.reporter_subs,
             dev_subs=config.dev_sub_patterns,
             deps_subs=config.deps_subs,
             dev_bucket_name=config.dev_bucket_name,
             oidc_provider_arn=config.oidc_provider_arn,
             break_glass_role_arn=config.break_glass_role_arn,
+            deploy_role_arn=self.deploy_role_arn,
+            index_dirs=config.index_dirs,
         )
+        web_acl_arn = config.waf_web_acl_arn
+        if config.waf_rate_limit is not None:
+            web_acl_arn = RateLimitAcl(self, "Waf", rate_limit=config.waf_rate_limit).web_acl_arn
         cdn = IndexCdn(
             self,
             "Cdn",
@@ -84,6 +91,7 @@ class WheelGateStack(Stack):
             log_bucket=storage.log_bucket,
             nightly_domain=config.nightly_domain,
             staging_domain=config.staging_domain,
+            web_acl_arn=web_acl_arn,
         )
         promoter = Promoter(
             self,
@@ -113,6 +121,7 @@ class WheelGateStack(Stack):
                 ),
             },
         )
+        access.confine_promoter_to(promoter.function.function_arn)
         cdn.nightly.grant_create_invalidation(access.promoter_role)
         cdn.staging.grant_create_invalidation(access.promoter_role)
         monitoring = Monitoring(
@@ -145,3 +154,20 @@ class WheelGateStack(Stack):
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)
+
+    @property
+    def deploy_role_arn(self) -> str:
+        """The role CloudFormation deploys this stack with: ``cdk bootstrap``'s execution role
+        (``cdk-<qualifier>-cfn-exec-role-<account>-<region>``), as the synthesizer names it.
+
+        Raises ``ValueError`` for a synthesizer without one (CloudFormation would then act
+        with the deployer's own credentials, which the bucket policies cannot single out).
+        """
+        synthesizer = self.synthesizer
+        if not isinstance(synthesizer, DefaultStackSynthesizer):
+            raise ValueError(
+                "WheelGate needs the DefaultStackSynthesizer: its bucket policies exempt the "
+                "CloudFormation execution role of cdk bootstrap"
+            )
+        # The synthesizer writes ${AWS::AccountId} and ${AWS::Region} placeholders.
+        return Fn.sub(synthesizer.cloud_formation_execution_role_arn)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,15 @@ def template(synthesis: Synthesis):  # type: ignore[no-untyped-def]
     from aws_cdk.assertions import Template
 
     return Template.from_json(synthesis.template)
+
+
+@pytest.fixture(scope="session")
+def matrix_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The template synthesized with a break-glass role configured, as the matrix CLIs
+    (tests/infra/iam_matrix.py, oidc_matrix.py) do."""
+    from tests.infra.iam_matrix import matrix_context
+
+    return synthesize(tmp_path_factory.mktemp("matrix.out"), matrix_context()).template
 
 
 @pytest.fixture(scope="session")

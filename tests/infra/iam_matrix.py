@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.infra.resolve import ACCOUNT, PARTITION, Resolver
+from tests.infra.resolve import ACCOUNT, DEPLOY_ROLE_ARN, PARTITION, Resolver
 from wheelgate.core.layout import HTML_PAGE, NIGHTLY, PAGES, STAGING, STATUS_PREFIX
 from wheelgate.core.override import new_request_id
 
@@ -52,6 +52,8 @@ from principalmapper.querying.query_interface import local_check_authorization_f
 
 MARK_START = "<!-- iam-matrix:start -->"
 MARK_END = "<!-- iam-matrix:end -->"
+BUCKET_MARK_START = "<!-- bucket-settings-matrix:start -->"
+BUCKET_MARK_END = "<!-- bucket-settings-matrix:end -->"
 OTHER_ACCOUNT = "444455556666"
 
 #: Condition keys as AWS's "Enforce conditional writes on Amazon S3 buckets" names them:
@@ -59,6 +61,8 @@ OTHER_ACCOUNT = "444455556666"
 #: absent without them; ``s3:ObjectCreationOperation`` is true for PutObject,
 #: CompleteMultipartUpload and CopyObject, false for CreateMultipartUpload, UploadPart and
 #: UploadPartCopy.
+SOURCE_FUNCTION = "lambda:SourceFunctionArn"
+OTHER_FUNCTION_ARN = f"arn:{PARTITION}:lambda:us-east-1:{ACCOUNT}:function:other"
 IF_NONE_MATCH = "s3:if-none-match"
 IF_MATCH = "s3:if-match"
 CREATION = "s3:ObjectCreationOperation"
@@ -90,7 +94,9 @@ PRINCIPALS = (
     "dev",
     "deps",
     "promoter",
+    "promoter-elsewhere",
     "break-glass",
+    "deploy",
     "account-admin",
     "other-account",
     "anonymous",
@@ -127,6 +133,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "staging other keys": ("wheelgate-staging", PAGES.project_page(_INDEX, "torch")),
     "nightly files": ("wheelgate-nightly", NIGHTLY.artifact(_INDEX, _WHEEL)),
     "nightly index": ("wheelgate-nightly", PAGES.project_page(_INDEX, "torch")),
+    # A directory that is not in index_dirs: the promoter's grant stops at the configured ones.
+    "nightly other dir": ("wheelgate-nightly", NIGHTLY.artifact("v1/gfx90X-legacy", _WHEEL)),
     "cache third-party/": ("wheelgate-cache", "third-party/ninja/1.12.1/ninja-linux.zip"),
     "cache other prefix": ("wheelgate-cache", "toolchains/gcc-14.2.0.tar.xz"),
 }
@@ -134,6 +142,30 @@ TARGETS: dict[str, tuple[str, str]] = {
 _ADMIN_POLICY = {
     "Version": "2012-10-17",
     "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+}
+#: Trust of the roles made outside the stack: the account (any principal its policies allow).
+_ACCOUNT_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:{PARTITION}:iam::{ACCOUNT}:root"},
+            "Action": "sts:AssumeRole",
+        }
+    ],
+}
+
+#: Bucket-level requests a stack update makes (a changed bucket policy, a new
+#: ``nightly_retention``), each on the bucket ARN.
+BUCKET_REQUESTS = (
+    Request("PutBucketPolicy", "s3:PutBucketPolicy"),
+    Request("DeleteBucketPolicy", "s3:DeleteBucketPolicy"),
+    Request("PutBucketObjectLockConfiguration", "s3:PutBucketObjectLockConfiguration"),
+)
+BUCKET_TARGETS = {
+    "staging bucket": "wheelgate-staging",
+    "nightly bucket": "wheelgate-nightly",
+    "cache bucket": "wheelgate-cache",
 }
 
 
@@ -146,10 +178,10 @@ class Cell:
     allowed: bool
 
 
-def _node(arn: str, documents: Sequence[dict[str, Any]]) -> Node:
+def _node(arn: str, documents: Sequence[dict[str, Any]], trust: dict[str, Any]) -> Node:
     policies = [Policy(arn, f"policy{i}", doc) for i, doc in enumerate(documents)]
-    # The trust policy does not take part in authorization; principalmapper only requires one.
-    trust = {"Version": "2012-10-17", "Statement": []}
+    # The role's real trust policy (the stack's, or the account's for roles made outside it);
+    # authorization of an S3 request does not read it, tests/infra/oidc_matrix.py does.
     return Node(
         arn,
         f"AROA{arn.rsplit('/', 1)[1].upper()}",
@@ -177,20 +209,101 @@ def matrix_context() -> dict[str, Any]:
     }
 
 
+def _nodes(resolver: Resolver) -> dict[str, Node | None]:
+    """Each principal of the matrix as principalmapper sees it (None: anonymous)."""
+    nodes: dict[str, Node | None] = {
+        name: _node(
+            f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}",
+            resolver.role_policies(name),
+            resolver.trust_policy(name),
+        )
+        for name in ("build", "reporter", "dev", "deps", "promoter")
+    }
+    # The break-glass role, cdk bootstrap's CloudFormation execution role (which deploys the
+    # stack; AdministratorAccess by default) and an administrator: Action * each.
+    nodes["break-glass"] = _node(BREAK_GLASS_ARN, [_ADMIN_POLICY], _ACCOUNT_TRUST)
+    nodes["deploy"] = _node(DEPLOY_ROLE_ARN, [_ADMIN_POLICY], _ACCOUNT_TRUST)
+    nodes["account-admin"] = _node(
+        f"arn:{PARTITION}:iam::{ACCOUNT}:role/admin", [_ADMIN_POLICY], _ACCOUNT_TRUST
+    )
+    nodes["other-account"] = _node(
+        f"arn:{PARTITION}:iam::{OTHER_ACCOUNT}:role/other-admin", [_ADMIN_POLICY], _ACCOUNT_TRUST
+    )
+    # The promoter role passed to another function (iam:PassRole + lambda:CreateFunction).
+    nodes["promoter-elsewhere"] = nodes["promoter"]
+    nodes["anonymous"] = None
+    return nodes
+
+
+def _principal_context(resolver: Resolver) -> dict[str, dict[str, str]]:
+    """Request context a principal's credentials carry: Lambda sets ``lambda:SourceFunctionArn``
+    to the function whose code makes the request."""
+    promoter_role = {"Fn::GetAtt": [resolver.logical_id("promoter"), "Arn"]}
+    (function,) = [
+        lid
+        for lid, r in resolver.of_type("AWS::Lambda::Function").items()
+        if r["Properties"].get("Role") == promoter_role
+    ]
+    return {
+        "promoter": {SOURCE_FUNCTION: resolver.get_att(function, "Arn")},
+        "promoter-elsewhere": {SOURCE_FUNCTION: OTHER_FUNCTION_ARN},
+    }
+
+
+def _decide(
+    node: Node | None,
+    request: Request,
+    resource: str,
+    bucket_policy: dict[str, Any],
+    principal_context: Mapping[str, str],
+) -> bool:
+    context = {**request.context, **principal_context}
+    if node is None:
+        # No identity policy: only a bucket policy Allow for "*" could grant access.
+        result = resource_policy_authorization(
+            "anonymous",
+            ACCOUNT,
+            bucket_policy,
+            request.action,
+            resource,
+            {**context, "aws:SecureTransport": "true"},
+        )
+        return bool(result == ResourcePolicyEvalResult.SERVICE_MATCH)
+    return bool(
+        local_check_authorization_full(
+            node, request.action, resource, context, bucket_policy, ACCOUNT
+        )
+    )
+
+
+def compute_bucket_settings(template: dict[str, Any]) -> list[Cell]:
+    """Evaluate every principal x bucket x :data:`BUCKET_REQUESTS` against ``template``."""
+    resolver = Resolver(template)
+    nodes = _nodes(resolver)
+    principal_context = _principal_context(resolver)
+    cells = []
+    for principal in PRINCIPALS:
+        for target, bucket in BUCKET_TARGETS.items():
+            policy = resolver.bucket_policy(bucket)
+            for request in BUCKET_REQUESTS:
+                resource = f"arn:{PARTITION}:s3:::{bucket}"
+                allowed = _decide(
+                    nodes[principal],
+                    request,
+                    resource,
+                    policy,
+                    principal_context.get(principal, {}),
+                )
+                cells.append(Cell(principal, target, request.label, allowed))
+    return cells
+
+
 def compute(template: dict[str, Any], requests: Sequence[Request] = REQUESTS) -> list[Cell]:
     """Evaluate every principal x target x request (the matrix's columns by default) against
     ``template``."""
     resolver = Resolver(template)
-    nodes: dict[str, Node | None] = {
-        name: _node(f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}", resolver.role_policies(name))
-        for name in ("build", "reporter", "dev", "deps", "promoter")
-    }
-    nodes["break-glass"] = _node(BREAK_GLASS_ARN, [_ADMIN_POLICY])
-    nodes["account-admin"] = _node(f"arn:{PARTITION}:iam::{ACCOUNT}:role/admin", [_ADMIN_POLICY])
-    nodes["other-account"] = _node(
-        f"arn:{PARTITION}:iam::{OTHER_ACCOUNT}:role/other-admin", [_ADMIN_POLICY]
-    )
-    nodes["anonymous"] = None
+    nodes = _nodes(resolver)
+    principal_context = _principal_context(resolver)
     buckets = {bucket for bucket, _ in TARGETS.values()}
     policies = {b: resolver.bucket_policy(b) for b in sorted(buckets)}
 
@@ -200,45 +313,47 @@ def compute(template: dict[str, Any], requests: Sequence[Request] = REQUESTS) ->
         for target, (bucket, key) in TARGETS.items():
             resource = f"arn:{PARTITION}:s3:::{bucket}/{key}"
             for request in requests:
-                context = dict(request.context)
-                if node is None:
-                    # No identity policy: only a bucket policy Allow for "*" could grant access.
-                    result = resource_policy_authorization(
-                        "anonymous",
-                        ACCOUNT,
-                        policies[bucket],
-                        request.action,
-                        resource,
-                        {**context, "aws:SecureTransport": "true"},
-                    )
-                    allowed = result == ResourcePolicyEvalResult.SERVICE_MATCH
-                else:
-                    allowed = local_check_authorization_full(
-                        node, request.action, resource, context, policies[bucket], ACCOUNT
-                    )
+                allowed = _decide(
+                    node, request, resource, policies[bucket], principal_context.get(principal, {})
+                )
                 cells.append(Cell(principal, target, request.label, allowed))
     return cells
 
 
-def render(cells: Sequence[Cell]) -> str:
+def render(
+    cells: Sequence[Cell],
+    requests: Sequence[Request] = REQUESTS,
+    targets: Sequence[str] = tuple(TARGETS),
+) -> str:
     """The matrix as a Markdown table: one row per principal and target, one column per request."""
-    labels = [r.label for r in REQUESTS]
+    labels = [r.label for r in requests]
     lines = [
         "| principal | target | " + " | ".join(labels) + " |",
         "|---|---|" + "---|" * len(labels),
     ]
     by_key = {(c.principal, c.target, c.request): c.allowed for c in cells}
     for principal in PRINCIPALS:
-        for target in TARGETS:
+        for target in targets:
             marks = ["**allow**" if by_key[(principal, target, r)] else "deny" for r in labels]
             lines.append(f"| {principal} | {target} | " + " | ".join(marks) + " |")
     return "\n".join(lines) + "\n"
 
 
-def replace_table(document: str, table: str) -> str:
-    """``document`` with the text between the matrix markers replaced by ``table``."""
-    start, end = document.index(MARK_START), document.index(MARK_END)
-    return document[: start + len(MARK_START)] + "\n" + table + document[end:]
+def render_bucket_settings(cells: Sequence[Cell]) -> str:
+    """The bucket settings matrix (:func:`compute_bucket_settings`) as a Markdown table."""
+    return render(cells, BUCKET_REQUESTS, tuple(BUCKET_TARGETS))
+
+
+def replace_table(document: str, table: str, start: str = MARK_START, end: str = MARK_END) -> str:
+    """``document`` with the text between the markers ``start`` and ``end`` replaced by
+    ``table``."""
+    first, last = document.index(start), document.index(end)
+    return document[: first + len(start)] + "\n" + table + document[last:]
+
+
+def between(document: str, start: str, end: str) -> str:
+    """The text between the markers ``start`` and ``end`` of ``document``, stripped."""
+    return document[document.index(start) + len(start) : document.index(end)].strip()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,11 +364,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tests.infra.synth import synthesize
 
     with tempfile.TemporaryDirectory() as outdir:
-        table = render(compute(synthesize(Path(outdir), matrix_context()).template))
+        template = synthesize(Path(outdir), matrix_context()).template
+    table = render(compute(template))
+    settings = render_bucket_settings(compute_bucket_settings(template))
     if args.write:
-        args.write.write_text(replace_table(args.write.read_text(), table))
+        document = replace_table(args.write.read_text(), table)
+        document = replace_table(document, settings, BUCKET_MARK_START, BUCKET_MARK_END)
+        args.write.write_text(document)
     else:
-        sys.stdout.write(table)
+        sys.stdout.write(table + "\n" + settings)
     return 0
 
 

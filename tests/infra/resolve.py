@@ -13,6 +13,10 @@ from typing import Any
 ACCOUNT = "111122223333"
 REGION = "us-east-1"
 PARTITION = "aws"
+#: cdk bootstrap's CloudFormation execution role (default qualifier) in the fake account.
+DEPLOY_ROLE_ARN = (
+    f"arn:{PARTITION}:iam::{ACCOUNT}:role/cdk-hnb659fds-cfn-exec-role-{ACCOUNT}-{REGION}"
+)
 
 # Construct path prefix (as it appears in the logical id) -> physical name.
 FRIENDLY_NAMES = {
@@ -94,7 +98,8 @@ class Resolver:
         return f"{name}.{attribute}"
 
     def resolve(self, node: Any) -> Any:
-        """``node`` with every ``Ref``/``Fn::GetAtt``/``Fn::Join`` replaced by a string."""
+        """``node`` with every ``Ref``/``Fn::GetAtt``/``Fn::Join``/``Fn::Sub`` (of names only)
+        replaced by a string."""
         if isinstance(node, list):
             return [self.resolve(item) for item in node]
         if not isinstance(node, dict):
@@ -104,6 +109,8 @@ class Resolver:
         if set(node) == {"Fn::GetAtt"}:
             logical_id, attribute = node["Fn::GetAtt"]
             return self.get_att(logical_id, attribute)
+        if set(node) == {"Fn::Sub"} and isinstance(node["Fn::Sub"], str):
+            return re.sub(r"\$\{([^}]+)\}", lambda m: self.ref(m.group(1)), node["Fn::Sub"])
         if set(node) == {"Fn::Join"}:
             separator, parts = node["Fn::Join"]
             return separator.join(str(self.resolve(p)) for p in parts)
@@ -121,6 +128,12 @@ class Resolver:
             if {"Ref": role_id} in policy["Properties"].get("Roles", []):
                 documents.append(self.resolve(policy["Properties"]["PolicyDocument"]))
         return documents
+
+    def trust_policy(self, role: str) -> dict[str, Any]:
+        """Resolved trust policy (``AssumeRolePolicyDocument``) of the role ``role``."""
+        properties = self.resources[self.logical_id(role)]["Properties"]
+        document: dict[str, Any] = self.resolve(properties["AssumeRolePolicyDocument"])
+        return document
 
     def bucket_policy(self, bucket: str) -> dict[str, Any]:
         """Resolved bucket policy document of the bucket with friendly name ``bucket``."""

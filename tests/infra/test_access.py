@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from tests.infra.resolve import ACCOUNT, Resolver
+from tests.infra.oidc_matrix import string_like
+from tests.infra.resolve import ACCOUNT, DEPLOY_ROLE_ARN, Resolver
 
 STAGING = "arn:aws:s3:::wheelgate-staging"
 NIGHTLY = "arn:aws:s3:::wheelgate-nightly"
@@ -104,8 +104,42 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
             [f"{STAGING}/records/*", f"{STAGING}/status/*"],
         ),
         "ReadNightly": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{NIGHTLY}/*"),
-        "WriteNightly": ("Allow", ["s3:PutObject", "s3:AbortMultipartUpload"], f"{NIGHTLY}/*"),
+        # Only under index_dirs (cdk.json), one resource per directory.
+        "WriteNightly": (
+            "Allow",
+            ["s3:PutObject", "s3:AbortMultipartUpload"],
+            [
+                f"{NIGHTLY}/v2/gfx94X-dcgpu/*",
+                f"{NIGHTLY}/v2/gfx950-dcgpu/*",
+                f"{NIGHTLY}/v2/gfx110X-all/*",
+                f"{NIGHTLY}/v2/gfx120X-all/*",
+            ],
+        ),
         "ListBuckets": ("Allow", "s3:ListBucket", [STAGING, NIGHTLY]),
+        # Writes only from the promoter function's own code (lambda:SourceFunctionArn).
+        "DenyWritesFromOtherFunctions": (
+            "Deny",
+            ["s3:PutObject*", "s3:DeleteObject*", "s3:RestoreObject"],
+            [f"{STAGING}/*", f"{NIGHTLY}/*"],
+        ),
+    }
+
+
+def test_promoter_writes_only_from_its_function(template_json: dict[str, Any]) -> None:
+    resolver = Resolver(template_json)
+    (deny,) = [
+        s
+        for doc in resolver.role_policies("promoter")
+        for s in doc["Statement"]
+        if s.get("Sid") == "DenyWritesFromOtherFunctions"
+    ]
+    (function,) = [
+        lid
+        for lid, r in resolver.of_type("AWS::Lambda::Function").items()
+        if r["Properties"].get("Role") == {"Fn::GetAtt": [resolver.logical_id("promoter"), "Arn"]}
+    ]
+    assert deny["Condition"] == {
+        "ArnNotEquals": {"lambda:SourceFunctionArn": resolver.get_att(function, "Arn")}
     }
 
 
@@ -151,24 +185,27 @@ def _subject(ref_context: str, workflow: str, ref: str, event: str) -> str:
     return f"repo:{REPO}:{ref_context}:job_workflow_ref:{job_workflow_ref}:event_name:{event}"
 
 
-RELEASE_SUBS = [
-    f"repo:{REPO}:ref:{ref}:job_workflow_ref:{WORKFLOWS}/release-nightly.yml@{ref}:event_name:{e}"
-    for ref in ("refs/heads/main", "refs/tags/v*")
-    for e in ("schedule", "push")
-]
+def _release_subs(workflow: str, refs: tuple[str, ...] = ("refs/heads/main",)) -> list[str]:
+    return [
+        f"repo:{REPO}:ref:{ref}:job_workflow_ref:{WORKFLOWS}/{workflow}@{ref}:event_name:{e}"
+        for ref in refs
+        for e in ("schedule", "push")
+    ]
 
 
 @pytest.mark.parametrize(
     ("role", "subs"),
     [
-        ("build", RELEASE_SUBS),
-        ("reporter", RELEASE_SUBS),
+        # No tags by default (release_tags is empty): the default branch only.
+        ("build", _release_subs("release-nightly.yml")),
+        # The reporter trusts its own reusable workflow's job_workflow_ref, not the build's.
+        ("reporter", _release_subs("report.yml")),
         ("dev", [f"repo:{REPO}:pull_request:*", f"repo:{REPO}:ref:refs/heads/*"]),
         (
             "deps",
             [
-                f"repo:{REPO}:ref:{ref}:job_workflow_ref:{WORKFLOWS}/deps.yml@{ref}:event_name:push"
-                for ref in ("refs/heads/main", "refs/tags/v*")
+                f"repo:{REPO}:ref:refs/heads/main:job_workflow_ref:{WORKFLOWS}/deps.yml"
+                "@refs/heads/main:event_name:push"
             ],
         ),
     ],
@@ -190,20 +227,15 @@ def test_github_trust_is_scoped_by_sub_and_audience(
     }
 
 
-def _string_like(pattern: str, value: str) -> bool:
-    """IAM ``StringLike``: ``*`` matches any run of characters (``:`` included), ``?`` one."""
-    translated = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(translated, value, flags=re.DOTALL) is not None
-
-
 def _roles_trusting(template_json: dict[str, Any], sub: str) -> set[str]:
     resolver = Resolver(template_json)
+    # (The full claims matrix, aud included, is tests/infra/oidc_matrix.py.)
     trusted = set()
     for role in ("build", "reporter", "dev", "deps"):
         trust = template_json["Resources"][resolver.logical_id(role)]["Properties"]
         (statement,) = trust["AssumeRolePolicyDocument"]["Statement"]
         patterns = statement["Condition"]["StringLike"]["token.actions.githubusercontent.com:sub"]
-        if any(_string_like(p, sub) for p in patterns):
+        if any(string_like(p, sub) for p in patterns):
             trusted.add(role)
     return trusted
 
@@ -211,16 +243,28 @@ def _roles_trusting(template_json: dict[str, Any], sub: str) -> set[str]:
 @pytest.mark.parametrize(
     ("sub", "roles"),
     [
-        # The nightly schedule of the release workflow on main: the release roles.
+        # The nightly schedule of the release workflow on main: the build role (and dev, as
+        # any branch run), never the reporter role.
         (
             _subject("ref:refs/heads/main", "release-nightly.yml", "refs/heads/main", "schedule"),
-            {"build", "reporter", "dev"},
+            {"build", "dev"},
         ),
-        # A release tag pushed: the release roles.
+        # Its report job, a call of the reusable report.yml: the reporter role.
+        (
+            _subject("ref:refs/heads/main", "report.yml", "refs/heads/main", "schedule"),
+            {"reporter", "dev"},
+        ),
+        # The reusable report.yml called by a run on another branch: not the reporter role.
+        (
+            _subject("ref:refs/heads/feature", "report.yml", "refs/heads/feature", "push"),
+            {"dev"},
+        ),
+        # A tag pushed: nothing, while release_tags is empty.
         (
             _subject("ref:refs/tags/v7.1.0", "release-nightly.yml", "refs/tags/v7.1.0", "push"),
-            {"build", "reporter"},
+            set(),
         ),
+        (_subject("ref:refs/tags/v7.1.0", "deps.yml", "refs/tags/v7.1.0", "push"), set()),
         # A manual run of the very same workflow file on main: dev role only.
         (
             _subject(
@@ -334,6 +378,7 @@ def test_staging_bucket_policy_denies(template_json: dict[str, Any]) -> None:
     # No break-glass role in cdk.json: deletes and retention changes are denied to everyone.
     assert "Condition" not in denies["DenyDeletes"]
     assert "Condition" not in denies["DenyRetentionChanges"]
+    _assert_bucket_settings_are_the_deploy_roles(denies, STAGING)
     assert all(
         s["Principal"] == {"AWS": "*"}
         for sid, s in denies.items()
@@ -430,6 +475,40 @@ def test_cache_bucket_policy_lets_only_deps_write(template_json: dict[str, Any])
         "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/deps"]}
     }
     assert "Condition" not in denies["DenyRetentionChanges"]
+    _assert_bucket_settings_are_the_deploy_roles(denies, CACHE)
+
+
+def _assert_bucket_settings_are_the_deploy_roles(denies: dict[str, Any], bucket: str) -> None:
+    """CloudFormation's execution role (cdk bootstrap's, default qualifier) alone may change
+    the bucket policy and the Object Lock configuration (no break-glass role in cdk.json)."""
+    lock = denies["DenyLockConfigurationChangesExceptDeploys"]
+    assert lock["Action"] == "s3:PutBucketObjectLockConfiguration"
+    assert lock["Resource"] == bucket
+    assert lock["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [DEPLOY_ROLE_ARN]}}
+    policy = denies["DenyPolicyChangesExceptDeploys"]
+    assert policy["Action"] == ["s3:PutBucketPolicy", "s3:DeleteBucketPolicy"]
+    assert policy["Resource"] == bucket
+    assert policy["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [DEPLOY_ROLE_ARN]}}
+
+
+def test_the_deploy_role_is_cdk_bootstraps_execution_role(template_json: dict[str, Any]) -> None:
+    # Named through the synthesizer (qualifier, account, region), not spelled out by hand.
+    document = template_json["Resources"][
+        next(
+            lid
+            for lid, r in Resolver(template_json).of_type("AWS::S3::BucketPolicy").items()
+            if "DenyPolicyChangesExceptDeploys" in str(r)
+        )
+    ]["Properties"]["PolicyDocument"]
+    (statement,) = [
+        s for s in document["Statement"] if s.get("Sid") == "DenyPolicyChangesExceptDeploys"
+    ]
+    assert statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == [
+        {
+            "Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/"
+            "cdk-hnb659fds-cfn-exec-role-${AWS::AccountId}-${AWS::Region}"
+        }
+    ]
 
 
 def test_nightly_bucket_policy_denies(template_json: dict[str, Any]) -> None:
@@ -443,10 +522,19 @@ def test_nightly_bucket_policy_denies(template_json: dict[str, Any]) -> None:
         "s3:BypassGovernanceRetention",
         "s3:PutObjectRetention",
         "s3:PutObjectLegalHold",
-        "s3:PutBucketObjectLockConfiguration",
     ]
-    assert denies["DenyRetentionChanges"]["Resource"] == [NIGHTLY, f"{NIGHTLY}/*"]
+    assert denies["DenyRetentionChanges"]["Resource"] == f"{NIGHTLY}/*"
     assert "Condition" not in denies["DenyRetentionChanges"]
+    # A changed nightly_retention is applied by CloudFormation's execution role.
+    _assert_bucket_settings_are_the_deploy_roles(denies, NIGHTLY)
+    # A released file is created once: the staging runs/ condition, on every key but the pages.
+    write_once = denies["DenyFileWritesWithoutIfNoneMatch"]
+    assert write_once["Action"] == "s3:PutObject"
+    assert write_once["NotResource"] == [f"{NIGHTLY}/*/index.html", f"{NIGHTLY}/*/index.json"]
+    assert write_once["Condition"] == {
+        "Null": {"s3:if-none-match": "true"},
+        "Bool": {"s3:ObjectCreationOperation": "true"},
+    }
 
 
 def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None:
@@ -468,6 +556,11 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
     denies = _denies(synthesis.template, "wheelgate-nightly")
     for sid in ("DenyRetentionChanges", "DenyDeletes"):
         assert denies[sid]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [break_glass]}}
+    assert denies["DenyLockConfigurationChangesExceptDeploys"]["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [DEPLOY_ROLE_ARN, break_glass]}
+    }
+    # Never the bucket policy, though
+    assert break_glass not in str(denies["DenyPolicyChangesExceptDeploys"])
     # And in staging it alone may write override requests, with allow-list grants for it
     staging = Resolver(synthesis.template).bucket_policy("wheelgate-staging")["Statement"]
     by_sid = {s["Sid"]: s for s in staging if "Sid" in s}

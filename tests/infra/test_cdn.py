@@ -238,3 +238,49 @@ def test_custom_domain_gets_its_certificate_and_modern_tls(tmp_path: Path) -> No
     assert {"WHEELGATE_NIGHTLY_BASE_URL": "https://nightly.example.org/"}.items() <= {
         k: v for env in variables for k, v in env.items()
     }.items()
+
+
+def test_no_web_acl_by_default(template_json: dict[str, Any]) -> None:
+    # waf_rate_limit and waf_web_acl_arn are null in cdk.json: CFR2 is acknowledged instead.
+    assert all("WebACLId" not in d for d in _distributions(template_json).values())
+    assert Resolver(template_json).of_type("AWS::WAFv2::WebACL") == {}
+
+
+def test_waf_rate_limit_puts_both_distributions_behind_a_rate_based_web_acl(
+    tmp_path: Path,
+) -> None:
+    from tests.infra.synth import cdk_json_context, synthesize
+    from tests.infra.test_nag import _acknowledgements
+
+    # Given a rate limit in the context
+    config = {**cdk_json_context()["wheelgate"], "waf_rate_limit": 2000}
+    # When the app is synthesized (the nag gate runs: CFR2 must be satisfied, not acknowledged)
+    synthesis = synthesize(tmp_path, config)
+    # Then one CloudFront-scope web ACL blocks an IP over the limit and allows the rest
+    (acl_id, acl), *others = Resolver(synthesis.template).of_type("AWS::WAFv2::WebACL").items()
+    assert others == []
+    properties = acl["Properties"]
+    assert properties["Scope"] == "CLOUDFRONT"
+    assert properties["DefaultAction"] == {"Allow": {}}
+    (rule,) = properties["Rules"]
+    assert rule["Action"] == {"Block": {}}
+    assert rule["Statement"] == {"RateBasedStatement": {"Limit": 2000, "AggregateKeyType": "IP"}}
+    # And both distributions use it
+    for distribution in _distributions(synthesis.template).values():
+        assert distribution["WebACLId"] == {"Fn::GetAtt": [acl_id, "Arn"]}
+    # And the template refuses any region but us-east-1, where CloudFront web ACLs live
+    assertions = [a for r in synthesis.template["Rules"].values() for a in r["Assertions"]]
+    region = {"Fn::Equals": [{"Ref": "AWS::Region"}, "us-east-1"]}
+    assert [a["Assert"] for a in assertions if a["Assert"] == region] == [region]
+    # And CFR2 is no longer acknowledged anywhere
+    assert not any(r == "AwsSolutions-CFR2" for _, r, _ in _acknowledgements(synthesis.outdir))
+
+
+def test_an_existing_web_acl_is_used_as_given(tmp_path: Path) -> None:
+    from tests.infra.synth import cdk_json_context, synthesize
+
+    acl = "arn:aws:wafv2:us-east-1:111122223333:global/webacl/wheelgate/0000"
+    config = {**cdk_json_context()["wheelgate"], "waf_web_acl_arn": acl}
+    synthesis = synthesize(tmp_path, config)
+    assert {d["WebACLId"] for d in _distributions(synthesis.template).values()} == {acl}
+    assert Resolver(synthesis.template).of_type("AWS::WAFv2::WebACL") == {}

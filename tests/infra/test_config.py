@@ -18,19 +18,24 @@ def _config(**changes: Any) -> WheelGateConfig:
 
 
 RELEASE = "ROCm/TheRock/.github/workflows/release-nightly.yml"
+REPORT = "ROCm/TheRock/.github/workflows/report.yml"
 
 
 def test_cdk_json_is_complete() -> None:
     config = _config()
-    # repo x build_refs x release_workflows x release_events, in the customized subject format
+    # repo x build_refs x release_workflows x release_events, in the customized subject format;
+    # no tags unless release_tags lists them
     assert config.build_subs == (
         f"repo:ROCm/TheRock:ref:refs/heads/main:job_workflow_ref:{RELEASE}@refs/heads/main"
         ":event_name:schedule",
         f"repo:ROCm/TheRock:ref:refs/heads/main:job_workflow_ref:{RELEASE}@refs/heads/main"
         ":event_name:push",
-        f"repo:ROCm/TheRock:ref:refs/tags/v*:job_workflow_ref:{RELEASE}@refs/tags/v*"
+    )
+    # The reporter: the same refs and events, but its own reusable workflow file
+    assert config.reporter_subs == (
+        f"repo:ROCm/TheRock:ref:refs/heads/main:job_workflow_ref:{REPORT}@refs/heads/main"
         ":event_name:schedule",
-        f"repo:ROCm/TheRock:ref:refs/tags/v*:job_workflow_ref:{RELEASE}@refs/tags/v*"
+        f"repo:ROCm/TheRock:ref:refs/heads/main:job_workflow_ref:{REPORT}@refs/heads/main"
         ":event_name:push",
     )
     assert config.nightly_retention_mode == "GOVERNANCE"
@@ -116,6 +121,21 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
         ({"cache_prefixes": ["a/../"]}, "not a key prefix"),
         ({"cache_prefixes": []}, "non-empty list"),
         ({"deps_workflows": ["deps.yml"]}, "not a workflow file path"),
+        # Tags widen trust: only the explicit release_tags opt-in names them.
+        ({"build_refs": ["refs/heads/main", "refs/tags/v*"]}, "release_tags"),
+        ({"release_tags": ["v*"]}, "not a tag ref pattern"),
+        ({"release_tags": "refs/tags/v*"}, "a list of strings"),
+        # A build job must never be able to act as the reporter.
+        ({"reporter_workflow": ".github/workflows/release-nightly.yml"}, "its own reusable"),
+        ({"reporter_workflow": ".github/workflows/deps.yml"}, "its own reusable"),
+        ({"reporter_workflow": "report.yml"}, "not a workflow file path"),
+        ({"default_branch": "refs/heads/main"}, "branch name alone"),
+        ({"waf_rate_limit": 99}, "100 to 2,000,000,000"),
+        ({"waf_rate_limit": "2000"}, "an integer or null"),
+        (
+            {"waf_rate_limit": 2000, "waf_web_acl_arn": "arn:aws:wafv2:us-east-1:1:global/x"},
+            "not both",
+        ),
     ],
 )
 def test_bad_values_are_refused(changes: dict[str, Any], message: str) -> None:
@@ -134,13 +154,24 @@ def test_break_glass_deps_and_cache_settings_are_read() -> None:
     assert config.block_all_on_failure is False
     assert config.cache_bucket_name == "therock-cache"
     assert config.cache_prefixes == ("third-party/",)
-    # Pushes of the deps workflow to a build ref, in the customized subject format.
+    # Pushes of the deps workflow to the default branch, in the customized subject format.
     deps = "ROCm/TheRock/.github/workflows/deps.yml"
     assert config.deps_subs == (
         f"repo:ROCm/TheRock:ref:refs/heads/main:job_workflow_ref:{deps}@refs/heads/main"
         ":event_name:push",
-        f"repo:ROCm/TheRock:ref:refs/tags/v*:job_workflow_ref:{deps}@refs/tags/v*:event_name:push",
     )
+
+
+def test_release_tags_are_an_opt_in_for_build_and_reporter_only() -> None:
+    # Given tags opted in (after a tag protection rule guards them, docs/deploy.md)
+    config = _config(release_tags=["refs/tags/v*"])
+    # Then the build and reporter roles trust tag runs of their own workflow files
+    tag = "repo:ROCm/TheRock:ref:refs/tags/v*:job_workflow_ref:{}@refs/tags/v*:event_name:push"
+    assert tag.format(RELEASE) in config.build_subs
+    assert tag.format(REPORT) in config.reporter_subs
+    # And the deps role still trusts the default branch alone
+    assert all(":ref:refs/heads/main:" in s for s in config.deps_subs)
+    assert _config().release_tags == ()
 
 
 def test_block_all_on_failure_defaults_to_true() -> None:

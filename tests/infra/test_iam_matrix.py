@@ -9,6 +9,10 @@ from typing import Any
 import pytest
 
 from tests.infra.iam_matrix import (
+    BUCKET_MARK_END,
+    BUCKET_MARK_START,
+    BUCKET_REQUESTS,
+    BUCKET_TARGETS,
     MARK_END,
     MARK_START,
     PRINCIPALS,
@@ -16,12 +20,14 @@ from tests.infra.iam_matrix import (
     TARGETS,
     Cell,
     Request,
+    between,
     compute,
-    matrix_context,
+    compute_bucket_settings,
     render,
+    render_bucket_settings,
 )
-from tests.infra.summary import SUMMARY_KEY
-from tests.infra.synth import REPO_ROOT, synthesize
+from tests.infra.summary import publish
+from tests.infra.synth import REPO_ROOT
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
 PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART, DELETE, GET, RETENTION, BYPASS = (
@@ -58,25 +64,28 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     **{("promoter", t): {GET} for t in STAGING_TARGETS},
     ("promoter", "staging records/"): WRITES | {GET},
     ("promoter", "staging status/"): WRITES | {GET},
-    ("promoter", "nightly files"): WRITES | {GET},
+    # A released file is created once (If-None-Match), never replaced; pages are updated.
+    ("promoter", "nightly files"): WRITE_ONCE | {GET},
     ("promoter", "nightly index"): WRITES | {GET},
+    # Outside index_dirs the promoter writes nothing.
+    ("promoter", "nightly other dir"): {GET},
+    # The promoter role in another function's code reads as the promoter does, writes nothing.
+    **{("promoter-elsewhere", t): {GET} for t in TARGETS if not t.startswith("cache")},
     # Break-glass (modelled with Action: *): in staging it writes override requests only (and
     # may still bypass retention, which staging does not have); nightly and the cache are its.
     **{("break-glass", t): {GET, BYPASS} for t in STAGING_TARGETS},
     ("break-glass", "staging manifests/override-*"): EVERYTHING,
-    ("break-glass", "nightly files"): EVERYTHING,
+    # Nightly is its to delete and unlock, but not to replace a released file either.
+    ("break-glass", "nightly files"): EVERYTHING - {PUT, PUT_IF_MATCH},
     ("break-glass", "nightly index"): EVERYTHING,
+    ("break-glass", "nightly other dir"): EVERYTHING - {PUT, PUT_IF_MATCH},
     ("break-glass", "cache third-party/"): EVERYTHING,
     ("break-glass", "cache other prefix"): EVERYTHING,
-    # An account administrator keeps read access but cannot write, delete or unlock anything.
+    # An account administrator keeps read access but cannot write, delete or unlock anything;
+    # nor can the deploy role (CloudFormation's), which only changes bucket settings.
     **{("account-admin", t): {GET} for t in TARGETS},
+    **{("deploy", t): {GET} for t in TARGETS},
 }
-
-
-@pytest.fixture(scope="module")
-def matrix_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The template synthesized with a break-glass role configured, as the matrix CLI does."""
-    return synthesize(tmp_path_factory.mktemp("matrix.out"), matrix_context()).template
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +93,7 @@ def cells(
     matrix_template: dict[str, Any], artifacts_dir: Path, request: pytest.FixtureRequest
 ) -> list[Cell]:
     cells = compute(matrix_template)
-    table = render(cells)
-    (artifacts_dir / "iam-matrix.md").write_text(table)
-    summary = request.config.stash.setdefault(SUMMARY_KEY, {})
-    summary["IAM proof matrix (test-artifacts/iam-matrix.md)"] = table
+    publish(request.config, artifacts_dir, "iam-matrix.md", "IAM proof matrix", render(cells))
     return cells
 
 
@@ -150,6 +156,25 @@ def test_dev_cannot_write_staging(cells: list[Cell]) -> None:
     )
 
 
+@pytest.mark.parametrize("target", ["nightly files", "nightly other dir"])
+def test_a_released_file_is_never_replaced(cells: list[Cell], target: str) -> None:
+    # An unconditional write (or one with If-Match) to a released key would replace the wheel
+    # pip downloads: nobody may send one, break-glass included; a creation with
+    # If-None-Match: * (and the parts of a multipart copy) stays the promoter's.
+    assert _writers(cells, target, PUT) == set()
+    assert _writers(cells, target, PUT_IF_MATCH) == set()
+    assert _writers(cells, "nightly files", PUT_IF_NONE_MATCH) == {"promoter", "break-glass"}
+    assert _writers(cells, "nightly files", PART) == {"promoter", "break-glass"}
+
+
+def test_the_promoter_writes_nightly_only_under_index_dirs(cells: list[Cell]) -> None:
+    assert "promoter" not in {
+        c.principal
+        for c in cells
+        if c.allowed and c.target == "nightly other dir" and c.request in WRITES
+    }
+
+
 def test_nobody_but_the_promoter_and_break_glass_writes_nightly(cells: list[Cell]) -> None:
     writers = {
         c.principal
@@ -188,13 +213,77 @@ def test_nobody_but_deps_and_break_glass_writes_the_cache(cells: list[Cell]) -> 
     }
 
 
+STALE = (
+    "docs/security.md is stale: run `.venv/bin/python -m tests.infra.{} --write docs/security.md`"
+)
+
+
 def test_security_doc_shows_the_current_matrix(cells: list[Cell]) -> None:
     document = SECURITY_DOC.read_text()
-    start, end = document.index(MARK_START) + len(MARK_START), document.index(MARK_END)
-    assert document[start:end].strip() == render(cells).strip(), (
-        "docs/security.md is stale: run `.venv/bin/python -m tests.infra.iam_matrix "
-        "--write docs/security.md`"
+    assert between(document, MARK_START, MARK_END) == render(cells).strip(), STALE.format(
+        "iam_matrix"
     )
+
+
+# -- bucket settings: what a stack update changes ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def settings(matrix_template: dict[str, Any]) -> list[Cell]:
+    return compute_bucket_settings(matrix_template)
+
+
+#: (principal, bucket) -> bucket-level requests allowed; every other cell must be denied.
+SETTINGS_ALLOWED: dict[tuple[str, str], set[str]] = {
+    # CloudFormation's execution role applies a stack update: a changed bucket policy and a
+    # new nightly_retention (PutBucketObjectLockConfiguration).
+    **{("deploy", b): {r.label for r in BUCKET_REQUESTS} for b in BUCKET_TARGETS},
+    # The break-glass role may change the lock configuration, never the policy.
+    **{("break-glass", b): {"PutBucketObjectLockConfiguration"} for b in BUCKET_TARGETS},
+}
+
+
+def test_only_the_deploy_role_changes_bucket_settings(settings: list[Cell]) -> None:
+    assert len(settings) == len(PRINCIPALS) * len(BUCKET_TARGETS) * len(BUCKET_REQUESTS)
+    wrong = [
+        f"{c.principal} {c.request} {c.target}: got {'allow' if c.allowed else 'deny'}"
+        for c in settings
+        if c.allowed != (c.request in SETTINGS_ALLOWED.get((c.principal, c.target), set()))
+    ]
+    assert wrong == []
+
+
+def test_without_the_deploy_exemption_a_retention_change_fails(
+    matrix_template: dict[str, Any],
+) -> None:
+    """The evaluator reads the exemption: a Deny for everyone would stop the deploy role, as
+    DenyRetentionChanges did before (changing nightly_retention failed after the first deploy)."""
+    mutated = copy.deepcopy(matrix_template)
+    for resource in mutated["Resources"].values():
+        if resource["Type"] == "AWS::S3::BucketPolicy":
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                if statement.get("Sid") == "DenyLockConfigurationChangesExceptDeploys":
+                    statement.pop("Condition")
+    cells = compute_bucket_settings(mutated)
+    assert not any(c.allowed for c in cells if c.request == "PutBucketObjectLockConfiguration")
+
+
+def test_without_the_policy_deny_an_administrator_rewrites_the_policy(
+    matrix_template: dict[str, Any],
+) -> None:
+    cells = compute_bucket_settings(_without(matrix_template, "DenyPolicyChangesExceptDeploys"))
+    assert {c.principal for c in cells if c.allowed and c.request == "PutBucketPolicy"} == {
+        "deploy",
+        "break-glass",
+        "account-admin",
+    }
+
+
+def test_security_doc_shows_the_current_bucket_settings(settings: list[Cell]) -> None:
+    document = SECURITY_DOC.read_text()
+    assert between(document, BUCKET_MARK_START, BUCKET_MARK_END) == (
+        render_bucket_settings(settings).strip()
+    ), STALE.format("iam_matrix")
 
 
 def _without(template: dict[str, Any], *sids: str) -> dict[str, Any]:
@@ -215,7 +304,7 @@ def test_matrix_notices_a_missing_bucket_policy_deny(matrix_template: dict[str, 
         for c in compute(mutated)
         if c.allowed and c.request == PUT and c.target.startswith("nightly")
     }
-    assert writers == {"promoter", "break-glass", "account-admin"}
+    assert writers == {"promoter", "break-glass", "account-admin", "deploy"}
 
 
 def test_matrix_notices_a_missing_override_deny(matrix_template: dict[str, Any]) -> None:
@@ -225,9 +314,47 @@ def test_matrix_notices_a_missing_override_deny(matrix_template: dict[str, Any])
 
 
 def test_matrix_notices_a_missing_write_once_deny(matrix_template: dict[str, Any]) -> None:
-    """The evaluator reads the condition keys: without the Deny, build may overwrite a run."""
-    mutated = _without(matrix_template, "DenyRunWritesWithoutIfNoneMatch")
-    assert _writers(compute(mutated), "staging runs/", PUT) == {"build"}
+    """The evaluator reads the condition keys: without the Deny, build may overwrite a run,
+    and the promoter a released file."""
+    mutated = _without(
+        matrix_template, "DenyRunWritesWithoutIfNoneMatch", "DenyFileWritesWithoutIfNoneMatch"
+    )
+    cells = compute(mutated)
+    assert _writers(cells, "staging runs/", PUT) == {"build"}
+    assert _writers(cells, "nightly files", PUT) == {"promoter", "break-glass"}
+
+
+def test_the_identity_policies_alone_keep_build_off_status(
+    matrix_template: dict[str, Any],
+) -> None:
+    # Without the bucket policy's status Deny, no role but the promoter has a grant there.
+    cells = compute(_without(matrix_template, "DenyStatusWritesExceptPromoter"))
+    for request in WRITES:
+        assert _writers(cells, "staging status/", request) == {"promoter"}, request
+
+
+def test_the_bucket_policy_alone_keeps_build_off_status(matrix_template: dict[str, Any]) -> None:
+    # Given a build role whose identity policy (by mistake) grants every staging key
+    mutated = copy.deepcopy(matrix_template)
+    for resource in mutated["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy":
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                if statement.get("Sid") == "UploadStagedRuns":
+                    statement["Resource"] = {
+                        "Fn::Join": ["", [{"Fn::GetAtt": [_staging_id(mutated), "Arn"]}, "/*"]]
+                    }
+    # Then DenyStatusWritesExceptPromoter still keeps it off status/ ...
+    for request in WRITES:
+        assert _writers(compute(mutated), "staging status/", request) == {"promoter"}, request
+    # ... and it is that Deny which does: without it, the grant reaches status/
+    unguarded = compute(_without(mutated, "DenyStatusWritesExceptPromoter"))
+    assert _writers(unguarded, "staging status/", PUT) == {"build", "promoter"}
+
+
+def _staging_id(template: dict[str, Any]) -> str:
+    from tests.infra.resolve import Resolver
+
+    return Resolver(template).logical_id("wheelgate-staging")
 
 
 def test_a_part_upload_without_the_creation_key_is_not_refused(
@@ -264,3 +391,16 @@ def test_mirror_runs_are_kept_to_deps_by_each_layer(
         if c.allowed and c.request == PUT_IF_NONE_MATCH and c.target in MIRROR_TARGETS
     }
     assert found - {("deps", t) for t in MIRROR_TARGETS} == writers
+
+
+def test_the_promoter_role_in_another_function_is_refused_by_its_own_policy(
+    matrix_template: dict[str, Any],
+) -> None:
+    # Given the promoter role passed to another function (the bucket policies exempt the role,
+    # so only the role's own lambda:SourceFunctionArn Deny tells the two apart)
+    cells = compute(matrix_template)
+    assert _writers(cells, "staging records/", PUT) == {"promoter"}
+    # When that Deny is removed, then the other function writes as the promoter
+    unconfined = compute(_without(matrix_template, "DenyWritesFromOtherFunctions"))
+    assert _writers(unconfined, "staging records/", PUT) == {"promoter", "promoter-elsewhere"}
+    assert "promoter-elsewhere" in _writers(unconfined, "nightly files", PUT_IF_NONE_MATCH)

@@ -129,6 +129,10 @@ def wheelgate_action(line: str) -> str | None:
     return None
 
 
+#: A call of a workflow of the same repository runs it at the caller's commit: pinned as it is.
+LOCAL_USES = re.compile(r"^\s*(?:-\s*)?uses:\s*\./\.github/workflows/[\w.-]+\.ya?ml\s*$")
+
+
 def unpinned_actions(text: str) -> list[str]:
     return [
         line.strip()
@@ -136,6 +140,7 @@ def unpinned_actions(text: str) -> list[str]:
         if re.match(r"^\s*(?:-\s*)?uses:", line)
         and not PINNED_USES.match(line)
         and wheelgate_action(line) is None
+        and not LOCAL_USES.match(line)
     ]
 
 
@@ -194,7 +199,12 @@ def action_problems(action: dict[str, Any]) -> list[str]:
 
 
 def test_there_are_example_workflows() -> None:
-    assert {p.name for p in WORKFLOWS} == {"release-nightly.yml", "dev.yml", "deps.yml"}
+    assert {p.name for p in WORKFLOWS} == {
+        "release-nightly.yml",
+        "report.yml",
+        "dev.yml",
+        "deps.yml",
+    }
 
 
 def test_examples_pass_actionlint() -> None:
@@ -338,9 +348,28 @@ def test_release_roles_by_job() -> None:
 
     assert roles(jobs["build"]) == ["${{ vars.WHEELGATE_BUILD_ROLE_ARN }}"]
     assert roles(jobs["test"]) == [], "tests install from the public staging index"
-    assert roles(jobs["report"]) == ["${{ vars.WHEELGATE_REPORTER_ROLE_ARN }}"]
+    # The reporter runs in its own reusable workflow, whose job_workflow_ref is report.yml:
+    # no job of this file names the reporter role.
+    assert "WHEELGATE_REPORTER_ROLE_ARN" not in (EXAMPLES / "release-nightly.yml").read_text()
+    assert jobs["report"]["uses"] == "./.github/workflows/report.yml"
     assert jobs["report"]["if"] == "${{ always() }}"
     assert jobs["report"]["needs"] == ["build", "test"]
+    assert jobs["report"]["permissions"]["id-token"] == "write"
+
+
+def test_reporter_workflow_is_called_only_and_holds_the_reporter_role_alone() -> None:
+    context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]
+    document = load(EXAMPLES / "report.yml")
+    triggers = document.get("on", document.get(True))
+    assert isinstance(triggers, dict)
+    assert set(triggers) == {"workflow_call"}, "no run of its own: only release runs call it"
+    assert context["reporter_workflow"] == ".github/workflows/report.yml"
+    assert context["reporter_workflow"] not in context["release_workflows"]
+    assert [roles(job) for job in document["jobs"].values()] == [
+        ["${{ vars.WHEELGATE_REPORTER_ROLE_ARN }}"]
+    ]
+    text = (EXAMPLES / "report.yml").read_text()
+    assert "WHEELGATE_BUILD_ROLE_ARN" not in text
 
 
 def test_deps_workflow_checks_without_credentials_and_syncs_with_the_deps_role() -> None:
@@ -362,13 +391,15 @@ def test_deps_workflow_checks_without_credentials_and_syncs_with_the_deps_role()
 
 
 def test_deps_workflow_can_assume_the_deps_role() -> None:
-    # The deps trust names the workflow file (deps_workflows) and push events on build_refs.
+    # The deps trust names the workflow file (deps_workflows) and push events on the default
+    # branch, which the workflow pushes from.
     context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]
     document = load(EXAMPLES / "deps.yml")
     triggers = document.get("on", document.get(True))
     assert isinstance(triggers, dict)
     assert set(triggers) == {"pull_request", "push"}, "only push runs sync; PRs only check"
     assert ".github/workflows/deps.yml" in context["deps_workflows"]
+    assert triggers["push"]["branches"] == [context["default_branch"]]
 
 
 def test_release_workflow_can_assume_the_release_roles() -> None:
@@ -395,8 +426,13 @@ def test_release_reports_what_each_test_installed() -> None:
     assert "/runs/$GITHUB_RUN_ID/$INDEX/" in install.group(0), "the run's own index"
     upload = next(s for s in jobs["test"]["steps"] if "results-" in str(s.get("with", {})))
     assert upload["with"]["path"] == "results/"
-    report_runs = "\n".join(str(s.get("run", "")) for s in jobs["report"]["steps"])
-    assert 'args+=(--installed "${spec%%=*}=results/$name.installed.json")' in report_runs
+    # The reporter (report.yml, called by the release workflow) passes each test's report on.
+    assert jobs["report"]["uses"] == "./.github/workflows/report.yml"
+    steps = load(EXAMPLES / "report.yml")["jobs"]["report"]["steps"]
+    report_runs = "\n".join(str(s.get("run", "")) for s in steps)
+    assert 'echo "${spec%%=*}=results/$name.installed.json" >> installed.txt' in report_runs
+    [report] = [s for s in steps if "/actions/report@" in str(s.get("uses", ""))]
+    assert report["with"] == {"test-files": "tests.txt", "installed-files": "installed.txt"}
 
 
 def test_release_tests_cover_the_required_tests() -> None:
@@ -447,6 +483,10 @@ def test_structural_checks_catch_bad_workflows() -> None:
     ) == [
         "- uses: <owner>/wheelgate/actions/stage@main",
         "- uses: <owner>/wheelgate/actions/deploy@<commit>",
+    ]
+    # A reusable workflow of another repository (or branch) is not a local call
+    assert unpinned_actions("    uses: ROCm/TheRock/.github/workflows/report.yml@main\n") == [
+        "uses: ROCm/TheRock/.github/workflows/report.yml@main"
     ]
 
 
