@@ -65,8 +65,12 @@ def test_stage_pins_report_and_status_drive_a_run_to_promotion(job: Job) -> None
     requirements = Path(pins.outputs["requirements"]).read_text()
     assert "actions-demo==1.0" in requirements
     assert "--hash=sha256:" in requirements
+    # (the test installed with those pins and --require-hashes: they are its evidence)
     reported = job.ok(
-        "report", "actions-1", tests=f"{INDEX}:smoke=passed@https://ci.example/actions/runs/1"
+        "report",
+        "actions-1",
+        tests=f"{INDEX}:smoke=passed@https://ci.example/actions/runs/1",
+        installed=f"{INDEX}:smoke={pins.outputs['requirements']}",
     )
     assert json.loads(reported.outputs["summary"])["sets"] == 1
     status = job.ok("status", "actions-1", wait="60")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, uv_binary
+from tests.integration.conftest import LocalProcess, installed, uv_binary
 from tests.integration.test_cycle import pip, run_ok
 from tests.integration.test_index_maintenance import fetch
 from wheelgate.local.sample_wheels import build_wheel
@@ -76,6 +76,7 @@ def released(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> P
         COMMIT,
         "--test",
         f"{INDEX}:smoke=passed",
+        *installed(INDEX, "smoke", [wheel]),
     )
     record = json.loads(run_ok(local, "status", "plus-1", "--wait", "60"))
     assert record["state"] == "promoted", record

@@ -62,10 +62,16 @@ def rewrite_member(path: Path, member_suffix: str, content: bytes) -> bytes:
 
 
 def manifest_of(run: Run, files: dict[str, bytes]) -> dict[str, Any]:
+    """The run's manifest listing ``files``, each installed by its passed test (so only the
+    checks under test can refuse it)."""
     manifest = run.manifest()
-    manifest["sets"][0]["files"] = [
+    listed = [
         {"filename": n, "sha256": hashlib.sha256(b).hexdigest(), "size": len(b)}
         for n, b in files.items()
+    ]
+    manifest["sets"][0]["files"] = listed
+    manifest["sets"][0]["tests"][0]["installed"] = [
+        {"sha256": f["sha256"], "filename": f["filename"]} for f in listed
     ]
     return manifest
 
