@@ -43,6 +43,12 @@ ENV_ALLOW_BUILD_TAG_RERELEASES = "WHEELGATE_ALLOW_BUILD_TAG_RERELEASES"
 #: The promoter function's timeout (the Lambda maximum), which the stack sets and the
 #: promoter's index-directory lease outlives.
 PROMOTER_TIMEOUT_SECONDS = 15 * 60
+#: How long an index directory's lease lasts: it outlives any invocation that could hold it
+#: (the function's timeout), plus a minute for clock skew.
+LEASE_SECONDS = PROMOTER_TIMEOUT_SECONDS + 60
+#: A message whose index directory is leased by another promotion is made visible again after
+#: this long (SQS ChangeMessageVisibility), instead of the queue's whole visibility timeout.
+LEASE_BUSY_RETRY_SECONDS = 60
 
 ALL_ENV_NAMES = (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
