@@ -158,7 +158,7 @@ class Promoter(Construct):
             code=lambda_.Code.from_asset(str(layer_dir), exclude=[*ASSET_EXCLUDES, ".built"]),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
             compatible_architectures=[lambda_.Architecture.ARM_64],
-            description="Powertools, pydantic and packaging for the WheelGate promoter",
+            description="boto3, Powertools, pydantic and packaging for the WheelGate promoter",
         )
         self.function = lambda_.Function(
             self,
