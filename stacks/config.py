@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wheelgate.core.layout import LayoutError, check_index
+from wheelgate.core.layout import LayoutError, check_index_dirs
 
 CONTEXT_KEY = "wheelgate"
 
@@ -127,10 +127,8 @@ class WheelGateConfig:
                 f"context key {CONTEXT_KEY}.nightly_retention.mode is {mode!r}; "
                 f"use one of {', '.join(RETENTION_MODES)}"
             )
-        index_dirs = reader.strings("index_dirs")
         try:
-            for index in index_dirs:
-                check_index(index)
+            index_dirs = check_index_dirs(reader.strings("index_dirs"))
         except LayoutError as exc:
             raise ConfigError(f"context key {CONTEXT_KEY}.index_dirs: {exc}") from exc
         required_tests = reader.tests("required_tests")

@@ -85,6 +85,7 @@ class WheelGateStack(Stack):
             nightly_domain=config.nightly_domain,
             staging_domain=config.staging_domain,
         )
+        allowed_indexes = json.dumps(list(config.index_dirs))
         promoter = Promoter(
             self,
             "Promoter",
@@ -104,7 +105,7 @@ class WheelGateStack(Stack):
                 ENV_REQUIRED_TESTS: json.dumps(
                     {k: list(v) for k, v in config.required_tests.items()}, sort_keys=True
                 ),
-                ENV_ALLOWED_INDEXES: json.dumps(list(config.index_dirs)),
+                ENV_ALLOWED_INDEXES: allowed_indexes,
                 # Empty: no break-glass role, so the promoter refuses every override request.
                 ENV_BREAK_GLASS_ID: config.break_glass_role_id or "",
                 ENV_BLOCK_ALL_ON_FAILURE: "true" if config.block_all_on_failure else "false",
@@ -142,6 +143,8 @@ class WheelGateStack(Stack):
             "ManifestQueueUrl": promoter.queue.queue_url,
             "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
             "AlarmTopicArn": monitoring.topic.topic_arn,
+            # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would.
+            "AllowedIndexes": allowed_indexes,
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)

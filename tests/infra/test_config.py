@@ -75,6 +75,11 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
     [
         ({"nightly_retention": {"mode": "FOREVER", "days": 1}}, "GOVERNANCE, COMPLIANCE"),
         ({"index_dirs": ["runs/x"]}, "reserves"),
+        # No allow-list in a deployed stack: the promoter would take any directory.
+        ({"index_dirs": []}, "index_dirs.*non-empty list"),
+        # D/torch inside D would be D's project page of `torch`.
+        ({"index_dirs": ["v2/gfx94X", "v2/gfx94X/torch"]}, "may not nest"),
+        ({"index_dirs": ["v2/a", "v2/a"]}, "listed twice"),
         ({"index_dirs": ["v2/ok"], "required_tests": {"v2/other": []}}, "v2/other"),
         ({"staging_run_expiry_days": 0}, "positive integer"),
         ({"build_refs": []}, "non-empty list"),

@@ -94,6 +94,11 @@ def test_outputs_for_ci(template_json: dict[str, Any]) -> None:
     assert outputs["NightlyIndexUrl"] == "https://ENIGHTLY.example.net/"
     assert outputs["CacheBucketName"] == "wheelgate-cache"
     assert outputs["DepsRoleArn"].endswith(":role/deps")
+    # What CI puts in WHEELGATE_ALLOWED_INDEXES: the list the promoter is given.
+    _, props = _function(template_json)
+    env = Resolver(template_json).resolve(props["Environment"]["Variables"])
+    assert outputs["AllowedIndexes"] == env[ENV_ALLOWED_INDEXES]
+    assert json.loads(outputs["AllowedIndexes"]) == cdk_json_context()["wheelgate"]["index_dirs"]
 
 
 def test_queue_visibility_covers_six_function_timeouts_and_redrives(

@@ -3,6 +3,7 @@ before any storage call, and a bad one is named on one line with exit 2."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from tests.unit.samples import COMMIT, INDEX, SHA_A
 from wheelgate.cli import common, deps
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import MAX_FILES_PER_SET, ManifestFile
+from wheelgate.core.settings import ENV_ALLOWED_INDEXES
 from wheelgate.staging.stage import build_manifest
 
 WHEEL = "torch-2.7.0-py3-none-any.whl"
@@ -141,6 +143,49 @@ def test_bad_options_are_named_on_one_line_before_any_storage_call(
     argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert expected in refused(argv, capsys)
+
+
+OTHER = "v2/gfx950-dcgpu"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stage", "--run-id", "1", "--index", OTHER, "--commit", COMMIT, WHEEL],
+        ["pins", "--run-id", "1", "--index", OTHER],
+        ["yank", "--index", OTHER, WHEEL, "--reason", "broken"],
+        ["index", "rebuild", "--index", OTHER],
+    ],
+)
+def test_an_index_directory_not_configured_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the stack's index_dirs in the environment, as CI sets them...
+    monkeypatch.setenv(ENV_ALLOWED_INDEXES, json.dumps([INDEX]))
+    # ...a command for another directory is refused before any storage call.
+    line = refused(argv, capsys)
+    assert f"index-not-allowed: --index '{OTHER}' is not a configured index directory" in line
+    assert INDEX in line
+
+
+def test_deps_refuses_an_index_directory_not_configured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deps_yml = tmp_path / "deps.yml"
+    deps_yml.write_text(DEPS_YML)
+    monkeypatch.setenv(ENV_ALLOWED_INDEXES, json.dumps([OTHER]))
+    line = refused(["deps", "check", str(deps_yml)], capsys)
+    assert f"index-not-allowed: {deps_yml} mirrors wheels into '{INDEX}'" in line
+    monkeypatch.setenv(ENV_ALLOWED_INDEXES, json.dumps([INDEX, OTHER]))
+    assert main(["deps", "check", str(deps_yml)]) == 0
+
+
+def test_a_nested_allow_list_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_ALLOWED_INDEXES, json.dumps(["v2", INDEX]))
+    line = refused(["pins", "--run-id", "1", "--index", INDEX], capsys)
+    assert "may not nest" in line
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from wheelgate.cli.common import (
     UsageError,
     checked,
     commit_option,
+    configured_indexes,
     nightly_url,
     required,
     s3_client,
@@ -96,13 +97,18 @@ def _load(path: str) -> Deps:
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc}") from exc
     try:
-        return load_deps(text)
+        deps = load_deps(text)
     except DepsInvalid as exc:
         for problem in exc.problems:
             print(f"{path}:{problem.line}: {problem.entry}: {problem.message}", file=sys.stderr)
         raise UsageError(
             f"{path}: {len(exc.problems)} problem(s); nothing was downloaded or uploaded"
         ) from exc
+    configured_indexes(
+        sorted({index for wheel in deps.wheels for index in wheel.indexes}),
+        f"{path} mirrors wheels into",
+    )
+    return deps
 
 
 def _parts(args: argparse.Namespace, deps: Deps) -> tuple[bool, bool]:

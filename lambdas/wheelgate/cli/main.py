@@ -35,6 +35,8 @@ from wheelgate.cli.common import (
     buckets,
     checked,
     commit_option,
+    configured_indexes,
+    index_option,
     nightly_url,
     storage_options,
     validated,
@@ -42,10 +44,10 @@ from wheelgate.cli.common import (
 )
 from wheelgate.core import redact
 from wheelgate.core.errors import TransientError
-from wheelgate.core.layout import STAGING, base_url, check_index, check_run_id
+from wheelgate.core.layout import STAGING, base_url, check_index_dirs, check_run_id
 from wheelgate.core.manifest import ManifestFile, json_schema, parse_distribution_filename
 from wheelgate.core.records import State
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
+from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
 from wheelgate.storage.bucket import AccessError, Bucket
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from wheelgate.staging.stage import StageError, inspect_files, stage
 
     checked("--run-id", args.run_id, check_run_id)
-    checked("--index", args.index, check_index)
+    index_option(args)
     commit = commit_option(args)
     nightly_base_url = nightly_url(args)
     try:
@@ -142,6 +144,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     staged = _staged_sets(staging, args.run_id)
     if not staged:
         raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
+    configured_indexes(staged, f"run {args.run_id} has files staged in")
     try:
         manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
     except ValueError as exc:
@@ -166,7 +169,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
     from wheelgate.staging.stage import pinned_requirements
 
     checked("--run-id", args.run_id, check_run_id)
-    checked("--index", args.index, check_index)
+    index_option(args)
     staging, _ = buckets(args, nightly=False)
     files = _staged_sets(staging, args.run_id).get(args.index)
     if not files:
@@ -212,7 +215,7 @@ def cmd_yank(args: argparse.Namespace) -> int:
     yanked = args.command == "yank"
     if yanked and not args.reason.strip():
         raise UsageError("--reason is required: users see it when pip skips the file")
-    checked("--index", args.index, check_index)
+    index_option(args)
     checked("FILE", args.filename, parse_distribution_filename)
     request = validated(
         YankRequest,
@@ -261,7 +264,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from wheelgate.index.rebuild import rebuild, scan_nightly
 
-    checked("--index", args.index, check_index)
+    index_option(args)
     _, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
@@ -303,6 +306,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         staging_port=args.staging_port,
         nightly_port=args.nightly_port,
         required_tests=required,
+        allowed_indexes=checked("--index", args.index, check_index_dirs),
         verbose=args.verbose,
         run_loop=not args.no_promoter,
     ).start()
@@ -433,6 +437,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="DIR=NAME",
         help="a test that must pass for sets of DIR",
+    )
+    local.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help=f"an index directory that may be staged and promoted to, as index_dirs in "
+        f"cdk.json (repeatable; printed in the environment as {ENV_ALLOWED_INDEXES}); "
+        "none: any directory",
     )
     local.add_argument("--verbose", action="store_true", help="log every HTTP request")
     local.add_argument(
