@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from wheelgate.cli.deps import render_table
+from wheelgate.cli.main import main
 from wheelgate.deps.config import (
     REVIEW_TEST,
     RUN_PREFIX,
@@ -329,3 +330,20 @@ def test_summary_table_is_aligned() -> None:
     assert table[1].index("uploaded") == table[2].index("skipped") == table[0].index("action")
     assert "3.0 MB" in table[1]
     assert table[2].endswith("in nightly")
+
+
+def test_a_url_password_is_never_quoted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = RULES + (
+        "files:\n"
+        "  - url: https://mirror:hunter22pw@downloads.example.com/a.zip\n"
+        f"    key: third-party/a.zip\n    sha256: {SHA}\n"
+    )
+    (problem,) = problems(text)
+    assert "carries credentials" in problem.message
+    assert "hunter22pw" not in str(problem)
+    path = tmp_path / "deps.yml"
+    path.write_text(text)
+    assert main(["deps", "check", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert "carries credentials" in captured.err
+    assert "hunter22pw" not in captured.out + captured.err

@@ -226,7 +226,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     commit = commit_option(args) if python else ""
     review_url = _review_url(args) if python and report else ""
     fetcher = Fetcher(
-        https_opener(args.ca_bundle),
+        https_opener(args.ca_bundle, frozenset(deps.document.validation.hosts)),
         timeout=args.timeout,
         retries=args.retries,
         backoff=args.backoff,
