@@ -41,6 +41,7 @@ from wheelgate.core.layout import (
     check_index,
     check_run_id,
 )
+from wheelgate.core.redact import redact_urls, url_credentials
 
 SCHEMA_V1 = "wheelgate/manifest/v1"
 #: A manifest is a few hundred bytes per file; 1,000 files per set and a few sets fit easily.
@@ -52,7 +53,7 @@ MAX_TEST_URL = 2048
 
 #: A commit is its full SHA-1, in lowercase hex (what ``git rev-parse`` and ``$GITHUB_SHA`` give).
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"
-TEST_URL_PATTERN = r"^https?://[^\s]+$"
+TEST_URL_PATTERN = r"^https://[^\s]+$"
 
 Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 CommitSha = Annotated[str, StringConstraints(pattern=COMMIT_PATTERN)]
@@ -84,11 +85,23 @@ def check_test_name(name: str) -> str:
 
 
 def check_test_url(url: str) -> str:
-    """Return ``url`` if a test result may link it; else raise ``ValueError``."""
+    """Return ``url`` if a test result may link it; else raise ``ValueError``: an https URL
+    without spaces that carries no credentials (records, ``wheelgate status`` and the public
+    status page show it). The message masks what it refuses."""
     if len(url) > MAX_TEST_URL or not _TEST_URL.fullmatch(url):
         raise ValueError(
-            f"test URL {url!r} is not an http(s) URL without spaces "
-            f"(at most {MAX_TEST_URL} characters)"
+            redact_urls(
+                f"test URL {url!r} is not an https URL without spaces "
+                f"(at most {MAX_TEST_URL} characters)"
+            )
+        )
+    try:
+        carried = url_credentials(url)
+    except ValueError as exc:
+        raise ValueError(redact_urls(f"test URL {url!r} is malformed: {exc}")) from None
+    if carried:
+        raise ValueError(
+            redact_urls(f"test URL {url!r} carries {carried}; test URLs are public, use none")
         )
     return url
 
@@ -192,6 +205,11 @@ class ManifestTest(BaseModel):
     @classmethod
     def _valid_name(cls, value: str) -> str:
         return check_test_name(value)
+
+    @field_validator("url")
+    @classmethod
+    def _valid_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_test_url(value)
 
 
 class ArtifactSet(BaseModel):

@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
+from urllib.parse import parse_qsl, urlsplit
 
 MASK = "****"
 #: Environment variables whose values are secrets wherever they appear.
@@ -78,6 +79,20 @@ def is_credential_param(name: str) -> bool:
     """Whether a query parameter named ``name`` carries a credential."""
     lowered = name.lower()
     return lowered in CREDENTIAL_QUERY_NAMES or lowered.startswith(CREDENTIAL_QUERY_PREFIXES)
+
+
+def url_credentials(url: str) -> str | None:
+    """What credential ``url`` carries (a password or user name, a credential-named query
+    parameter, a JWT-shaped segment), or ``None``."""
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        return "user information (user name or password)"
+    for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+        if is_credential_param(name):
+            return f"the query parameter {name!r}"
+    if _JWT.search(parts.path) or _JWT.search(parts.query) or _JWT.search(parts.fragment):
+        return "a JSON Web Token"
+    return None
 
 
 def _mask_url_secret(match: re.Match[str]) -> str:
