@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wheelgate.core.layout import LayoutError, check_index_dirs
+from wheelgate.core.settings import DEFAULT_TEST_URL_HOSTS
 
 CONTEXT_KEY = "wheelgate"
 
@@ -82,6 +83,8 @@ class WheelGateConfig:
     break_glass_role_id: str | None
     block_all_on_failure: bool
     allow_build_tag_rereleases: bool
+    #: Hosts test URLs may point to (``WHEELGATE_TEST_URL_HOSTS``); default ``github.com``.
+    test_url_hosts: tuple[str, ...]
     cache_bucket_name: str | None
     cache_prefixes: tuple[str, ...]
     deps_workflows: tuple[str, ...]
@@ -224,6 +227,7 @@ class WheelGateConfig:
             break_glass_role_id=break_glass_role_id,
             block_all_on_failure=reader.boolean("block_all_on_failure", default=True),
             allow_build_tag_rereleases=reader.boolean("allow_build_tag_rereleases", default=False),
+            test_url_hosts=reader.optional_strings("test_url_hosts") or DEFAULT_TEST_URL_HOSTS,
             cache_bucket_name=reader.optional_string("cache_bucket_name"),
             cache_prefixes=cache_prefixes,
             deps_workflows=deps_workflows,
@@ -327,6 +331,12 @@ class _Reader:
         ):
             raise self._fail(path, "a non-empty list of strings")
         return tuple(value)
+
+    def optional_strings(self, *path: str) -> tuple[str, ...]:
+        """A non-empty list of strings, or ``()`` when the key is null or left out."""
+        if self._lookup(*path, nullable=True) is None:
+            return ()
+        return self.strings(*path)
 
     def boolean(self, *path: str, default: bool) -> bool:
         value = self._lookup(*path, nullable=True)

@@ -26,6 +26,7 @@ from wheelgate.core.settings import (
     ENV_REQUIRED_TESTS,
     ENV_STAGING_BUCKET,
     ENV_STAGING_DISTRIBUTION_ID,
+    ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
 )
@@ -86,6 +87,7 @@ class WheelGateStack(Stack):
             staging_domain=config.staging_domain,
         )
         allowed_indexes = json.dumps(list(config.index_dirs))
+        test_url_hosts = json.dumps(list(config.test_url_hosts))
         promoter = Promoter(
             self,
             "Promoter",
@@ -112,6 +114,7 @@ class WheelGateStack(Stack):
                 ENV_ALLOW_BUILD_TAG_RERELEASES: (
                     "true" if config.allow_build_tag_rereleases else "false"
                 ),
+                ENV_TEST_URL_HOSTS: test_url_hosts,
             },
         )
         cdn.nightly.grant_create_invalidation(access.promoter_role)
@@ -145,6 +148,8 @@ class WheelGateStack(Stack):
             "AlarmTopicArn": monitoring.topic.topic_arn,
             # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would.
             "AllowedIndexes": allowed_indexes,
+            # For CI's WHEELGATE_TEST_URL_HOSTS: `wheelgate report` refuses what the promoter would.
+            "TestUrlHosts": test_url_hosts,
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)

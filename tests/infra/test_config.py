@@ -148,6 +148,13 @@ def test_break_glass_deps_and_cache_settings_are_read() -> None:
     )
 
 
+def test_test_url_hosts_default_to_github() -> None:
+    assert _config(test_url_hosts=...).test_url_hosts == ("github.com",)
+    assert _config(test_url_hosts=["ci.example.org"]).test_url_hosts == ("ci.example.org",)
+    with pytest.raises(ConfigError, match=r"test_url_hosts.*non-empty list"):
+        _config(test_url_hosts=[])
+
+
 def test_block_all_on_failure_defaults_to_true() -> None:
     assert _config(block_all_on_failure=...).block_all_on_failure is True
     assert _config().cache_bucket_name is None

@@ -24,6 +24,7 @@ from wheelgate.core.settings import (
     ENV_BREAK_GLASS_ID,
     ENV_NIGHTLY_BASE_URL,
     ENV_REQUIRED_TESTS,
+    ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_REPORTER_ID,
     LEASE_BUSY_RETRY_SECONDS,
     LEASE_SECONDS,
@@ -83,6 +84,7 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     # No break-glass role in cdk.json: empty, so the promoter refuses every override request.
     assert env[ENV_BREAK_GLASS_ID] == ""
     assert env[ENV_BLOCK_ALL_ON_FAILURE] == "true"
+    assert json.loads(env[ENV_TEST_URL_HOSTS]) == cdk_json_context()["wheelgate"]["test_url_hosts"]
 
 
 def test_outputs_for_ci(template_json: dict[str, Any]) -> None:
@@ -98,6 +100,7 @@ def test_outputs_for_ci(template_json: dict[str, Any]) -> None:
     _, props = _function(template_json)
     env = Resolver(template_json).resolve(props["Environment"]["Variables"])
     assert outputs["AllowedIndexes"] == env[ENV_ALLOWED_INDEXES]
+    assert outputs["TestUrlHosts"] == env[ENV_TEST_URL_HOSTS]
     assert json.loads(outputs["AllowedIndexes"]) == cdk_json_context()["wheelgate"]["index_dirs"]
 
 

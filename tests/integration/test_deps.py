@@ -334,7 +334,14 @@ def test_wheels_are_mirrored_through_the_gate_and_installable(
     path = deps_yml(tmp_path, cache.name, python=python)
     run_id = load_deps(path.read_text()).run_id
     # When deps sync mirrors it
-    args = ["--commit", COMMIT, "--review-url", "https://ci.invalid/pull/7", "--wait", "60"]
+    args = [
+        "--commit",
+        COMMIT,
+        "--review-url",
+        "https://github.com/ROCm/TheRock/pull/7",
+        "--wait",
+        "60",
+    ]
     assert deps(server, "sync", str(path), "--json", *args) == 0
     result = summary(capsys)
     # Then it was staged under the mirror run and promoted on its review
@@ -349,7 +356,7 @@ def test_wheels_are_mirrored_through_the_gate_and_installable(
         .read()
     )
     assert manifest["sets"][0]["tests"] == [
-        {"name": "deps-review", "result": "passed", "url": "https://ci.invalid/pull/7"}
+        {"name": "deps-review", "result": "passed", "url": "https://github.com/ROCm/TheRock/pull/7"}
     ]
     # ...and pip installs it from the nightly index
     venv = venv_factory("deps-mirror")

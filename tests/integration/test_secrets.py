@@ -100,7 +100,7 @@ def test_cli_and_promoter_debug_output_contains_no_secret(
         *("-m", "wheelgate", "--debug", "stage", "--run-id", RUN_ID, "--index", INDEX),
         *("--commit", COMMIT, str(wheel)),
     )
-    test_spec = f"{INDEX}:smoke=passed@https://ci.invalid/log?ref={MANIFEST_TOKEN}"
+    test_spec = f"{INDEX}:smoke=passed@https://github.com/log?ref={MANIFEST_TOKEN}"
     outputs["report"] = run(
         env,
         *("-m", "wheelgate", "--debug", "report", "--run-id", RUN_ID, "--commit", COMMIT),
@@ -132,11 +132,11 @@ def test_manifest_token_is_not_echoed_by_the_cli(stack: LocalStack) -> None:
         planted_env(stack),
         *("-m", "wheelgate", "report", "--dry-run", "--run-id", RUN_ID, "--commit", COMMIT),
         "--test",
-        f"{INDEX}:smoke=passed@https://ci.invalid/log?ref={MANIFEST_TOKEN}",
+        f"{INDEX}:smoke=passed@https://github.com/log?ref={MANIFEST_TOKEN}",
     )
     if result.returncode != 0:
         pytest.fail(result.stderr)
-    assert "https://ci.invalid/log?ref=" + MASK in result.stdout
+    assert "https://github.com/log?ref=" + MASK in result.stdout
     assert leaked(result.stdout + result.stderr) == []
 
 
@@ -148,7 +148,7 @@ def test_a_test_url_carrying_a_credential_is_refused_without_echoing_it(
         planted_env(stack),
         *("-m", "wheelgate", "report", "--dry-run", "--run-id", RUN_ID, "--commit", COMMIT),
         "--test",
-        f"{INDEX}:smoke=passed@https://ci.invalid/log?token={MANIFEST_TOKEN}",
+        f"{INDEX}:smoke=passed@https://github.com/log?token={MANIFEST_TOKEN}",
     )
     assert result.returncode == 2, result.stdout
     assert "carries the query parameter 'token'" in result.stderr

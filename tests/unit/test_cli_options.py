@@ -12,7 +12,7 @@ from tests.unit.samples import COMMIT, INDEX, SHA_A
 from wheelgate.cli import common, deps
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import MAX_FILES_PER_SET, ManifestFile
-from wheelgate.core.settings import ENV_ALLOWED_INDEXES
+from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_TEST_URL_HOSTS
 from wheelgate.staging.stage import build_manifest
 
 WHEEL = "torch-2.7.0-py3-none-any.whl"
@@ -180,6 +180,19 @@ def test_an_index_directory_not_configured_is_refused(
     assert INDEX in line
 
 
+def test_report_refuses_a_test_url_on_another_host(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Unset, test URLs must be on github.com, as for the promoter.
+    argv = report(f"{INDEX}:smoke=passed@https://ci.example.org/runs/1")
+    line = refused(argv, capsys)
+    assert "test URL 'https://ci.example.org/runs/1' is not on an allowed host (github.com)" in line
+    # Configured (the stack's TestUrlHosts output), the command goes on to storage.
+    monkeypatch.setenv(ENV_TEST_URL_HOSTS, json.dumps(["ci.example.org"]))
+    with pytest.raises(StorageCalled):
+        main(argv)
+
+
 def test_deps_refuses_an_index_directory_not_configured(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,7 +236,9 @@ def test_good_options_pass_the_checks_and_reach_storage() -> None:
     with pytest.raises(StorageCalled):
         main(
             [
-                *report(f"{INDEX}:pytorch:smoke=passed@https://ci.example/runs/1?job=2"),
+                *report(
+                    f"{INDEX}:pytorch:smoke=passed@https://github.com/o/r/actions/runs/1?job=2"
+                ),
                 f"--test={INDEX}:other=skipped",
                 "--test=v2/gfx950-dcgpu:smoke=failed",
             ]

@@ -14,7 +14,12 @@ from pydantic import BaseModel, ValidationError
 
 from wheelgate.core.errors import Reason
 from wheelgate.core.layout import STAGING, base_url, check_index
-from wheelgate.core.manifest import check_commit, describe_errors
+from wheelgate.core.manifest import (
+    check_commit,
+    check_test_url,
+    check_test_url_host,
+    describe_errors,
+)
 from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
@@ -23,6 +28,7 @@ from wheelgate.core.settings import (
     ENV_STAGING_BUCKET,
     SettingsError,
     allowed_indexes_from_env,
+    test_url_hosts_from_env,
 )
 from wheelgate.storage.bucket import AccessError, Bucket
 
@@ -67,6 +73,17 @@ def configured_indexes(indexes: Iterable[str], what: str) -> None:
             f"{Reason.INDEX_NOT_ALLOWED.value}: {what} {refused[0]!r} is not a configured index "
             f"directory ({ENV_ALLOWED_INDEXES}: {', '.join(sorted(allowed))})"
         )
+
+
+def test_url_option(option: str, url: str) -> str:
+    """A test URL (:func:`check_test_url`) on a host of ``WHEELGATE_TEST_URL_HOSTS`` (default
+    ``github.com``), as the promoter requires; else UsageError naming ``option``."""
+    checked(option, url, check_test_url)
+    try:
+        hosts = test_url_hosts_from_env(os.environ)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from exc
+    return checked(option, url, lambda value: check_test_url_host(value, hosts))
 
 
 def index_option(args: argparse.Namespace) -> str:

@@ -31,16 +31,15 @@ from wheelgate.cli.common import (
     EXIT_PENDING,
     EXIT_REJECTED,
     UsageError,
-    checked,
     commit_option,
     configured_indexes,
     nightly_url,
     required,
     s3_client,
     storage_options,
+    test_url_option,
     wait_for_decision,
 )
-from wheelgate.core.manifest import check_test_url
 from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.deps.config import Deps, DepsInvalid, load_deps
@@ -206,7 +205,7 @@ def _review_url(args: argparse.Namespace) -> str:
     else:
         raise UsageError("--review-url is required: the pull request that reviewed deps.yml")
     # It becomes the URL of the mirror run's one test.
-    return checked("--review-url", url, check_test_url)
+    return test_url_option("--review-url", url)
 
 
 def _stage_mirror(**kwargs: Any) -> list[Row]:

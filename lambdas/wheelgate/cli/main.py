@@ -39,6 +39,7 @@ from wheelgate.cli.common import (
     index_option,
     nightly_url,
     storage_options,
+    test_url_option,
     validated,
     wait_for_decision,
 )
@@ -140,6 +141,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     checked("--run-id", args.run_id, check_run_id)
     commit = commit_option(args)
     tests = checked("--test", args.test, parse_test_specs)
+    for test in tests:
+        if test.url is not None:
+            test_url_option("--test", test.url)
     staging, _ = buckets(args, nightly=False)
     staged = _staged_sets(staging, args.run_id)
     if not staged:

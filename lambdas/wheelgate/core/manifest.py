@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from packaging.utils import (
     InvalidSdistFilename,
@@ -104,6 +105,30 @@ def check_test_url(url: str) -> str:
             redact_urls(f"test URL {url!r} carries {carried}; test URLs are public, use none")
         )
     return url
+
+
+def check_test_url_host(url: str, hosts: frozenset[str]) -> str:
+    """Return ``url`` if its host is one of ``hosts`` (``WHEELGATE_TEST_URL_HOSTS``); else
+    raise ``ValueError``."""
+    host = urlsplit(url).hostname
+    if host not in hosts:
+        raise ValueError(
+            redact_urls(f"test URL {url!r} is not on an allowed host ({', '.join(sorted(hosts))})")
+        )
+    return url
+
+
+def manifest_test_url_problems(manifest: Manifest, hosts: frozenset[str]) -> list[str]:
+    """Every test URL of ``manifest`` not on ``hosts``, named by its field."""
+    problems = []
+    for i, artifact_set in enumerate(manifest.sets):
+        for j, test in enumerate(artifact_set.tests):
+            try:
+                if test.url is not None:
+                    check_test_url_host(test.url, hosts)
+            except ValueError as exc:
+                problems.append(f"sets.{i}.tests.{j}.url: {exc}")
+    return problems
 
 
 def check_set_tests(index: str, names: Sequence[str]) -> None:

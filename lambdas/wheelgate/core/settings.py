@@ -41,6 +41,11 @@ ENV_BLOCK_ALL_ON_FAILURE = "WHEELGATE_BLOCK_ALL_ON_FAILURE"
 #: re-release of that release with other bytes, and is refused; ``true``: it is allowed.
 ENV_ALLOW_BUILD_TAG_RERELEASES = "WHEELGATE_ALLOW_BUILD_TAG_RERELEASES"
 
+#: JSON list of the host names test URLs may point to (``test_url_hosts`` in cdk.json); unset:
+#: :data:`DEFAULT_TEST_URL_HOSTS`. The promoter and ``wheelgate report`` read the same list.
+ENV_TEST_URL_HOSTS = "WHEELGATE_TEST_URL_HOSTS"
+DEFAULT_TEST_URL_HOSTS = ("github.com",)
+
 #: The promoter function's timeout (the Lambda maximum), which the stack sets and the
 #: promoter's index-directory lease outlives.
 PROMOTER_TIMEOUT_SECONDS = 15 * 60
@@ -64,6 +69,7 @@ ALL_ENV_NAMES = (
     ENV_ALLOWED_INDEXES,
     ENV_BREAK_GLASS_ID,
     ENV_BLOCK_ALL_ON_FAILURE,
+    ENV_TEST_URL_HOSTS,
 )
 
 #: Powertools service name of the promoter; Powertools adds it as the ``service`` metric
@@ -99,6 +105,15 @@ def _json_strings(environ: Mapping[str, str], name: str, what: str) -> tuple[str
     return tuple(value)
 
 
+def test_url_hosts_from_env(environ: Mapping[str, str]) -> frozenset[str]:
+    """The hosts of ``WHEELGATE_TEST_URL_HOSTS``, or :data:`DEFAULT_TEST_URL_HOSTS` when it is
+    unset. Raises :class:`SettingsError` for a value that is not a non-empty list of names."""
+    hosts = _json_strings(environ, ENV_TEST_URL_HOSTS, "host names") or DEFAULT_TEST_URL_HOSTS
+    if not all(host and host == host.strip().lower() for host in hosts):
+        raise SettingsError(f"{ENV_TEST_URL_HOSTS} must list lower-case host names")
+    return frozenset(hosts)
+
+
 def allowed_indexes_from_env(environ: Mapping[str, str]) -> frozenset[str]:
     """The index directories of ``WHEELGATE_ALLOWED_INDEXES`` (empty when unset: any).
 
@@ -129,6 +144,7 @@ class PromoterSettings:
     break_glass_id: str | None = None
     block_all_on_failure: bool = True
     allow_build_tag_rereleases: bool = False
+    test_url_hosts: frozenset[str] = frozenset(DEFAULT_TEST_URL_HOSTS)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -173,4 +189,5 @@ class PromoterSettings:
             break_glass_id=optional(ENV_BREAK_GLASS_ID),
             block_all_on_failure=boolean(ENV_BLOCK_ALL_ON_FAILURE, True),
             allow_build_tag_rereleases=boolean(ENV_ALLOW_BUILD_TAG_RERELEASES, False),
+            test_url_hosts=test_url_hosts_from_env(environ),
         )
