@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wheelgate.core.layout import LayoutError, check_index
+from wheelgate.core.layout import LayoutError, check_index_dirs
+from wheelgate.core.settings import DEFAULT_TEST_URL_HOSTS
 
 CONTEXT_KEY = "wheelgate"
 
@@ -91,6 +92,8 @@ class WheelGateConfig:
     break_glass_role_id: str | None
     block_all_on_failure: bool
     allow_build_tag_rereleases: bool
+    #: Hosts test URLs may point to (``WHEELGATE_TEST_URL_HOSTS``); default ``github.com``.
+    test_url_hosts: tuple[str, ...]
     cache_bucket_name: str | None
     cache_prefixes: tuple[str, ...]
     deps_workflows: tuple[str, ...]
@@ -158,10 +161,8 @@ class WheelGateConfig:
                 f"context key {CONTEXT_KEY}.nightly_retention.mode is {mode!r}; "
                 f"use one of {', '.join(RETENTION_MODES)}"
             )
-        index_dirs = reader.strings("index_dirs")
         try:
-            for index in index_dirs:
-                check_index(index)
+            index_dirs = check_index_dirs(reader.strings("index_dirs"))
         except LayoutError as exc:
             raise ConfigError(f"context key {CONTEXT_KEY}.index_dirs: {exc}") from exc
         required_tests = reader.tests("required_tests")
@@ -308,6 +309,7 @@ class WheelGateConfig:
             break_glass_role_id=break_glass_role_id,
             block_all_on_failure=reader.boolean("block_all_on_failure", default=True),
             allow_build_tag_rereleases=reader.boolean("allow_build_tag_rereleases", default=False),
+            test_url_hosts=reader.optional_strings("test_url_hosts") or DEFAULT_TEST_URL_HOSTS,
             cache_bucket_name=reader.optional_string("cache_bucket_name"),
             cache_prefixes=cache_prefixes,
             deps_workflows=deps_workflows,
@@ -428,12 +430,10 @@ class _Reader:
         return tuple(value)
 
     def optional_strings(self, *path: str) -> tuple[str, ...]:
-        value = self._lookup(*path, nullable=True)
-        if value is None:
+        """A non-empty list of strings, or ``()`` when the key is null or left out."""
+        if self._lookup(*path, nullable=True) is None:
             return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self._fail(path, "a list of strings")
-        return tuple(value)
+        return self.strings(*path)
 
     def boolean(self, *path: str, default: bool) -> bool:
         value = self._lookup(*path, nullable=True)

@@ -18,7 +18,13 @@ from constructs import Construct
 from stacks.lambda_asset import asset_files, glob_excludes_keeping, handler_module
 from stacks.nag import acknowledge
 from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
-from wheelgate.core.settings import METRICS_NAMESPACE, PROMOTER_TIMEOUT_SECONDS, SERVICE_NAME
+from wheelgate.core.settings import (
+    LEASE_BUSY_RETRY_SECONDS,
+    LEASE_SECONDS,
+    METRICS_NAMESPACE,
+    PROMOTER_TIMEOUT_SECONDS,
+    SERVICE_NAME,
+)
 
 HANDLER = "wheelgate.promoter.handler.lambda_handler"
 
@@ -29,9 +35,18 @@ FUNCTION_TIMEOUT = Duration.seconds(PROMOTER_TIMEOUT_SECONDS)
 FUNCTION_MEMORY_MB = 1024
 # AWS guidance for SQS event sources: visibility timeout at least six times the function timeout.
 QUEUE_VISIBILITY_TIMEOUT = Duration.seconds(6 * FUNCTION_TIMEOUT.to_seconds())
-# With one concurrent execution, throttled receives count towards maxReceiveCount; five
-# receives keep a manifest from reaching the DLQ just because another run was being promoted.
-MAX_RECEIVE_COUNT = 5
+# At most this many promotions run at once: the event source mapping's maximum concurrency
+# (2 is the least AWS accepts). Not reserved concurrency: an SQS event source whose function is
+# throttled still receives messages, and those receives count towards maxReceiveCount. Two
+# promotions into one index directory are kept apart by the promoter's lease instead.
+MAX_CONCURRENCY = 2
+# Every receive counts towards maxReceiveCount, a busy one included. A message that finds its
+# directory leased comes back every LEASE_BUSY_RETRY_SECONDS, so the count covers the longest a
+# lease can be held (a killed invocation's, LEASE_SECONDS) in busy receives, plus five attempts
+# that fail for other reasons (each after the whole visibility timeout): a manifest never
+# reaches the DLQ just because another run was being promoted into its directory.
+BUSY_RECEIVES = -(-LEASE_SECONDS // LEASE_BUSY_RETRY_SECONDS)
+MAX_RECEIVE_COUNT = BUSY_RECEIVES + 5
 
 # The periods CloudWatch Logs accepts for RetentionInDays.
 LOG_RETENTION_DAYS = (
@@ -143,7 +158,7 @@ class Promoter(Construct):
             code=lambda_.Code.from_asset(str(layer_dir), exclude=[*ASSET_EXCLUDES, ".built"]),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
             compatible_architectures=[lambda_.Architecture.ARM_64],
-            description="Powertools, pydantic and packaging for the WheelGate promoter",
+            description="boto3, Powertools, pydantic and packaging for the WheelGate promoter",
         )
         self.function = lambda_.Function(
             self,
@@ -156,10 +171,6 @@ class Promoter(Construct):
             role=role,
             timeout=FUNCTION_TIMEOUT,
             memory_size=FUNCTION_MEMORY_MB,
-            # One promotion at a time: two runs touching the same project page would otherwise
-            # race on read-merge-write of the index. The promoter's conditional writes catch a
-            # lost race, but serialising makes that the exception instead of the rule.
-            reserved_concurrent_executions=1,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={
@@ -176,8 +187,11 @@ class Promoter(Construct):
                 # One manifest (up to 1,000 files) can use most of the timeout on its own.
                 batch_size=1,
                 report_batch_item_failures=True,
+                max_concurrency=MAX_CONCURRENCY,
             )
         )
+        # The event source's grant (consuming messages) includes sqs:ChangeMessageVisibility
+        # on the queue, which the handler uses to retry a busy directory's message sooner.
         acknowledge(
             self.function,
             "AwsSolutions-L1",

@@ -27,6 +27,7 @@ from wheelgate.core.settings import (
     ENV_REQUIRED_TESTS,
     ENV_STAGING_BUCKET,
     ENV_STAGING_DISTRIBUTION_ID,
+    ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
 )
@@ -93,6 +94,8 @@ class WheelGateStack(Stack):
             staging_domain=config.staging_domain,
             web_acl_arn=web_acl_arn,
         )
+        allowed_indexes = json.dumps(list(config.index_dirs))
+        test_url_hosts = json.dumps(list(config.test_url_hosts))
         promoter = Promoter(
             self,
             "Promoter",
@@ -112,13 +115,14 @@ class WheelGateStack(Stack):
                 ENV_REQUIRED_TESTS: json.dumps(
                     {k: list(v) for k, v in config.required_tests.items()}, sort_keys=True
                 ),
-                ENV_ALLOWED_INDEXES: json.dumps(list(config.index_dirs)),
+                ENV_ALLOWED_INDEXES: allowed_indexes,
                 # Empty: no break-glass role, so the promoter refuses every override request.
                 ENV_BREAK_GLASS_ID: config.break_glass_role_id or "",
                 ENV_BLOCK_ALL_ON_FAILURE: "true" if config.block_all_on_failure else "false",
                 ENV_ALLOW_BUILD_TAG_RERELEASES: (
                     "true" if config.allow_build_tag_rereleases else "false"
                 ),
+                ENV_TEST_URL_HOSTS: test_url_hosts,
             },
         )
         access.confine_promoter_to(promoter.function.function_arn)
@@ -151,6 +155,10 @@ class WheelGateStack(Stack):
             "ManifestQueueUrl": promoter.queue.queue_url,
             "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
             "AlarmTopicArn": monitoring.topic.topic_arn,
+            # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would.
+            "AllowedIndexes": allowed_indexes,
+            # For CI's WHEELGATE_TEST_URL_HOSTS: `wheelgate report` refuses what the promoter would.
+            "TestUrlHosts": test_url_hosts,
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)

@@ -80,6 +80,11 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
     [
         ({"nightly_retention": {"mode": "FOREVER", "days": 1}}, "GOVERNANCE, COMPLIANCE"),
         ({"index_dirs": ["runs/x"]}, "reserves"),
+        # No allow-list in a deployed stack: the promoter would take any directory.
+        ({"index_dirs": []}, "index_dirs.*non-empty list"),
+        # D/torch inside D would be D's project page of `torch`.
+        ({"index_dirs": ["v2/gfx94X", "v2/gfx94X/torch"]}, "may not nest"),
+        ({"index_dirs": ["v2/a", "v2/a"]}, "listed twice"),
         ({"index_dirs": ["v2/ok"], "required_tests": {"v2/other": []}}, "v2/other"),
         ({"staging_run_expiry_days": 0}, "positive integer"),
         ({"build_refs": []}, "non-empty list"),
@@ -172,6 +177,13 @@ def test_release_tags_are_an_opt_in_for_build_and_reporter_only() -> None:
     # And the deps role still trusts the default branch alone
     assert all(":ref:refs/heads/main:" in s for s in config.deps_subs)
     assert _config().release_tags == ()
+
+
+def test_test_url_hosts_default_to_github() -> None:
+    assert _config(test_url_hosts=...).test_url_hosts == ("github.com",)
+    assert _config(test_url_hosts=["ci.example.org"]).test_url_hosts == ("ci.example.org",)
+    with pytest.raises(ConfigError, match=r"test_url_hosts.*non-empty list"):
+        _config(test_url_hosts=[])
 
 
 def test_block_all_on_failure_defaults_to_true() -> None:

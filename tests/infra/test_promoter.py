@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match, Template
 
 from stacks.config import WheelGateConfig
 from stacks.lambda_asset import asset_files, handler_module
-from stacks.promoter import HANDLER
+from stacks.promoter import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
 from stacks.wheelgate_stack import LAMBDA_CODE_DIR, WheelGateStack
 from tests.infra.resolve import Resolver
 from tests.infra.synth import STACK_NAME, Synthesis, cdk_json_context
@@ -24,7 +24,10 @@ from wheelgate.core.settings import (
     ENV_BREAK_GLASS_ID,
     ENV_NIGHTLY_BASE_URL,
     ENV_REQUIRED_TESTS,
+    ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_REPORTER_ID,
+    LEASE_BUSY_RETRY_SECONDS,
+    LEASE_SECONDS,
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
     METRICS_NAMESPACE,
@@ -51,11 +54,17 @@ def test_function_runtime_and_sizing(template: Template) -> None:
             "Architectures": ["arm64"],
             "Timeout": 900,
             "MemorySize": 1024,
-            "ReservedConcurrentExecutions": 1,
             "TracingConfig": {"Mode": "Active"},
             "Layers": [{"Ref": Match.string_like_regexp("^PromoterDependencies")}],
         },
     )
+
+
+def test_no_reserved_concurrency(template_json: dict[str, Any]) -> None:
+    # Throttled receives of an SQS event source count towards maxReceiveCount: the mapping's
+    # maximum concurrency limits promotions instead.
+    _, props = _function(template_json)
+    assert "ReservedConcurrentExecutions" not in props
 
 
 def test_function_environment_uses_the_settings_contract(template_json: dict[str, Any]) -> None:
@@ -75,6 +84,7 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     # No break-glass role in cdk.json: empty, so the promoter refuses every override request.
     assert env[ENV_BREAK_GLASS_ID] == ""
     assert env[ENV_BLOCK_ALL_ON_FAILURE] == "true"
+    assert json.loads(env[ENV_TEST_URL_HOSTS]) == cdk_json_context()["wheelgate"]["test_url_hosts"]
 
 
 def test_outputs_for_ci(template_json: dict[str, Any]) -> None:
@@ -86,6 +96,12 @@ def test_outputs_for_ci(template_json: dict[str, Any]) -> None:
     assert outputs["NightlyIndexUrl"] == "https://ENIGHTLY.example.net/"
     assert outputs["CacheBucketName"] == "wheelgate-cache"
     assert outputs["DepsRoleArn"].endswith(":role/deps")
+    # What CI puts in WHEELGATE_ALLOWED_INDEXES: the list the promoter is given.
+    _, props = _function(template_json)
+    env = Resolver(template_json).resolve(props["Environment"]["Variables"])
+    assert outputs["AllowedIndexes"] == env[ENV_ALLOWED_INDEXES]
+    assert outputs["TestUrlHosts"] == env[ENV_TEST_URL_HOSTS]
+    assert json.loads(outputs["AllowedIndexes"]) == cdk_json_context()["wheelgate"]["index_dirs"]
 
 
 def test_queue_visibility_covers_six_function_timeouts_and_redrives(
@@ -99,7 +115,11 @@ def test_queue_visibility_covers_six_function_timeouts_and_redrives(
     assert main[0]["VisibilityTimeout"] >= 6 * function["Timeout"]
     assert main[0]["SqsManagedSseEnabled"] is True
     dlq_id = main[0]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
-    assert main[0]["RedrivePolicy"]["maxReceiveCount"] == 5
+    # A busy directory's message comes back every LEASE_BUSY_RETRY_SECONDS: the receives
+    # before the DLQ outlast the longest lease, with five more for other failures.
+    receives = main[0]["RedrivePolicy"]["maxReceiveCount"]
+    assert (receives - 5) * LEASE_BUSY_RETRY_SECONDS >= LEASE_SECONDS
+    assert receives == MAX_RECEIVE_COUNT
     assert queues[dlq_id]["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
 
 
@@ -110,8 +130,24 @@ def test_event_source_reports_batch_item_failures(template_json: dict[str, Any])
     assert props["FunctionName"] == {"Ref": function_id}
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert props["BatchSize"] == 1
+    assert props["ScalingConfig"] == {"MaximumConcurrency": MAX_CONCURRENCY}
+    assert MAX_CONCURRENCY >= 2  # the least AWS accepts
     queue_id = props["EventSourceArn"]["Fn::GetAtt"][0]
     assert "RedrivePolicy" in template_json["Resources"][queue_id]["Properties"]
+
+
+def test_promoter_may_shorten_a_message_visibility(template_json: dict[str, Any]) -> None:
+    # The handler retries a busy directory's message sooner with ChangeMessageVisibility.
+    resolver = Resolver(template_json)
+    (mapping,) = resolver.of_type("AWS::Lambda::EventSourceMapping").values()
+    queue_id = mapping["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]
+    statements = [s for doc in resolver.role_policies("promoter") for s in doc["Statement"]]
+    granted = [
+        s["Resource"]
+        for s in statements
+        if s["Effect"] == "Allow" and "sqs:ChangeMessageVisibility" in s["Action"]
+    ]
+    assert granted == [resolver.resolve({"Fn::GetAtt": [queue_id, "Arn"]})]
 
 
 def test_staging_notifies_the_queue_of_manifests_only(template_json: dict[str, Any]) -> None:

@@ -101,7 +101,7 @@ def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
         "--commit",
         "2" * 40,
         "--test",
-        f"{INDEX}:smoke=passed@https://ci.invalid/100",
+        f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/100",
         *installed(INDEX, "smoke", [promoted["torch"]]),
     )
     status = local.wheelgate("status", "100", "--wait", "60")

@@ -227,17 +227,23 @@ def test_conditional_write_refuses_an_existing_key(cache: Bucket, tmp_path: Path
 def test_download_failures_are_reported_and_nothing_bad_is_uploaded(
     server: ThirdPartyServer, cache: Bucket, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Given a wrong hash, a 404, a reset mid-body, a stalled server, a transient 503 and a
-    # redirect off https
+    # Given a wrong hash, a 404 (of a signed URL), a reset mid-body, a stalled server, a
+    # transient 503, a redirect off https and one to a host not in validation.hosts
     broken = server.files["broken.bin"]
     assert isinstance(broken, bytes)
     items = [
         entry(server, "small.json", key="third-party/wrong-hash.json", sha256=sha(b"other")),
-        entry(server, "small.json", key="third-party/missing.json", url=server.url("nope")),
+        entry(
+            server,
+            "small.json",
+            key="third-party/missing.json",
+            url=server.url("nope") + "?sig=s3cr3tsig",
+        ),
         entry(server, "broken.bin", "reset"),
         entry(server, "broken.bin", "slow"),
         entry(server, "broken.bin", "flaky"),
         entry(server, "broken.bin", "redirect"),
+        entry(server, "broken.bin", "offsite"),
     ]
     path = deps_yml(tmp_path, cache.name, files=items)
     # When deps sync runs with two retries and a short read timeout
@@ -246,11 +252,14 @@ def test_download_failures_are_reported_and_nothing_bad_is_uploaded(
     )
     # Then the transient 503 was retried and uploaded, every other entry failed, says why
     assert code == 1
-    rows = {row["target"].split("/", 3)[-1]: row for row in summary(capsys)["rows"]}
+    captured = capsys.readouterr()
+    assert "s3cr3tsig" not in captured.out + captured.err
+    rows = {row["target"].split("/", 3)[-1]: row for row in json.loads(captured.out)["rows"]}
     assert rows["third-party/wrong-hash.json"]["action"] == "failed"
     assert "SHA-256 is" in rows["third-party/wrong-hash.json"]["detail"]
     assert "HTTP 404" in rows["third-party/missing.json"]["detail"]
-    assert server.requests["/files/nope"] == 1, "a 404 is not retried"
+    assert "?sig=****" in rows["third-party/missing.json"]["detail"]
+    assert server.requests["/files/nope?sig=s3cr3tsig"] == 1, "a 404 is not retried"
     by_mode = {k.split("/")[1]: r for k, r in rows.items() if k.endswith("broken.bin")}
     assert by_mode["reset"]["action"] == "failed"
     assert "gave up after 3 attempts" in by_mode["reset"]["detail"]
@@ -261,6 +270,9 @@ def test_download_failures_are_reported_and_nothing_bad_is_uploaded(
     assert server.requests["/flaky/broken.bin"] == 2
     assert "redirect to non-https" in by_mode["redirect"]["detail"]
     assert server.requests["/redirect/broken.bin"] == 1
+    assert "host 'localhost' is not in validation.hosts" in by_mode["offsite"]["detail"]
+    assert server.requests["/offsite/broken.bin"] == 1
+    assert server.requests["/files/broken.bin"] == 0, "the redirect was not followed"
     # ...and only the verified file is in the bucket
     assert list(objects(cache)) == ["third-party/flaky/broken.bin"]
 
@@ -322,7 +334,14 @@ def test_wheels_are_mirrored_through_the_gate_and_installable(
     path = deps_yml(tmp_path, cache.name, python=python)
     review_id = load_deps(path.read_text()).run_id
     # When deps sync mirrors it
-    args = ["--commit", COMMIT, "--review-url", "https://ci.invalid/pull/7", "--wait", "60"]
+    args = [
+        "--commit",
+        COMMIT,
+        "--review-url",
+        "https://github.com/ROCm/TheRock/pull/7",
+        "--wait",
+        "60",
+    ]
     assert deps(server, "sync", str(path), "--json", *args) == 0
     result = summary(capsys)
     # Then it was staged under a fresh mirror run of the reviewed section, and promoted on its
@@ -345,7 +364,7 @@ def test_wheels_are_mirrored_through_the_gate_and_installable(
         {
             "name": "deps-review",
             "result": "passed",
-            "url": "https://ci.invalid/pull/7",
+            "url": "https://github.com/ROCm/TheRock/pull/7",
             "installed": [{"sha256": sha(data), "filename": wheel.name}],
         }
     ]

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
-from tests.integration.test_promoter import Run, deliver, nightly_versions, wheel
+from tests.integration.test_promoter import (
+    Context,
+    Run,
+    deliver,
+    nightly_versions,
+    sqs_event,
+    wheel,
+)
 from wheelgate.core.layout import STAGING
+from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
+from wheelgate.promoter import handler
 from wheelgate.promotion.lease import IndexLeases, LeaseBusy
 from wheelgate.storage.bucket import Bucket
 
@@ -106,3 +117,47 @@ def test_a_promotion_waits_while_its_directory_is_leased(
     record = run.staging.get(f"records/{run.run_id}.json")
     assert record is not None
     assert json.loads(record[0])["state"] == "promoted"
+
+
+def test_a_busy_directory_is_retried_soon(
+    buckets: tuple[Bucket, Bucket], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a run's manifest message, received from a queue whose visibility timeout is far
+    # longer than this test waits, and its index directory leased by another promotion...
+    run = Run(buckets, tmp_path, "busy-run", "lease/busy")
+    run.stage(wheel(tmp_path, "busy"))
+    key = f"manifests/{run.run_id}.json"
+    run.staging.put(key, json.dumps(run.manifest()).encode(), content_type="application/json")
+    sqs: Any = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="busy-retry", Attributes={"VisibilityTimeout": "900"})[
+        "QueueUrl"
+    ]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    (record,) = sqs_event(key, LOCAL_REPORTER_PRINCIPAL)["Records"]
+    sqs.send_message(QueueUrl=url, MessageBody=record["body"])
+    (message,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
+    event = {
+        "Records": [
+            {
+                **record,
+                "messageId": message["MessageId"],
+                "receiptHandle": message["ReceiptHandle"],
+                "eventSourceARN": arn,
+            }
+        ]
+    }
+    monkeypatch.setattr(handler, "LEASE_BUSY_RETRY_SECONDS", 1)
+    with IndexLeases(run.staging).hold([run.index], run_id="holder"):
+        # When the promoter handles it, Then the message fails...
+        response = handler.lambda_handler(event, Context())  # type: ignore[arg-type]
+    assert response == {"batchItemFailures": [{"itemIdentifier": message["MessageId"]}]}
+    # ...and comes back after the short delay, not after the queue's visibility timeout.
+    time.sleep(1.5)
+    again = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=1, MessageSystemAttributeNames=["All"]
+    )
+    (redelivered,) = again["Messages"]
+    assert redelivered["MessageId"] == message["MessageId"]
+    assert redelivered["Attributes"]["ApproximateReceiveCount"] == "2"

@@ -424,3 +424,18 @@ def test_a_run_never_restages_a_file_name_with_other_bytes(
     head = run.staging.head(f"runs/restage-1/t/restage/{rebuilt.name}")
     assert head is not None
     assert head.sha256 == hashlib.sha256(run.files[0].read_bytes()).hexdigest()
+
+
+def test_a_test_url_on_another_host_is_rejected(run: Run, s3: Any) -> None:
+    # Given a manifest (written past `wheelgate report`) linking a test result elsewhere...
+    run.stage(wheel(run.tmp))
+    manifest = run.manifest()
+    manifest["sets"][0]["tests"][0]["url"] = "https://ci.example.org/runs/1"
+    before = nightly_versions(s3)
+    # When the promoter, configured with the default hosts (github.com), handles it
+    record = run.report(manifest)
+    # Then it is rejected naming the field, and nothing reaches nightly
+    assert (record["state"], record["reason"]) == ("rejected", "invalid-manifest")
+    assert "sets.0.tests.0.url" in record["message"]
+    assert "not on an allowed host (github.com)" in record["message"]
+    assert nightly_versions(s3) == before

@@ -101,7 +101,7 @@ def test_cli_and_promoter_debug_output_contains_no_secret(
         *("-m", "wheelgate", "--debug", "stage", "--run-id", RUN_ID, "--index", INDEX),
         *("--commit", COMMIT, str(wheel)),
     )
-    test_spec = f"{INDEX}:smoke=passed@https://ci.invalid/log?token={MANIFEST_TOKEN}"
+    test_spec = f"{INDEX}:smoke=passed@https://github.com/log?ref={MANIFEST_TOKEN}"
     outputs["report"] = run(
         env,
         *("-m", "wheelgate", "--debug", "report", "--run-id", RUN_ID, "--commit", COMMIT),
@@ -133,9 +133,25 @@ def test_manifest_token_is_not_echoed_by_the_cli(stack: LocalStack) -> None:
         planted_env(stack),
         *("-m", "wheelgate", "report", "--dry-run", "--run-id", RUN_ID, "--commit", COMMIT),
         "--test",
-        f"{INDEX}:smoke=passed@https://ci.invalid/log?token={MANIFEST_TOKEN}",
+        f"{INDEX}:smoke=passed@https://github.com/log?ref={MANIFEST_TOKEN}",
     )
     if result.returncode != 0:
         pytest.fail(result.stderr)
-    assert "https://ci.invalid/log?token=" + MASK in result.stdout
+    assert "https://github.com/log?ref=" + MASK in result.stdout
+    assert leaked(result.stdout + result.stderr) == []
+
+
+def test_a_test_url_carrying_a_credential_is_refused_without_echoing_it(
+    stack: LocalStack,
+) -> None:
+    # A credential-named parameter never reaches a manifest: report refuses it, masked.
+    result = run(
+        planted_env(stack),
+        *("-m", "wheelgate", "report", "--dry-run", "--run-id", RUN_ID, "--commit", COMMIT),
+        "--test",
+        f"{INDEX}:smoke=passed@https://github.com/log?token={MANIFEST_TOKEN}",
+    )
+    assert result.returncode == 2, result.stdout
+    assert "carries the query parameter 'token'" in result.stderr
+    assert result.stdout == ""
     assert leaked(result.stdout + result.stderr) == []

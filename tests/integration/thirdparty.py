@@ -4,7 +4,8 @@ certificate for 127.0.0.1) that serves files and misbehaves on request.
 Paths: ``/files/<name>`` serves a file; ``/reset/<name>`` sends half of it then resets the
 connection; ``/slow/<name>`` sends the headers then stalls for ``stall`` seconds;
 ``/flaky/<name>`` answers 503 to the first request and serves the file afterwards;
-``/redirect/<name>`` redirects to the file over plain http; anything else is 404. Every
+``/redirect/<name>`` redirects to the file over plain http; ``/offsite/<name>`` redirects to it
+over https on another host name (``localhost``); anything else is 404. Every
 request is counted per path, so tests can tell what was downloaded. Used by
 tests/integration/test_deps.py and bench/deps_stream.py.
 """
@@ -76,14 +77,13 @@ class _Handler(BaseHTTPRequestHandler):
             count = server.requests[self.path]
         mode, _, name = self.path.lstrip("/").partition("/")
         source = server.files.get(name)
-        if source is None or mode not in ("files", "reset", "slow", "flaky", "redirect"):
+        if source is None or mode not in ("files", "reset", "slow", "flaky", "redirect", "offsite"):
             self.send_error(404)
             return
-        if mode == "redirect":
+        if mode in ("redirect", "offsite"):
             self.send_response(302)
-            self.send_header(
-                "Location", f"http://127.0.0.1:{server.server_address[1]}/files/{name}"
-            )
+            location = {"redirect": "http://127.0.0.1", "offsite": "https://localhost"}[mode]
+            self.send_header("Location", f"{location}:{server.server_address[1]}/files/{name}")
             self.send_header("Content-Length", "0")
             self.end_headers()
             return

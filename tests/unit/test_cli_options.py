@@ -3,6 +3,7 @@ before any storage call, and a bad one is named on one line with exit 2."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from tests.unit.samples import COMMIT, INDEX, SHA_A
 from wheelgate.cli import common, deps
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import MAX_FILES_PER_SET, ManifestFile
+from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_TEST_URL_HOSTS
 from wheelgate.staging.stage import build_manifest
 
 WHEEL = "torch-2.7.0-py3-none-any.whl"
@@ -108,9 +110,21 @@ def report(*tests: str) -> list[str]:
          "wheelgate report: error: --test: test name 'smoke test' must be letters"),
         (report(f"{INDEX}:smoke=ok"), "--test: test 'v2/gfx94X-dcgpu:smoke=ok': result must be"),
         (report(f"{INDEX}:smoke=passed@javascript:alert(1)"),
-         "wheelgate report: error: --test: test URL 'javascript:alert(1)' is not an http(s) URL"),
+         "wheelgate report: error: --test: test URL 'javascript:alert(1)' is not an https URL"),
         (report(f"{INDEX}:smoke=passed@https://ci.example/" + "x" * 2048),
-         "is not an http(s) URL without spaces (at most 2048 characters)"),
+         "is not an https URL without spaces (at most 2048 characters)"),
+        (report(f"{INDEX}:smoke=passed@http://ci.example/1"),
+         "test URL 'http://ci.example/1' is not an https URL"),
+        (report(f"{INDEX}:smoke=passed@https://ci:pw1234567@ci.example/1"),
+         "test URL 'https://ci:****@ci.example/1' carries user information"),
+        (report(f"{INDEX}:smoke=passed@https://ci.example/1?sig=abc123xyz"),
+         "test URL 'https://ci.example/1?sig=****' carries the query parameter 'sig'"),
+        (report(f"{INDEX}:smoke=passed@https://ci.example/1?X-Amz-Signature=abc123xyz"),
+         "carries the query parameter 'X-Amz-Signature'"),
+        (report(f"{INDEX}:smoke=passed@https://ci.example/1?Access_Token=abc123xyz"),
+         "carries the query parameter 'Access_Token'"),
+        (report(f"{INDEX}:smoke=passed@https://ci.example/r/eyJhbGciOiJI.eyJzdWIiOiIx.c2ln"),
+         "test URL 'https://ci.example/r/****' carries a JSON Web Token"),
         (report(f"{INDEX}:smoke=passed", f"{INDEX}:smoke=failed"),
          f"wheelgate report: error: --test: test 'smoke' is listed twice in set '{INDEX}'"),
         (report(*(f"{INDEX}:t{n}=passed" for n in range(257))),
@@ -159,6 +173,65 @@ def test_bad_options_are_named_on_one_line_before_any_storage_call(
     assert expected in refused(argv, capsys)
 
 
+OTHER = "v2/gfx950-dcgpu"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stage", "--run-id", "1", "--index", OTHER, "--commit", COMMIT, WHEEL],
+        ["pins", "--run-id", "1", "--index", OTHER],
+        ["yank", "--index", OTHER, WHEEL, "--reason", "broken"],
+        ["index", "rebuild", "--index", OTHER],
+    ],
+)
+def test_an_index_directory_not_configured_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the stack's index_dirs in the environment, as CI sets them...
+    monkeypatch.setenv(ENV_ALLOWED_INDEXES, json.dumps([INDEX]))
+    # ...a command for another directory is refused before any storage call.
+    line = refused(argv, capsys)
+    assert f"index-not-allowed: --index '{OTHER}' is not a configured index directory" in line
+    assert INDEX in line
+
+
+def test_report_refuses_a_test_url_on_another_host(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Unset, test URLs must be on github.com, as for the promoter.
+    argv = report(f"{INDEX}:smoke=passed@https://ci.example.org/runs/1")
+    line = refused(argv, capsys)
+    assert "test URL 'https://ci.example.org/runs/1' is not on an allowed host (github.com)" in line
+    # Configured (the stack's TestUrlHosts output), the command goes on to storage.
+    monkeypatch.setenv(ENV_TEST_URL_HOSTS, json.dumps(["ci.example.org"]))
+    with pytest.raises(StorageCalled):
+        main(argv)
+
+
+def test_deps_refuses_an_index_directory_not_configured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deps_yml = tmp_path / "deps.yml"
+    deps_yml.write_text(DEPS_YML)
+    monkeypatch.setenv(ENV_ALLOWED_INDEXES, json.dumps([OTHER]))
+    line = refused(["deps", "check", str(deps_yml)], capsys)
+    assert f"index-not-allowed: {deps_yml} mirrors wheels into '{INDEX}'" in line
+    monkeypatch.setenv(ENV_ALLOWED_INDEXES, json.dumps([INDEX, OTHER]))
+    assert main(["deps", "check", str(deps_yml)]) == 0
+
+
+def test_a_nested_allow_list_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_ALLOWED_INDEXES, json.dumps(["v2", INDEX]))
+    line = refused(["pins", "--run-id", "1", "--index", INDEX], capsys)
+    assert "may not nest" in line
+
+
+REVIEW_URL = "https://github.com/ROCm/TheRock/pull/1"
+
+
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
@@ -167,10 +240,10 @@ def test_bad_options_are_named_on_one_line_before_any_storage_call(
         ([], "wheelgate deps: error: --commit is required (or set GITHUB_SHA)"),
         (["--commit", COMMIT, "--review-url", "ftp://review.example/1"],
          "wheelgate deps: error: --review-url: test URL 'ftp://review.example/1' is not an "
-         "http(s) URL"),
-        (["--commit", COMMIT, "--review-url", "https://ci.example/1", "--step", "report"],
+         "https URL"),
+        (["--commit", COMMIT, "--review-url", REVIEW_URL, "--step", "report"],
          "wheelgate deps: error: --step report needs --run-id"),
-        (["--commit", COMMIT, "--review-url", "https://ci.example/1", "--step", "report",
+        (["--commit", COMMIT, "--review-url", REVIEW_URL, "--step", "report",
           "--run-id", "deps-000000000000"],
          "wheelgate deps: error: --run-id: 'deps-000000000000' is not a mirror run of this "
          "deps.yml"),
@@ -190,7 +263,9 @@ def test_good_options_pass_the_checks_and_reach_storage(tmp_path: Path) -> None:
     with pytest.raises(StorageCalled):
         main(
             [
-                *report(f"{INDEX}:pytorch:smoke=passed@https://ci.example/runs/1?job=2"),
+                *report(
+                    f"{INDEX}:pytorch:smoke=passed@https://github.com/o/r/actions/runs/1?job=2"
+                ),
                 f"--test={INDEX}:other=skipped",
                 "--test=v2/gfx950-dcgpu:smoke=failed",
                 f"--installed={INDEX}:pytorch:smoke={pins}",

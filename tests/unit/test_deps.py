@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from wheelgate.cli.deps import render_table
+from wheelgate.cli.main import main
 from wheelgate.deps.config import (
     REVIEW_TEST,
     RUN_PREFIX,
@@ -352,3 +353,20 @@ def test_each_sync_stages_under_a_fresh_unguessable_mirror_run() -> None:
 def test_a_report_step_takes_only_a_mirror_run_of_its_own_deps_yml(run_id: str) -> None:
     with pytest.raises(ValueError, match=r"is not a mirror run of this deps\.yml"):
         check_mirror_run_id("deps-0123456789ab", run_id)
+
+
+def test_a_url_password_is_never_quoted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = RULES + (
+        "files:\n"
+        "  - url: https://mirror:hunter22pw@downloads.example.com/a.zip\n"
+        f"    key: third-party/a.zip\n    sha256: {SHA}\n"
+    )
+    (problem,) = problems(text)
+    assert "carries credentials" in problem.message
+    assert "hunter22pw" not in str(problem)
+    path = tmp_path / "deps.yml"
+    path.write_text(text)
+    assert main(["deps", "check", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert "carries credentials" in captured.err
+    assert "hunter22pw" not in captured.out + captured.err

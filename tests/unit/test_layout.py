@@ -9,11 +9,17 @@ from wheelgate.core.layout import (
     LayoutError,
     check_filename,
     check_index,
+    check_index_dirs,
     check_run_id,
     href,
     key_url,
     quote_key,
     relative_href,
+)
+from wheelgate.core.settings import (
+    ENV_ALLOWED_INDEXES,
+    SettingsError,
+    allowed_indexes_from_env,
 )
 
 
@@ -127,3 +133,33 @@ def test_links_to_keys_are_relative_and_encoded_once() -> None:
     assert key_url("https://n.example/pre", "v2/gfx+x/torch/") == (
         "https://n.example/pre/v2/gfx%2Bx/torch/"
     )
+
+
+def test_side_by_side_index_directories() -> None:
+    dirs = ["v2/gfx94X-dcgpu", "v2/gfx94X-dcgpu-x", "v2/gfx950-dcgpu"]
+    assert check_index_dirs(dirs) == tuple(dirs)
+
+
+@pytest.mark.parametrize(
+    ("dirs", "message"),
+    [
+        # D/torch next to D's project `torch` would overwrite D's page of that project.
+        (["v2/gfx94X", "v2/gfx94X/torch"], "'v2/gfx94X/torch' is inside index directory"),
+        (["v2/x/y/z", "v2"], "'v2/x/y/z' is inside index directory 'v2'"),
+        (["v2/a", "v2/a"], "listed twice"),
+        (["v2/a", "runs/a"], "reserves"),
+    ],
+)
+def test_nested_or_repeated_index_directories_are_refused(dirs: list[str], message: str) -> None:
+    with pytest.raises(LayoutError, match=message):
+        check_index_dirs(dirs)
+
+
+def test_the_allow_list_in_the_environment() -> None:
+    assert allowed_indexes_from_env({}) == frozenset()
+    env = {ENV_ALLOWED_INDEXES: '["v2/a", "v2/b"]'}
+    assert allowed_indexes_from_env(env) == {"v2/a", "v2/b"}
+    with pytest.raises(SettingsError, match=f"{ENV_ALLOWED_INDEXES}.*may not nest"):
+        allowed_indexes_from_env({ENV_ALLOWED_INDEXES: '["v2", "v2/torch"]'})
+    with pytest.raises(SettingsError, match="JSON list"):
+        allowed_indexes_from_env({ENV_ALLOWED_INDEXES: '"v2/a"'})

@@ -145,6 +145,27 @@ def test_bad_manifests_are_rejected_with_their_reason(doc: Any, reason: Reason) 
     assert reason_of(doc) is reason
 
 
+@pytest.mark.parametrize(
+    ("url", "carried"),
+    [
+        ("http://ci.example/1", "should match pattern '^https://"),
+        ("https://u:secretpw1@ci.example/1", "carries user information"),
+        ("https://ci.example/1?token=secretpw1", "carries the query parameter 'token'"),
+        ("https://ci.example/1?a=1&X-Amz-Credential=secretpw1", "'X-Amz-Credential'"),
+        ("https://ci.example/eyJhbGciOiJI.eyJzdWIiOiIx.secretpw1", "carries a JSON Web Token"),
+    ],
+)
+def test_a_test_url_with_credentials_is_refused_naming_the_field(url: str, carried: str) -> None:
+    doc = with_set(tests=[{"name": "t", "result": "passed", "url": url}])
+    with pytest.raises(PromotionRejected) as caught:
+        parse_manifest(json.dumps(doc).encode())
+    assert caught.value.reason is Reason.INVALID_MANIFEST
+    assert carried in str(caught.value)
+    assert "sets.0.tests.0.url" in str(caught.value)
+    # The record, the status page and the logs get this message: no credential in it.
+    assert "secretpw1" not in str(caught.value)
+
+
 def test_duplicate_file_in_a_set_is_rejected() -> None:
     entry = {"filename": TORCH, "sha256": SHA_A, "size": 1}
     doc = with_set(files=[entry, entry])

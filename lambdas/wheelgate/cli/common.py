@@ -7,15 +7,29 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from wheelgate.core.layout import STAGING, base_url
-from wheelgate.core.manifest import check_commit, describe_errors
+from wheelgate.core.errors import Reason
+from wheelgate.core.layout import STAGING, base_url, check_index
+from wheelgate.core.manifest import (
+    check_commit,
+    check_test_url,
+    check_test_url_host,
+    describe_errors,
+)
 from wheelgate.core.records import PromotionRecord, State
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.core.settings import (
+    ENV_ALLOWED_INDEXES,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_BUCKET,
+    ENV_STAGING_BUCKET,
+    SettingsError,
+    allowed_indexes_from_env,
+    test_url_hosts_from_env,
+)
 from wheelgate.storage.bucket import AccessError, Bucket
 
 if TYPE_CHECKING:
@@ -43,6 +57,40 @@ def checked(option: str, value: V, check: Callable[[V], T]) -> T:
         return check(value)
     except ValueError as exc:
         raise UsageError(f"{option}: {exc}") from exc
+
+
+def configured_indexes(indexes: Iterable[str], what: str) -> None:
+    """Raise UsageError (``index-not-allowed``) when one of ``indexes`` is not in the
+    environment's ``WHEELGATE_ALLOWED_INDEXES``, the stack's ``index_dirs``: the promoter
+    would refuse it. Unset (local mode only) allows any."""
+    try:
+        allowed = allowed_indexes_from_env(os.environ)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from exc
+    refused = sorted(set(indexes) - allowed) if allowed else []
+    if refused:
+        raise UsageError(
+            f"{Reason.INDEX_NOT_ALLOWED.value}: {what} {refused[0]!r} is not a configured index "
+            f"directory ({ENV_ALLOWED_INDEXES}: {', '.join(sorted(allowed))})"
+        )
+
+
+def test_url_option(option: str, url: str) -> str:
+    """A test URL (:func:`check_test_url`) on a host of ``WHEELGATE_TEST_URL_HOSTS`` (default
+    ``github.com``), as the promoter requires; else UsageError naming ``option``."""
+    checked(option, url, check_test_url)
+    try:
+        hosts = test_url_hosts_from_env(os.environ)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from exc
+    return checked(option, url, lambda value: check_test_url_host(value, hosts))
+
+
+def index_option(args: argparse.Namespace) -> str:
+    """``--index``: a valid index directory, and a configured one (:func:`configured_indexes`)."""
+    index = checked("--index", args.index, check_index)
+    configured_indexes([index], "--index")
+    return index
 
 
 def commit_option(args: argparse.Namespace) -> str:

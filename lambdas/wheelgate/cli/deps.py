@@ -33,13 +33,14 @@ from wheelgate.cli.common import (
     UsageError,
     checked,
     commit_option,
+    configured_indexes,
     nightly_url,
     required,
     s3_client,
     storage_options,
+    test_url_option,
     wait_for_decision,
 )
-from wheelgate.core.manifest import check_test_url
 from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.deps.config import (
@@ -102,13 +103,18 @@ def _load(path: str) -> Deps:
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc}") from exc
     try:
-        return load_deps(text)
+        deps = load_deps(text)
     except DepsInvalid as exc:
         for problem in exc.problems:
             print(f"{path}:{problem.line}: {problem.entry}: {problem.message}", file=sys.stderr)
         raise UsageError(
             f"{path}: {len(exc.problems)} problem(s); nothing was downloaded or uploaded"
         ) from exc
+    configured_indexes(
+        sorted({index for wheel in deps.wheels for index in wheel.indexes}),
+        f"{path} mirrors wheels into",
+    )
+    return deps
 
 
 def _parts(args: argparse.Namespace, deps: Deps) -> tuple[bool, bool]:
@@ -216,7 +222,7 @@ def _review_url(args: argparse.Namespace) -> str:
     else:
         raise UsageError("--review-url is required: the pull request that reviewed deps.yml")
     # It becomes the URL of the mirror run's one test.
-    return checked("--review-url", url, check_test_url)
+    return test_url_option("--review-url", url)
 
 
 def _stage_mirror(**kwargs: Any) -> list[Row]:
@@ -237,7 +243,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     review_url = _review_url(args) if python and report else ""
     run_id = _mirror_run_id(args, deps.run_id) if python and deps.run_id else None
     fetcher = Fetcher(
-        https_opener(args.ca_bundle),
+        https_opener(args.ca_bundle, frozenset(deps.document.validation.hosts)),
         timeout=args.timeout,
         retries=args.retries,
         backoff=args.backoff,

@@ -35,15 +35,18 @@ from wheelgate.cli.common import (
     buckets,
     checked,
     commit_option,
+    configured_indexes,
+    index_option,
     nightly_url,
     required,
     storage_options,
+    test_url_option,
     validated,
     wait_for_decision,
 )
 from wheelgate.core import redact
 from wheelgate.core.errors import PromotionRejected, TransientError
-from wheelgate.core.layout import STAGING, base_url, check_index, check_run_id, key_url
+from wheelgate.core.layout import STAGING, base_url, check_index_dirs, check_run_id, key_url
 from wheelgate.core.manifest import (
     ManifestFile,
     ManifestV2,
@@ -51,7 +54,7 @@ from wheelgate.core.manifest import (
     parse_distribution_filename,
 )
 from wheelgate.core.records import State
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
+from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
 from wheelgate.storage.bucket import AccessError, Bucket
 
 if TYPE_CHECKING:
@@ -91,7 +94,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from wheelgate.staging.stage import StageError, inspect_files, stage
 
     checked("--run-id", args.run_id, check_run_id)
-    checked("--index", args.index, check_index)
+    index_option(args)
     commit = commit_option(args)
     nightly_base_url = nightly_url(args)
     try:
@@ -145,11 +148,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     checked("--run-id", args.run_id, check_run_id)
     commit = commit_option(args)
     specs = checked("--test", args.test, parse_test_specs)
+    for spec in specs:
+        if spec.url is not None:
+            test_url_option("--test", spec.url)
     tests = checked("--installed", args.installed, lambda given: with_installs(specs, given))
     staging, _ = buckets(args, nightly=False)
     staged = _staged_sets(staging, args.run_id)
     if not staged:
         raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
+    configured_indexes(staged, f"run {args.run_id} has files staged in")
     try:
         manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
     except ValueError as exc:
@@ -195,7 +202,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
     )
 
     checked("--run-id", args.run_id, check_run_id)
-    checked("--index", args.index, check_index)
+    index_option(args)
     staging_url = base_url(required(args, "staging_url", ENV_STAGING_BASE_URL, "--staging-url"))
     if args.python_version is not None:
         checked("--python-version", args.python_version, check_python_version)
@@ -256,7 +263,7 @@ def cmd_yank(args: argparse.Namespace) -> int:
     yanked = args.command == "yank"
     if yanked and not args.reason.strip():
         raise UsageError("--reason is required: users see it when pip skips the file")
-    checked("--index", args.index, check_index)
+    index_option(args)
     checked("FILE", args.filename, parse_distribution_filename)
     request = validated(
         YankRequest,
@@ -305,7 +312,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from wheelgate.index.rebuild import rebuild, scan_nightly
 
-    checked("--index", args.index, check_index)
+    index_option(args)
     _, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
@@ -353,6 +360,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         staging_port=args.staging_port,
         nightly_port=args.nightly_port,
         required_tests=required,
+        allowed_indexes=checked("--index", args.index, check_index_dirs),
         verbose=args.verbose,
         run_loop=not args.no_promoter,
     ).start()
@@ -511,6 +519,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="DIR=NAME",
         help="a test that must pass for sets of DIR",
+    )
+    local.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help=f"an index directory that may be staged and promoted to, as index_dirs in "
+        f"cdk.json (repeatable; printed in the environment as {ENV_ALLOWED_INDEXES}); "
+        "none: any directory",
     )
     local.add_argument("--verbose", action="store_true", help="log every HTTP request")
     local.add_argument(

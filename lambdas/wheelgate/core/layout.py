@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -105,6 +106,26 @@ def check_index(index: str) -> str:
             f"index directory {index!r} starts with {segments[0]!r}, which WheelGate reserves"
         )
     return index
+
+
+def check_index_dirs(indexes: Iterable[str]) -> tuple[str, ...]:
+    """Return ``indexes`` if they are valid index directories that can live side by side.
+
+    Raises :class:`LayoutError` for an invalid directory (:func:`check_index`), one listed
+    twice, or one inside another (``v2`` and ``v2/torch``): the inner directory's pages would
+    be the outer one's project page of that name.
+    """
+    found = tuple(check_index(index) for index in indexes)
+    for index in found:
+        if found.count(index) > 1:
+            raise LayoutError(f"index directory {index!r} is listed twice")
+        inside = sorted(other for other in found if other.startswith(index + "/"))
+        if inside:
+            raise LayoutError(
+                f"index directory {inside[0]!r} is inside index directory {index!r}, where it "
+                "would be a project's page: index directories may not nest"
+            )
+    return found
 
 
 _PLAIN_FILENAME = re.compile(r"[!-.0-\[\]-~]{1,255}")  # printable ASCII but '/', '\\', space

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from packaging.utils import (
     InvalidSdistFilename,
@@ -48,6 +49,7 @@ from wheelgate.core.layout import (
     check_index,
     check_run_id,
 )
+from wheelgate.core.redact import redact_urls, url_credentials
 
 SCHEMA_V1 = "wheelgate/manifest/v1"
 SCHEMA_V2 = "wheelgate/manifest/v2"
@@ -63,7 +65,7 @@ MAX_INSTALLED_PER_TEST = MAX_FILES_PER_SET
 
 #: A commit is its full SHA-1, in lowercase hex (what ``git rev-parse`` and ``$GITHUB_SHA`` give).
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"
-TEST_URL_PATTERN = r"^https?://[^\s]+$"
+TEST_URL_PATTERN = r"^https://[^\s]+$"
 
 Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 CommitSha = Annotated[str, StringConstraints(pattern=COMMIT_PATTERN)]
@@ -97,13 +99,49 @@ def check_test_name(name: str) -> str:
 
 
 def check_test_url(url: str) -> str:
-    """Return ``url`` if a test result may link it; else raise ``ValueError``."""
+    """Return ``url`` if a test result may link it; else raise ``ValueError``: an https URL
+    without spaces that carries no credentials (records, ``wheelgate status`` and the public
+    status page show it). The message masks what it refuses."""
     if len(url) > MAX_TEST_URL or not _TEST_URL.fullmatch(url):
         raise ValueError(
-            f"test URL {url!r} is not an http(s) URL without spaces "
-            f"(at most {MAX_TEST_URL} characters)"
+            redact_urls(
+                f"test URL {url!r} is not an https URL without spaces "
+                f"(at most {MAX_TEST_URL} characters)"
+            )
+        )
+    try:
+        carried = url_credentials(url)
+    except ValueError as exc:
+        raise ValueError(redact_urls(f"test URL {url!r} is malformed: {exc}")) from None
+    if carried:
+        raise ValueError(
+            redact_urls(f"test URL {url!r} carries {carried}; test URLs are public, use none")
         )
     return url
+
+
+def check_test_url_host(url: str, hosts: frozenset[str]) -> str:
+    """Return ``url`` if its host is one of ``hosts`` (``WHEELGATE_TEST_URL_HOSTS``); else
+    raise ``ValueError``."""
+    host = urlsplit(url).hostname
+    if host not in hosts:
+        raise ValueError(
+            redact_urls(f"test URL {url!r} is not on an allowed host ({', '.join(sorted(hosts))})")
+        )
+    return url
+
+
+def manifest_test_url_problems(manifest: Manifest, hosts: frozenset[str]) -> list[str]:
+    """Every test URL of ``manifest`` not on ``hosts``, named by its field."""
+    problems = []
+    for i, artifact_set in enumerate(manifest.sets):
+        for j, test in enumerate(artifact_set.tests):
+            try:
+                if test.url is not None:
+                    check_test_url_host(test.url, hosts)
+            except ValueError as exc:
+                problems.append(f"sets.{i}.tests.{j}.url: {exc}")
+    return problems
 
 
 def check_set_tests(index: str, names: Sequence[str]) -> None:
@@ -205,6 +243,11 @@ class ManifestTest(BaseModel):
     @classmethod
     def _valid_name(cls, value: str) -> str:
         return check_test_name(value)
+
+    @field_validator("url")
+    @classmethod
+    def _valid_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_test_url(value)
 
 
 class InstalledFile(BaseModel):

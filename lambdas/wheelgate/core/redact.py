@@ -4,7 +4,8 @@ botocore's debug log prints request headers, including ``Authorization`` (which 
 access key id) and ``X-Amz-Security-Token`` (the session token), and request bodies (a
 manifest or record may carry a test URL with a token in it). :func:`install` masks, in every
 log record and in everything written to stdout and stderr: the values of the credential
-variables in the environment, AWS access key ids, and GitHub tokens.
+variables in the environment, AWS access key ids, GitHub tokens, and the credentials URLs and
+headers carry (a URL's password, signed-query and token parameters, bearer tokens, JWTs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
+from urllib.parse import parse_qsl, urlsplit
 
 MASK = "****"
 #: Environment variables whose values are secrets wherever they appear.
@@ -37,6 +39,79 @@ SECRET_PATTERNS = re.compile(
     r"|\bgh[pousr]_[A-Za-z0-9]{20,255}\b"
     r"|\bgithub_pat_[A-Za-z0-9_]{20,255}\b"
 )
+#: Query parameters whose values are credentials (signed URLs, OAuth, API keys): matched on
+#: the parameter's lower-case name. ``x-amz-*`` covers SigV4 presigned S3 URLs.
+CREDENTIAL_QUERY_NAMES = frozenset(
+    {
+        "token",
+        "access_token",
+        "id_token",
+        "refresh_token",
+        "auth",
+        "authorization",
+        "code",
+        "key",
+        "api_key",
+        "apikey",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "sig",
+        "signature",
+    }
+)
+CREDENTIAL_QUERY_PREFIXES = ("x-amz-", "x-goog-")
+#: A JSON Web Token: three base64url segments, the first two JSON objects (``eyJ``).
+JWT_PATTERN = r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
+_JWT = re.compile(JWT_PATTERN)
+#: Credential shapes inside URLs and headers: a URL's password (``scheme://user:password@``),
+#: a credential-named query parameter's value, a bearer token, a JWT anywhere.
+_URL_SECRETS = re.compile(
+    r"(?P<userinfo>(?<=://)[^/?#@\s:]*:)[^/?#@\s]+(?=@)"
+    r"|(?P<param>(?<=[?&;])[A-Za-z0-9_.-]+=)[^&#\s'\"]+"
+    r"|(?P<bearer>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]+"
+    rf"|{JWT_PATTERN}"
+)
+
+
+def is_credential_param(name: str) -> bool:
+    """Whether a query parameter named ``name`` carries a credential."""
+    lowered = name.lower()
+    return lowered in CREDENTIAL_QUERY_NAMES or lowered.startswith(CREDENTIAL_QUERY_PREFIXES)
+
+
+def url_credentials(url: str) -> str | None:
+    """What credential ``url`` carries (a password or user name, a credential-named query
+    parameter, a JWT-shaped segment), or ``None``."""
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        return "user information (user name or password)"
+    for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+        if is_credential_param(name):
+            return f"the query parameter {name!r}"
+    if _JWT.search(parts.path) or _JWT.search(parts.query) or _JWT.search(parts.fragment):
+        return "a JSON Web Token"
+    return None
+
+
+def _mask_url_secret(match: re.Match[str]) -> str:
+    if match["userinfo"] is not None:
+        return match["userinfo"] + MASK
+    if match["param"] is not None:
+        name, value = match["param"][:-1], match[0][len(match["param"]) :]
+        return match["param"] + (MASK if is_credential_param(name) else _JWT.sub(MASK, value))
+    if match["bearer"] is not None:
+        return match["bearer"] + MASK
+    return MASK
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with URL passwords, credential-named query values, bearer tokens and JWTs
+    masked (the rest of each URL is kept, so a message still says which URL it is about)."""
+    return _URL_SECRETS.sub(_mask_url_secret, text)
+
+
 #: Shorter values are not masked: they would mask ordinary words (local mode's dummy keys).
 MIN_SECRET_LENGTH = 8
 
@@ -55,7 +130,7 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(MASK, text)
-        return SECRET_PATTERNS.sub(MASK, text)
+        return redact_urls(SECRET_PATTERNS.sub(MASK, text))
 
     def value(self, value: Any) -> Any:
         """``value`` with every string inside it (lists, dicts, bytes) redacted."""

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wheelgate.core.layout import LayoutError, base_url, check_index
+from wheelgate.core.layout import LayoutError, base_url, check_index, check_index_dirs
 
 ENV_STAGING_BUCKET = "WHEELGATE_STAGING_BUCKET"
 ENV_NIGHTLY_BUCKET = "WHEELGATE_NIGHTLY_BUCKET"
@@ -28,7 +28,8 @@ ENV_TRUSTED_REPORTER_ID = "WHEELGATE_TRUSTED_REPORTER_ID"
 ENV_TRUSTED_DEPS_ID = "WHEELGATE_TRUSTED_DEPS_ID"
 #: JSON object: index directory -> list of test names that must have passed.
 ENV_REQUIRED_TESTS = "WHEELGATE_REQUIRED_TESTS"
-#: JSON list of index directories that may be promoted to; empty or unset means any.
+#: JSON list of index directories that may be staged and promoted to (``index_dirs`` in
+#: cdk.json); empty or unset means any (local mode only: the stack always sets it).
 ENV_ALLOWED_INDEXES = "WHEELGATE_ALLOWED_INDEXES"
 #: Unique id (``AROA...``) of the break-glass role, the only writer whose override requests
 #: (``manifests/override-<run>-<stamp>.json``) are honoured; unset: overrides are refused.
@@ -40,9 +41,20 @@ ENV_BLOCK_ALL_ON_FAILURE = "WHEELGATE_BLOCK_ALL_ON_FAILURE"
 #: re-release of that release with other bytes, and is refused; ``true``: it is allowed.
 ENV_ALLOW_BUILD_TAG_RERELEASES = "WHEELGATE_ALLOW_BUILD_TAG_RERELEASES"
 
+#: JSON list of the host names test URLs may point to (``test_url_hosts`` in cdk.json); unset:
+#: :data:`DEFAULT_TEST_URL_HOSTS`. The promoter and ``wheelgate report`` read the same list.
+ENV_TEST_URL_HOSTS = "WHEELGATE_TEST_URL_HOSTS"
+DEFAULT_TEST_URL_HOSTS = ("github.com",)
+
 #: The promoter function's timeout (the Lambda maximum), which the stack sets and the
 #: promoter's index-directory lease outlives.
 PROMOTER_TIMEOUT_SECONDS = 15 * 60
+#: How long an index directory's lease lasts: it outlives any invocation that could hold it
+#: (the function's timeout), plus a minute for clock skew.
+LEASE_SECONDS = PROMOTER_TIMEOUT_SECONDS + 60
+#: A message whose index directory is leased by another promotion is made visible again after
+#: this long (SQS ChangeMessageVisibility), instead of the queue's whole visibility timeout.
+LEASE_BUSY_RETRY_SECONDS = 60
 
 ALL_ENV_NAMES = (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
@@ -57,6 +69,7 @@ ALL_ENV_NAMES = (
     ENV_ALLOWED_INDEXES,
     ENV_BREAK_GLASS_ID,
     ENV_BLOCK_ALL_ON_FAILURE,
+    ENV_TEST_URL_HOSTS,
 )
 
 #: Powertools service name of the promoter; Powertools adds it as the ``service`` metric
@@ -75,6 +88,46 @@ class SettingsError(ValueError):
     """The environment does not describe a usable promoter configuration."""
 
 
+def _json_value(environ: Mapping[str, str], name: str, default: object) -> object:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"{name} is not valid JSON: {exc}") from exc
+
+
+def _json_strings(environ: Mapping[str, str], name: str, what: str) -> tuple[str, ...]:
+    value = _json_value(environ, name, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"{name} must be a JSON list of {what}")
+    return tuple(value)
+
+
+def test_url_hosts_from_env(environ: Mapping[str, str]) -> frozenset[str]:
+    """The hosts of ``WHEELGATE_TEST_URL_HOSTS``, or :data:`DEFAULT_TEST_URL_HOSTS` when it is
+    unset. Raises :class:`SettingsError` for a value that is not a non-empty list of names."""
+    hosts = _json_strings(environ, ENV_TEST_URL_HOSTS, "host names") or DEFAULT_TEST_URL_HOSTS
+    if not all(host and host == host.strip().lower() for host in hosts):
+        raise SettingsError(f"{ENV_TEST_URL_HOSTS} must list lower-case host names")
+    return frozenset(hosts)
+
+
+def allowed_indexes_from_env(environ: Mapping[str, str]) -> frozenset[str]:
+    """The index directories of ``WHEELGATE_ALLOWED_INDEXES`` (empty when unset: any).
+
+    The deployed stack always sets it from ``index_dirs`` in ``cdk.json``; the promoter and the
+    CLI read the same list. Raises :class:`SettingsError` for an invalid, repeated or nested
+    directory.
+    """
+    indexes = _json_strings(environ, ENV_ALLOWED_INDEXES, "index directories")
+    try:
+        return frozenset(check_index_dirs(indexes))
+    except LayoutError as exc:
+        raise SettingsError(f"{ENV_ALLOWED_INDEXES}: {exc}") from exc
+
+
 @dataclass(frozen=True)
 class PromoterSettings:
     """Everything the promoter needs to know about its deployment."""
@@ -91,6 +144,7 @@ class PromoterSettings:
     break_glass_id: str | None = None
     block_all_on_failure: bool = True
     allow_build_tag_rereleases: bool = False
+    test_url_hosts: frozenset[str] = frozenset(DEFAULT_TEST_URL_HOSTS)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -105,28 +159,16 @@ class PromoterSettings:
         def optional(name: str) -> str | None:
             return environ.get(name, "").strip() or None
 
-        def json_value(name: str, default: object) -> object:
-            raw = environ.get(name, "").strip()
-            if not raw:
-                return default
-            try:
-                return json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise SettingsError(f"{name} is not valid JSON: {exc}") from exc
-
-        tests_raw = json_value(ENV_REQUIRED_TESTS, {})
+        tests_raw = _json_value(environ, ENV_REQUIRED_TESTS, {})
         if not isinstance(tests_raw, dict) or not all(
             isinstance(v, list) and all(isinstance(t, str) for t in v) for v in tests_raw.values()
         ):
             raise SettingsError(f"{ENV_REQUIRED_TESTS} must map index directories to test names")
-        allowed_raw = json_value(ENV_ALLOWED_INDEXES, [])
-        if not isinstance(allowed_raw, list) or not all(isinstance(v, str) for v in allowed_raw):
-            raise SettingsError(f"{ENV_ALLOWED_INDEXES} must be a JSON list of index directories")
         try:
-            for index in [*tests_raw, *allowed_raw]:
+            for index in tests_raw:
                 check_index(index)
         except LayoutError as exc:
-            raise SettingsError(f"{ENV_REQUIRED_TESTS}/{ENV_ALLOWED_INDEXES}: {exc}") from exc
+            raise SettingsError(f"{ENV_REQUIRED_TESTS}: {exc}") from exc
 
         def boolean(name: str, default: bool) -> bool:
             raw = (environ.get(name, "") or str(default)).strip().lower()
@@ -143,8 +185,9 @@ class PromoterSettings:
             trusted_reporter_id=optional(ENV_TRUSTED_REPORTER_ID),
             trusted_deps_id=optional(ENV_TRUSTED_DEPS_ID),
             required_tests={k: tuple(v) for k, v in tests_raw.items()},
-            allowed_indexes=frozenset(allowed_raw),
+            allowed_indexes=allowed_indexes_from_env(environ),
             break_glass_id=optional(ENV_BREAK_GLASS_ID),
             block_all_on_failure=boolean(ENV_BLOCK_ALL_ON_FAILURE, True),
             allow_build_tag_rereleases=boolean(ENV_ALLOW_BUILD_TAG_RERELEASES, False),
+            test_url_hosts=test_url_hosts_from_env(environ),
         )

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from wheelgate.core.acceptance import MIRROR_REVIEW_TEST
 from wheelgate.core.layout import MIRROR_RUN_PREFIX
 from wheelgate.core.manifest import IndexDir, Sha256Hex
+from wheelgate.core.redact import redact_urls
 
 SCHEMA_DEPS_V1 = "wheelgate/deps/v1"
 #: Run ids of dependency-mirror runs start with this (the promoter's acceptance policy knows it).
@@ -329,7 +330,13 @@ def key_problem(key: str) -> str | None:
 
 
 def url_problem(url: str, hosts: frozenset[str] | None) -> str | None:
-    """Why ``url`` may not be downloaded from, or ``None``. ``hosts=None``: not checked."""
+    """Why ``url`` may not be downloaded from, or ``None``. ``hosts=None``: not checked. The
+    reason quotes the URL with its credentials masked (:func:`redact_urls`)."""
+    problem = _url_problem(url, hosts)
+    return redact_urls(problem) if problem else None
+
+
+def _url_problem(url: str, hosts: frozenset[str] | None) -> str | None:
     try:
         parts = urlsplit(url)
         host = parts.hostname

@@ -30,11 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
+from urllib.parse import urlsplit
 
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import InstalledFile, Outcome
 from wheelgate.core.objects import ObjectInfo
+from wheelgate.core.redact import redact_urls
 from wheelgate.deps.config import REVIEW_TEST, FileTarget, WheelTarget
 from wheelgate.index.pages import IndexEntry
 from wheelgate.index.store import IndexStore
@@ -69,12 +71,18 @@ class DownloadError(Exception):
     after the retries. ``transient`` tells whether the last failure was worth retrying."""
 
     def __init__(self, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
+        # A download URL may carry a signed-query token or a password: never in a message.
+        super().__init__(redact_urls(message))
         self.transient = transient
 
 
 class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow redirects (download hosts send files from CDNs) but never off https."""
+    """Follow redirects (download hosts send files from CDNs) but never off https, and, given
+    ``hosts`` (``validation.hosts``), never to another host."""
+
+    def __init__(self, hosts: frozenset[str] | None = None) -> None:
+        super().__init__()
+        self.hosts = hosts
 
     def redirect_request(
         self,
@@ -89,17 +97,28 @@ class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
             raise urllib.error.HTTPError(
                 req.full_url, code, f"redirect to non-https {newurl!r} refused", headers, fp
             )
+        host = urlsplit(newurl).hostname
+        if self.hosts is not None and host not in self.hosts:
+            raise urllib.error.HTTPError(
+                req.full_url,
+                code,
+                f"redirect to {newurl!r} refused: host {host!r} is not in validation.hosts",
+                headers,
+                fp,
+            )
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def https_opener(ca_file: str | None = None) -> urllib.request.OpenerDirector:
+def https_opener(
+    ca_file: str | None = None, hosts: frozenset[str] | None = None
+) -> urllib.request.OpenerDirector:
     """An opener verifying certificates (system store, ``SSL_CERT_FILE``, or ``ca_file``)
-    that follows redirects only to https."""
+    that follows redirects only to https and, given ``hosts``, only to those hosts."""
     import ssl
 
     context = ssl.create_default_context(cafile=ca_file)
     return urllib.request.build_opener(
-        urllib.request.HTTPSHandler(context=context), _HttpsOnlyRedirects()
+        urllib.request.HTTPSHandler(context=context), _HttpsOnlyRedirects(hosts)
     )
 
 

@@ -59,7 +59,7 @@ class Demo:
         started = time.monotonic()
         log = (self.work / "local.log").open("w")
         self.local = subprocess.Popen(
-            [sys.executable, "-m", "wheelgate", "local"],
+            [sys.executable, "-m", "wheelgate", "local", "--index", INDEX],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,

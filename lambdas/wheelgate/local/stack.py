@@ -15,7 +15,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from wheelgate.core.layout import (
     STATUS_PREFIX,
 )
 from wheelgate.core.settings import (
+    ENV_ALLOWED_INDEXES,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_REQUIRED_TESTS,
@@ -293,6 +294,9 @@ class LocalStack:
     staging_port: int = 0
     nightly_port: int = 0
     required_tests: Mapping[str, list[str]] = field(default_factory=dict)
+    #: The index directories the promoter and the CLI allow (``index_dirs`` of cdk.json); empty
+    #: leaves ``WHEELGATE_ALLOWED_INDEXES`` as it is (unset: any directory).
+    allowed_indexes: Sequence[str] = ()
     principal: str = LOCAL_REPORTER_PRINCIPAL
     verbose: bool = False
     run_loop: bool = True
@@ -346,6 +350,8 @@ class LocalStack:
             ENV_NIGHTLY_BASE_URL: self.nightly_url,
             ENV_STAGING_BASE_URL: self.staging_url,
         }
+        if self.allowed_indexes:
+            self.env[ENV_ALLOWED_INDEXES] = json.dumps(list(self.allowed_indexes))
         os.environ.update(self.env)
         os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
         os.environ[ENV_TRUSTED_DEPS_ID] = LOCAL_DEPS_ID

@@ -3,7 +3,9 @@
 Thin by design: parse the event, build the adapters once per container, hand each manifest to
 :class:`wheelgate.promotion.promoter.Promoter`. A permanent rejection is recorded and the message is
 done; a transient error fails only that message (partial batch response) so SQS retries it
-and, after the redrive limit, moves it to the dead-letter queue.
+and, after the redrive limit, moves it to the dead-letter queue. A message whose index directory
+is leased by another promotion is made visible again after ``LEASE_BUSY_RETRY_SECONDS`` rather
+than the queue's whole visibility timeout.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 import boto3
@@ -32,6 +34,7 @@ from botocore.config import Config
 from wheelgate.core import redact
 from wheelgate.core.records import State
 from wheelgate.core.settings import (
+    LEASE_BUSY_RETRY_SECONDS,
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
     METRIC_PROMOTIONS_SUCCEEDED,
@@ -39,10 +42,14 @@ from wheelgate.core.settings import (
     SERVICE_NAME,
     PromoterSettings,
 )
+from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.promoter import ManifestEvent, Promoter
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 logger = Logger(service=SERVICE_NAME)
 tracer = Tracer(service=SERVICE_NAME)
@@ -54,6 +61,8 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 
 #: S3 sends this once when a notification is configured; it names no object.
 S3_TEST_EVENT = "s3:TestEvent"
+#: A promotion that found its index directory leased (retried soon; no alarm watches it).
+METRIC_INDEX_BUSY = "IndexBusy"
 
 
 @cache
@@ -78,6 +87,36 @@ def promoter() -> tuple[Promoter, StatusStore]:
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.
     return service, StatusStore(staging)
+
+
+@cache
+def queue_client() -> SQSClient:
+    """The SQS client that retries busy messages sooner, built on first use."""
+    return boto3.client("sqs")
+
+
+def queue_url(queue_arn: str) -> str:
+    """The URL of the queue ``arn:<partition>:sqs:<region>:<account>:<name>`` (SQS routes a
+    request by the client's endpoint; the URL names the account and the queue)."""
+    parts = queue_arn.split(":")
+    if len(parts) != 6 or parts[2] != "sqs":
+        raise ValueError(f"not an SQS queue ARN: {queue_arn!r}")
+    _, partition, _, region, account, name = parts
+    domain = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+    return f"https://sqs.{region}.{domain}/{account}/{name}"
+
+
+def retry_soon(record: SQSRecord) -> None:
+    """Make ``record``'s message visible again after ``LEASE_BUSY_RETRY_SECONDS``. Best
+    effort: when this fails, the message comes back after the queue's visibility timeout."""
+    try:
+        queue_client().change_message_visibility(
+            QueueUrl=queue_url(record.event_source_arn),
+            ReceiptHandle=record.receipt_handle,
+            VisibilityTimeout=LEASE_BUSY_RETRY_SECONDS,
+        )
+    except Exception:
+        logger.exception("message visibility not shortened")
 
 
 def quoted_etag(etag: str | None) -> str | None:
@@ -136,6 +175,15 @@ def record_handler(record: SQSRecord) -> None:
         logger.append_keys(manifest_key=event.key)
         try:
             result = service.handle(event)
+        except LeaseBusy as exc:
+            logger.warning(
+                "index directory busy; the message will be retried",
+                extra={"retry_in_seconds": LEASE_BUSY_RETRY_SECONDS, "error": str(exc)},
+            )
+            metrics.add_metric(name=METRIC_INDEX_BUSY, unit=MetricUnit.Count, value=1)
+            service.record_failure(event.key, exc)
+            retry_soon(record)
+            raise
         except Exception as exc:
             logger.exception("promotion failed; the message will be retried")
             metrics.add_metric(name=METRIC_PROMOTION_ERRORS, unit=MetricUnit.Count, value=1)

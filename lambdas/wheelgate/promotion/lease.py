@@ -22,11 +22,9 @@ from contextlib import contextmanager
 
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
-from wheelgate.core.settings import PROMOTER_TIMEOUT_SECONDS
+from wheelgate.core.settings import LEASE_SECONDS
 from wheelgate.storage.bucket import Bucket, PreconditionFailed
 
-#: Outlives any invocation that could hold it (the function's timeout), plus clock skew.
-LEASE_SECONDS = PROMOTER_TIMEOUT_SECONDS + 60
 _CONTENT_TYPE = "application/json"
 
 

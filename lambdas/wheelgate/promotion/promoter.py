@@ -26,7 +26,7 @@ from wheelgate.core.layout import (
     YANK_RUN_PREFIX,
     LayoutError,
 )
-from wheelgate.core.manifest import Manifest, parse_manifest
+from wheelgate.core.manifest import Manifest, manifest_test_url_problems, parse_manifest
 from wheelgate.core.override import parse_override
 from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State, recorded_tests
 from wheelgate.core.settings import PromoterSettings
@@ -187,6 +187,11 @@ class Promoter:
                 request = parse_yank(raw, expected_run_id=run_id)
                 return self._yank(request, digest, actor, existing)
             manifest = parse_manifest(raw, expected_run_id=run_id)
+            off_host = manifest_test_url_problems(manifest, self.settings.test_url_hosts)
+            if off_host:
+                raise PromotionRejected(
+                    Reason.INVALID_MANIFEST, f"manifest is invalid: {'; '.join(off_host)}"
+                )
             if existing is not None and existing.state is State.PROMOTED:
                 raise PromotionRejected(
                     Reason.REPLAY_CONFLICT,
