@@ -309,7 +309,7 @@ class WheelGateConfig:
             break_glass_role_id=break_glass_role_id,
             block_all_on_failure=reader.boolean("block_all_on_failure", default=True),
             allow_build_tag_rereleases=reader.boolean("allow_build_tag_rereleases", default=False),
-            test_url_hosts=reader.optional_strings("test_url_hosts") or DEFAULT_TEST_URL_HOSTS,
+            test_url_hosts=reader.strings_or("test_url_hosts", default=DEFAULT_TEST_URL_HOSTS),
             cache_bucket_name=reader.optional_string("cache_bucket_name"),
             cache_prefixes=cache_prefixes,
             deps_workflows=deps_workflows,
@@ -429,10 +429,19 @@ class _Reader:
             raise self._fail(path, "a non-empty list of strings")
         return tuple(value)
 
-    def optional_strings(self, *path: str) -> tuple[str, ...]:
-        """A non-empty list of strings, or ``()`` when the key is null or left out."""
+    def strings_or(self, *path: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        """A non-empty list of strings, or ``default`` when the key is null or left out."""
         if self._lookup(*path, nullable=True) is None:
+            return default
+        return self.strings(*path)
+
+    def optional_strings(self, *path: str) -> tuple[str, ...]:
+        """A list of strings, ``()`` when the key is null, left out or an empty list."""
+        value = self._lookup(*path, nullable=True)
+        if value is None or value == []:
             return ()
+        if not isinstance(value, list):
+            raise self._fail(path, "a list of strings")
         return self.strings(*path)
 
     def boolean(self, *path: str, default: bool) -> bool:

@@ -69,7 +69,7 @@ def test_stage_pins_report_and_status_drive_a_run_to_promotion(job: Job) -> None
     reported = job.ok(
         "report",
         "actions-1",
-        tests=f"{INDEX}:smoke=passed@https://ci.example/actions/runs/1",
+        tests=f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/1",
         installed=f"{INDEX}:smoke={pins.outputs['requirements']}",
     )
     assert json.loads(reported.outputs["summary"])["sets"] == 1

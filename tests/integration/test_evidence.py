@@ -33,7 +33,7 @@ def report_and_wait(
     report command warned."""
     reported = local.wheelgate(
         *("report", "--run-id", run, "--commit", commit),
-        *("--test", f"{INDEX}:smoke=passed@https://ci.invalid/{run}"),
+        *("--test", f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/{run}"),
         *("--installed", f"{INDEX}:smoke={report}"),
     )
     assert reported.returncode == 0, reported.stderr
@@ -109,7 +109,7 @@ def test_a_run_is_released_on_its_tests_pip_report_and_the_record_names_them(
     [file] = record["sets"][0]["files"]
     assert (file["filename"], file["action"], file["evidence"]) == (app.name, "copied", ["smoke"])
     assert record["sets"][0]["tests"] == [
-        {"name": "smoke", "result": "passed", "url": "https://ci.invalid/ev-app"}
+        {"name": "smoke", "result": "passed", "url": "https://github.com/ROCm/TheRock/actions/runs/7"}
     ]
     # And the manifest says what the test installed: the file (its name decoded from pip's
     # %2B) and the dependency from nightly, which is not in the set and is fine
