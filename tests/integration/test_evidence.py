@@ -109,7 +109,11 @@ def test_a_run_is_released_on_its_tests_pip_report_and_the_record_names_them(
     [file] = record["sets"][0]["files"]
     assert (file["filename"], file["action"], file["evidence"]) == (app.name, "copied", ["smoke"])
     assert record["sets"][0]["tests"] == [
-        {"name": "smoke", "result": "passed", "url": "https://github.com/ROCm/TheRock/actions/runs/7"}
+        {
+            "name": "smoke",
+            "result": "passed",
+            "url": "https://github.com/ROCm/TheRock/actions/runs/7",
+        }
     ]
     # And the manifest says what the test installed: the file (its name decoded from pip's
     # %2B) and the dependency from nightly, which is not in the set and is fine
