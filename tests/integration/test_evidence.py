@@ -112,7 +112,7 @@ def test_a_run_is_released_on_its_tests_pip_report_and_the_record_names_them(
         {
             "name": "smoke",
             "result": "passed",
-            "url": "https://github.com/ROCm/TheRock/actions/runs/7",
+            "url": "https://github.com/ROCm/TheRock/actions/runs/ev-app",
         }
     ]
     # And the manifest says what the test installed: the file (its name decoded from pip's
