@@ -26,7 +26,6 @@ from wheelgate.core.settings import (
     ENV_NIGHTLY_DISTRIBUTION_ID,
     ENV_REQUIRED_TESTS,
     ENV_STAGING_BUCKET,
-    ENV_STAGING_DISTRIBUTION_ID,
     ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
@@ -109,7 +108,6 @@ class WheelGateStack(Stack):
                 ENV_NIGHTLY_BUCKET: storage.nightly.bucket_name,
                 ENV_NIGHTLY_BASE_URL: cdn.nightly_base_url,
                 ENV_NIGHTLY_DISTRIBUTION_ID: cdn.nightly.distribution_id,
-                ENV_STAGING_DISTRIBUTION_ID: cdn.staging.distribution_id,
                 ENV_TRUSTED_REPORTER_ID: access.reporter_role.role_id,
                 ENV_TRUSTED_DEPS_ID: access.deps_role.role_id,
                 ENV_REQUIRED_TESTS: json.dumps(
@@ -127,7 +125,6 @@ class WheelGateStack(Stack):
         )
         access.confine_promoter_to(promoter.function.function_arn)
         cdn.nightly.grant_create_invalidation(access.promoter_role)
-        cdn.staging.grant_create_invalidation(access.promoter_role)
         monitoring = Monitoring(
             self,
             "Monitoring",

@@ -80,7 +80,7 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     assert env["WHEELGATE_STAGING_BUCKET"] == "wheelgate-staging"
     assert env["WHEELGATE_NIGHTLY_BUCKET"] == "wheelgate-nightly"
     assert env["WHEELGATE_NIGHTLY_DISTRIBUTION_ID"] == "ENIGHTLY"
-    assert env["WHEELGATE_STAGING_DISTRIBUTION_ID"] == "ESTAGING"
+    assert "WHEELGATE_STAGING_DISTRIBUTION_ID" not in env
     # No break-glass role in cdk.json: empty, so the promoter refuses every override request.
     assert env[ENV_BREAK_GLASS_ID] == ""
     assert env[ENV_BLOCK_ALL_ON_FAILURE] == "true"

@@ -20,7 +20,6 @@ ENV_NIGHTLY_BASE_URL = "WHEELGATE_NIGHTLY_BASE_URL"
 #: (the CLI's only; the promoter never needs it, so it is not in ``ALL_ENV_NAMES``).
 ENV_STAGING_BASE_URL = "WHEELGATE_STAGING_BASE_URL"
 ENV_NIGHTLY_DISTRIBUTION_ID = "WHEELGATE_NIGHTLY_DISTRIBUTION_ID"
-ENV_STAGING_DISTRIBUTION_ID = "WHEELGATE_STAGING_DISTRIBUTION_ID"
 #: Unique id (``AROA...``) of the reporter role; manifests written by anyone else are rejected.
 ENV_TRUSTED_REPORTER_ID = "WHEELGATE_TRUSTED_REPORTER_ID"
 #: Unique id (``AROA...``) of the dependency-mirror role: the only writer of ``deps-*`` runs'
@@ -62,7 +61,6 @@ ALL_ENV_NAMES = (
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_DISTRIBUTION_ID,
-    ENV_STAGING_DISTRIBUTION_ID,
     ENV_TRUSTED_REPORTER_ID,
     ENV_TRUSTED_DEPS_ID,
     ENV_REQUIRED_TESTS,
@@ -136,7 +134,6 @@ class PromoterSettings:
     nightly_bucket: str
     nightly_base_url: str
     nightly_distribution_id: str | None = None
-    staging_distribution_id: str | None = None
     trusted_reporter_id: str | None = None
     trusted_deps_id: str | None = None
     required_tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -181,7 +178,6 @@ class PromoterSettings:
             nightly_bucket=required(ENV_NIGHTLY_BUCKET),
             nightly_base_url=base_url(required(ENV_NIGHTLY_BASE_URL)),
             nightly_distribution_id=optional(ENV_NIGHTLY_DISTRIBUTION_ID),
-            staging_distribution_id=optional(ENV_STAGING_DISTRIBUTION_ID),
             trusted_reporter_id=optional(ENV_TRUSTED_REPORTER_ID),
             trusted_deps_id=optional(ENV_TRUSTED_DEPS_ID),
             required_tests={k: tuple(v) for k, v in tests_raw.items()},

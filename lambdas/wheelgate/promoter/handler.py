@@ -75,7 +75,7 @@ def promoter() -> tuple[Promoter, StatusStore]:
     config = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=32)
     s3 = boto3.client("s3", config=config)
     invalidator = None
-    if settings.nightly_distribution_id or settings.staging_distribution_id:
+    if settings.nightly_distribution_id:
         invalidator = CloudFrontInvalidator(boto3.client("cloudfront", config=config))
     staging = Bucket(s3, settings.staging_bucket)
     service = Promoter(
