@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.manifest import ManifestTest
 
 
@@ -51,6 +52,10 @@ def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:
 
 
 class HistoryEntry(BaseModel):
+    """One decision on a run: the state, reason and message its record shows, and the entry
+    its history gains. ``at`` is an upload-time string; ``manifest_sha256`` names the bytes
+    decided on."""
+
     model_config = ConfigDict(frozen=True)
 
     at: str
@@ -59,6 +64,20 @@ class HistoryEntry(BaseModel):
     message: str = ""
     manifest_sha256: str | None = None
     actor: str | None = None
+
+    @classmethod
+    def rejected(
+        cls, rejection: PromotionRejected, *, at: str, manifest_sha256: str, actor: str | None
+    ) -> HistoryEntry:
+        """The decision a permanent rejection stands for: its reason code and message."""
+        return cls(
+            at=at,
+            state=State.REJECTED,
+            reason=rejection.reason.value,
+            message=rejection.message,
+            manifest_sha256=manifest_sha256,
+            actor=actor,
+        )
 
 
 class PromotionRecord(BaseModel):
@@ -98,12 +117,18 @@ class PromotionRecord(BaseModel):
         manifest_sha256: str | None,
         actor: str | None,
     ) -> PromotionRecord:
-        entry = HistoryEntry(
-            at=at,
-            state=state,
-            reason=reason,
-            message=message,
-            manifest_sha256=manifest_sha256,
-            actor=actor,
+        """This record with a decision made of these fields appended to its history."""
+        return self.with_entry(
+            HistoryEntry(
+                at=at,
+                state=state,
+                reason=reason,
+                message=message,
+                manifest_sha256=manifest_sha256,
+                actor=actor,
+            )
         )
+
+    def with_entry(self, entry: HistoryEntry) -> PromotionRecord:
+        """This record with ``entry`` appended to its history (the last 50 are kept)."""
         return self.model_copy(update={"history": [*self.history, entry][-50:]})

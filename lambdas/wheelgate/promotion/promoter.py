@@ -28,7 +28,14 @@ from wheelgate.core.layout import (
 )
 from wheelgate.core.manifest import Manifest, manifest_test_url_problems, parse_manifest
 from wheelgate.core.override import parse_override
-from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State, recorded_tests
+from wheelgate.core.records import (
+    FileOutcome,
+    HistoryEntry,
+    PromotionRecord,
+    SetOutcome,
+    State,
+    recorded_tests,
+)
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
@@ -36,11 +43,9 @@ from wheelgate.index.yank import YankRequest, parse_yank
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.publish import Invalidator, Publisher
 from wheelgate.promotion.recorder import (
-    Decision,
     RecordStore,
     build_record,
     next_attempt,
-    with_history,
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verify import SetVerifier
@@ -145,7 +150,9 @@ class Promoter:
             f"attempt {next_attempt(existing)} failed: {type(error).__name__}: {error}; "
             "it will be retried"
         )
-        decision = Decision(at=at, state=State.PENDING, reason="transient-error", message=message)
+        decision = HistoryEntry(
+            at=at, state=State.PENDING, reason="transient-error", message=message
+        )
         self.records.save(build_record(existing, decision, run_id=run_id))
 
     def handle(self, event: ManifestEvent) -> PromotionRecord | None:
@@ -216,7 +223,7 @@ class Promoter:
         message = f"{verb} {request.index}/{request.filename}" + (
             f": {request.reason}" if request.reason else ""
         )
-        decision = Decision(
+        decision = HistoryEntry(
             at=upload_time(self.clock()),
             state=State.PROMOTED,
             message=message,
@@ -270,7 +277,7 @@ class Promoter:
             for h in existing.history
         ):
             return existing  # this very write was noted already (at-least-once delivery)
-        note = Decision(
+        note = HistoryEntry(
             at=upload_time(self.clock()),
             state=State.PENDING,
             reason=untrusted.reason.value,
@@ -279,7 +286,7 @@ class Promoter:
             actor=actor,
         )
         if existing is not None and existing.state is not State.PENDING:
-            return self.records.save(with_history(existing, note))
+            return self.records.save(existing.with_entry(note))
         return self.records.save(build_record(existing, note, run_id=run_id))
 
     def _reject(
@@ -291,12 +298,12 @@ class Promoter:
         existing: PromotionRecord | None,
         sets: Sequence[SetOutcome] = (),
     ) -> PromotionRecord:
-        decision = Decision.rejected(
+        decision = HistoryEntry.rejected(
             rejection, at=upload_time(self.clock()), manifest_sha256=digest, actor=actor
         )
         if existing is not None and existing.state is State.PROMOTED:
             # A promoted run stays promoted; the refused replay goes into its history.
-            return self.records.save(with_history(existing, decision))
+            return self.records.save(existing.with_entry(decision))
         return self.records.save(build_record(existing, decision, run_id=run_id, sets=sets))
 
     def _override(
@@ -347,7 +354,7 @@ class Promoter:
         outcome = f"override applied: run {target} {result.state.value}" + (
             f" ({result.reason}: {result.message})" if result.reason else ""
         )
-        decision = Decision(
+        decision = HistoryEntry(
             at=at,
             state=result.state,
             reason=result.reason,
@@ -437,7 +444,7 @@ class Promoter:
             message += f"; tests overridden by {override['by']}: {override['reason']}"
         if rejected_sets:
             message += f"; {len(rejected_sets)} set(s) rejected"
-        decision = Decision(
+        decision = HistoryEntry(
             at=at, state=State.PROMOTED, message=message, manifest_sha256=digest, actor=actor
         )
         return self.records.save(

@@ -9,46 +9,11 @@ reports has happened.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.layout import STAGING
-from wheelgate.core.records import PromotionRecord, SetOutcome, State
+from wheelgate.core.records import HistoryEntry, PromotionRecord, SetOutcome
 from wheelgate.core.redact import Redactor
 from wheelgate.storage.bucket import Bucket
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One decision on a run: the state, reason and message its record shows, and the entry
-    its history gains. ``at`` is an upload-time string; ``manifest_sha256`` names the bytes
-    decided on."""
-
-    at: str
-    state: State
-    message: str
-    reason: str | None = None
-    manifest_sha256: str | None = None
-    actor: str | None = None
-
-    @classmethod
-    def rejected(
-        cls,
-        rejection: PromotionRejected,
-        *,
-        at: str,
-        manifest_sha256: str,
-        actor: str | None,
-    ) -> Decision:
-        """The decision a permanent rejection stands for: its reason code and message."""
-        return cls(
-            at=at,
-            state=State.REJECTED,
-            reason=rejection.reason.value,
-            message=rejection.message,
-            manifest_sha256=manifest_sha256,
-            actor=actor,
-        )
 
 
 def next_attempt(existing: PromotionRecord | None) -> int:
@@ -56,21 +21,9 @@ def next_attempt(existing: PromotionRecord | None) -> int:
     return (existing.attempts if existing else 0) + 1
 
 
-def with_history(record: PromotionRecord, decision: Decision) -> PromotionRecord:
-    """``record`` with ``decision`` appended to its history, and nothing else changed."""
-    return record.with_decision(
-        at=decision.at,
-        state=decision.state,
-        reason=decision.reason,
-        message=decision.message,
-        manifest_sha256=decision.manifest_sha256,
-        actor=decision.actor,
-    )
-
-
 def build_record(
     existing: PromotionRecord | None,
-    decision: Decision,
+    decision: HistoryEntry,
     *,
     run_id: str,
     commit: str | None = None,
@@ -101,7 +54,7 @@ def build_record(
         override=override,
         history=existing.history if existing else [],
     )
-    return with_history(record, decision)
+    return record.with_entry(decision)
 
 
 class RecordStore:
