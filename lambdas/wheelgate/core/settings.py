@@ -80,6 +80,25 @@ METRIC_PROMOTIONS_SUCCEEDED = "PromotionsSucceeded"
 #: A promotion attempt that raised; the message is retried (partial batch response), so the
 #: Lambda ``Errors`` metric does not see it.
 METRIC_PROMOTION_ERRORS = "PromotionErrors"
+#: Seconds from the manifest's write (its S3 event time) to the run's pages being published.
+METRIC_PROMOTION_LATENCY = "PromotionLatency"
+#: Files and bytes a promotion copied into nightly (files nightly already held not counted).
+METRIC_FILES_COPIED = "FilesCopied"
+METRIC_BYTES_COPIED = "BytesCopied"
+#: One count per rejected run, with the reason code as a dimension of its own (the metrics
+#: above carry only the service dimension, which the alarms rely on).
+METRIC_REJECTIONS_BY_REASON = "RejectionsByReason"
+METRIC_REASON_DIMENSION = "reason"
+
+#: ARN of the fan-out promotion state machine (Step Functions); unset: every run is promoted
+#: in one invocation.
+ENV_FANOUT_STATE_MACHINE_ARN = "WHEELGATE_FANOUT_STATE_MACHINE_ARN"
+#: A promotion whose copies reach either threshold (files to copy, or bytes to copy) goes
+#: through the state machine; below both, one invocation copies and publishes it.
+ENV_FANOUT_MIN_FILES = "WHEELGATE_FANOUT_MIN_FILES"
+ENV_FANOUT_MIN_BYTES = "WHEELGATE_FANOUT_MIN_BYTES"
+#: Console URL of the stack's CloudWatch dashboard, linked from the status page.
+ENV_DASHBOARD_URL = "WHEELGATE_DASHBOARD_URL"
 
 
 class SettingsError(ValueError):
