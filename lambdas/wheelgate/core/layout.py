@@ -12,6 +12,9 @@ Staging bucket::
     manifests/<run_id>.json                     test-result manifest (written by the reporter)
     records/<run_id>.json                       promotion record (written by the promoter)
     records/_leases/<index>.json                the promoter's lease on an index directory
+    records/_jobs/<job_id>/plan.json            a fan-out promotion's verified plan
+    records/_jobs/<job_id>/items.json           its files, one Map item each (Step Functions)
+    records/_jobs/<job_id>/done/<item>.json     a file copied and verified, with its page entry
 
 A run's index (``runs/<run_id>/<index>/``) is laid out exactly like a nightly directory, so
 ``pip install --index-url <staging>/runs/<run_id>/<index>/`` reads it as users read nightly. It
@@ -42,6 +45,8 @@ RECORDS_PREFIX = "records/"
 STATUS_PREFIX = "status/"
 #: Under ``records/``: a run id cannot start with ``_``, so a lease never looks like a record.
 LEASES_DIR = "_leases/"
+#: Under ``records/``: fan-out promotion jobs (the promoter's alone, like leases).
+JOBS_DIR = "_jobs/"
 METADATA_SUFFIX = ".metadata"
 HTML_PAGE = "index.html"
 JSON_PAGE = "index.json"
@@ -213,6 +218,19 @@ class StagingLayout:
         """The promoter's lease on an index directory (``records/`` is the promoter's alone:
         the bucket policy lets no one else write there, so no one else can take the lease)."""
         return f"{RECORDS_PREFIX}{LEASES_DIR}{check_index(index)}.json"
+
+    def job_prefix(self, job_id: str) -> str:
+        """Everything of one fan-out promotion job (``job_id`` is a run-id-like name)."""
+        return f"{RECORDS_PREFIX}{JOBS_DIR}{check_run_id(job_id)}/"
+
+    def job_plan(self, job_id: str) -> str:
+        return self.job_prefix(job_id) + "plan.json"
+
+    def job_items(self, job_id: str) -> str:
+        return self.job_prefix(job_id) + "items.json"
+
+    def job_done(self, job_id: str, item: int) -> str:
+        return f"{self.job_prefix(job_id)}done/{item}.json"
 
     def run_id_from_manifest_key(self, key: str) -> str:
         """The run id a manifest key names; :class:`LayoutError` if it is not a manifest key."""

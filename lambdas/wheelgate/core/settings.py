@@ -97,6 +97,22 @@ ENV_FANOUT_STATE_MACHINE_ARN = "WHEELGATE_FANOUT_STATE_MACHINE_ARN"
 #: through the state machine; below both, one invocation copies and publishes it.
 ENV_FANOUT_MIN_FILES = "WHEELGATE_FANOUT_MIN_FILES"
 ENV_FANOUT_MIN_BYTES = "WHEELGATE_FANOUT_MIN_BYTES"
+#: Defaults of the fan-out thresholds (``fanout`` in cdk.json overrides them).
+DEFAULT_FANOUT_MIN_FILES = 100
+DEFAULT_FANOUT_MIN_BYTES = 100 * 1024**3
+#: The fan-out state machine's whole-execution timeout. An execution that times out runs no
+#: catch step, so the index-directory leases it holds are taken for this long plus a margin.
+FANOUT_TIMEOUT_SECONDS = 4 * 60 * 60
+FANOUT_LEASE_SECONDS = FANOUT_TIMEOUT_SECONDS + 5 * 60
+#: Files the state machine copies at once (the Distributed Map's MaxConcurrency).
+FANOUT_MAP_CONCURRENCY = 50
+#: Retries of one file's copy (Step Functions Retry: attempts after the first, first interval,
+#: backoff rate); local mode retries with the same numbers.
+FANOUT_ITEM_RETRY_ATTEMPTS = 4
+FANOUT_ITEM_RETRY_INTERVAL_SECONDS = 5
+FANOUT_ITEM_RETRY_BACKOFF = 2.0
+#: Failed executions of one manifest before its message goes to the dead-letter queue.
+FANOUT_MAX_EXECUTIONS = 3
 #: Console URL of the stack's CloudWatch dashboard, linked from the status page.
 ENV_DASHBOARD_URL = "WHEELGATE_DASHBOARD_URL"
 
