@@ -113,6 +113,16 @@ FANOUT_ITEM_RETRY_INTERVAL_SECONDS = 5
 FANOUT_ITEM_RETRY_BACKOFF = 2.0
 #: Failed executions of one manifest before its message goes to the dead-letter queue.
 FANOUT_MAX_EXECUTIONS = 3
+#: The promoter function also runs the state machine's steps: an event with this field names
+#: the step (``copy``, ``publish`` or ``conclude``) instead of carrying SQS records.
+FANOUT_STEP_FIELD = "fanout_step"
+#: Error name (the Python exception class) of a permanent refusal in a step: the state machine
+#: does not retry it.
+FANOUT_REJECTED_ERROR = "PromotionRejected"
+#: URLs of the manifest queue and its dead-letter queue: a failed fan-out execution sends its
+#: manifest's event back to the first, or, after ``FANOUT_MAX_EXECUTIONS``, to the second.
+ENV_MANIFEST_QUEUE_URL = "WHEELGATE_MANIFEST_QUEUE_URL"
+ENV_DEAD_LETTER_QUEUE_URL = "WHEELGATE_DEAD_LETTER_QUEUE_URL"
 #: Console URL of the stack's CloudWatch dashboard, linked from the status page.
 ENV_DASHBOARD_URL = "WHEELGATE_DASHBOARD_URL"
 
