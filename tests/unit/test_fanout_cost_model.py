@@ -112,8 +112,10 @@ def test_hash_reads_of_multipart_staged_files_time_out_verification() -> None:
     assert moved.longest_invocation_s == pytest.approx(
         copy_seconds(8 * GB, BARE) + 8 * GB / (BARE.read_mb_s * MB)
     )
-    # And files at or under 5 GiB are never read through
-    assert single_path([5 * GIB] * 12, BARE).timeout is None
+    # And files at or under 5 GiB are never read through (20 of them would take 1,074 s)
+    at_limit = single_path([5 * GIB] * 20, BARE)
+    assert at_limit.timeout is None
+    assert at_limit.wall_s == pytest.approx(2 * copy_seconds(5 * GIB, BARE))
 
 
 def test_gb_seconds_are_memory_times_billed_duration() -> None:
