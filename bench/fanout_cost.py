@@ -445,6 +445,7 @@ def print_main_table(counts: Sequence[int], a: Assumptions, mix: dict[int, list[
 
 def print_sensitivity(counts: Sequence[int], a: Assumptions, mix: dict[int, list[int]]) -> None:
     variants = [
+        ("as assumed", a),
         ("copy x0.5", replace(a, copy_mb_s=a.copy_mb_s / 2)),
         ("copy x2", replace(a, copy_mb_s=a.copy_mb_s * 2)),
         ("read x0.5", replace(a, read_mb_s=a.read_mb_s / 2)),
@@ -452,18 +453,25 @@ def print_sensitivity(counts: Sequence[int], a: Assumptions, mix: dict[int, list
         ("item overhead x2", replace(a, item_overhead_s=a.item_overhead_s * 2)),
     ]
     print(
-        "| throughput | files | single wall s | single times out | fan-out wall s "
-        "| fan-out longest invocation s | fan-out GB-s |"
+        "| changed figure | files | single s | single times out | fan-out s | fan-out longest s "
+        "| fan-out times out | copy-step fan-out s | its longest s | its GB-s |"
     )
-    print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for label, variant in variants:
+        moved = replace(variant, hash_reads="copy-step")
         for n in counts:
             single, fanout = single_path(mix[n], variant), fanout_path(mix[n], variant)
+            step = fanout_path(mix[n], moved)
             print(
-                f"| {label} | {n:,} | {single.wall_s:,.0f} | {_timeout_cell(single)} "
-                f"| {fanout.wall_s:,.0f} | {fanout.longest_invocation_s:,.0f} "
-                f"| {fanout.gb_seconds:,.0f} |"
+                f"| {label} | {n:,} | {single.wall_s:,.0f} | {_yes_no(single)} "
+                f"| {fanout.wall_s:,.0f} | {fanout.longest_invocation_s:,.0f} | {_yes_no(fanout)} "
+                f"| {step.wall_s:,.0f} | {step.longest_invocation_s:,.0f} "
+                f"| {step.gb_seconds:,.0f} |"
             )
+
+
+def _yes_no(cost: PathCost) -> str:
+    return "no" if cost.timeout is None else "**yes**"
 
 
 def print_assumptions(a: Assumptions) -> None:
@@ -495,14 +503,19 @@ def print_assumptions(a: Assumptions) -> None:
     )
 
 
-def defaults_keep_single(sizes: Sequence[int]) -> int:
-    """How many leading files of ``sizes`` the default thresholds leave on the single path:
-    a set goes through the state machine once it reaches ``DEFAULT_FANOUT_MIN_FILES`` files or
-    ``DEFAULT_FANOUT_MIN_BYTES`` bytes."""
+def defaults_keep_single(
+    sizes: Sequence[int],
+    *,
+    min_files: int = DEFAULT_FANOUT_MIN_FILES,
+    min_bytes: int = DEFAULT_FANOUT_MIN_BYTES,
+) -> int:
+    """How many leading files of ``sizes`` the thresholds (by default the settings' defaults)
+    leave on the single path: a set goes through the state machine once it reaches
+    ``min_files`` files or ``min_bytes`` bytes."""
     total = 0
     for k, size in enumerate(sizes, start=1):
         total += size
-        if k >= DEFAULT_FANOUT_MIN_FILES or total >= DEFAULT_FANOUT_MIN_BYTES:
+        if k >= min_files or total >= min_bytes:
             return k - 1
     return len(sizes)
 
@@ -531,22 +544,29 @@ def size_profiles(mix: Sequence[int], low_gb: float, high_gb: float) -> dict[str
     }
 
 
-def print_thresholds(profiles: dict[str, list[int]], a: Assumptions, margin: float) -> None:
+def print_thresholds(
+    profiles: dict[str, list[int]],
+    a: Assumptions,
+    margin: float,
+    *,
+    min_files: int = DEFAULT_FANOUT_MIN_FILES,
+    min_bytes: int = DEFAULT_FANOUT_MIN_BYTES,
+) -> None:
     print(
         f"Largest set the single path promotes within {margin:.0%} of the {a.timeout_s:.0f} s "
-        f"timeout, against the largest set the defaults leave on it (DEFAULT_FANOUT_MIN_FILES "
-        f"= {DEFAULT_FANOUT_MIN_FILES}, DEFAULT_FANOUT_MIN_BYTES = "
-        f"{DEFAULT_FANOUT_MIN_BYTES / GIB:.0f} GiB = {DEFAULT_FANOUT_MIN_BYTES / GB:.1f} GB), and "
-        "the largest set the fan-out path promotes at all:"
+        f"timeout, against the largest set the thresholds leave on it (min files {min_files}, "
+        f"min bytes {min_bytes / GIB:g} GiB = {min_bytes / GB:.1f} GB; the settings' defaults "
+        f"are {DEFAULT_FANOUT_MIN_FILES} and {DEFAULT_FANOUT_MIN_BYTES / GIB:g} GiB), and the "
+        "largest set the fan-out path promotes at all:"
     )
     print()
     print(
-        "| files | staged hash reads | single path safe up to | defaults keep single up to "
+        "| files | staged hash reads | single path safe up to | thresholds keep single up to "
         "| verdict | fan-out promotes up to |"
     )
     print("| --- | --- | ---: | ---: | --- | ---: |")
     for label, sizes in profiles.items():
-        kept = defaults_keep_single(sizes)
+        kept = defaults_keep_single(sizes, min_files=min_files, min_bytes=min_bytes)
         kept_cell = f"{kept:,} ({sum(sizes[:kept]) / GB:,.0f} GB)"
         for mode in ("promoter", "copy-step", "none"):
             variant = replace(a, hash_reads=mode)
@@ -570,6 +590,18 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Assumpti
     parser.add_argument("--high-gb", type=float, default=8.0, help="largest file, GB")
     parser.add_argument("--seed", type=int, default=13, help="seed of the size mix")
     parser.add_argument(
+        "--fanout-min-files",
+        type=int,
+        default=DEFAULT_FANOUT_MIN_FILES,
+        help="threshold to judge (default DEFAULT_FANOUT_MIN_FILES)",
+    )
+    parser.add_argument(
+        "--fanout-min-bytes",
+        type=int,
+        default=DEFAULT_FANOUT_MIN_BYTES,
+        help="threshold to judge, bytes (default DEFAULT_FANOUT_MIN_BYTES)",
+    )
+    parser.add_argument(
         "--margin", type=float, default=0.5, help="share of the timeout the single path may use"
     )
     for name, (meaning, source) in ASSUMPTION_SOURCES.items():
@@ -586,6 +618,8 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Assumpti
         size_mix(1, low_gb=args.low_gb, high_gb=args.high_gb)
         if args.margin <= 0 or args.margin > 1:
             raise ModelError(f"margin must be in (0, 1], not {args.margin}")
+        if args.fanout_min_files < 1 or args.fanout_min_bytes < 1:
+            raise ModelError("fanout-min-files and fanout-min-bytes must be at least 1")
         if min(args.files) < 1:
             raise ModelError(f"file counts must be at least 1, not {min(args.files)}")
     except ModelError as exc:
@@ -611,11 +645,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print_main_table(counts, replace(a, hash_reads="copy-step"), mix)
     print()
-    print("Sensitivity to the assumed figures (one changed at a time):")
+    print(
+        "Sensitivity to the figures AWS does not publish (one changed at a time; the last "
+        "three columns: fan-out with the hash read in each copy step):"
+    )
     print()
     print_sensitivity(counts, a, mix)
     print()
-    print_thresholds(size_profiles(largest, args.low_gb, args.high_gb), a, args.margin)
+    print_thresholds(
+        size_profiles(largest, args.low_gb, args.high_gb),
+        a,
+        args.margin,
+        min_files=args.fanout_min_files,
+        min_bytes=args.fanout_min_bytes,
+    )
     print()
     print("Assumptions:")
     print()

@@ -25,6 +25,7 @@ from bench.fanout_cost import (
     ModelError,
     copy_seconds,
     defaults_keep_single,
+    fanout_limit,
     fanout_path,
     finish_times,
     main,
@@ -177,6 +178,19 @@ def test_defaults_keep_a_set_single_until_either_threshold() -> None:
     half = DEFAULT_FANOUT_MIN_BYTES // 2
     assert defaults_keep_single([half, half, half]) == 1
     assert defaults_keep_single([half]) == 1
+    assert defaults_keep_single([8 * GB] * 10, min_bytes=32 * GIB) == 4
+
+
+def test_the_fanout_limit_is_where_the_promoters_invocation_stops_fitting() -> None:
+    # Given files over 5 GiB, read through in the promoter's invocation (today's code)
+    sizes = [8 * GB] * 30
+    k = fanout_limit(sizes, BARE)
+    # Then 900 s at 100 MB/s reads 11 of them (88 GB), not 12 (96 GB)
+    assert k == 11
+    assert fanout_path(sizes[:k], BARE).timeout is None
+    assert fanout_path(sizes[: k + 1], BARE).timeout is not None
+    # And with the read in each copy step the set has no such limit
+    assert fanout_limit(sizes, replace(BARE, hash_reads="copy-step")) == len(sizes)
 
 
 def test_the_size_mix_is_deterministic_within_its_range_and_prefix_stable() -> None:
