@@ -24,7 +24,7 @@ import inspect
 import math
 import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Literal
 
@@ -101,6 +101,7 @@ NO_AWS_FIGURE = Source("no AWS figure published: assumed")
 BUCKET_CODE = Source("lambdas/wheelgate/storage/bucket.py")
 PROMOTER_CODE = Source("lambdas/wheelgate/promotion/promoter.py (Promoter workers)")
 SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
+VERIFY_CODE = Source("lambdas/wheelgate/promotion/verify.py (SetVerifier._staged_head)")
 STACK_CODE = Source("stacks/promoter.py FUNCTION_MEMORY_MB (arm64)")
 
 # --- Facts of the code the model follows ----------------------------------------------------
@@ -143,6 +144,16 @@ HashReads = Literal["promoter", "copy-step", "none"]
 HASH_READS: tuple[HashReads, ...] = ("promoter", "copy-step", "none")
 
 
+#: Assumptions a model may set to 0 (no latency, no overhead); every other one must be positive.
+MAY_BE_ZERO = frozenset({"request_latency_s", "item_overhead_s"})
+#: S3's part size range and CopyObject's single-request limit (S3_MULTIPART_LIMITS,
+#: S3_COPY_MULTIPART), and Lambda's longest timeout (LAMBDA_TIMEOUT).
+S3_MIN_PART = 5 * MIB
+S3_MAX_PART = 5 * GIB
+S3_MAX_COPY_OBJECT = 5 * GIB
+LAMBDA_MAX_TIMEOUT_S = 900
+
+
 class ModelError(ValueError):
     """An assumption or a size mix the model cannot use; the message names it."""
 
@@ -177,20 +188,21 @@ class Assumptions:
             if f.name == "hash_reads":
                 if value not in HASH_READS:
                     raise ModelError(f"hash_reads must be one of {HASH_READS}, not {value!r}")
-            elif f.name in ("request_latency_s", "item_overhead_s") and value < 0:
-                raise ModelError(f"{f.name} must be 0 or more, not {value}")
-            elif f.name not in ("request_latency_s", "item_overhead_s") and value <= 0:
+            elif f.name in MAY_BE_ZERO:
+                if value < 0:
+                    raise ModelError(f"{f.name} must be 0 or more, not {value}")
+            elif value <= 0:
                 raise ModelError(f"{f.name} must be more than 0, not {value}")
-        if not 5 * MIB <= self.part_size <= 5 * GIB:
+        if not S3_MIN_PART <= self.part_size <= S3_MAX_PART:
             raise ModelError(
                 f"part_size must be 5 MiB to 5 GiB (S3's limits), not {self.part_size}"
             )
-        if self.single_request_limit > 5 * GIB:
+        if self.single_request_limit > S3_MAX_COPY_OBJECT:
             raise ModelError(
                 f"single_request_limit must be at most 5 GiB (S3's CopyObject limit), "
                 f"not {self.single_request_limit}"
             )
-        if self.timeout_s > 900:
+        if self.timeout_s > LAMBDA_MAX_TIMEOUT_S:
             raise ModelError(
                 f"timeout_s must be at most 900 (Lambda's maximum), not {self.timeout_s}"
             )
@@ -229,7 +241,7 @@ ASSUMPTION_SOURCES: dict[str, tuple[str, Source]] = {
     "gb_second_usd": ("Lambda duration price, $ per GB-second (Arm)", LAMBDA_PRICING),
     "request_usd": ("Lambda request price, $ per request ($0.20 per 1M)", LAMBDA_PRICING),
     "transition_usd": ("Step Functions Standard, $ per state transition", SFN_PRICING),
-    "hash_reads": ("where a >5 GiB staged file is read in full for its SHA-256", BUCKET_CODE),
+    "hash_reads": ("where a >5 GiB staged file is read in full for its SHA-256", VERIFY_CODE),
 }
 
 
@@ -407,10 +419,22 @@ def safe_single_limit(sizes: Sequence[int], a: Assumptions, *, margin: float) ->
     if not 0 < margin <= 1:
         raise ModelError(f"margin must be in (0, 1], not {margin}")
     budget = margin * a.timeout_s
+    return longest_prefix(sizes, lambda prefix: single_path(prefix, a).wall_s <= budget)
+
+
+def fanout_limit(sizes: Sequence[int], a: Assumptions) -> int:
+    """The most leading files of ``sizes`` the fan-out path promotes with every invocation
+    within the timeout (the promoter's verification is the one that grows with the set)."""
+    return longest_prefix(sizes, lambda prefix: fanout_path(prefix, a).timeout is None)
+
+
+def longest_prefix(sizes: Sequence[int], fits: Callable[[Sequence[int]], bool]) -> int:
+    """The length of the longest prefix of ``sizes`` that ``fits`` (0 when none does), for a
+    ``fits`` that, once false, stays false for longer prefixes: a binary search."""
     low, high = 0, len(sizes)
     while low < high:
         middle = (low + high + 1) // 2
-        if single_path(sizes[:middle], a).wall_s <= budget:
+        if fits(sizes[:middle]):
             low = middle
         else:
             high = middle - 1
@@ -518,19 +542,6 @@ def defaults_keep_single(
         if k >= min_files or total >= min_bytes:
             return k - 1
     return len(sizes)
-
-
-def fanout_limit(sizes: Sequence[int], a: Assumptions) -> int:
-    """The most leading files of ``sizes`` the fan-out path promotes with every invocation
-    within the timeout (the promoter's verification is the one that grows with the set)."""
-    low, high = 0, len(sizes)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fanout_path(sizes[:middle], a).timeout is None:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def size_profiles(mix: Sequence[int], low_gb: float, high_gb: float) -> dict[str, list[int]]:
