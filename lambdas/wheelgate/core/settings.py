@@ -99,7 +99,7 @@ ENV_FANOUT_MIN_FILES = "WHEELGATE_FANOUT_MIN_FILES"
 ENV_FANOUT_MIN_BYTES = "WHEELGATE_FANOUT_MIN_BYTES"
 #: Defaults of the fan-out thresholds (``fanout`` in cdk.json overrides them).
 DEFAULT_FANOUT_MIN_FILES = 100
-DEFAULT_FANOUT_MIN_BYTES = 100 * 1024**3
+DEFAULT_FANOUT_MIN_BYTES = 32 * 1024**3
 #: The fan-out state machine's whole-execution timeout. An execution that times out runs no
 #: catch step, so the index-directory leases it holds are taken for this long plus a margin.
 FANOUT_TIMEOUT_SECONDS = 4 * 60 * 60
