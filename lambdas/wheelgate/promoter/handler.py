@@ -89,7 +89,7 @@ def promoter() -> tuple[Promoter, StatusStore]:
     )
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.
-    return service, StatusStore(staging)
+    return service, StatusStore(staging, dashboard_url=settings.dashboard_url)
 
 
 @cache
