@@ -21,6 +21,7 @@ from wheelgate.core.settings import (
     METRIC_PROMOTIONS_SUCCEEDED,
     METRIC_REASON_DIMENSION,
     METRIC_REJECTIONS_BY_REASON,
+    METRIC_SERVICE_DIMENSION,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
@@ -31,8 +32,6 @@ DASHBOARD_SUFFIX = "-promotion"
 _DASHBOARD_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")
 #: Every graph sums or aggregates over this period.
 PERIOD = Duration.minutes(5)
-#: Powertools adds the service name as this dimension to every metric it emits.
-SERVICE_DIMENSION = "service"
 WIDTH = 8
 HEIGHT = 6
 
@@ -178,7 +177,7 @@ def _promoter_metric(name: str, statistic: str, label: str) -> cloudwatch.Metric
     return cloudwatch.Metric(
         namespace=METRICS_NAMESPACE,
         metric_name=name,
-        dimensions_map={SERVICE_DIMENSION: SERVICE_NAME},
+        dimensions_map={METRIC_SERVICE_DIMENSION: SERVICE_NAME},
         period=PERIOD,
         statistic=statistic,
         label=label,
@@ -189,8 +188,8 @@ def _rejections_by_reason() -> cloudwatch.MathExpression:
     """One line per rejection reason the promoter has emitted (each reason is its own metric,
     so a SEARCH finds the ones that exist)."""
     search = (
-        f"{{{METRICS_NAMESPACE},{METRIC_REASON_DIMENSION},{SERVICE_DIMENSION}}} "
-        f'MetricName="{METRIC_REJECTIONS_BY_REASON}" {SERVICE_DIMENSION}="{SERVICE_NAME}"'
+        f"{{{METRICS_NAMESPACE},{METRIC_REASON_DIMENSION},{METRIC_SERVICE_DIMENSION}}} "
+        f'MetricName="{METRIC_REJECTIONS_BY_REASON}" {METRIC_SERVICE_DIMENSION}="{SERVICE_NAME}"'
     )
     return cloudwatch.MathExpression(
         expression=f"SEARCH('{search}', 'Sum', {int(PERIOD.to_seconds())})",

@@ -188,3 +188,29 @@ def test_the_event_time_reaches_the_promoter() -> None:
     s3_record["eventTime"] = "2026-11-30T04:00:00"
     [event] = handler.manifest_events(json.dumps(notification), s3_record["s3"]["bucket"]["name"])
     assert event.event_time == WRITTEN
+
+
+def test_an_override_counts_one_promotion_with_its_target_runs_copies(
+    run: Run, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.integration.test_override import BREAK_GLASS, BREAK_GLASS_ID, override
+    from wheelgate.core.settings import ENV_BREAK_GLASS_ID
+
+    # Given a break-glass role, and a run rejected for a failed test
+    monkeypatch.setenv(ENV_BREAK_GLASS_ID, BREAK_GLASS_ID)
+    handler.promoter.cache_clear()
+    handler.promoter()[0].clock = lambda: NOW
+    w = wheel(run.tmp, "overridden")
+    run.stage(w)
+    assert report(run, capsys, run.manifest(result="failed"))[0]["state"] == "rejected"
+    # When the break-glass role's override request is delivered
+    request = override(run, BREAK_GLASS)
+    out = capsys.readouterr().out
+    assert request["state"] == "promoted", request["message"]
+    # Then one promotion is counted (the request's; the target's promotion is not a second),
+    # with the wheel the target's promotion copied, and no rejection
+    assert values(out, METRIC_PROMOTIONS_SUCCEEDED) == [1]
+    assert values(out, METRIC_FILES_COPIED) == [1]
+    assert values(out, METRIC_BYTES_COPIED) == [w.stat().st_size]
+    assert values(out, METRIC_PROMOTION_LATENCY) == [(NOW - WRITTEN).total_seconds()]
+    assert values(out, METRIC_PROMOTIONS_REJECTED) == []

@@ -77,6 +77,8 @@ ALL_ENV_NAMES = (
 #: Powertools service name of the promoter; Powertools adds it as the ``service`` metric
 #: dimension, so the stack's alarms must use the same value.
 SERVICE_NAME = "wheelgate-promoter"
+#: The name of that dimension (Powertools' own; the alarms and the dashboard select on it).
+METRIC_SERVICE_DIMENSION = "service"
 #: CloudWatch namespace and metric names the promoter emits and the stack alarms on.
 METRICS_NAMESPACE = "WheelGate"
 METRIC_PROMOTIONS_REJECTED = "PromotionsRejected"

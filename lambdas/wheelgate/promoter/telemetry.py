@@ -23,12 +23,11 @@ from wheelgate.core.settings import (
     METRIC_PROMOTIONS_SUCCEEDED,
     METRIC_REASON_DIMENSION,
     METRIC_REJECTIONS_BY_REASON,
+    METRIC_SERVICE_DIMENSION,
     SERVICE_NAME,
 )
 from wheelgate.promotion.observer import DecisionStats, latest_decision
 
-#: Powertools' dimension name for the service (it adds it to every metric of a ``Metrics``).
-SERVICE_DIMENSION = "service"
 #: The reason dimension of a rejected decision recorded without a reason code.
 UNKNOWN_REASON = "unknown"
 
@@ -67,7 +66,7 @@ class DecisionMetrics:
                 value=1,
                 namespace=self.namespace,
                 default_dimensions={
-                    SERVICE_DIMENSION: self.service,
+                    METRIC_SERVICE_DIMENSION: self.service,
                     METRIC_REASON_DIMENSION: decision.reason or UNKNOWN_REASON,
                 },
             ):
