@@ -16,6 +16,7 @@ from constructs import Construct
 from wheelgate.core.settings import (
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
+    METRIC_SERVICE_DIMENSION,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
@@ -113,7 +114,7 @@ def _promoter_metric(name: str) -> cloudwatch.Metric:
         namespace=METRICS_NAMESPACE,
         metric_name=name,
         # Powertools Metrics adds the service name as a dimension to every metric.
-        dimensions_map={"service": SERVICE_NAME},
+        dimensions_map={METRIC_SERVICE_DIMENSION: SERVICE_NAME},
         period=PERIOD,
         statistic="Sum",
     )

@@ -1,4 +1,4 @@
-"""The WheelGate stack: composes storage, access, promoter, CDN and monitoring."""
+"""The WheelGate stack: composes storage, access, promoter, CDN, monitoring and dashboard."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from constructs import Construct
 from stacks.access import Access
 from stacks.cdn import IndexCdn
 from stacks.config import WheelGateConfig
+from stacks.dashboard import PromotionDashboard, stack_dashboard_url
 from stacks.monitoring import Monitoring
 from stacks.promoter import Promoter
 from stacks.storage import Storage
@@ -21,6 +22,7 @@ from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
+    ENV_DASHBOARD_URL,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_DISTRIBUTION_ID,
@@ -121,6 +123,9 @@ class WheelGateStack(Stack):
                     "true" if config.allow_build_tag_rereleases else "false"
                 ),
                 ENV_TEST_URL_HOSTS: test_url_hosts,
+                # From the region and the dashboard's fixed name, not the dashboard resource:
+                # the dashboard graphs this function, so a reference back would be a cycle.
+                ENV_DASHBOARD_URL: stack_dashboard_url(self),
             },
         )
         access.confine_promoter_to(promoter.function.function_arn)
@@ -131,6 +136,14 @@ class WheelGateStack(Stack):
             function=promoter.function,
             dead_letter_queue=promoter.dead_letter_queue,
             alarm_email=config.alarm_email,
+        )
+        dashboard = PromotionDashboard(
+            self,
+            "Dashboard",
+            function=promoter.function,
+            dead_letter_queue=promoter.dead_letter_queue,
+            # The fan-out promotion's state machine, once the stack has one.
+            state_machine=None,
         )
 
         outputs = {
@@ -152,6 +165,7 @@ class WheelGateStack(Stack):
             "ManifestQueueUrl": promoter.queue.queue_url,
             "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
             "AlarmTopicArn": monitoring.topic.topic_arn,
+            "DashboardUrl": dashboard.dashboard_url,
             # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would.
             "AllowedIndexes": allowed_indexes,
             # For CI's WHEELGATE_TEST_URL_HOSTS: `wheelgate report` refuses what the promoter would.

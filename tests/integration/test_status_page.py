@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.test_promoter import Run, wheel
 from wheelgate.core.records import PromotionRecord
+from wheelgate.core.settings import ENV_DASHBOARD_URL
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.promoter import handler
 from wheelgate.status.page import STATE_KEY, parse_state
@@ -29,6 +30,10 @@ REPO_URL = "https://github.com/example/project"
 TEST_URL = f"{REPO_URL}/actions/runs/4242/job/7?attempt=1&job=smoke"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DASHBOARD_URL = (
+    "https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1"
+    "#dashboards/dashboard/WheelGate-promotion"
+)
 
 
 def chromium_binary() -> str:
@@ -107,8 +112,17 @@ def _fresh_promoter() -> Iterator[None]:
 def decided(
     buckets: tuple[Bucket, Bucket], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    """Given run st-good promoted to INDEX with a linked test, then run st-bad rejected."""
+    """Given run st-good promoted to INDEX with a linked test, then run st-bad rejected, by a
+    promoter that knows the dashboard's URL (as the stack configures it)."""
     handler.promoter.cache_clear()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(ENV_DASHBOARD_URL, DASHBOARD_URL)
+        return _decide(buckets, tmp_path_factory)
+
+
+def _decide(
+    buckets: tuple[Bucket, Bucket], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("status-wheels")
     good = Run(buckets, tmp, "st-good", INDEX).stage(wheel(tmp, "st-torch", "2.7.0"))
     manifest = good.manifest()
@@ -154,7 +168,8 @@ def test_overview_in_headless_chromium_at_phone_size(
 ) -> None:
     url = stack.nightly_url + "status/"
     # When Chromium loads the served page
-    dom = Dom(chromium(url, tmp_path / "profile", "--dump-dom"))
+    html = chromium(url, tmp_path / "profile", "--dump-dom")
+    dom = Dom(html)
     text = "".join(dom.text)
     # Then it shows the latest promoted run, its commit and test link, and the rejection
     assert "st-good" in text
@@ -167,6 +182,10 @@ def test_overview_in_headless_chromium_at_phone_size(
     assert "st-bad" in text
     assert f"{INDEX}/" in dom.hrefs()
     assert "script" not in {t for t, _ in dom.tags}
+    # And the header, at the top of the page on any screen, links the dashboard
+    header = html[html.index("<header>") : html.index("</header>")]
+    assert f'href="{DASHBOARD_URL}"' in header.replace("&amp;", "&")
+    assert ">Dashboard</a>" in header
     # And a phone-size screenshot is kept with the test artifacts
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "status-page.png"
@@ -187,6 +206,7 @@ def test_directory_page_in_headless_chromium(
 ) -> None:
     url = f"{stack.nightly_url}status/{INDEX}/"
     dom = Dom(chromium(url, tmp_path / "profile", "--dump-dom"))
+    assert DASHBOARD_URL in dom.hrefs()
     text = "".join(dom.text)
     [released] = decided["good"]["sets"][0]["files"]
     assert released["filename"] in text

@@ -494,3 +494,62 @@ def test_a_state_written_before_links_existed_still_parses_and_renders() -> None
     assert latest is not None
     assert latest.links == CiLinks(run=RUN_LINK, commit=COMMIT_LINK)
     assert parse_state(state.to_json()) == state
+
+
+# -- dashboard link ------------------------------------------------------------------------
+
+DASHBOARD = (
+    "https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1"
+    "#dashboards/dashboard/WheelGate-promotion"
+)
+
+
+def dashboard_links(html: str) -> list[str]:
+    dom = Dom(html)
+    anchors = [a for t, a in dom.tags if t == "a"]
+    return [str(a["href"]) for a in anchors if str(a["href"]).startswith("https://eu-west-1.")]
+
+
+def test_pages_link_the_dashboard_when_its_url_is_set() -> None:
+    # Given a state with one promoted directory and the dashboard's URL
+    state = fold(promoted("101", 1))
+    # When both pages are rendered with it, Then each links the dashboard once, as "Dashboard"
+    for html in (
+        render_overview(state, dashboard_url=DASHBOARD),
+        render_directory(state, INDEX, dashboard_url=DASHBOARD),
+    ):
+        assert dashboard_links(html) == [DASHBOARD]
+        assert ">Dashboard</a>" in html
+    # The directory page keeps its own links first
+    hrefs = Dom(render_directory(state, INDEX, dashboard_url=DASHBOARD)).hrefs()
+    assert hrefs[:3] == ["../../", "../../../v2/gfx94X-dcgpu/", DASHBOARD]
+
+
+def test_pages_have_no_dashboard_link_without_a_url() -> None:
+    state = fold(promoted("101", 1))
+    for html in (render_overview(state), render_directory(state, INDEX)):
+        assert "Dashboard" not in html
+
+
+def test_a_dashboard_url_that_is_not_http_is_never_a_link() -> None:
+    state = fold(promoted("101", 1))
+    html = render_overview(state, dashboard_url="javascript:alert(1)")
+    assert "Dashboard" not in html
+    assert "javascript" not in html
+
+
+def test_the_promoter_reads_the_dashboard_url_from_its_environment() -> None:
+    from wheelgate.core.settings import ENV_DASHBOARD_URL, PromoterSettings, SettingsError
+
+    base = {
+        "WHEELGATE_STAGING_BUCKET": "s",
+        "WHEELGATE_NIGHTLY_BUCKET": "n",
+        "WHEELGATE_NIGHTLY_BASE_URL": "https://nightly.example/",
+    }
+    assert PromoterSettings.from_env(base).dashboard_url is None
+    assert PromoterSettings.from_env({**base, ENV_DASHBOARD_URL: " "}).dashboard_url is None
+    configured = PromoterSettings.from_env({**base, ENV_DASHBOARD_URL: DASHBOARD})
+    assert configured.dashboard_url == DASHBOARD
+    for bad in ("http://example/dash", "console/dashboards", "https:///x", "https://a b/"):
+        with pytest.raises(SettingsError, match=f"{ENV_DASHBOARD_URL} must be an https URL"):
+            PromoterSettings.from_env({**base, ENV_DASHBOARD_URL: bad})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from wheelgate.core.layout import LayoutError, base_url, check_index, check_index_dirs
 
@@ -44,6 +45,8 @@ ENV_ALLOW_BUILD_TAG_RERELEASES = "WHEELGATE_ALLOW_BUILD_TAG_RERELEASES"
 #: :data:`DEFAULT_TEST_URL_HOSTS`. The promoter and ``wheelgate report`` read the same list.
 ENV_TEST_URL_HOSTS = "WHEELGATE_TEST_URL_HOSTS"
 DEFAULT_TEST_URL_HOSTS = ("github.com",)
+#: Console URL of the stack's CloudWatch dashboard, linked from the status page.
+ENV_DASHBOARD_URL = "WHEELGATE_DASHBOARD_URL"
 
 #: The promoter function's timeout (the Lambda maximum), which the stack sets and the
 #: promoter's index-directory lease outlives.
@@ -68,11 +71,14 @@ ALL_ENV_NAMES = (
     ENV_BREAK_GLASS_ID,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_TEST_URL_HOSTS,
+    ENV_DASHBOARD_URL,
 )
 
 #: Powertools service name of the promoter; Powertools adds it as the ``service`` metric
 #: dimension, so the stack's alarms must use the same value.
 SERVICE_NAME = "wheelgate-promoter"
+#: The name of that dimension (Powertools' own; the alarms and the dashboard select on it).
+METRIC_SERVICE_DIMENSION = "service"
 #: CloudWatch namespace and metric names the promoter emits and the stack alarms on.
 METRICS_NAMESPACE = "WheelGate"
 METRIC_PROMOTIONS_REJECTED = "PromotionsRejected"
@@ -123,8 +129,6 @@ FANOUT_REJECTED_ERROR = "PromotionRejected"
 #: manifest's event back to the first, or, after ``FANOUT_MAX_EXECUTIONS``, to the second.
 ENV_MANIFEST_QUEUE_URL = "WHEELGATE_MANIFEST_QUEUE_URL"
 ENV_DEAD_LETTER_QUEUE_URL = "WHEELGATE_DEAD_LETTER_QUEUE_URL"
-#: Console URL of the stack's CloudWatch dashboard, linked from the status page.
-ENV_DASHBOARD_URL = "WHEELGATE_DASHBOARD_URL"
 
 
 class SettingsError(ValueError):
@@ -171,6 +175,20 @@ def allowed_indexes_from_env(environ: Mapping[str, str]) -> frozenset[str]:
         raise SettingsError(f"{ENV_ALLOWED_INDEXES}: {exc}") from exc
 
 
+def dashboard_url_from_env(environ: Mapping[str, str]) -> str | None:
+    """The ``https`` URL of ``WHEELGATE_DASHBOARD_URL``, ``None`` when unset or empty.
+
+    Raises :class:`SettingsError` for a value that is not an absolute ``https`` URL.
+    """
+    url = environ.get(ENV_DASHBOARD_URL, "").strip()
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.netloc or any(c.isspace() for c in url):
+        raise SettingsError(f"{ENV_DASHBOARD_URL} must be an https URL, not {url!r}")
+    return url
+
+
 @dataclass(frozen=True)
 class PromoterSettings:
     """Everything the promoter needs to know about its deployment."""
@@ -187,6 +205,8 @@ class PromoterSettings:
     block_all_on_failure: bool = True
     allow_build_tag_rereleases: bool = False
     test_url_hosts: frozenset[str] = frozenset(DEFAULT_TEST_URL_HOSTS)
+    #: Console URL of the stack's dashboard (the status page links it); ``None``: no link.
+    dashboard_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -231,4 +251,5 @@ class PromoterSettings:
             block_all_on_failure=boolean(ENV_BLOCK_ALL_ON_FAILURE, True),
             allow_build_tag_rereleases=boolean(ENV_ALLOW_BUILD_TAG_RERELEASES, False),
             test_url_hosts=test_url_hosts_from_env(environ),
+            dashboard_url=dashboard_url_from_env(environ),
         )

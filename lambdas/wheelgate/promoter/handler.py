@@ -3,7 +3,9 @@
 Thin by design: parse the event, build the adapters once per container, hand each manifest to
 :class:`wheelgate.promotion.promoter.Promoter`. A permanent rejection is recorded and the message is
 done; a transient error fails only that message (partial batch response) so SQS retries it
-and, after the redrive limit, moves it to the dead-letter queue. A message whose index directory
+and, after the redrive limit, moves it to the dead-letter queue. Decision metrics are counted by
+:class:`wheelgate.promoter.telemetry.DecisionMetrics`, which the promoter tells of each new
+decision once (a redelivered manifest counts nothing). A message whose index directory
 is leased by another promotion is made visible again after ``LEASE_BUSY_RETRY_SECONDS`` rather
 than the queue's whole visibility timeout.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
@@ -36,12 +39,11 @@ from wheelgate.core.records import State
 from wheelgate.core.settings import (
     LEASE_BUSY_RETRY_SECONDS,
     METRIC_PROMOTION_ERRORS,
-    METRIC_PROMOTIONS_REJECTED,
-    METRIC_PROMOTIONS_SUCCEEDED,
     METRICS_NAMESPACE,
     SERVICE_NAME,
     PromoterSettings,
 )
+from wheelgate.promoter.telemetry import DecisionMetrics
 from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.promoter import ManifestEvent, Promoter
 from wheelgate.status.store import StatusStore
@@ -83,10 +85,11 @@ def promoter() -> tuple[Promoter, StatusStore]:
         staging=staging,
         nightly=Bucket(s3, settings.nightly_bucket),
         invalidator=invalidator,
+        observer=DecisionMetrics(metrics, namespace=METRICS_NAMESPACE),
     )
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.
-    return service, StatusStore(staging)
+    return service, StatusStore(staging, dashboard_url=settings.dashboard_url)
 
 
 @cache
@@ -126,6 +129,11 @@ def quoted_etag(etag: str | None) -> str | None:
     return etag if etag.startswith('"') else f'"{etag}"'
 
 
+def aware(moment: datetime) -> datetime:
+    """An event time as an aware datetime (S3 writes UTC with a ``Z``; a bare one is UTC too)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
     """The manifest events in one SQS message body (none for S3's test event).
 
@@ -157,6 +165,7 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
                 key=key,
                 principal_id=record.userIdentity.principalId,
                 etag=quoted_etag(record.s3.object.eTag) if record.s3.object else None,
+                event_time=aware(record.eventTime),
             )
         )
     return events
@@ -208,10 +217,8 @@ def record_handler(record: SQSRecord) -> None:
             # An untrusted write, noted without deciding the run.
             logger.warning("manifest ignored", extra=decision)
         elif result.state is State.PROMOTED:
-            metrics.add_metric(name=METRIC_PROMOTIONS_SUCCEEDED, unit=MetricUnit.Count, value=1)
             logger.info("promoted", extra=decision)
         else:
-            metrics.add_metric(name=METRIC_PROMOTIONS_REJECTED, unit=MetricUnit.Count, value=1)
             logger.warning("rejected", extra=decision)
 
 

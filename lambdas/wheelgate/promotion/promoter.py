@@ -41,6 +41,7 @@ from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
 from wheelgate.index.yank import YankRequest, parse_yank
 from wheelgate.promotion.lease import IndexLeases
+from wheelgate.promotion.observer import DecisionObserver, NoObserver, decision_stats
 from wheelgate.promotion.publish import Invalidator, Publisher
 from wheelgate.promotion.recorder import (
     RecordStore,
@@ -61,11 +62,12 @@ from wheelgate.storage.bucket import (
 class ManifestEvent:
     """An S3 ObjectCreated event for a manifest key: ``principal_id`` is who wrote it, and
     ``etag`` the ETag of what that writer wrote (so a later write by someone else is never
-    taken for this writer's)."""
+    taken for this writer's). ``event_time`` is when S3 says the manifest was written."""
 
     key: str
     principal_id: str | None = None
     etag: str | None = None
+    event_time: datetime | None = None
 
 
 def written_by(principal_id: str | None, role_id: str) -> bool:
@@ -86,6 +88,8 @@ class Promoter:
     ``invalidator`` drops the CDN's copies of changed pages (``None``: no CDN). ``workers``
     bounds the requests a step makes at once. ``single_request_limit`` and ``part_size`` are
     S3's copy limits, lowered only by tests that exercise multipart copies with small files.
+    ``observer`` hears of each new promoted or rejected decision once (see
+    :class:`~wheelgate.promotion.observer.DecisionObserver`).
     """
 
     def __init__(
@@ -99,8 +103,10 @@ class Promoter:
         workers: int = 16,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
         part_size: int = MULTIPART_PART_SIZE,
+        observer: DecisionObserver | None = None,
     ) -> None:
         self.settings = settings
+        self.observer: DecisionObserver = observer or NoObserver()
         self.staging = staging
         self.clock = clock
         self.policy = AcceptancePolicy(
@@ -160,7 +166,9 @@ class Promoter:
 
         Returns the record written (or the existing one when this manifest was already
         decided), ``None`` when the key is not a manifest or the manifest is gone. Permanent
-        rejections are recorded and returned, never raised; transient errors raise.
+        rejections are recorded and returned, never raised; transient errors raise. Each new
+        promoted or rejected decision is told to ``observer`` once; a redelivered manifest and
+        an untrusted write (noted as pending) are not.
         """
         try:
             run_id = STAGING.run_id_from_manifest_key(event.key)
@@ -184,7 +192,8 @@ class Promoter:
             return existing
         actor = event.principal_id
         if run_id.startswith(OVERRIDE_RUN_PREFIX):
-            return self._override(run_id, raw, digest, actor, existing)
+            override, target = self._override(run_id, raw, digest, actor, existing)
+            return self._decided(event, override, copies_from=target)
         try:
             self._check_writer(actor, run_id)
         except PromotionRejected as untrusted:
@@ -192,7 +201,7 @@ class Promoter:
         try:
             if run_id.startswith(YANK_RUN_PREFIX):
                 request = parse_yank(raw, expected_run_id=run_id)
-                return self._yank(request, digest, actor, existing)
+                return self._decided(event, self._yank(request, digest, actor, existing))
             manifest = parse_manifest(raw, expected_run_id=run_id)
             off_host = manifest_test_url_problems(manifest, self.settings.test_url_hosts)
             if off_host:
@@ -205,9 +214,25 @@ class Promoter:
                     f"run {run_id} was already promoted from another manifest "
                     f"(sha256 {existing.manifest_sha256}); a promoted run is never changed",
                 )
-            return self._promote(manifest, digest, actor, existing)
+            return self._decided(event, self._promote(manifest, digest, actor, existing))
         except PromotionRejected as rejection:
-            return self._reject(run_id, rejection, digest, actor, existing)
+            return self._decided(event, self._reject(run_id, rejection, digest, actor, existing))
+
+    def _decided(
+        self,
+        event: ManifestEvent,
+        record: PromotionRecord,
+        *,
+        copies_from: PromotionRecord | None = None,
+    ) -> PromotionRecord:
+        """Tell the observer of the new decision ``record`` holds, and return ``record``.
+
+        ``copies_from`` is the record that shows the copies and pages, when another run's
+        (an override request's decision is its target run's promotion).
+        """
+        stats = decision_stats(copies_from or record, manifest_written_at=event.event_time)
+        self.observer.decided(record, stats)
+        return record
 
     def _yank(
         self,
@@ -313,8 +338,11 @@ class Promoter:
         digest: str,
         actor: str | None,
         existing: PromotionRecord | None,
-    ) -> PromotionRecord:
-        """Apply a break-glass override request to its target run; record both."""
+    ) -> tuple[PromotionRecord, PromotionRecord | None]:
+        """Apply a break-glass override request to its target run; record both.
+
+        Returns the request's record and the target run's (``None`` when the request was
+        refused before the target was touched)."""
         try:
             trusted = self.settings.break_glass_id
             if trusted is None or not written_by(actor, trusted):
@@ -341,7 +369,7 @@ class Promoter:
             target_raw = found[0]
             manifest = parse_manifest(target_raw, expected_run_id=target)
         except PromotionRejected as rejection:
-            return self._reject(run_id, rejection, digest, actor, existing)
+            return self._reject(run_id, rejection, digest, actor, existing), None
         override = {"by": actor or "", "reason": request.reason, "request": run_id}
         result = self._promote(
             manifest,
@@ -362,7 +390,10 @@ class Promoter:
             manifest_sha256=digest,
             actor=actor,
         )
-        return self.records.save(build_record(existing, decision, run_id=run_id, override=override))
+        saved = self.records.save(
+            build_record(existing, decision, run_id=run_id, override=override)
+        )
+        return saved, result
 
     def _promote(
         self,

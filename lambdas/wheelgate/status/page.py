@@ -525,8 +525,14 @@ def _run_summary(run: PromotedRun) -> str:
     )
 
 
-def render_overview(state: StatusState) -> str:
-    """``status/index.html``: per directory its latest promoted run, then recent rejections."""
+def _dashboard(url: str | None) -> str:
+    """The link to the metrics dashboard (``url``), or nothing when there is none."""
+    return _link(url, "Dashboard") if safe_url(url) else ""
+
+
+def render_overview(state: StatusState, *, dashboard_url: str | None = None) -> str:
+    """``status/index.html``: per directory its latest promoted run, then recent rejections;
+    a link to the metrics dashboard when ``dashboard_url`` is given."""
     body = ["<h2>Index directories</h2>"]
     if not state.directories:
         body.append("<p>Nothing has been decided yet.</p>")
@@ -551,18 +557,23 @@ def render_overview(state: StatusState) -> str:
     else:
         body.append("<p>No rejections.</p>")
     nav = '<p class="meta">Latest promoted run of each index directory, and what was refused.</p>'
+    if dashboard := _dashboard(dashboard_url):
+        nav += f'<p class="meta">{dashboard}</p>'
     return _document("WheelGate status", "WheelGate status", nav, body)
 
 
-def render_directory(state: StatusState, index: str) -> str:
+def render_directory(state: StatusState, index: str, *, dashboard_url: str | None = None) -> str:
     """``status/<index>/index.html``: the directory's latest promoted run with its files and
-    tests, and its recent decisions."""
+    tests, and its recent decisions; a link to the metrics dashboard when ``dashboard_url`` is
+    given."""
     status = state.directories.get(index, DirectoryStatus())
     overview = _e(_href(index, _page_dir(None)))
     simple = _e(_href(index, f"{index}/"))
     nav = (
         f'<p class="meta"><a href="{overview}">All directories</a> · '
-        f'<a href="{simple}">Package index</a></p>'
+        f'<a href="{simple}">Package index</a>'
+        + (f" · {dashboard}" if (dashboard := _dashboard(dashboard_url)) else "")
+        + "</p>"
     )
     body = ["<h2>Latest promoted run</h2>"]
     run = status.latest

@@ -35,16 +35,19 @@ STATE_CONTENT_TYPE = "application/json"
 
 class StatusStore:
     """The status pages and their state in one bucket (staging; the nightly distribution
-    serves them at ``/status/``)."""
+    serves them at ``/status/``). The pages link ``dashboard_url`` (the metrics dashboard)
+    when it is given."""
 
     def __init__(
         self,
         bucket: Bucket,
         *,
+        dashboard_url: str | None = None,
         max_attempts: int = 25,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.bucket = bucket
+        self.dashboard_url = dashboard_url
         self._max_attempts = max_attempts
         self._sleep = sleep
 
@@ -79,8 +82,14 @@ class StatusStore:
                 for index, status in new.directories.items()
                 if status != current.directories.get(index)
             ]
-            pages = {page_key(): render_overview(new)}
-            pages.update({page_key(index): render_directory(new, index) for index in touched})
+            link = self.dashboard_url
+            pages = {page_key(): render_overview(new, dashboard_url=link)}
+            pages.update(
+                {
+                    page_key(index): render_directory(new, index, dashboard_url=link)
+                    for index in touched
+                }
+            )
             for key, html in pages.items():
                 self.bucket.put(
                     key,

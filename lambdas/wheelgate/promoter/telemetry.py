@@ -1,0 +1,76 @@
+"""The promoter's decision metrics: what each new decision adds to CloudWatch (EMF via
+Powertools).
+
+:class:`DecisionMetrics` is the promoter's :class:`~wheelgate.promotion.observer.DecisionObserver`,
+so a metric counts a decision once, when it is recorded, never a redelivery of it. Counts that
+alarms watch (``PromotionsSucceeded``, ``PromotionsRejected``) and the copy and latency metrics go
+into the invocation's metric set, which carries only the ``service`` dimension; the count by
+reason is written as a metric of its own (``single_metric``) so its ``reason`` dimension never
+lands on the others.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools import Metrics, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
+
+from wheelgate.core.records import PromotionRecord, State
+from wheelgate.core.settings import (
+    METRIC_BYTES_COPIED,
+    METRIC_FILES_COPIED,
+    METRIC_PROMOTION_LATENCY,
+    METRIC_PROMOTIONS_REJECTED,
+    METRIC_PROMOTIONS_SUCCEEDED,
+    METRIC_REASON_DIMENSION,
+    METRIC_REJECTIONS_BY_REASON,
+    METRIC_SERVICE_DIMENSION,
+    SERVICE_NAME,
+)
+from wheelgate.promotion.observer import DecisionStats, latest_decision
+
+#: The reason dimension of a rejected decision recorded without a reason code.
+UNKNOWN_REASON = "unknown"
+
+
+class DecisionMetrics:
+    """Emits the metrics of each new decision into ``metrics`` (flushed by the handler's
+    ``log_metrics``); the by-reason count is printed at once as its own EMF document."""
+
+    def __init__(self, metrics: Metrics, *, namespace: str, service: str = SERVICE_NAME) -> None:
+        self.metrics = metrics
+        self.namespace = namespace
+        self.service = service
+
+    def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
+        """Count ``record``'s latest decision. A promotion adds one ``PromotionsSucceeded``,
+        the files and bytes it copied, and its latency when it published pages; a rejection
+        adds one ``PromotionsRejected`` and one ``RejectionsByReason`` with its reason.
+        A pending entry adds nothing. Raises ``ValueError`` for a record with no history."""
+        decision = latest_decision(record)
+        if decision.state is State.PROMOTED:
+            self._count(METRIC_PROMOTIONS_SUCCEEDED, 1)
+            self._count(METRIC_FILES_COPIED, stats.files_copied)
+            self.metrics.add_metric(
+                name=METRIC_BYTES_COPIED, unit=MetricUnit.Bytes, value=stats.bytes_copied
+            )
+            latency = stats.latency_seconds
+            if latency is not None:
+                self.metrics.add_metric(
+                    name=METRIC_PROMOTION_LATENCY, unit=MetricUnit.Seconds, value=latency
+                )
+        elif decision.state is State.REJECTED:
+            self._count(METRIC_PROMOTIONS_REJECTED, 1)
+            with single_metric(
+                name=METRIC_REJECTIONS_BY_REASON,
+                unit=MetricUnit.Count,
+                value=1,
+                namespace=self.namespace,
+                default_dimensions={
+                    METRIC_SERVICE_DIMENSION: self.service,
+                    METRIC_REASON_DIMENSION: decision.reason or UNKNOWN_REASON,
+                },
+            ):
+                pass
+
+    def _count(self, name: str, value: int) -> None:
+        self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
