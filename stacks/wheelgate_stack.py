@@ -1,4 +1,4 @@
-"""The WheelGate stack: composes storage, access, promoter, CDN and monitoring."""
+"""The WheelGate stack: composes storage, access, promoter, fan-out, CDN and monitoring."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from constructs import Construct
 from stacks.access import Access
 from stacks.cdn import IndexCdn
 from stacks.config import WheelGateConfig
+from stacks.fanout import FanOut, state_machine_arn
 from stacks.monitoring import Monitoring
 from stacks.promoter import Promoter
 from stacks.storage import Storage
@@ -21,6 +22,9 @@ from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
+    ENV_FANOUT_MIN_BYTES,
+    ENV_FANOUT_MIN_FILES,
+    ENV_FANOUT_STATE_MACHINE_ARN,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_DISTRIBUTION_ID,
@@ -121,17 +125,33 @@ class WheelGateStack(Stack):
                     "true" if config.allow_build_tag_rereleases else "false"
                 ),
                 ENV_TEST_URL_HOSTS: test_url_hosts,
+                # The state machine invokes this function: named by its fixed ARN, not a
+                # reference (see stacks/fanout.py).
+                ENV_FANOUT_STATE_MACHINE_ARN: state_machine_arn(self),
+                ENV_FANOUT_MIN_FILES: str(config.fanout_min_files),
+                ENV_FANOUT_MIN_BYTES: str(config.fanout_min_bytes),
             },
         )
         access.confine_promoter_to(promoter.function.function_arn)
         cdn.nightly.grant_create_invalidation(access.promoter_role)
+        fanout = FanOut(
+            self,
+            "FanOut",
+            function=promoter.function,
+            staging=storage.staging,
+            log_retention_days=config.log_retention_days,
+        )
+        fanout.grant_start_execution(access.promoter_role)
         monitoring = Monitoring(
             self,
             "Monitoring",
             function=promoter.function,
             dead_letter_queue=promoter.dead_letter_queue,
+            state_machine=fanout.state_machine,
             alarm_email=config.alarm_email,
         )
+        #: For the dashboard (ExecutionsStarted/Succeeded/Failed) and whoever wires more.
+        self.fanout = fanout
 
         outputs = {
             "StagingBucketName": storage.staging.bucket_name,
@@ -151,6 +171,7 @@ class WheelGateStack(Stack):
             "StagingIndexUrl": cdn.staging_base_url,
             "ManifestQueueUrl": promoter.queue.queue_url,
             "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
+            "FanOutStateMachineArn": fanout.state_machine.state_machine_arn,
             "AlarmTopicArn": monitoring.topic.topic_arn,
             # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would.
             "AllowedIndexes": allowed_indexes,
