@@ -21,11 +21,11 @@ from stacks.fanout import (
     PUBLISH,
     state_machine_name,
 )
-from stacks.promoter import HANDLER
 from stacks.wheelgate_stack import WheelGateStack
 from tests.infra.resolve import ACCOUNT, PARTITION, REGION, Resolver
 from tests.infra.synth import Synthesis, cdk_json_context
 from tests.infra.test_nag import _acknowledgements
+from tests.infra.test_promoter import _function as _promoter_function
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import (
@@ -72,15 +72,6 @@ def _definition(template_json: dict[str, Any]) -> dict[str, Any]:
         Resolver(template_json).resolve(props["DefinitionString"])
     )
     return definition
-
-
-def _promoter_function(template_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    ((logical_id, function),) = (
-        (lid, r["Properties"])
-        for lid, r in Resolver(template_json).of_type("AWS::Lambda::Function").items()
-        if r["Properties"].get("Handler") == HANDLER
-    )
-    return logical_id, function
 
 
 def _allowed(documents: list[dict[str, Any]]) -> set[tuple[str, str]]:
