@@ -166,8 +166,9 @@ class FanOut(Construct):
         copy_file = step(
             COPY_FILE,
             {FANOUT_STEP_FIELD: "copy", "job_id": job_id, "item": sfn.JsonPath.number_at("$.item")},
-            # The map collects every child's output into its result, whose size Step Functions
-            # limits (256 KiB) even though the map discards it: the item number alone.
+            # The map gathers every child's output into its result; AWS documents the 256 KiB
+            # payload limit for that result (ResultWriter is its way around), and not whether
+            # a discarding ResultPath lifts it: keep each output to the item number.
             output_path="$.item",
         )
         copy_files = sfn.DistributedMap(

@@ -160,7 +160,7 @@ def test_each_step_invokes_the_promoter_function_with_its_step(
             "Payload": {FANOUT_STEP_FIELD: name, **fields},
         }, name
         assert state["ResultPath"] is None, name
-    # A child's output is all the map gathers (within Step Functions' 256 KiB): the number.
+    # A child's output is what the map gathers (AWS's 256 KiB result limit): the number.
     assert copy_file["OutputPath"] == "$.item"
     assert copy_file["End"] is True
 
