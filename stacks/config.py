@@ -5,8 +5,9 @@ nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_ro
 ``cache_bucket_name``, ``alarm_email``, ``custom_domain``, ``waf_rate_limit``,
 ``waf_web_acl_arn``) may be ``null`` or left out (CDK drops
 ``null`` context values anyway), ``release_tags`` defaults to none (tags release only when
-listed), ``block_all_on_failure`` defaults to ``true`` and
-``staging_versioned`` to ``false``.
+listed), ``block_all_on_failure`` defaults to ``true``,
+``staging_versioned`` to ``false`` and ``fanout`` (``min_files``, ``min_bytes``) to
+:data:`~wheelgate.core.settings.DEFAULT_FANOUT_MIN_FILES` and ``DEFAULT_FANOUT_MIN_BYTES``.
 
 Any key can be overridden on the command line with
 ``-c wheelgate.<key>=<value>`` (the value is parsed as JSON when it is valid JSON).
@@ -21,7 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from wheelgate.core.layout import LayoutError, check_index_dirs
-from wheelgate.core.settings import DEFAULT_TEST_URL_HOSTS
+from wheelgate.core.settings import (
+    DEFAULT_FANOUT_MIN_BYTES,
+    DEFAULT_FANOUT_MIN_FILES,
+    DEFAULT_TEST_URL_HOSTS,
+)
 
 CONTEXT_KEY = "wheelgate"
 
@@ -102,6 +107,10 @@ class WheelGateConfig:
     waf_web_acl_arn: str | None
     nightly_domain: CustomDomain | None
     staging_domain: CustomDomain | None
+    #: A promotion copying at least this many files, or this many bytes, goes through the
+    #: fan-out state machine (``WHEELGATE_FANOUT_MIN_FILES`` / ``_MIN_BYTES``).
+    fanout_min_files: int
+    fanout_min_bytes: int
 
     @property
     def release_refs(self) -> tuple[str, ...]:
@@ -318,6 +327,12 @@ class WheelGateConfig:
             waf_web_acl_arn=waf_web_acl_arn,
             nightly_domain=_domain(domains, "nightly"),
             staging_domain=_domain(domains, "staging"),
+            fanout_min_files=reader.positive_int_or(
+                "fanout", "min_files", default=DEFAULT_FANOUT_MIN_FILES
+            ),
+            fanout_min_bytes=reader.positive_int_or(
+                "fanout", "min_bytes", default=DEFAULT_FANOUT_MIN_BYTES
+            ),
         )
 
 
@@ -410,6 +425,16 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self._fail(path, "a positive integer")
         return value
+
+    def positive_int_or(self, *path: str, default: int) -> int:
+        """A positive integer, or ``default`` when the key (or the object holding it) is null
+        or left out."""
+        parent = self._lookup(*path[:-1], nullable=True) if len(path) > 1 else None
+        if parent is not None and not isinstance(parent, Mapping):
+            raise self._fail(path[:-1], "an object or null")
+        if self._lookup(*path, nullable=True) is None:
+            return default
+        return self.positive_int(*path)
 
     def optional_int(self, *path: str) -> int | None:
         value = self._lookup(*path, nullable=True)

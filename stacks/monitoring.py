@@ -11,6 +11,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from wheelgate.core.settings import (
@@ -25,12 +26,15 @@ PERIOD = Duration.minutes(5)
 
 
 class Monitoring(Construct):
-    """Alarms on DLQ depth, promoter errors and rejected promotions, sent to one SNS topic.
+    """Alarms on DLQ depth, promoter errors, rejected promotions and fan-out executions that
+    did not succeed, sent to one SNS topic.
 
     Attributes:
         topic: the alarm topic (encrypted with ``topic_key``); email subscription if
             ``alarm_email`` is given.
         dlq_alarm / errors_alarm / promotion_errors_alarm / rejections_alarm: the alarms.
+        fanout_alarms: one alarm each on failed, timed-out and aborted executions of
+            ``state_machine``.
     """
 
     def __init__(
@@ -40,6 +44,7 @@ class Monitoring(Construct):
         *,
         function: lambda_.IFunction,
         dead_letter_queue: sqs.IQueue,
+        state_machine: sfn.IStateMachine,
         alarm_email: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -87,6 +92,30 @@ class Monitoring(Construct):
             "PromotionsRejected",
             "The promoter rejected a manifest; see records/<run>.json.",
             _promoter_metric(METRIC_PROMOTIONS_REJECTED),
+        )
+        # Three alarms, not one on their sum: Step Functions publishes a count only when it is
+        # not zero, and metric math adds nothing to a missing point.
+        self.fanout_alarms = (
+            self._alarm(
+                "FanOutExecutionsFailed",
+                "A fan-out promotion execution failed; its conclude step recorded why and "
+                "requeued the manifest or recorded the rejection (records/<run>.json).",
+                state_machine.metric_failed(period=PERIOD, statistic="Sum"),
+            ),
+            self._alarm(
+                "FanOutExecutionsTimedOut",
+                "A fan-out promotion execution timed out: no conclude step ran, so the run stays "
+                "pending and its index directories leased until FANOUT_LEASE_SECONDS pass "
+                "(docs/operations.md, Alarms).",
+                state_machine.metric_timed_out(period=PERIOD, statistic="Sum"),
+            ),
+            self._alarm(
+                "FanOutExecutionsAborted",
+                "A fan-out promotion execution was stopped by hand: no conclude step ran, so the "
+                "run stays pending and its index directories leased until FANOUT_LEASE_SECONDS "
+                "pass.",
+                state_machine.metric_aborted(period=PERIOD, statistic="Sum"),
+            ),
         )
 
     def _alarm(

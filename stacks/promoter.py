@@ -9,16 +9,18 @@ from aws_cdk import Duration, IgnoreMode, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from stacks.lambda_asset import asset_files, glob_excludes_keeping, handler_module
+from stacks.log_groups import retained_log_group
 from stacks.nag import acknowledge
 from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
 from wheelgate.core.settings import (
+    ENV_DEAD_LETTER_QUEUE_URL,
+    ENV_MANIFEST_QUEUE_URL,
     LEASE_BUSY_RETRY_SECONDS,
     LEASE_SECONDS,
     METRICS_NAMESPACE,
@@ -48,32 +50,6 @@ MAX_CONCURRENCY = 2
 BUSY_RECEIVES = -(-LEASE_SECONDS // LEASE_BUSY_RETRY_SECONDS)
 MAX_RECEIVE_COUNT = BUSY_RECEIVES + 5
 
-# The periods CloudWatch Logs accepts for RetentionInDays.
-LOG_RETENTION_DAYS = (
-    1,
-    3,
-    5,
-    7,
-    14,
-    30,
-    60,
-    90,
-    120,
-    150,
-    180,
-    365,
-    400,
-    545,
-    731,
-    1096,
-    1827,
-    2192,
-    2557,
-    2922,
-    3288,
-    3653,
-)
-
 # Construct id CDK gives the singleton Lambda behind bucket notifications.
 NOTIFICATIONS_HANDLER_ID = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 
@@ -85,9 +61,12 @@ class Promoter(Construct):
 
     Attributes:
         queue: receives ``s3:ObjectCreated`` events for ``manifests/*.json`` in staging.
-        dead_letter_queue: messages that failed ``MAX_RECEIVE_COUNT`` times.
+        dead_letter_queue: messages that failed ``MAX_RECEIVE_COUNT`` times (and manifests
+            whose fan-out executions failed ``FANOUT_MAX_EXECUTIONS`` times).
         function: the promoter Lambda (``HANDLER`` and the modules it imports from
-            ``code_dir``, see :func:`promoter_code`; deps in the layer).
+            ``code_dir``, see :func:`promoter_code`; deps in the layer). It may send messages
+            to both queues, whose URLs it is given (``ENV_MANIFEST_QUEUE_URL``,
+            ``ENV_DEAD_LETTER_QUEUE_URL``), for failed fan-out executions.
         log_group: the function's log group.
 
     Raises ``FileNotFoundError`` naming ``make layer`` when ``layer_dir`` does not exist.
@@ -142,16 +121,7 @@ class Promoter(Construct):
             s3.NotificationKeyFilter(prefix=MANIFESTS_PREFIX, suffix=MANIFEST_SUFFIX),
         )
 
-        if log_retention_days not in LOG_RETENTION_DAYS:
-            raise ValueError(
-                f"log retention of {log_retention_days} days is not one CloudWatch Logs offers: "
-                f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
-            )
-        self.log_group = logs.LogGroup(self, "Logs")
-        # The L2 takes an enum of named periods; the day count from cdk.json maps directly.
-        log_group_resource = self.log_group.node.default_child
-        assert isinstance(log_group_resource, logs.CfnLogGroup)
-        log_group_resource.retention_in_days = log_retention_days
+        self.log_group = retained_log_group(self, "Logs", retention_days=log_retention_days)
         layer = lambda_.LayerVersion(
             self,
             "Dependencies",
@@ -175,12 +145,23 @@ class Promoter(Construct):
             log_group=self.log_group,
             environment={
                 **environment,
+                ENV_MANIFEST_QUEUE_URL: self.queue.queue_url,
+                ENV_DEAD_LETTER_QUEUE_URL: self.dead_letter_queue.queue_url,
                 "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             },
             description="Verifies a staged run's manifest and promotes it to nightly",
         )
         self.log_group.grant_write(role)
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                # A failed fan-out execution sends its manifest's S3 event back to the queue
+                # for a new execution, or to the DLQ after FANOUT_MAX_EXECUTIONS of them.
+                sid="RequeueFailedFanOuts",
+                actions=["sqs:SendMessage"],
+                resources=[self.queue.queue_arn, self.dead_letter_queue.queue_arn],
+            )
+        )
         self.function.add_event_source(
             sources.SqsEventSource(
                 self.queue,

@@ -1,4 +1,5 @@
-"""The WheelGate stack: composes storage, access, promoter, CDN, monitoring and dashboard."""
+"""The WheelGate stack: composes storage, access, promoter, fan-out, CDN, monitoring and
+dashboard."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from stacks.access import Access
 from stacks.cdn import IndexCdn
 from stacks.config import WheelGateConfig
 from stacks.dashboard import PromotionDashboard, stack_dashboard_url
+from stacks.fanout import FanOut, state_machine_arn
 from stacks.monitoring import Monitoring
 from stacks.promoter import Promoter
 from stacks.storage import Storage
@@ -23,6 +25,9 @@ from wheelgate.core.settings import (
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
     ENV_DASHBOARD_URL,
+    ENV_FANOUT_MIN_BYTES,
+    ENV_FANOUT_MIN_FILES,
+    ENV_FANOUT_STATE_MACHINE_ARN,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_DISTRIBUTION_ID,
@@ -126,24 +131,39 @@ class WheelGateStack(Stack):
                 # From the region and the dashboard's fixed name, not the dashboard resource:
                 # the dashboard graphs this function, so a reference back would be a cycle.
                 ENV_DASHBOARD_URL: stack_dashboard_url(self),
+                # The state machine invokes this function: named by its fixed ARN, not a
+                # reference (see stacks/fanout.py).
+                ENV_FANOUT_STATE_MACHINE_ARN: state_machine_arn(self),
+                ENV_FANOUT_MIN_FILES: str(config.fanout_min_files),
+                ENV_FANOUT_MIN_BYTES: str(config.fanout_min_bytes),
             },
         )
         access.confine_promoter_to(promoter.function.function_arn)
         cdn.nightly.grant_create_invalidation(access.promoter_role)
+        fanout = FanOut(
+            self,
+            "FanOut",
+            function=promoter.function,
+            staging=storage.staging,
+            log_retention_days=config.log_retention_days,
+        )
+        fanout.grant_start_execution(access.promoter_role)
         monitoring = Monitoring(
             self,
             "Monitoring",
             function=promoter.function,
             dead_letter_queue=promoter.dead_letter_queue,
+            state_machine=fanout.state_machine,
             alarm_email=config.alarm_email,
         )
+        #: The fan-out state machine (the dashboard graphs its executions).
+        self.fanout = fanout
         dashboard = PromotionDashboard(
             self,
             "Dashboard",
             function=promoter.function,
             dead_letter_queue=promoter.dead_letter_queue,
-            # The fan-out promotion's state machine, once the stack has one.
-            state_machine=None,
+            state_machine=fanout.state_machine,
         )
 
         outputs = {
@@ -164,6 +184,7 @@ class WheelGateStack(Stack):
             "StagingIndexUrl": cdn.staging_base_url,
             "ManifestQueueUrl": promoter.queue.queue_url,
             "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
+            "FanOutStateMachineArn": fanout.state_machine.state_machine_arn,
             "AlarmTopicArn": monitoring.topic.topic_arn,
             "DashboardUrl": dashboard.dashboard_url,
             # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would.

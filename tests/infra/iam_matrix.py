@@ -17,8 +17,11 @@ makes ``runs/*`` write-once: a ``PutObject`` without a condition, one with
 integration tests, never sets ``s3:if-none-match``, so this evaluator is the only proof of that
 rule.
 
-Run ``python -m tests.infra.iam_matrix`` to print the table, or with ``--write docs/security.md``
-to refresh the table between the markers in that file.
+A third table (:func:`compute_services`) shows who may start the fan-out state machine and
+invoke the promoter function (identity policies alone: neither has a resource policy).
+
+Run ``python -m tests.infra.iam_matrix`` to print the tables, or with ``--write docs/security.md``
+to refresh the tables between the markers in that file.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ MARK_START = "<!-- iam-matrix:start -->"
 MARK_END = "<!-- iam-matrix:end -->"
 BUCKET_MARK_START = "<!-- bucket-settings-matrix:start -->"
 BUCKET_MARK_END = "<!-- bucket-settings-matrix:end -->"
+SERVICE_MARK_START = "<!-- service-matrix:start -->"
+SERVICE_MARK_END = "<!-- service-matrix:end -->"
 OTHER_ACCOUNT = "444455556666"
 
 #: Condition keys as AWS's "Enforce conditional writes on Amazon S3 buckets" names them:
@@ -95,6 +100,7 @@ PRINCIPALS = (
     "deps",
     "promoter",
     "promoter-elsewhere",
+    "fanout",
     "break-glass",
     "deploy",
     "account-admin",
@@ -122,6 +128,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     ),
     "staging manifests/": ("wheelgate-staging", STAGING.manifest(_RUN)),
     "staging records/": ("wheelgate-staging", STAGING.record(_RUN)),
+    # A fan-out job's items: the one kind of staging key the state machine reads.
+    "staging records/_jobs/": ("wheelgate-staging", STAGING.job_items(_RUN)),
     "staging runs/deps-*": (
         "wheelgate-staging",
         STAGING.artifact(_MIRROR_RUN, _INDEX, _DEP_WHEEL),
@@ -217,7 +225,7 @@ def _nodes(resolver: Resolver) -> dict[str, Node | None]:
             resolver.role_policies(name),
             resolver.trust_policy(name),
         )
-        for name in ("build", "reporter", "dev", "deps", "promoter")
+        for name in ("build", "reporter", "dev", "deps", "promoter", "fanout")
     }
     # The break-glass role, cdk bootstrap's CloudFormation execution role (which deploys the
     # stack; AdministratorAccess by default) and an administrator: Action * each.
@@ -320,6 +328,60 @@ def compute(template: dict[str, Any], requests: Sequence[Request] = REQUESTS) ->
     return cells
 
 
+#: Columns of the service matrix: (label, action, what the resource is).
+SERVICE_REQUESTS = (
+    ("StartExecution fan-out", "states:StartExecution", "the fan-out state machine"),
+    ("InvokeFunction promoter", "lambda:InvokeFunction", "the promoter function"),
+    ("InvokeFunction other", "lambda:InvokeFunction", "another function"),
+)
+#: The stack's own roles: the roles made outside it have ``Action: *`` and are not shown.
+SERVICE_PRINCIPALS = ("build", "reporter", "dev", "deps", "promoter", "fanout")
+SERVICE_TARGET = "service"
+
+
+def _service_resources(resolver: Resolver) -> dict[str, str]:
+    """The ARN each :data:`SERVICE_REQUESTS` column asks about."""
+    (machine,) = resolver.of_type("AWS::StepFunctions::StateMachine")
+    promoter_role = {"Fn::GetAtt": [resolver.logical_id("promoter"), "Arn"]}
+    (function,) = [
+        lid
+        for lid, r in resolver.of_type("AWS::Lambda::Function").items()
+        if r["Properties"].get("Role") == promoter_role
+    ]
+    arns = (resolver.ref(machine), resolver.get_att(function, "Arn"), OTHER_FUNCTION_ARN)
+    return {label: arn for (label, _, _), arn in zip(SERVICE_REQUESTS, arns, strict=True)}
+
+
+def compute_services(template: dict[str, Any]) -> list[Cell]:
+    """Evaluate every :data:`SERVICE_PRINCIPALS` x :data:`SERVICE_REQUESTS` against
+    ``template`` (the state machine and the function have no resource policy)."""
+    resolver = Resolver(template)
+    nodes = _nodes(resolver)
+    resources = _service_resources(resolver)
+    cells = []
+    for principal in SERVICE_PRINCIPALS:
+        for label, action, _ in SERVICE_REQUESTS:
+            allowed = local_check_authorization_full(
+                nodes[principal], action, resources[label], {}, None, ACCOUNT
+            )
+            cells.append(Cell(principal, SERVICE_TARGET, label, bool(allowed)))
+    return cells
+
+
+def render_services(cells: Sequence[Cell]) -> str:
+    """The service matrix (:func:`compute_services`) as a Markdown table."""
+    labels = [label for label, _, _ in SERVICE_REQUESTS]
+    lines = [
+        "| principal | " + " | ".join(labels) + " |",
+        "|---|" + "---|" * len(labels),
+    ]
+    by_key = {(c.principal, c.request): c.allowed for c in cells}
+    for principal in SERVICE_PRINCIPALS:
+        marks = ["**allow**" if by_key[(principal, label)] else "deny" for label in labels]
+        lines.append(f"| {principal} | " + " | ".join(marks) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render(
     cells: Sequence[Cell],
     requests: Sequence[Request] = REQUESTS,
@@ -367,12 +429,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         template = synthesize(Path(outdir), matrix_context()).template
     table = render(compute(template))
     settings = render_bucket_settings(compute_bucket_settings(template))
+    services = render_services(compute_services(template))
     if args.write:
         document = replace_table(args.write.read_text(), table)
         document = replace_table(document, settings, BUCKET_MARK_START, BUCKET_MARK_END)
+        document = replace_table(document, services, SERVICE_MARK_START, SERVICE_MARK_END)
         args.write.write_text(document)
     else:
-        sys.stdout.write(table + "\n" + settings)
+        sys.stdout.write(table + "\n" + settings + "\n" + services)
     return 0
 
 

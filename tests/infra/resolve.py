@@ -29,6 +29,7 @@ FRIENDLY_NAMES = {
     "AccessDevRole": "dev",
     "AccessDepsRole": "deps",
     "AccessPromoterRole": "promoter",
+    "FanOutRole": "fanout",
     "CdnNightly": "ENIGHTLY",
     "CdnStaging": "ESTAGING",
 }
@@ -75,6 +76,10 @@ class Resolver:
             return f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}"
         if self._type(logical_id) == "AWS::SQS::Queue":
             return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+        if self._type(logical_id) == "AWS::StepFunctions::StateMachine":
+            # Named (StateMachineName) state machines keep their name in the ARN.
+            name = self.resources[logical_id]["Properties"].get("StateMachineName", name)
+            return f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
         return name
 
     def get_att(self, logical_id: str, attribute: str) -> str:
@@ -98,8 +103,8 @@ class Resolver:
         return f"{name}.{attribute}"
 
     def resolve(self, node: Any) -> Any:
-        """``node`` with every ``Ref``/``Fn::GetAtt``/``Fn::Join``/``Fn::Sub`` (of names only)
-        replaced by a string."""
+        """``node`` with every ``Ref``/``Fn::GetAtt``/``Fn::Join``/``Fn::Sub`` (of names only)/
+        ``Fn::Select``/``Fn::Split`` replaced by a string (a list, for ``Fn::Split``)."""
         if isinstance(node, list):
             return [self.resolve(item) for item in node]
         if not isinstance(node, dict):
@@ -114,6 +119,12 @@ class Resolver:
         if set(node) == {"Fn::Join"}:
             separator, parts = node["Fn::Join"]
             return separator.join(str(self.resolve(p)) for p in parts)
+        if set(node) == {"Fn::Split"}:
+            separator, value = node["Fn::Split"]
+            return str(self.resolve(value)).split(separator)
+        if set(node) == {"Fn::Select"}:
+            index, values = node["Fn::Select"]
+            return self.resolve(values)[int(index)]
         return {key: self.resolve(value) for key, value in node.items()}
 
     def of_type(self, kind: str) -> dict[str, Any]:

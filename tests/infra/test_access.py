@@ -96,6 +96,10 @@ def test_deps_role_policy(template_json: dict[str, Any]) -> None:
 
 
 def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
+    resolver = Resolver(template_json)
+    queues = resolver.of_type("AWS::SQS::Queue")
+    (main,) = [lid for lid, q in queues.items() if "RedrivePolicy" in q["Properties"]]
+    dlq = queues[main]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
     assert _statements(template_json, "promoter") == {
         "ReadStaging": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{STAGING}/*"),
         "WriteRecordsAndStatus": (
@@ -116,6 +120,12 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
             ],
         ),
         "ListBuckets": ("Allow", "s3:ListBucket", [STAGING, NIGHTLY]),
+        # A failed fan-out execution's manifest goes back to the queue, or to its DLQ.
+        "RequeueFailedFanOuts": (
+            "Allow",
+            "sqs:SendMessage",
+            [resolver.get_att(main, "Arn"), resolver.get_att(dlq, "Arn")],
+        ),
         # Writes only from the promoter function's own code (lambda:SourceFunctionArn).
         "DenyWritesFromOtherFunctions": (
             "Deny",
@@ -144,7 +154,8 @@ def test_promoter_writes_only_from_its_function(template_json: dict[str, Any]) -
 
 
 def test_promoter_runtime_grants(template_json: dict[str, Any]) -> None:
-    """The Lambda wiring adds queue consumption, logs, tracing and invalidation; nothing else."""
+    """The Lambda wiring adds queue consumption, logs, tracing, invalidation and starting the
+    fan-out state machine (tests/infra/test_fanout.py checks which one); nothing else."""
     documents = Resolver(template_json).role_policies("promoter")
     unnamed = [s for doc in documents for s in doc["Statement"] if "Sid" not in s]
     actions = sorted(
@@ -160,6 +171,7 @@ def test_promoter_runtime_grants(template_json: dict[str, Any]) -> None:
             "sqs:GetQueueAttributes",
             "sqs:GetQueueUrl",
             "sqs:ReceiveMessage",
+            "states:StartExecution",
             "xray:PutTelemetryRecords",
             "xray:PutTraceSegments",
         ]

@@ -9,6 +9,7 @@ import pytest
 
 from stacks.config import ConfigError, CustomDomain, WheelGateConfig
 from tests.infra.synth import cdk_json_context
+from wheelgate.core.settings import DEFAULT_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_FILES
 
 
 def _config(**changes: Any) -> WheelGateConfig:
@@ -234,3 +235,35 @@ def test_deploy_doc_sets_the_subject_template_the_trust_expects() -> None:
     sub = _config().build_subs[0]
     positions = [sub.index(f"{key}:") for key in ("repo", "job_workflow_ref", "event_name")]
     assert positions == sorted(positions)
+
+
+def test_fanout_thresholds_are_read_and_default_to_the_settings() -> None:
+    # Given cdk.json's fanout object, then its numbers are read
+    config = _config(fanout={"min_files": 7, "min_bytes": 1024})
+    assert (config.fanout_min_files, config.fanout_min_bytes) == (7, 1024)
+    # Given no fanout object, or one key left out, then the promoter's defaults apply
+    unset = _config(fanout=...)
+    assert (unset.fanout_min_files, unset.fanout_min_bytes) == (
+        DEFAULT_FANOUT_MIN_FILES,
+        DEFAULT_FANOUT_MIN_BYTES,
+    )
+    assert _config(fanout={"min_files": 3}).fanout_min_bytes == DEFAULT_FANOUT_MIN_BYTES
+    # And a command-line override of one key wins
+    values = {**cdk_json_context()["wheelgate"], "fanout": {"min_files": 7, "min_bytes": 9}}
+    context = {"wheelgate": values, "wheelgate.fanout.min_bytes": "4096"}
+    assert WheelGateConfig.from_context(context.get).fanout_min_bytes == 4096
+
+
+@pytest.mark.parametrize(
+    ("fanout", "message"),
+    [
+        ({"min_files": 0, "min_bytes": 1}, r"wheelgate\.fanout\.min_files must be a positive"),
+        ({"min_files": 1, "min_bytes": -5}, r"wheelgate\.fanout\.min_bytes must be a positive"),
+        ({"min_files": "100", "min_bytes": 1}, r"wheelgate\.fanout\.min_files must be a positive"),
+        ({"min_files": True, "min_bytes": 1}, r"wheelgate\.fanout\.min_files must be a positive"),
+        (100, r"wheelgate\.fanout must be an object or null"),
+    ],
+)
+def test_bad_fanout_thresholds_are_refused_naming_the_key(fanout: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(fanout=fanout)

@@ -145,7 +145,9 @@ def test_rejections_by_reason_are_a_search_over_the_reason_dimension(
 def test_queue_and_function_health_are_graphed(template_json: dict[str, Any]) -> None:
     _, body = dashboard_body(template_json)
     aws = {
-        (ns, metric, stat) for ns, metric, _, stat in plain_metrics(body) if ns != METRICS_NAMESPACE
+        (ns, metric, stat)
+        for ns, metric, _, stat in plain_metrics(body)
+        if ns not in (METRICS_NAMESPACE, "AWS/States")
     }
     assert aws == {
         ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum"),
@@ -167,8 +169,21 @@ def test_queue_and_function_health_are_graphed(template_json: dict[str, Any]) ->
     queues = {d["QueueName"] for ns, _, d, _ in plain_metrics(body) if ns == "AWS/SQS"}
     assert functions == {resolver.ref(function_id)}
     assert queues == {resolver.get_att(dlq_id, "QueueName")}
-    # Without a state machine, no Step Functions graph.
-    assert not [m for ns, m, _, _ in plain_metrics(body) if ns == "AWS/States"]
+
+
+def test_the_fanout_state_machine_executions_are_graphed(template_json: dict[str, Any]) -> None:
+    _, body = dashboard_body(template_json)
+    resolver = Resolver(template_json)
+    [machine_id] = resolver.of_type("AWS::StepFunctions::StateMachine")
+    states = [(m, d) for ns, m, d, _ in plain_metrics(body) if ns == "AWS/States"]
+    assert {m for m, _ in states} >= {
+        "ExecutionsStarted",
+        "ExecutionsSucceeded",
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+    }
+    # The stack's fan-out state machine's own executions, not another's.
+    assert {d["StateMachineArn"] for _, d in states} == {resolver.ref(machine_id)}
 
 
 def small_stack(with_state_machine: bool) -> dict[str, Any]:

@@ -54,6 +54,8 @@ def test_picture_shows_the_components() -> None:
         "manifest queue",
         "dead-letter queue",
         "promoter Lambda",
+        "fan-out state machine",
+        "FanOutRole",
         "staging distribution",
         "nightly distribution",
         "GitHub Actions",

@@ -17,14 +17,20 @@ from tests.infra.iam_matrix import (
     MARK_START,
     PRINCIPALS,
     REQUESTS,
+    SERVICE_MARK_END,
+    SERVICE_MARK_START,
+    SERVICE_PRINCIPALS,
+    SERVICE_REQUESTS,
     TARGETS,
     Cell,
     Request,
     between,
     compute,
     compute_bucket_settings,
+    compute_services,
     render,
     render_bucket_settings,
+    render_services,
 )
 from tests.infra.summary import publish
 from tests.infra.synth import REPO_ROOT
@@ -55,6 +61,7 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("reporter", "staging runs/ page"): {GET},
     ("reporter", "staging manifests/"): WRITES,
     ("reporter", "staging records/"): {GET},
+    ("reporter", "staging records/_jobs/"): {GET},
     ("reporter", "staging runs/deps-*"): {GET},
     # The reporter's identity policy allows manifests/*; the bucket policy refuses overrides.
     ("reporter", "staging manifests/override-*"): set(),
@@ -63,6 +70,8 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("deps", "cache third-party/"): WRITES | {GET},
     **{("promoter", t): {GET} for t in STAGING_TARGETS},
     ("promoter", "staging records/"): WRITES | {GET},
+    # Fan-out jobs (plan, items, done markers) are the promoter's to write, as records are.
+    ("promoter", "staging records/_jobs/"): WRITES | {GET},
     ("promoter", "staging status/"): WRITES | {GET},
     # A released file is created once (If-None-Match), never replaced; pages are updated.
     ("promoter", "nightly files"): WRITE_ONCE | {GET},
@@ -71,6 +80,8 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("promoter", "nightly other dir"): {GET},
     # The promoter role in another function's code reads as the promoter does, writes nothing.
     **{("promoter-elsewhere", t): {GET} for t in TARGETS if not t.startswith("cache")},
+    # The state machine's role reads a job's items (its Distributed Map), nothing else.
+    ("fanout", "staging records/_jobs/"): {GET},
     # Break-glass (modelled with Action: *): in staging it writes override requests only (and
     # may still bypass retention, which staging does not have); nightly and the cache are its.
     **{("break-glass", t): {GET, BYPASS} for t in STAGING_TARGETS},
@@ -404,3 +415,81 @@ def test_the_promoter_role_in_another_function_is_refused_by_its_own_policy(
     unconfined = compute(_without(matrix_template, "DenyWritesFromOtherFunctions"))
     assert _writers(unconfined, "staging records/", PUT) == {"promoter", "promoter-elsewhere"}
     assert "promoter-elsewhere" in _writers(unconfined, "nightly files", PUT_IF_NONE_MATCH)
+
+
+def test_the_state_machine_role_reads_only_job_objects_and_writes_nothing(
+    cells: list[Cell],
+) -> None:
+    fanout = {(c.target, c.request) for c in cells if c.principal == "fanout" and c.allowed}
+    assert fanout == {("staging records/_jobs/", GET)}
+    # Not the run records beside them, not nightly
+    assert ("staging records/", GET) not in fanout
+    assert not any(t.startswith("nightly") for t, _ in fanout)
+
+
+def test_the_bucket_policy_refuses_the_state_machine_writes_its_role_might_allow(
+    matrix_template: dict[str, Any],
+) -> None:
+    # Given the state machine's role granted every staging key (by mistake)
+    mutated = copy.deepcopy(matrix_template)
+    for resource in mutated["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy":
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                if statement.get("Sid") == "ReadJobItems":
+                    statement["Action"] = ["s3:GetObject", "s3:PutObject"]
+                    statement["Resource"] = {
+                        "Fn::Join": ["", [{"Fn::GetAtt": [_staging_id(mutated), "Arn"]}, "/*"]]
+                    }
+    cells = compute(mutated)
+    # Then it reads all of staging: the identity policy is what confines its reads ...
+    assert ("fanout", "staging records/") in {
+        (c.principal, c.target) for c in cells if c.allowed and c.request == GET
+    }
+    # ... while the bucket policy still refuses it every write
+    assert not any(c.allowed for c in cells if c.principal == "fanout" and c.request in WRITES)
+
+
+@pytest.fixture(scope="module")
+def services(matrix_template: dict[str, Any]) -> list[Cell]:
+    return compute_services(matrix_template)
+
+
+START, INVOKE, INVOKE_OTHER = (label for label, _, _ in SERVICE_REQUESTS)
+#: principal -> service requests allowed; every other cell must be denied.
+SERVICES_ALLOWED = {
+    # The promoter starts an execution for a large set.
+    "promoter": {START},
+    # The state machine invokes the promoter function's steps, and starts its own Distributed
+    # Map's child executions (StartExecution on itself, which CDK grants for the map).
+    "fanout": {START, INVOKE},
+}
+
+
+def test_only_the_promoter_and_the_state_machine_start_it(services: list[Cell]) -> None:
+    assert len(services) == len(SERVICE_PRINCIPALS) * len(SERVICE_REQUESTS)
+    wrong = [
+        f"{c.principal} {c.request}: got {'allow' if c.allowed else 'deny'}"
+        for c in services
+        if c.allowed != (c.request in SERVICES_ALLOWED.get(c.principal, set()))
+    ]
+    assert wrong == []
+    for role in ("build", "reporter", "dev", "deps"):
+        assert not any(c.allowed for c in services if c.principal == role), role
+
+
+def test_the_service_matrix_reads_the_grants(matrix_template: dict[str, Any]) -> None:
+    """Without the Lambda task's grant, the state machine's role can invoke nothing."""
+    mutated = copy.deepcopy(matrix_template)
+    for resource in mutated["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy":
+            statements = resource["Properties"]["PolicyDocument"]["Statement"]
+            statements[:] = [s for s in statements if s["Action"] != "lambda:InvokeFunction"]
+    invokers = {c.principal for c in compute_services(mutated) if c.allowed and c.request == INVOKE}
+    assert invokers == set()
+
+
+def test_security_doc_shows_the_current_service_matrix(services: list[Cell]) -> None:
+    document = SECURITY_DOC.read_text()
+    assert between(document, SERVICE_MARK_START, SERVICE_MARK_END) == (
+        render_services(services).strip()
+    ), STALE.format("iam_matrix")

@@ -58,22 +58,6 @@ LEASE_SECONDS = PROMOTER_TIMEOUT_SECONDS + 60
 #: this long (SQS ChangeMessageVisibility), instead of the queue's whole visibility timeout.
 LEASE_BUSY_RETRY_SECONDS = 60
 
-ALL_ENV_NAMES = (
-    ENV_ALLOW_BUILD_TAG_RERELEASES,
-    ENV_STAGING_BUCKET,
-    ENV_NIGHTLY_BUCKET,
-    ENV_NIGHTLY_BASE_URL,
-    ENV_NIGHTLY_DISTRIBUTION_ID,
-    ENV_TRUSTED_REPORTER_ID,
-    ENV_TRUSTED_DEPS_ID,
-    ENV_REQUIRED_TESTS,
-    ENV_ALLOWED_INDEXES,
-    ENV_BREAK_GLASS_ID,
-    ENV_BLOCK_ALL_ON_FAILURE,
-    ENV_TEST_URL_HOSTS,
-    ENV_DASHBOARD_URL,
-)
-
 #: Powertools service name of the promoter; Powertools adds it as the ``service`` metric
 #: dimension, so the stack's alarms must use the same value.
 SERVICE_NAME = "wheelgate-promoter"
@@ -129,6 +113,28 @@ FANOUT_REJECTED_ERROR = "PromotionRejected"
 #: manifest's event back to the first, or, after ``FANOUT_MAX_EXECUTIONS``, to the second.
 ENV_MANIFEST_QUEUE_URL = "WHEELGATE_MANIFEST_QUEUE_URL"
 ENV_DEAD_LETTER_QUEUE_URL = "WHEELGATE_DEAD_LETTER_QUEUE_URL"
+
+#: Every variable the stack sets on the promoter function.
+ALL_ENV_NAMES = (
+    ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_STAGING_BUCKET,
+    ENV_NIGHTLY_BUCKET,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_DISTRIBUTION_ID,
+    ENV_TRUSTED_REPORTER_ID,
+    ENV_TRUSTED_DEPS_ID,
+    ENV_REQUIRED_TESTS,
+    ENV_ALLOWED_INDEXES,
+    ENV_BREAK_GLASS_ID,
+    ENV_BLOCK_ALL_ON_FAILURE,
+    ENV_TEST_URL_HOSTS,
+    ENV_FANOUT_STATE_MACHINE_ARN,
+    ENV_FANOUT_MIN_FILES,
+    ENV_FANOUT_MIN_BYTES,
+    ENV_MANIFEST_QUEUE_URL,
+    ENV_DEAD_LETTER_QUEUE_URL,
+    ENV_DASHBOARD_URL,
+)
 
 
 class SettingsError(ValueError):
