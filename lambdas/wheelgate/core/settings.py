@@ -187,6 +187,14 @@ class PromoterSettings:
     block_all_on_failure: bool = True
     allow_build_tag_rereleases: bool = False
     test_url_hosts: frozenset[str] = frozenset(DEFAULT_TEST_URL_HOSTS)
+    #: The fan-out state machine; ``None``: every run is promoted in one invocation.
+    fanout_state_machine_arn: str | None = None
+    fanout_min_files: int = DEFAULT_FANOUT_MIN_FILES
+    fanout_min_bytes: int = DEFAULT_FANOUT_MIN_BYTES
+    #: Where a failed fan-out execution sends its manifest's event back (see
+    #: ``FANOUT_MAX_EXECUTIONS``).
+    manifest_queue_url: str | None = None
+    dead_letter_queue_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -218,6 +226,14 @@ class PromoterSettings:
                 raise SettingsError(f"{name} must be true or false, not {raw!r}")
             return raw == "true"
 
+        def count(name: str, default: int) -> int:
+            raw = environ.get(name, "").strip()
+            if not raw:
+                return default
+            if not (raw.isascii() and raw.isdigit()):
+                raise SettingsError(f"{name} must be a non-negative integer, not {raw!r}")
+            return int(raw)
+
         return cls(
             staging_bucket=required(ENV_STAGING_BUCKET),
             nightly_bucket=required(ENV_NIGHTLY_BUCKET),
@@ -231,4 +247,9 @@ class PromoterSettings:
             block_all_on_failure=boolean(ENV_BLOCK_ALL_ON_FAILURE, True),
             allow_build_tag_rereleases=boolean(ENV_ALLOW_BUILD_TAG_RERELEASES, False),
             test_url_hosts=test_url_hosts_from_env(environ),
+            fanout_state_machine_arn=optional(ENV_FANOUT_STATE_MACHINE_ARN),
+            fanout_min_files=count(ENV_FANOUT_MIN_FILES, DEFAULT_FANOUT_MIN_FILES),
+            fanout_min_bytes=count(ENV_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_BYTES),
+            manifest_queue_url=optional(ENV_MANIFEST_QUEUE_URL),
+            dead_letter_queue_url=optional(ENV_DEAD_LETTER_QUEUE_URL),
         )
