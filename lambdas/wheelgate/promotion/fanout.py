@@ -116,6 +116,15 @@ def fanout_job_id(run_id: str, manifest_sha256: str, attempt: int) -> str:
     return (readable or "run") + suffix
 
 
+def fanout_wanted(plans: Sequence[SetPlan], *, min_files: int, min_bytes: int) -> bool:
+    """Whether the copies of ``plans`` reach either threshold: ``min_files`` files to copy, or
+    ``min_bytes`` bytes. Plans with nothing to copy never need an execution."""
+    copies = [step for plan in plans for step in plan.copies]
+    if not copies:
+        return False
+    return len(copies) >= min_files or sum(s.file.size for s in copies) >= min_bytes
+
+
 class JobItem(BaseModel):
     """One planned file of a job: a Map item."""
 
@@ -226,14 +235,11 @@ class FanoutJobs:
     # --- the promoter's side -------------------------------------------------------------
 
     def wanted(self, plans: Sequence[SetPlan]) -> bool:
-        """Whether the copies of ``plans`` reach either threshold (a set with nothing to copy
-        never needs an execution)."""
-        copies = [step for plan in plans for step in plan.copies]
-        if not copies:
-            return False
-        return (
-            len(copies) >= self.settings.fanout_min_files
-            or sum(s.file.size for s in copies) >= self.settings.fanout_min_bytes
+        """Whether ``plans`` go through an execution, by the settings' thresholds."""
+        return fanout_wanted(
+            plans,
+            min_files=self.settings.fanout_min_files,
+            min_bytes=self.settings.fanout_min_bytes,
         )
 
     def running(self, run_id: str, manifest_sha256: str) -> FanoutJob | None:
