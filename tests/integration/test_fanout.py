@@ -34,7 +34,7 @@ from wheelgate.core.settings import (
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, LocalStack
 from wheelgate.promoter.handler import manifest_events
-from wheelgate.promotion.fanout import InProcessLauncher, fanout_job_id
+from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.promoter import Promoter
 from wheelgate.staging.stage import inspect_files, stage
@@ -472,3 +472,21 @@ def test_a_small_set_keeps_the_single_invocation(
     assert record["state"] == "promoted"
     assert not list(fanout.staging.list(STAGING.job_prefix(run.job())))
     assert fanout.steps == []
+
+
+def test_publish_refuses_while_an_item_is_not_done(
+    fanout: Fanout, s3: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a job whose execution has not copied anything yet...
+    fanout.gate = Gate()
+    run = make_run(fanout, tmp_path, request)
+    run.report()
+    assert fanout.promoter.fanout is not None
+    # When its publish step is run out of turn, Then it refuses (to be retried) and no page
+    # is written.
+    with pytest.raises(FanoutIncomplete, match="3 of 3 item"):
+        fanout.promoter.fanout.step({"fanout_step": "publish", "job_id": run.job()})
+    assert nightly_objects(s3, run.index + "/") == {}
+    # And the execution, once it runs, still promotes the run.
+    fanout.gate.open()
+    assert run.done()["state"] == "promoted"

@@ -314,9 +314,9 @@ class FanoutJobs:
         when another promotion took a lease the job lost.
         """
         self.leases.take(job.indexes, holder=job.job_id, run_id=job.run_id, until=job.expires)
-        record = existing
         message = job.pending_message()
-        if existing is None or all(h.message != message for h in existing.history):
+        record = existing
+        if record is None or all(h.message != message for h in record.history):
             entry = HistoryEntry(
                 at=upload_time(self.clock()),
                 state=State.PENDING,
@@ -330,7 +330,6 @@ class FanoutJobs:
         self.launcher.start(
             job_id=job.job_id, bucket=self.staging.name, items_key=STAGING.job_items(job.job_id)
         )
-        assert record is not None
         return record
 
     # --- the execution's steps -----------------------------------------------------------
@@ -439,6 +438,8 @@ class FanoutJobs:
         promotion = job.promotion
         existing = self.records.load(job.run_id)
         at = upload_time(self.clock())
+        # A step that raised PromotionRejected noted why; without the note (it could not be
+        # written) the failure is treated as transient: the next attempt verifies again.
         found = self.staging.get(STAGING.job_rejection(job_id))
         if found is not None:
             rejection = Rejection.model_validate_json(found[0])
@@ -474,8 +475,9 @@ class FanoutJobs:
             )
         else:
             then = f"its event was sent back to the queue for attempt {job.attempt + 1}"
-        if existing is None or existing.state is State.PENDING:
-            failure = f"execution {job_id} failed: {error.get('Error')}: {error.get('Cause')}"
+        failure = f"execution {job_id} failed: {error.get('Error')}: {error.get('Cause')}"
+        noted = existing is not None and any(failure in h.message for h in existing.history)
+        if (existing is None or existing.state is State.PENDING) and not noted:
             self.records.save(
                 failure_record(existing, run_id=job.run_id, at=at, failure=failure, then=then)
             )
@@ -507,17 +509,17 @@ class FanoutJobs:
         return job
 
     def _latest(self, run_id: str, manifest_sha256: str) -> FanoutJob | None:
-        """The manifest's job of the highest attempt, if any."""
-        latest = None
-        attempt = 1
-        while True:
-            found = self.staging.get(
-                STAGING.job_plan(fanout_job_id(run_id, manifest_sha256, attempt))
-            )
-            if found is None:
-                return latest
-            latest = FanoutJob.model_validate_json(found[0])
+        """The manifest's job of the highest attempt, if any (plans are large: only that one
+        is read)."""
+        attempt = 0
+        while self.staging.head(
+            STAGING.job_plan(fanout_job_id(run_id, manifest_sha256, attempt + 1))
+        ):
             attempt += 1
+        if attempt == 0:
+            return None
+        found = self.staging.get(STAGING.job_plan(fanout_job_id(run_id, manifest_sha256, attempt)))
+        return None if found is None else FanoutJob.model_validate_json(found[0])
 
     def _ended(self, job: FanoutJob) -> bool:
         if job.expires <= self.clock().timestamp():
