@@ -4,14 +4,12 @@ mode runs in the promoter's process, as ``make demo``'s users would see it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, installed
+from tests.integration.conftest import LocalProcess, installed, local_process
 from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/fanout"
@@ -19,18 +17,7 @@ INDEX = "v2/fanout"
 
 @pytest.fixture(scope="module")
 def local_fanout() -> Iterator[LocalProcess]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "wheelgate", "local", "--fanout-min-files", "2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    ready = json.loads(process.stdout.readline())
-    assert ready["ready"] is True
-    yield LocalProcess(process, ready["env"], ready["staging_url"], ready["nightly_url"])
-    process.terminate()
-    process.wait(timeout=10)
+    yield from local_process("--fanout-min-files", "2")
 
 
 def ok(local: LocalProcess, *args: str) -> str:
