@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.integration.test_promoter import sqs_event
+from tests.integration.test_promoter import Context, sqs_event
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import (
@@ -28,11 +28,13 @@ from wheelgate.core.settings import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
+    FANOUT_LEASE_BUSY_RETRY_SECONDS,
     FANOUT_MAX_EXECUTIONS,
     PromoterSettings,
 )
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, LocalStack
+from wheelgate.promoter import handler
 from wheelgate.promoter.handler import manifest_events
 from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
@@ -490,3 +492,28 @@ def test_publish_refuses_while_an_item_is_not_done(
     # And the execution, once it runs, still promotes the run.
     fanout.gate.open()
     assert run.done()["state"] == "promoted"
+
+
+def test_a_run_waiting_on_a_fan_out_job_comes_back_less_often(
+    fanout: Fanout, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job holding its index directory's lease, and another run into that directory...
+    fanout.gate = Gate()
+    run = make_run(fanout, tmp_path, request)
+    run.report()
+    other = Run(fanout, run.run_id + "-b", run.index, [build_wheel(tmp_path / "b", "fanb", "1.0")])
+    # When the other run's message reaches the handler...
+    delays: list[int] = []
+    monkeypatch.setattr(handler, "retry_soon", lambda record, seconds: delays.append(seconds))
+    event = sqs_event(other.key, LOCAL_REPORTER_PRINCIPAL)
+    response = handler.lambda_handler(event, Context())  # type: ignore[arg-type]
+    # Then it fails as busy, and comes back after the fan-out delay (the receives before the
+    # dead-letter queue must outlast the job's lease), not the minute a promotion's lease takes.
+    assert len(response["batchItemFailures"]) == 1
+    assert delays == [FANOUT_LEASE_BUSY_RETRY_SECONDS]
+    record = json.loads(fanout.staging.get(STAGING.record(other.run_id))[0])  # type: ignore[index]
+    assert "(a fan-out execution); will retry" in record["message"]
+    # And once the job is done, the other run is promoted.
+    fanout.gate.open()
+    assert run.done()["state"] == "promoted"
+    assert other.report()["state"] == "promoted"

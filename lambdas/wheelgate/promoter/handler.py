@@ -4,8 +4,9 @@ Thin by design: parse the event, build the adapters once per container, hand eac
 :class:`wheelgate.promotion.promoter.Promoter`. A permanent rejection is recorded and the message is
 done; a transient error fails only that message (partial batch response) so SQS retries it
 and, after the redrive limit, moves it to the dead-letter queue. A message whose index directory
-is leased by another promotion is made visible again after ``LEASE_BUSY_RETRY_SECONDS`` rather
-than the queue's whole visibility timeout.
+is leased by another promotion is made visible again after ``LEASE_BUSY_RETRY_SECONDS`` (a
+fan-out job's lease: ``FANOUT_LEASE_BUSY_RETRY_SECONDS``) rather than the queue's whole
+visibility timeout.
 
 The same function runs the fan-out state machine's steps: an event with ``FANOUT_STEP_FIELD``
 is a step (:meth:`wheelgate.promotion.fanout.FanoutJobs.step`), not an SQS batch; its
@@ -38,6 +39,7 @@ from botocore.config import Config
 from wheelgate.core import redact
 from wheelgate.core.records import State
 from wheelgate.core.settings import (
+    FANOUT_LEASE_BUSY_RETRY_SECONDS,
     FANOUT_STEP_FIELD,
     LEASE_BUSY_RETRY_SECONDS,
     METRIC_PROMOTION_ERRORS,
@@ -143,14 +145,14 @@ def queue_url(queue_arn: str) -> str:
     return f"https://sqs.{region}.{domain}/{account}/{name}"
 
 
-def retry_soon(record: SQSRecord) -> None:
-    """Make ``record``'s message visible again after ``LEASE_BUSY_RETRY_SECONDS``. Best
-    effort: when this fails, the message comes back after the queue's visibility timeout."""
+def retry_soon(record: SQSRecord, seconds: int) -> None:
+    """Make ``record``'s message visible again after ``seconds``. Best effort: when this
+    fails, the message comes back after the queue's visibility timeout."""
     try:
         queue_client().change_message_visibility(
             QueueUrl=queue_url(record.event_source_arn),
             ReceiptHandle=record.receipt_handle,
-            VisibilityTimeout=LEASE_BUSY_RETRY_SECONDS,
+            VisibilityTimeout=seconds,
         )
     except Exception:
         logger.exception("message visibility not shortened")
@@ -215,13 +217,16 @@ def record_handler(record: SQSRecord) -> None:
         try:
             result = service.handle(event)
         except LeaseBusy as exc:
+            # A fan-out job may hold the lease for hours: come back less often, so the
+            # receives before the dead-letter queue outlast it.
+            delay = FANOUT_LEASE_BUSY_RETRY_SECONDS if exc.fanout else LEASE_BUSY_RETRY_SECONDS
             logger.warning(
                 "index directory busy; the message will be retried",
-                extra={"retry_in_seconds": LEASE_BUSY_RETRY_SECONDS, "error": str(exc)},
+                extra={"retry_in_seconds": delay, "error": str(exc)},
             )
             metrics.add_metric(name=METRIC_INDEX_BUSY, unit=MetricUnit.Count, value=1)
             service.record_failure(event.key, exc)
-            retry_soon(record)
+            retry_soon(record, delay)
             raise
         except Exception as exc:
             logger.exception("promotion failed; the message will be retried")

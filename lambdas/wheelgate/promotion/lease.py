@@ -34,7 +34,12 @@ _CONTENT_TYPE = "application/json"
 
 
 class LeaseBusy(TransientError):
-    """Another promotion holds an index directory's lease; retry later."""
+    """Another promotion holds an index directory's lease; retry later. ``fanout`` says the
+    holder is a fan-out job, which may hold it for hours (``FANOUT_LEASE_SECONDS``)."""
+
+    def __init__(self, message: str, *, fanout: bool = False) -> None:
+        super().__init__(message)
+        self.fanout = fanout
 
 
 class HeldLeases:
@@ -108,7 +113,7 @@ class IndexLeases:
     def _replace(self, index: str, token: str, holder: str, run_id: str, seconds: float) -> None:
         key = STAGING.lease(index)
         body = json.dumps(
-            {"holder": holder, "run_id": run_id, "expires": self.clock() + seconds}
+            {"holder": holder, "run_id": run_id, "expires": self.clock() + seconds, "fanout": True}
         ).encode()
         found = self.bucket.get(key)
         if found is None or json.loads(found[0]).get("holder") != token:
@@ -128,7 +133,9 @@ class IndexLeases:
     def _take(self, index: str, token: str, run_id: str, *, until: float | None = None) -> None:
         key = STAGING.lease(index)
         expires = self.clock() + self.seconds if until is None else until
-        body = json.dumps({"holder": token, "run_id": run_id, "expires": expires}).encode()
+        body = json.dumps(
+            {"holder": token, "run_id": run_id, "expires": expires, "fanout": until is not None}
+        ).encode()
         found = self.bucket.get(key)
         try:
             if found is None:
@@ -141,8 +148,11 @@ class IndexLeases:
                 and current.get("holder")
                 and float(current.get("expires", 0)) > self.clock()
             ):
+                fanout = bool(current.get("fanout"))
                 raise LeaseBusy(
-                    f"{index} is being promoted by run {current.get('run_id')}; will retry"
+                    f"{index} is being promoted by run {current.get('run_id')}"
+                    f"{' (a fan-out execution)' if fanout else ''}; will retry",
+                    fanout=fanout,
                 )
             self.bucket.put(key, body, content_type=_CONTENT_TYPE, if_match=found[1])
         except PreconditionFailed:
