@@ -20,7 +20,9 @@ import pytest
 from tests.integration.test_promoter import Context, sqs_event
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
+from wheelgate.core.override import new_request_id
 from wheelgate.core.settings import (
+    ENV_BREAK_GLASS_ID,
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
@@ -62,7 +64,7 @@ class Fanout:
     """A promoter whose fan-out threshold is two files, its in-process executions, and queues
     of its own for re-queued and dead-lettered manifest events."""
 
-    def __init__(self, buckets: tuple[Bucket, Bucket], min_files: int = 2) -> None:
+    def __init__(self, buckets: tuple[Bucket, Bucket], min_files: int = 2, **env: str) -> None:
         self.staging, self.nightly = buckets
         sqs = boto3.client("sqs")
         self.sqs = sqs
@@ -76,6 +78,7 @@ class Fanout:
                 ENV_FANOUT_MIN_FILES: str(min_files),
                 ENV_MANIFEST_QUEUE_URL: self.queue_url,
                 ENV_DEAD_LETTER_QUEUE_URL: self.dlq_url,
+                **env,
             }
         )
         #: Step events in the order they ran (each attempt), and the retry waits.
@@ -150,7 +153,9 @@ def fanout(stack: LocalStack, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout
 class Run:
     """A run of ``wheels`` staged through the same code as ``wheelgate stage``."""
 
-    def __init__(self, fanout: Fanout, run_id: str, index: str, wheels: list[Path]) -> None:
+    def __init__(
+        self, fanout: Fanout, run_id: str, index: str, wheels: list[Path], result: str = "passed"
+    ) -> None:
         self.fanout, self.run_id, self.index, self.wheels = fanout, run_id, index, wheels
         stage(
             staging=fanout.staging,
@@ -162,7 +167,7 @@ class Run:
             artifacts=inspect_files(self.wheels),
         )
         self.key = STAGING.manifest(run_id)
-        raw = json.dumps(manifest_for(run_id, COMMIT, index, self.wheels)).encode()
+        raw = json.dumps(manifest_for(run_id, COMMIT, index, wheels, result=result)).encode()
         fanout.staging.put(self.key, raw, content_type="application/json")
         self.digest = hashlib.sha256(raw).hexdigest()
 
@@ -517,3 +522,42 @@ def test_a_run_waiting_on_a_fan_out_job_comes_back_less_often(
     fanout.gate.open()
     assert run.done()["state"] == "promoted"
     assert other.report()["state"] == "promoted"
+
+
+def test_a_break_glass_override_of_a_large_run_goes_through_an_execution(
+    buckets: tuple[Bucket, Bucket],
+    stack: LocalStack,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    # Given a large run rejected for its tests, and the break-glass role's override of it...
+    role_id = "AROABREAKGLASS000001"
+    fanout = Fanout(buckets, **{ENV_BREAK_GLASS_ID: role_id})
+    wheels = [build_wheel(tmp_path, f"ovf{n}", "1.0") for n in range(3)]
+    name = request.node.name.replace("_", "-")[-40:].strip("-")
+    run = Run(fanout, name, f"f/{name}", wheels, result="failed")
+    assert run.report()["reason"] == "tests-failed"
+    request_id = new_request_id(run.run_id)
+    key = STAGING.manifest(request_id)
+    body = {
+        "schema": "wheelgate/override/v1",
+        "run_id": request_id,
+        "target_run_id": run.run_id,
+        "reason": "GPU runners down; verified by hand",
+    }
+    fanout.staging.put(key, json.dumps(body).encode(), content_type="application/json")
+    fanout.gate = Gate()
+    message = str(sqs_event(key, f"AWS:{role_id}:oncall")["Records"][0]["body"])
+    # When the request is delivered, and delivered again while the execution runs...
+    first = fanout.deliver(message)
+    again = fanout.deliver(message)
+    # Then both apply it (the second changes nothing), and the execution promotes the run with
+    # the override on its record.
+    assert first["message"] == f"override applied: run {run.run_id} pending"
+    assert (again["state"], again["message"]) == ("pending", first["message"])
+    assert fanout.staging.get(STAGING.job_plan(run.job(2))) is None
+    fanout.gate.open()
+    record = run.done()
+    assert record["state"] == "promoted", record["message"]
+    assert record["override"]["by"] == f"AWS:{role_id}:oncall"
+    assert "tests overridden by" in record["message"]

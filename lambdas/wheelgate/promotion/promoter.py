@@ -364,20 +364,24 @@ class Promoter:
                     Reason.OVERRIDE_NOT_APPLICABLE,
                     f"run {target} has no manifest or no decision yet; nothing to override",
                 )
-            if target_record.state is not State.REJECTED:
+            target_raw = found[0]
+            target_digest = hashlib.sha256(target_raw).hexdigest()
+            # A redelivered request whose fan-out promotion is still running applies again
+            # (it changes nothing): the target is pending only because of that request.
+            running = self.fanout is not None and self.fanout.running(target, target_digest)
+            if target_record.state is not State.REJECTED and not running:
                 raise PromotionRejected(
                     Reason.OVERRIDE_NOT_APPLICABLE,
                     f"run {target} is {target_record.state.value}; only a rejected run can be "
                     "overridden",
                 )
-            target_raw = found[0]
             manifest = parse_manifest(target_raw, expected_run_id=target)
         except PromotionRejected as rejection:
             return self._reject(run_id, rejection, digest, actor, existing)
         override = {"by": actor or "", "reason": request.reason, "request": run_id}
         result = self._promote(
             manifest,
-            hashlib.sha256(target_raw).hexdigest(),
+            target_digest,
             actor,
             target_record,
             override=override,
