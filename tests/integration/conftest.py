@@ -86,11 +86,10 @@ class LocalProcess:
         return versions
 
 
-@pytest.fixture(scope="session")
-def local() -> Iterator[LocalProcess]:
-    """``wheelgate local`` in its own process, exactly as ``make demo`` starts it."""
+def local_process(*options: str) -> Iterator[LocalProcess]:
+    """``wheelgate local`` with ``options`` in its own process, until the generator closes."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "wheelgate", "local"],
+        [sys.executable, "-m", "wheelgate", "local", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -101,6 +100,12 @@ def local() -> Iterator[LocalProcess]:
     yield LocalProcess(process, ready["env"], ready["staging_url"], ready["nightly_url"])
     process.terminate()
     process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def local() -> Iterator[LocalProcess]:
+    """``wheelgate local`` in its own process, exactly as ``make demo`` starts it."""
+    yield from local_process()
 
 
 @pytest.fixture(scope="session")

@@ -355,6 +355,8 @@ def cmd_local(args: argparse.Namespace) -> int:
         if not sep or not name:
             raise UsageError(f"--require-test {spec!r} is not DIR=NAME")
         required.setdefault(index, []).append(name)
+    if args.fanout_min_files is not None and args.fanout_min_files < 0:
+        raise UsageError(f"--fanout-min-files must be 0 or more, not {args.fanout_min_files}")
     stack = LocalStack(
         s3_port=args.s3_port,
         staging_port=args.staging_port,
@@ -363,6 +365,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         allowed_indexes=checked("--index", args.index, check_index_dirs),
         verbose=args.verbose,
         run_loop=not args.no_promoter,
+        fanout_min_files=args.fanout_min_files,
     ).start()
     sys.stdout.write(stack.ready_line() + "\n")
     sys.stdout.flush()
@@ -528,6 +531,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"an index directory that may be staged and promoted to, as index_dirs in "
         f"cdk.json (repeatable; printed in the environment as {ENV_ALLOWED_INDEXES}); "
         "none: any directory",
+    )
+    local.add_argument(
+        "--fanout-min-files",
+        type=int,
+        default=None,
+        metavar="N",
+        help="promote runs with N or more files to copy through fan-out executions, run in "
+        "this process like the state machine (default: off, every run in one invocation)",
     )
     local.add_argument("--verbose", action="store_true", help="log every HTTP request")
     local.add_argument(

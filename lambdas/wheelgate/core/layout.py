@@ -15,6 +15,8 @@ Staging bucket::
     records/_jobs/<job_id>/plan.json            a fan-out promotion's verified plan
     records/_jobs/<job_id>/items.json           its files, one Map item each (Step Functions)
     records/_jobs/<job_id>/done/<item>.json     a file copied and verified, with its page entry
+    records/_jobs/<job_id>/rejection.json       a step's permanent refusal (reason and message)
+    records/_jobs/<job_id>/concluded.json       the job's failed execution was concluded
 
 A run's index (``runs/<run_id>/<index>/``) is laid out exactly like a nightly directory, so
 ``pip install --index-url <staging>/runs/<run_id>/<index>/`` reads it as users read nightly. It
@@ -231,6 +233,19 @@ class StagingLayout:
 
     def job_done(self, job_id: str, item: int) -> str:
         return f"{self.job_prefix(job_id)}done/{item}.json"
+
+    def job_done_prefix(self, job_id: str) -> str:
+        return f"{self.job_prefix(job_id)}done/"
+
+    def job_rejection(self, job_id: str) -> str:
+        """A step's permanent refusal: a failed Map reports no step's error name, so the
+        concluding step reads the reason here."""
+        return self.job_prefix(job_id) + "rejection.json"
+
+    def job_concluded(self, job_id: str) -> str:
+        """Written when a failed execution of the job was concluded: the next delivery of the
+        manifest starts the next attempt."""
+        return self.job_prefix(job_id) + "concluded.json"
 
     def run_id_from_manifest_key(self, key: str) -> str:
         """The run id a manifest key names; :class:`LayoutError` if it is not a manifest key."""

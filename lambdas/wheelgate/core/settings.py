@@ -94,6 +94,11 @@ DEFAULT_FANOUT_MIN_BYTES = 32 * 1024**3
 #: catch step, so the index-directory leases it holds are taken for this long plus a margin.
 FANOUT_TIMEOUT_SECONDS = 4 * 60 * 60
 FANOUT_LEASE_SECONDS = FANOUT_TIMEOUT_SECONDS + 5 * 60
+#: A message whose index directory is leased by a fan-out job is made visible again after this
+#: long: the receives the manifest queue allows before its dead-letter queue (21, five of them
+#: kept for other failures; ``MAX_RECEIVE_COUNT`` in stacks/promoter.py) outlast the longest
+#: such lease (16 x 16 min >= ``FANOUT_LEASE_SECONDS``).
+FANOUT_LEASE_BUSY_RETRY_SECONDS = 16 * 60
 #: Files the state machine copies at once (the Distributed Map's MaxConcurrency).
 FANOUT_MAP_CONCURRENCY = 50
 #: Retries of one file's copy (Step Functions Retry: attempts after the first, first interval,
@@ -213,6 +218,14 @@ class PromoterSettings:
     test_url_hosts: frozenset[str] = frozenset(DEFAULT_TEST_URL_HOSTS)
     #: Console URL of the stack's dashboard (the status page links it); ``None``: no link.
     dashboard_url: str | None = None
+    #: The fan-out state machine; ``None``: every run is promoted in one invocation.
+    fanout_state_machine_arn: str | None = None
+    fanout_min_files: int = DEFAULT_FANOUT_MIN_FILES
+    fanout_min_bytes: int = DEFAULT_FANOUT_MIN_BYTES
+    #: Where a failed fan-out execution sends its manifest's event back (see
+    #: ``FANOUT_MAX_EXECUTIONS``).
+    manifest_queue_url: str | None = None
+    dead_letter_queue_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -244,6 +257,14 @@ class PromoterSettings:
                 raise SettingsError(f"{name} must be true or false, not {raw!r}")
             return raw == "true"
 
+        def count(name: str, default: int) -> int:
+            raw = environ.get(name, "").strip()
+            if not raw:
+                return default
+            if not (raw.isascii() and raw.isdigit()):
+                raise SettingsError(f"{name} must be a non-negative integer, not {raw!r}")
+            return int(raw)
+
         return cls(
             staging_bucket=required(ENV_STAGING_BUCKET),
             nightly_bucket=required(ENV_NIGHTLY_BUCKET),
@@ -258,4 +279,9 @@ class PromoterSettings:
             allow_build_tag_rereleases=boolean(ENV_ALLOW_BUILD_TAG_RERELEASES, False),
             test_url_hosts=test_url_hosts_from_env(environ),
             dashboard_url=dashboard_url_from_env(environ),
+            fanout_state_machine_arn=optional(ENV_FANOUT_STATE_MACHINE_ARN),
+            fanout_min_files=count(ENV_FANOUT_MIN_FILES, DEFAULT_FANOUT_MIN_FILES),
+            fanout_min_bytes=count(ENV_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_BYTES),
+            manifest_queue_url=optional(ENV_MANIFEST_QUEUE_URL),
+            dead_letter_queue_url=optional(ENV_DEAD_LETTER_QUEUE_URL),
         )

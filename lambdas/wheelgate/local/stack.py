@@ -35,6 +35,10 @@ from wheelgate.core.layout import (
 )
 from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
+    ENV_DEAD_LETTER_QUEUE_URL,
+    ENV_FANOUT_MIN_FILES,
+    ENV_FANOUT_STATE_MACHINE_ARN,
+    ENV_MANIFEST_QUEUE_URL,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_REQUIRED_TESTS,
@@ -61,6 +65,8 @@ LOCAL_REPORTER_PRINCIPAL = f"AWS:{LOCAL_REPORTER_ID}:wheelgate-local"
 LOCAL_DEPS_ID = "AROALOCALDEPS00000001"
 LOCAL_DEPS_PRINCIPAL = f"AWS:{LOCAL_DEPS_ID}:wheelgate-local"
 MIRROR_MANIFEST_PREFIX = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}"
+#: The state machine local mode names: its executions run in the promoter's process.
+LOCAL_FANOUT_STATE_MACHINE = f"arn:aws:states:{REGION}:000000000000:stateMachine:wheelgate-fanout"
 #: After this many failed receives a message moves to the DLQ: fewer than the stack's five
 #: (``stacks/promoter.py``), so a poison message reaches the local DLQ within seconds.
 MAX_RECEIVE_COUNT = 3
@@ -287,7 +293,8 @@ class LocalStack:
 
     ``handler`` defaults to the promoter Lambda's ``lambda_handler``. ``principal`` is the
     identity the loop stamps on manifest events. Without ``run_loop`` nothing consumes the
-    queue (tests deliver events to the handler themselves).
+    queue (tests deliver events to the handler themselves). ``fanout_min_files`` turns fan-out
+    promotion on from that many files to copy (``None``: off, every run in one invocation).
     """
 
     s3_port: int = 0
@@ -300,6 +307,7 @@ class LocalStack:
     principal: str = LOCAL_REPORTER_PRINCIPAL
     verbose: bool = False
     run_loop: bool = True
+    fanout_min_files: int | None = None
     handler: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
     env: dict[str, str] = field(default_factory=dict)
     staging_url: str = ""
@@ -352,6 +360,8 @@ class LocalStack:
         }
         if self.allowed_indexes:
             self.env[ENV_ALLOWED_INDEXES] = json.dumps(list(self.allowed_indexes))
+        if self.fanout_min_files is not None:
+            self._fan_out(self.fanout_min_files)
         os.environ.update(self.env)
         os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
         os.environ[ENV_TRUSTED_DEPS_ID] = LOCAL_DEPS_ID
@@ -366,6 +376,23 @@ class LocalStack:
         if self.run_loop:
             self._spawn(lambda: self._loop(sqs, queue_url, queue_arn))
         return self
+
+    def _fan_out(self, min_files: int) -> None:
+        """Fan out from ``min_files`` files, executions run in this process; a failed one
+        sends its manifest's event back to the local queue (or its dead-letter queue)."""
+        from wheelgate.promoter.handler import run_fanout_in_process
+
+        if min_files < 0:
+            raise ValueError(f"the fan-out threshold must be 0 or more files, not {min_files}")
+        self.env.update(
+            {
+                ENV_FANOUT_STATE_MACHINE_ARN: LOCAL_FANOUT_STATE_MACHINE,
+                ENV_FANOUT_MIN_FILES: str(min_files),
+                ENV_MANIFEST_QUEUE_URL: self.queue_url,
+                ENV_DEAD_LETTER_QUEUE_URL: self.dlq_url,
+            }
+        )
+        run_fanout_in_process()
 
     def _spawn(self, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, daemon=True)

@@ -7,7 +7,12 @@ and, after the redrive limit, moves it to the dead-letter queue. Decision metric
 :class:`wheelgate.promoter.telemetry.DecisionMetrics`, which the promoter tells of each new
 decision once (a redelivered manifest counts nothing). A message whose index directory
 is leased by another promotion is made visible again after ``LEASE_BUSY_RETRY_SECONDS`` rather
-than the queue's whole visibility timeout.
+than the queue's whole visibility timeout (a fan-out job's lease:
+``FANOUT_LEASE_BUSY_RETRY_SECONDS``).
+
+The same function runs the fan-out state machine's steps: an event with ``FANOUT_STEP_FIELD``
+is a step (:meth:`wheelgate.promotion.fanout.FanoutJobs.step`), not an SQS batch; its
+exception, if any, is the step's error (``PromotionRejected`` is not retried).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from botocore.config import Config
 from wheelgate.core import redact
 from wheelgate.core.records import State
 from wheelgate.core.settings import (
+    FANOUT_LEASE_BUSY_RETRY_SECONDS,
+    FANOUT_STEP_FIELD,
     LEASE_BUSY_RETRY_SECONDS,
     METRIC_PROMOTION_ERRORS,
     METRICS_NAMESPACE,
@@ -44,11 +51,13 @@ from wheelgate.core.settings import (
     PromoterSettings,
 )
 from wheelgate.promoter.telemetry import DecisionMetrics
+from wheelgate.promotion.fanout import InProcessLauncher, Launcher
 from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.promoter import ManifestEvent, Promoter
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
+from wheelgate.storage.workflow import SqsSender, StepFunctionsLauncher
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -67,6 +76,30 @@ S3_TEST_EVENT = "s3:TestEvent"
 METRIC_INDEX_BUSY = "IndexBusy"
 
 
+#: Local mode runs fan-out executions in this process (see :func:`run_fanout_in_process`).
+_in_process: dict[str, Any] = {}
+
+
+def run_fanout_in_process(**options: Any) -> None:
+    """Local mode: run fan-out executions in this process (``InProcessLauncher`` with
+    ``options``) rather than on the state machine the settings name. Takes effect for the
+    promoter built next."""
+    _in_process.clear()
+    _in_process.update(options, enabled=True)
+    promoter.cache_clear()
+
+
+def fanout_launcher(settings: PromoterSettings, staging: Bucket) -> Launcher | None:
+    """What starts fan-out executions: none without a state machine, else Step Functions (or
+    this process, in local mode)."""
+    if not settings.fanout_state_machine_arn:
+        return None
+    if _in_process.get("enabled"):
+        options = {k: v for k, v in _in_process.items() if k != "enabled"}
+        return InProcessLauncher(staging=staging, run_step=fanout_step, **options)
+    return StepFunctionsLauncher(boto3.client("stepfunctions"), settings.fanout_state_machine_arn)
+
+
 @cache
 def promoter() -> tuple[Promoter, StatusStore]:
     """The promoter and the status site updater, built on first use and kept for the
@@ -80,12 +113,18 @@ def promoter() -> tuple[Promoter, StatusStore]:
     if settings.nightly_distribution_id:
         invalidator = CloudFrontInvalidator(boto3.client("cloudfront", config=config))
     staging = Bucket(s3, settings.staging_bucket)
+    launcher = fanout_launcher(settings, staging)
+    queue = None
+    if launcher is not None and (settings.manifest_queue_url or settings.dead_letter_queue_url):
+        queue = SqsSender(queue_client())
     service = Promoter(
         settings=settings,
         staging=staging,
         nightly=Bucket(s3, settings.nightly_bucket),
         invalidator=invalidator,
         observer=DecisionMetrics(metrics, namespace=METRICS_NAMESPACE),
+        launcher=launcher,
+        queue=queue,
     )
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.
@@ -109,14 +148,14 @@ def queue_url(queue_arn: str) -> str:
     return f"https://sqs.{region}.{domain}/{account}/{name}"
 
 
-def retry_soon(record: SQSRecord) -> None:
-    """Make ``record``'s message visible again after ``LEASE_BUSY_RETRY_SECONDS``. Best
-    effort: when this fails, the message comes back after the queue's visibility timeout."""
+def retry_soon(record: SQSRecord, seconds: int) -> None:
+    """Make ``record``'s message visible again after ``seconds``. Best effort: when this
+    fails, the message comes back after the queue's visibility timeout."""
     try:
         queue_client().change_message_visibility(
             QueueUrl=queue_url(record.event_source_arn),
             ReceiptHandle=record.receipt_handle,
-            VisibilityTimeout=LEASE_BUSY_RETRY_SECONDS,
+            VisibilityTimeout=seconds,
         )
     except Exception:
         logger.exception("message visibility not shortened")
@@ -165,6 +204,7 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
                 key=key,
                 principal_id=record.userIdentity.principalId,
                 etag=quoted_etag(record.s3.object.eTag) if record.s3.object else None,
+                body=body,
                 event_time=aware(record.eventTime),
             )
         )
@@ -185,13 +225,16 @@ def record_handler(record: SQSRecord) -> None:
         try:
             result = service.handle(event)
         except LeaseBusy as exc:
+            # A fan-out job may hold the lease for hours: come back less often, so the
+            # receives before the dead-letter queue outlast it.
+            delay = FANOUT_LEASE_BUSY_RETRY_SECONDS if exc.fanout else LEASE_BUSY_RETRY_SECONDS
             logger.warning(
                 "index directory busy; the message will be retried",
-                extra={"retry_in_seconds": LEASE_BUSY_RETRY_SECONDS, "error": str(exc)},
+                extra={"retry_in_seconds": delay, "error": str(exc)},
             )
             metrics.add_metric(name=METRIC_INDEX_BUSY, unit=MetricUnit.Count, value=1)
             service.record_failure(event.key, exc)
-            retry_soon(record)
+            retry_soon(record, delay)
             raise
         except Exception as exc:
             logger.exception("promotion failed; the message will be retried")
@@ -213,7 +256,9 @@ def record_handler(record: SQSRecord) -> None:
             "reason": result.reason,
             "decision_message": result.message,
         }
-        if result.state is State.PENDING:
+        if result.state is State.PENDING and result.reason is None:
+            logger.info("promotion handed to a fan-out execution", extra=decision)
+        elif result.state is State.PENDING:
             # An untrusted write, noted without deciding the run.
             logger.warning("manifest ignored", extra=decision)
         elif result.state is State.PROMOTED:
@@ -226,8 +271,31 @@ def record_handler(record: SQSRecord) -> None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if FANOUT_STEP_FIELD in event:
+        return fanout_step(event)
     return dict(
         process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context
         )
     )
+
+
+def fanout_step(event: dict[str, Any]) -> dict[str, Any]:
+    """Run one step of a fan-out execution; its exception is the step's error."""
+    service, status = promoter()
+    if service.fanout is None:
+        raise ValueError(
+            "fan-out step received, but no fan-out state machine is configured "
+            "(WHEELGATE_FANOUT_STATE_MACHINE_ARN)"
+        )
+    logger.append_keys(fanout_step=event.get(FANOUT_STEP_FIELD), job_id=event.get("job_id"))
+    result = service.fanout.step(event)
+    run_id = result.get("run_id")
+    record = service.load_record(run_id) if isinstance(run_id, str) else None
+    if record is not None:
+        # Best effort, as for a decision taken on a message.
+        try:
+            status.update(record)
+        except Exception:
+            logger.exception("status page not updated", extra={"run_id": run_id})
+    return result

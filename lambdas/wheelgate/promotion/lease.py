@@ -10,6 +10,11 @@ may write) taken with a conditional write: ``If-None-Match: *`` when there is no
 on the ETag of a released or expired one. It expires on its own after the promoter's timeout
 and a margin, so a killed invocation blocks the directory for at most that long; a promotion
 that finds a directory leased raises :class:`LeaseBusy` (transient: the message is retried).
+
+A fan-out promotion (:mod:`~wheelgate.promotion.fanout`) outlives the invocation that verified
+it: that invocation hands its leases over to the job (:meth:`HeldLeases.hand_over`), for
+``FANOUT_LEASE_SECONDS``, and the job's publish or conclude step gives them back
+(:meth:`IndexLeases.give_back`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,31 @@ _CONTENT_TYPE = "application/json"
 
 
 class LeaseBusy(TransientError):
-    """Another promotion holds an index directory's lease; retry later."""
+    """Another promotion holds an index directory's lease; retry later. ``fanout`` says the
+    holder is a fan-out job, which may hold it for hours (``FANOUT_LEASE_SECONDS``)."""
+
+    def __init__(self, message: str, *, fanout: bool = False) -> None:
+        super().__init__(message)
+        self.fanout = fanout
+
+
+class HeldLeases:
+    """The leases a ``with`` block of :meth:`IndexLeases.hold` holds."""
+
+    def __init__(self, leases: IndexLeases, indexes: list[str], token: str, run_id: str) -> None:
+        self._leases = leases
+        self.indexes = indexes
+        self._token = token
+        self._run_id = run_id
+
+    def hand_over(self, holder: str, seconds: float) -> None:
+        """Give the held leases to ``holder`` (a fan-out job) for ``seconds``: the block then
+        ends without giving them back; ``holder`` does, with :meth:`IndexLeases.give_back`.
+
+        Raises :class:`LeaseBusy` when a lease is no longer ours (it expired and was taken).
+        """
+        for index in self.indexes:
+            self._leases._replace(index, self._token, holder, self._run_id, seconds)
 
 
 class IndexLeases:
@@ -47,7 +76,7 @@ class IndexLeases:
         self.seconds = seconds
 
     @contextmanager
-    def hold(self, indexes: Iterable[str], *, run_id: str) -> Iterator[None]:
+    def hold(self, indexes: Iterable[str], *, run_id: str) -> Iterator[HeldLeases]:
         """Hold the leases of ``indexes`` (taken in sorted order) for the ``with`` block.
 
         Raises :class:`LeaseBusy` naming the run that holds one; leases taken before that
@@ -59,15 +88,53 @@ class IndexLeases:
             for index in sorted(set(indexes)):
                 self._take(index, token, run_id)
                 taken.append(index)
-            yield
+            yield HeldLeases(self, taken, token, run_id)
         finally:
             for index in reversed(taken):
                 self._give_back(index, token)
 
-    def _take(self, index: str, token: str, run_id: str) -> None:
+    def give_back(self, indexes: Iterable[str], *, holder: str) -> None:
+        """Give back the leases of ``indexes`` that ``holder`` holds (best effort, as at the
+        end of :meth:`hold`); a lease someone else holds is left alone."""
+        for index in sorted(set(indexes), reverse=True):
+            self._give_back(index, holder)
+
+    def holder(self, index: str) -> str | None:
+        """Who holds the lease of ``index`` now (``None``: nobody, or it expired)."""
+        found = self.bucket.get(STAGING.lease(index))
+        if found is None:
+            return None
+        current = json.loads(found[0])
+        if float(current.get("expires", 0)) <= self.clock():
+            return None
+        holder = current.get("holder")
+        return str(holder) if holder else None
+
+    def _replace(self, index: str, token: str, holder: str, run_id: str, seconds: float) -> None:
         key = STAGING.lease(index)
         body = json.dumps(
-            {"holder": token, "run_id": run_id, "expires": self.clock() + self.seconds}
+            {"holder": holder, "run_id": run_id, "expires": self.clock() + seconds, "fanout": True}
+        ).encode()
+        found = self.bucket.get(key)
+        if found is None or json.loads(found[0]).get("holder") != token:
+            raise LeaseBusy(f"{index}: the lease was lost before it could be handed over")
+        try:
+            self.bucket.put(key, body, content_type=_CONTENT_TYPE, if_match=found[1])
+        except PreconditionFailed:
+            raise LeaseBusy(f"{index}: the lease was lost before it could be handed over") from None
+
+    def take(self, indexes: Iterable[str], *, holder: str, run_id: str, until: float) -> None:
+        """Make sure ``holder`` (a fan-out job) holds the leases of ``indexes`` until epoch
+        second ``until``: a lease it holds already is renewed. Raises :class:`LeaseBusy` when
+        another promotion holds one (leases taken before that stay the holder's)."""
+        for index in sorted(set(indexes)):
+            self._take(index, holder, run_id, until=until)
+
+    def _take(self, index: str, token: str, run_id: str, *, until: float | None = None) -> None:
+        key = STAGING.lease(index)
+        expires = self.clock() + self.seconds if until is None else until
+        body = json.dumps(
+            {"holder": token, "run_id": run_id, "expires": expires, "fanout": until is not None}
         ).encode()
         found = self.bucket.get(key)
         try:
@@ -75,9 +142,17 @@ class IndexLeases:
                 self.bucket.put(key, body, content_type=_CONTENT_TYPE, if_none_match=True)
                 return
             current = json.loads(found[0])
-            if current.get("holder") and float(current.get("expires", 0)) > self.clock():
+            ours = current.get("holder") == token
+            if (
+                not ours
+                and current.get("holder")
+                and float(current.get("expires", 0)) > self.clock()
+            ):
+                fanout = bool(current.get("fanout"))
                 raise LeaseBusy(
-                    f"{index} is being promoted by run {current.get('run_id')}; will retry"
+                    f"{index} is being promoted by run {current.get('run_id')}"
+                    f"{' (a fan-out execution)' if fanout else ''}; will retry",
+                    fanout=fanout,
                 )
             self.bucket.put(key, body, content_type=_CONTENT_TYPE, if_match=found[1])
         except PreconditionFailed:

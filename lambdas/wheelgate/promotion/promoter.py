@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 
 from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.evidence import evidence_by_file
 from wheelgate.core.layout import (
     OVERRIDE_RUN_PREFIX,
     STAGING,
@@ -29,24 +28,27 @@ from wheelgate.core.layout import (
 from wheelgate.core.manifest import Manifest, manifest_test_url_problems, parse_manifest
 from wheelgate.core.override import parse_override
 from wheelgate.core.records import (
-    FileOutcome,
     HistoryEntry,
     PromotionRecord,
     SetOutcome,
     State,
     recorded_tests,
 )
-from wheelgate.core.settings import PromoterSettings
+from wheelgate.core.settings import FANOUT_LEASE_SECONDS, PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
 from wheelgate.index.yank import YankRequest, parse_yank
+from wheelgate.promotion.fanout import FanoutJobs, Launcher, MessageSender
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionObserver, NoObserver, decision_stats
 from wheelgate.promotion.publish import Invalidator, Publisher
 from wheelgate.promotion.recorder import (
     RecordStore,
     build_record,
-    next_attempt,
+    failure_record,
+    promoted_record,
+    rejected_record,
+    settle_promotion,
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verify import SetVerifier
@@ -67,6 +69,9 @@ class ManifestEvent:
     key: str
     principal_id: str | None = None
     etag: str | None = None
+    #: The SQS message body that carried the event (a failed fan-out execution sends it back
+    #: to the queue) and the event's time; ``None`` where the event came from elsewhere.
+    body: str | None = None
     event_time: datetime | None = None
 
 
@@ -90,6 +95,8 @@ class Promoter:
     S3's copy limits, lowered only by tests that exercise multipart copies with small files.
     ``observer`` hears of each new promoted or rejected decision once (see
     :class:`~wheelgate.promotion.observer.DecisionObserver`).
+    ``launcher`` starts fan-out executions (``None``: every run is promoted in one invocation;
+    the thresholds are the settings'); ``queue`` sends a failed execution's manifest event back.
     """
 
     def __init__(
@@ -104,6 +111,8 @@ class Promoter:
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
         part_size: int = MULTIPART_PART_SIZE,
         observer: DecisionObserver | None = None,
+        launcher: Launcher | None = None,
+        queue: MessageSender | None = None,
     ) -> None:
         self.settings = settings
         self.observer: DecisionObserver = observer or NoObserver()
@@ -137,6 +146,24 @@ class Promoter:
             nightly_pages=nightly_pages,
             invalidator=invalidator,
         )
+        self.fanout = (
+            None
+            if launcher is None
+            else FanoutJobs(
+                settings=settings,
+                staging=staging,
+                launcher=launcher,
+                queue=queue,
+                verifier=self.verifier,
+                releaser=self.releaser,
+                publisher=self.publisher,
+                records=self.records,
+                leases=self.leases,
+                observer=self.observer,
+                clock=clock,
+                workers=workers,
+            )
+        )
 
     def load_record(self, run_id: str) -> PromotionRecord | None:
         """The record of ``run_id``, or ``None`` when no decision was recorded yet."""
@@ -151,15 +178,15 @@ class Promoter:
         existing = self.load_record(run_id)
         if existing is not None and existing.state is not State.PENDING:
             return
-        at = upload_time(self.clock())
-        message = (
-            f"attempt {next_attempt(existing)} failed: {type(error).__name__}: {error}; "
-            "it will be retried"
+        self.records.save(
+            failure_record(
+                existing,
+                run_id=run_id,
+                at=upload_time(self.clock()),
+                failure=f"{type(error).__name__}: {error}",
+                then="it will be retried",
+            )
         )
-        decision = HistoryEntry(
-            at=at, state=State.PENDING, reason="transient-error", message=message
-        )
-        self.records.save(build_record(existing, decision, run_id=run_id))
 
     def handle(self, event: ManifestEvent) -> PromotionRecord | None:
         """Decide on the manifest at ``event.key`` and act on it.
@@ -192,7 +219,7 @@ class Promoter:
             return existing
         actor = event.principal_id
         if run_id.startswith(OVERRIDE_RUN_PREFIX):
-            override, target = self._override(run_id, raw, digest, actor, existing)
+            override, target = self._override(run_id, raw, digest, actor, existing, event)
             return self._decided(event, override, copies_from=target)
         try:
             self._check_writer(actor, run_id)
@@ -214,7 +241,9 @@ class Promoter:
                     f"run {run_id} was already promoted from another manifest "
                     f"(sha256 {existing.manifest_sha256}); a promoted run is never changed",
                 )
-            return self._decided(event, self._promote(manifest, digest, actor, existing))
+            return self._decided(
+                event, self._promote(manifest, digest, actor, existing, event=event)
+            )
         except PromotionRejected as rejection:
             return self._decided(event, self._reject(run_id, rejection, digest, actor, existing))
 
@@ -323,13 +352,17 @@ class Promoter:
         existing: PromotionRecord | None,
         sets: Sequence[SetOutcome] = (),
     ) -> PromotionRecord:
-        decision = HistoryEntry.rejected(
-            rejection, at=upload_time(self.clock()), manifest_sha256=digest, actor=actor
+        return self.records.save(
+            rejected_record(
+                existing,
+                rejection,
+                run_id=run_id,
+                at=upload_time(self.clock()),
+                manifest_sha256=digest,
+                actor=actor,
+                sets=sets,
+            )
         )
-        if existing is not None and existing.state is State.PROMOTED:
-            # A promoted run stays promoted; the refused replay goes into its history.
-            return self.records.save(existing.with_entry(decision))
-        return self.records.save(build_record(existing, decision, run_id=run_id, sets=sets))
 
     def _override(
         self,
@@ -338,6 +371,7 @@ class Promoter:
         digest: str,
         actor: str | None,
         existing: PromotionRecord | None,
+        event: ManifestEvent,
     ) -> tuple[PromotionRecord, PromotionRecord | None]:
         """Apply a break-glass override request to its target run; record both.
 
@@ -360,23 +394,28 @@ class Promoter:
                     Reason.OVERRIDE_NOT_APPLICABLE,
                     f"run {target} has no manifest or no decision yet; nothing to override",
                 )
-            if target_record.state is not State.REJECTED:
+            target_raw = found[0]
+            target_digest = hashlib.sha256(target_raw).hexdigest()
+            # A redelivered request whose fan-out promotion is still running applies again
+            # (it changes nothing): the target is pending only because of that request.
+            running = self.fanout is not None and self.fanout.running(target, target_digest)
+            if target_record.state is not State.REJECTED and not running:
                 raise PromotionRejected(
                     Reason.OVERRIDE_NOT_APPLICABLE,
                     f"run {target} is {target_record.state.value}; only a rejected run can be "
                     "overridden",
                 )
-            target_raw = found[0]
             manifest = parse_manifest(target_raw, expected_run_id=target)
         except PromotionRejected as rejection:
             return self._reject(run_id, rejection, digest, actor, existing), None
         override = {"by": actor or "", "reason": request.reason, "request": run_id}
         result = self._promote(
             manifest,
-            hashlib.sha256(target_raw).hexdigest(),
+            target_digest,
             actor,
             target_record,
             override=override,
+            event=event,
         )
         at = upload_time(self.clock())
         outcome = f"override applied: run {target} {result.state.value}" + (
@@ -403,7 +442,14 @@ class Promoter:
         existing: PromotionRecord | None,
         *,
         override: dict[str, str] | None = None,
+        event: ManifestEvent,
     ) -> PromotionRecord:
+        if self.fanout is not None:
+            running = self.fanout.running(manifest.run_id, digest)
+            if running is not None:
+                # A redelivery while this manifest's job runs: no second promotion, no new
+                # decision (the job's start is made sure of, once more).
+                return self.fanout.launch(running, existing)
         acceptance = decide(manifest, self.policy)
         if override is not None:
             # Break-glass: the tests do not decide; every integrity check below still does.
@@ -423,7 +469,9 @@ class Promoter:
             return self._reject(manifest.run_id, first, digest, actor, existing, rejected_sets)
         # One promotion per index directory at a time, from the first check to the last
         # page write (see lease.py); verify every accepted set before copying anything.
-        with self.leases.hold([s.index for s in acceptance.accepted], run_id=manifest.run_id):
+        with self.leases.hold(
+            [s.index for s in acceptance.accepted], run_id=manifest.run_id
+        ) as held:
             try:
                 verified = [self.verifier.verify(manifest, s) for s in acceptance.accepted]
             except PromotionRejected as rejection:
@@ -443,50 +491,32 @@ class Promoter:
                 return self._reject(
                     manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
                 )
-            entries = self.releaser.release(verified)
-            pages_nightly = self.publisher.publish(verified, entries)
-        plans = [v.plan for v in verified]
-        invalidations = self.publisher.invalidate(pages_nightly)
-        at = upload_time(self.clock())
-        accepted = {s.index: s for s in acceptance.accepted}
-        evidence = {index: evidence_by_file(s) for index, s in accepted.items()}
-        sets = [
-            SetOutcome(
-                index=plan.index,
-                state=State.PROMOTED,
-                files=[
-                    FileOutcome(
-                        filename=step.file.filename,
-                        sha256=step.file.sha256,
-                        size=step.file.size,
-                        action="copied" if step.copy else "already-released",
-                        evidence=list(evidence[plan.index][step.file.filename]),
-                    )
-                    for step in plan.steps
-                ],
-                tests=recorded_tests(accepted[plan.index].tests),
-            )
-            for plan in plans
-        ]
-        copied = sum(len(p.copies) for p in plans)
-        total = sum(len(p.steps) for p in plans)
-        message = f"promoted {total} file(s) in {len(plans)} set(s) ({copied} copied)"
-        if override is not None:
-            message += f"; tests overridden by {override['by']}: {override['reason']}"
-        if rejected_sets:
-            message += f"; {len(rejected_sets)} set(s) rejected"
-        decision = HistoryEntry(
-            at=at, state=State.PROMOTED, message=message, manifest_sha256=digest, actor=actor
-        )
-        return self.records.save(
-            build_record(
-                existing,
-                decision,
+            promotion = settle_promotion(
                 run_id=manifest.run_id,
                 commit=manifest.commit,
-                sets=sets + rejected_sets,
+                plans=[v.plan for v in verified],
+                accepted={s.index: s for s in acceptance.accepted},
+                rejected_sets=rejected_sets,
+                manifest_sha256=digest,
+                actor=actor,
+                override=override,
+            )
+            if self.fanout is not None and self.fanout.wanted([v.plan for v in verified]):
+                job = self.fanout.prepare(
+                    promotion, verified, body=event.body, event_time=event.event_time
+                )
+                # The job keeps the leases until its publish or conclude step.
+                held.hand_over(job.job_id, FANOUT_LEASE_SECONDS)
+                return self.fanout.launch(job, existing)
+            entries = self.releaser.release(verified)
+            pages_nightly = self.publisher.publish(verified, entries)
+        invalidations = self.publisher.invalidate(pages_nightly)
+        return self.records.save(
+            promoted_record(
+                existing,
+                promotion,
+                at=upload_time(self.clock()),
                 pages=pages_nightly.keys,
                 invalidations=invalidations,
-                override=override,
             )
         )

@@ -12,7 +12,7 @@ stage`` under the run's own folder, and a later run's index reads nightly as it 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from wheelgate.core.layout import PAGES
@@ -76,10 +76,26 @@ class Publisher:
             page_key = (step.index, step.file.distribution.project)
             by_page[page_key].append(entry)
             known[page_key] = verified.pages[step.file.distribution.project]
+        return self._publish(by_page, known)
+
+    def publish_entries(self, entries: Sequence[tuple[str, str, IndexEntry]]) -> PageWrites:
+        """List released files, given as ``(index, project, entry)`` in plan order, on their
+        nightly pages, reading each page as it stands (a fan-out job publishes long after
+        verification read them). Returns the page writes, as :meth:`publish` does."""
+        by_page: dict[tuple[str, str], list[IndexEntry]] = defaultdict(list)
+        for index, project, entry in entries:
+            by_page[(index, project)].append(entry)
+        return self._publish(by_page, {})
+
+    def _publish(
+        self,
+        by_page: Mapping[tuple[str, str], Sequence[IndexEntry]],
+        known: Mapping[tuple[str, str], tuple[ProjectPage, str | None]],
+    ) -> PageWrites:
         writes = PageWrites()
         for (index, project), page_entries in sorted(by_page.items()):
             self.nightly_pages.update_project(
-                index, project, add_missing(page_entries), known=known[(index, project)]
+                index, project, add_missing(page_entries), known=known.get((index, project))
             )
             # Invalidate the project's pages even when this attempt found them written already:
             # an earlier attempt may have failed between writing them and invalidating.

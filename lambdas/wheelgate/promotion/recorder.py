@@ -8,10 +8,23 @@ reports has happened.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from pydantic import BaseModel, ConfigDict
+
+from wheelgate.core.errors import PromotionRejected
+from wheelgate.core.evidence import evidence_by_file
 from wheelgate.core.layout import STAGING
-from wheelgate.core.records import HistoryEntry, PromotionRecord, SetOutcome
+from wheelgate.core.manifest import ArtifactSet
+from wheelgate.core.planning import SetPlan
+from wheelgate.core.records import (
+    FileOutcome,
+    HistoryEntry,
+    PromotionRecord,
+    SetOutcome,
+    State,
+    recorded_tests,
+)
 from wheelgate.core.redact import Redactor
 from wheelgate.storage.bucket import Bucket
 
@@ -55,6 +68,131 @@ def build_record(
         history=existing.history if existing else [],
     )
     return record.with_entry(decision)
+
+
+class Promotion(BaseModel):
+    """What a promoted run's record will say, settled once every check passed: the sets with
+    each file's outcome, and the message. One invocation records it right after publishing; a
+    fan-out job keeps it in its plan until its publish step records it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    commit: str
+    manifest_sha256: str
+    actor: str | None = None
+    override: dict[str, str] | None = None
+    sets: list[SetOutcome]
+    message: str
+
+
+def settle_promotion(
+    *,
+    run_id: str,
+    commit: str,
+    plans: Sequence[SetPlan],
+    accepted: Mapping[str, ArtifactSet],
+    rejected_sets: Sequence[SetOutcome],
+    manifest_sha256: str,
+    actor: str | None,
+    override: dict[str, str] | None,
+) -> Promotion:
+    """The promotion of ``plans`` (the verified plans of the ``accepted`` sets, by index),
+    beside the ``rejected_sets`` of the same manifest."""
+    sets = []
+    for plan in plans:
+        evidence = evidence_by_file(accepted[plan.index])
+        files = [
+            FileOutcome(
+                filename=step.file.filename,
+                sha256=step.file.sha256,
+                size=step.file.size,
+                action="copied" if step.copy else "already-released",
+                evidence=list(evidence[step.file.filename]),
+            )
+            for step in plan.steps
+        ]
+        sets.append(
+            SetOutcome(
+                index=plan.index,
+                state=State.PROMOTED,
+                files=files,
+                tests=recorded_tests(accepted[plan.index].tests),
+            )
+        )
+    copied = sum(len(p.copies) for p in plans)
+    total = sum(len(p.steps) for p in plans)
+    message = f"promoted {total} file(s) in {len(plans)} set(s) ({copied} copied)"
+    if override is not None:
+        message += f"; tests overridden by {override['by']}: {override['reason']}"
+    if rejected_sets:
+        message += f"; {len(rejected_sets)} set(s) rejected"
+    return Promotion(
+        run_id=run_id,
+        commit=commit,
+        manifest_sha256=manifest_sha256,
+        actor=actor,
+        override=override,
+        sets=[*sets, *rejected_sets],
+        message=message,
+    )
+
+
+def promoted_record(
+    existing: PromotionRecord | None,
+    promotion: Promotion,
+    *,
+    at: str,
+    pages: Sequence[str],
+    invalidations: Sequence[str],
+) -> PromotionRecord:
+    """The record of ``promotion`` once its pages are published (``pages``, invalidated by
+    ``invalidations``)."""
+    decision = HistoryEntry(
+        at=at,
+        state=State.PROMOTED,
+        message=promotion.message,
+        manifest_sha256=promotion.manifest_sha256,
+        actor=promotion.actor,
+    )
+    return build_record(
+        existing,
+        decision,
+        run_id=promotion.run_id,
+        commit=promotion.commit,
+        sets=promotion.sets,
+        pages=pages,
+        invalidations=invalidations,
+        override=promotion.override,
+    )
+
+
+def rejected_record(
+    existing: PromotionRecord | None,
+    rejection: PromotionRejected,
+    *,
+    run_id: str,
+    at: str,
+    manifest_sha256: str,
+    actor: str | None,
+    sets: Sequence[SetOutcome] = (),
+) -> PromotionRecord:
+    """The record of a permanent rejection; a promoted run stays promoted, with the refused
+    replay in its history."""
+    decision = HistoryEntry.rejected(rejection, at=at, manifest_sha256=manifest_sha256, actor=actor)
+    if existing is not None and existing.state is State.PROMOTED:
+        return existing.with_entry(decision)
+    return build_record(existing, decision, run_id=run_id, sets=sets)
+
+
+def failure_record(
+    existing: PromotionRecord | None, *, run_id: str, at: str, failure: str, then: str
+) -> PromotionRecord:
+    """The record of a transient failure of an undecided run (``failure``: what failed;
+    ``then``: what happens next): the run stays pending."""
+    message = f"attempt {next_attempt(existing)} failed: {failure}; {then}"
+    decision = HistoryEntry(at=at, state=State.PENDING, reason="transient-error", message=message)
+    return build_record(existing, decision, run_id=run_id)
 
 
 class RecordStore:

@@ -59,17 +59,26 @@ class Releaser:
             return list(pool.map(lambda job: self._release_one(*job), jobs))
 
     def _release_one(self, verified: VerifiedSet, step: FileStep) -> IndexEntry:
+        return self.release_file(
+            step,
+            metadata=verified.metadata[step.file.filename] if step.is_wheel else None,
+            in_nightly=step.target_key in verified.nightly_keys,
+        )
+
+    def release_file(
+        self, step: FileStep, *, metadata: CoreMetadata | None, in_nightly: bool
+    ) -> IndexEntry:
+        """Copy one planned file (a multipart copy in parallel parts when it is large) and
+        release its core metadata; return its nightly page entry.
+
+        ``metadata`` is the wheel's verified METADATA (``None`` for an sdist); ``in_nightly``
+        says verification found the target key in nightly already (it is then checked, never
+        written). Raises :class:`~wheelgate.core.errors.PromotionRejected` as :meth:`release`.
+        """
         if step.copy:
-            self._copy(
-                verified,
-                step,
-                step.source_key,
-                step.source_etag,
-                step.file.size,
-                step.target_key,
-                step.file.sha256,
-            )
-        metadata = self._core_metadata(verified, step) if step.is_wheel else None
+            self._copy(step, in_nightly=in_nightly)
+        if metadata is not None:
+            self._core_metadata(step, metadata)
         page_dir = PAGES.project_dir(step.index, step.file.distribution.project)
         return IndexEntry(
             filename=step.file.filename,
@@ -81,25 +90,17 @@ class Releaser:
             metadata_sha256=metadata.sha256 if metadata else None,
         )
 
-    def _copy(
-        self,
-        verified: VerifiedSet,
-        step: FileStep,
-        source: str,
-        etag: str,
-        size: int,
-        target: str,
-        sha256: str,
-    ) -> None:
-        """Server-side copy that must end with ``target`` holding bytes of ``sha256``; a key
+    def _copy(self, step: FileStep, *, in_nightly: bool) -> None:
+        """Server-side copy that must end with the target key holding the file's bytes; a key
         nightly already holds is checked, never written."""
+        target, sha256, size = step.target_key, step.file.sha256, step.file.size
         try:
-            if target in verified.nightly_keys:
+            if in_nightly:
                 raise PreconditionFailed(target)
             copied_sha = self.nightly.copy_in(
                 self.staging,
-                source,
-                etag,
+                step.source_key,
+                step.source_etag,
                 size,
                 target,
                 part_size=self.part_size,
@@ -129,19 +130,18 @@ class Releaser:
                 index=step.index,
             )
 
-    def _core_metadata(self, verified: VerifiedSet, step: FileStep) -> CoreMetadata:
+    def _core_metadata(self, step: FileStep, metadata: CoreMetadata) -> None:
         """Release the wheel's PEP 658 metadata beside it in nightly: the METADATA bytes that
         verification read from the staged wheel itself (and found equal to its staged
         sidecar), written once; an existing file must hold the same bytes."""
         key = NIGHTLY.metadata(step.index, step.file.filename)
-        metadata = verified.metadata[step.file.filename]
         if not step.copy:
             # Already released: its metadata normally is too. Read rather than attempt a
             # write, so a released key never even sees a write request.
             found = self.nightly.get(key)
             if found is not None:
                 self._check_same(key, found[0], metadata, step)
-                return metadata
+                return
         try:
             self.nightly.put(
                 key, metadata.content, content_type=METADATA_CONTENT_TYPE, if_none_match=True
@@ -149,7 +149,6 @@ class Releaser:
         except PreconditionFailed:
             found = self.nightly.get(key)
             self._check_same(key, found[0] if found else None, metadata, step)
-        return metadata
 
     @staticmethod
     def _check_same(key: str, held: bytes | None, metadata: CoreMetadata, step: FileStep) -> None:

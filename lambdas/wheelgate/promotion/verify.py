@@ -147,7 +147,7 @@ class SetVerifier:
         )
         wheels = [step for step in plan.steps if step.is_wheel]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            metadata = list(pool.map(self._wheel_metadata, wheels))
+            metadata = list(pool.map(self.wheel_metadata, wheels))
         return VerifiedSet(
             plan=plan,
             pages=pages,
@@ -167,7 +167,7 @@ class SetVerifier:
         except PreconditionFailed:
             raise TransientError(f"{key} changed while it was being verified") from None
 
-    def _wheel_metadata(self, step: FileStep) -> CoreMetadata:
+    def wheel_metadata(self, step: FileStep) -> CoreMetadata:
         """The staged wheel's own METADATA (bounded ranged reads of the exact version whose
         SHA-256 was checked), which its staged ``.metadata`` sidecar, if any, must equal."""
         reader = S3RangeReader(

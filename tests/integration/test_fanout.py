@@ -1,0 +1,563 @@
+"""Fan-out promotion against the real S3 and SQS APIs (moto server): the promoter hands a large
+set to an execution run in-process (local mode's engine) with the state machine's order and
+retry numbers, and every fault converges on the single invocation's final state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.integration.test_promoter import Context, sqs_event
+from wheelgate.core.errors import TransientError
+from wheelgate.core.layout import STAGING
+from wheelgate.core.override import new_request_id
+from wheelgate.core.settings import (
+    ENV_BREAK_GLASS_ID,
+    ENV_DEAD_LETTER_QUEUE_URL,
+    ENV_FANOUT_MIN_FILES,
+    ENV_FANOUT_STATE_MACHINE_ARN,
+    ENV_MANIFEST_QUEUE_URL,
+    FANOUT_ITEM_RETRY_ATTEMPTS,
+    FANOUT_ITEM_RETRY_BACKOFF,
+    FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
+    FANOUT_LEASE_BUSY_RETRY_SECONDS,
+    FANOUT_MAX_EXECUTIONS,
+    PromoterSettings,
+)
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, LocalStack
+from wheelgate.promoter import handler
+from wheelgate.promoter.handler import manifest_events
+from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
+from wheelgate.promotion.lease import IndexLeases
+from wheelgate.promotion.promoter import Promoter
+from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.workflow import SqsSender
+
+COMMIT = "5" * 40
+STATE_MACHINE = "arn:aws:states:us-east-1:000000000000:stateMachine:wheelgate-fanout"
+Fault = Callable[[dict[str, Any], Callable[[], Any]], Any]
+
+
+class Gate:
+    """Holds executions back until opened (an execution that is still running)."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+class Fanout:
+    """A promoter whose fan-out threshold is two files, its in-process executions, and queues
+    of its own for re-queued and dead-lettered manifest events."""
+
+    def __init__(self, buckets: tuple[Bucket, Bucket], min_files: int = 2, **env: str) -> None:
+        self.staging, self.nightly = buckets
+        sqs = boto3.client("sqs")
+        self.sqs = sqs
+        name = uuid.uuid4().hex[:12]
+        self.queue_url = sqs.create_queue(QueueName=f"fanout-{name}")["QueueUrl"]
+        self.dlq_url = sqs.create_queue(QueueName=f"fanout-dlq-{name}")["QueueUrl"]
+        settings = PromoterSettings.from_env(
+            {
+                **os.environ,
+                ENV_FANOUT_STATE_MACHINE_ARN: STATE_MACHINE,
+                ENV_FANOUT_MIN_FILES: str(min_files),
+                ENV_MANIFEST_QUEUE_URL: self.queue_url,
+                ENV_DEAD_LETTER_QUEUE_URL: self.dlq_url,
+                **env,
+            }
+        )
+        #: Step events in the order they ran (each attempt), and the retry waits.
+        self.steps: list[dict[str, Any]] = []
+        self.waits: list[float] = []
+        self.faults: list[Fault] = []
+        self.gate: Gate | None = None
+        self._lock = threading.Lock()
+        self.launcher = InProcessLauncher(
+            staging=self.staging,
+            run_step=self._run_step,
+            concurrency=4,
+            sleep=self.waits.append,
+        )
+        self.promoter = Promoter(
+            settings=settings,
+            staging=self.staging,
+            nightly=self.nightly,
+            launcher=self.launcher,
+            queue=SqsSender(sqs),
+        )
+
+    def _run_step(self, event: dict[str, Any]) -> Any:
+        if self.gate is not None:
+            self.gate.opened.wait(30)
+        with self._lock:
+            self.steps.append(dict(event))
+        assert self.promoter.fanout is not None
+
+        def real() -> Any:
+            assert self.promoter.fanout is not None
+            return self.promoter.fanout.step(event)
+
+        for fault in self.faults:
+            handled = fault(event, real)
+            if handled is not None:
+                return handled
+        return real()
+
+    def deliver(self, body: str) -> dict[str, Any]:
+        """Hand one SQS message body to the promoter, as the handler does."""
+        [event] = manifest_events(body, self.staging.name)
+        record = self.promoter.handle(event)
+        assert record is not None
+        return record.model_dump(mode="json", by_alias=True)
+
+    def wait(self, run_id: str, digest: str, attempt: int = 1) -> dict[str, Any]:
+        """The run's record once execution ``attempt`` has ended."""
+        self.launcher.wait(fanout_job_id(run_id, digest, attempt))
+        found = self.staging.get(STAGING.record(run_id))
+        assert found is not None
+        return dict(json.loads(found[0]))
+
+    def received(self, queue_url: str) -> list[str]:
+        """The bodies of the messages in a queue, taken off it."""
+        messages = self.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get(
+            "Messages", []
+        )
+        for m in messages:
+            self.sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+        return [m["Body"] for m in messages]
+
+
+@pytest.fixture
+def fanout(stack: LocalStack, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout]:
+    fixture = Fanout(buckets)
+    yield fixture
+    if fixture.gate is not None:
+        fixture.gate.open()
+
+
+class Run:
+    """A run of ``wheels`` staged through the same code as ``wheelgate stage``."""
+
+    def __init__(
+        self, fanout: Fanout, run_id: str, index: str, wheels: list[Path], result: str = "passed"
+    ) -> None:
+        self.fanout, self.run_id, self.index, self.wheels = fanout, run_id, index, wheels
+        stage(
+            staging=fanout.staging,
+            nightly=fanout.nightly,
+            nightly_base_url="http://nightly/",
+            run_id=run_id,
+            index=index,
+            commit=COMMIT,
+            artifacts=inspect_files(self.wheels),
+        )
+        self.key = STAGING.manifest(run_id)
+        raw = json.dumps(manifest_for(run_id, COMMIT, index, wheels, result=result)).encode()
+        fanout.staging.put(self.key, raw, content_type="application/json")
+        self.digest = hashlib.sha256(raw).hexdigest()
+
+    def body(self) -> str:
+        """The SQS message body S3 sends for the manifest's write (its real ETag)."""
+        return str(sqs_event(self.key, LOCAL_REPORTER_PRINCIPAL)["Records"][0]["body"])
+
+    def report(self) -> dict[str, Any]:
+        return self.fanout.deliver(self.body())
+
+    def done(self, attempt: int = 1) -> dict[str, Any]:
+        return self.fanout.wait(self.run_id, self.digest, attempt)
+
+    def job(self, attempt: int = 1) -> str:
+        return fanout_job_id(self.run_id, self.digest, attempt)
+
+
+def make_run(fanout: Fanout, tmp: Path, request: pytest.FixtureRequest, count: int = 3) -> Run:
+    name = request.node.name.replace("_", "-")[-50:].strip("-")
+    wheels = [build_wheel(tmp, f"fan{n}", "1.0") for n in range(count)]
+    return Run(fanout, name, f"f/{name}", wheels)
+
+
+def nightly_objects(s3: Any, prefix: str) -> dict[str, bytes]:
+    """Every nightly object under ``prefix`` (keys relative to it) with its bytes."""
+    found = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=NIGHTLY_BUCKET, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            body = s3.get_object(Bucket=NIGHTLY_BUCKET, Key=obj["Key"])["Body"].read()
+            found[obj["Key"][len(prefix) :]] = body
+    return found
+
+
+def without_times(page: bytes) -> Any:
+    """A page with its upload times left out (they say when, not what)."""
+    if not page.lstrip().startswith(b"{"):
+        return re.sub(rb' data-upload-time="[^"]*"', b"", page)
+    doc = json.loads(page)
+    for f in doc.get("files", []):
+        f.pop("upload-time", None)
+    return doc
+
+
+def leases_free(staging: Bucket, index: str) -> bool:
+    return IndexLeases(staging).holder(index) is None
+
+
+def test_a_large_set_ends_as_a_single_invocation_would_leave_it(
+    fanout: Fanout,
+    buckets: tuple[Bucket, Bucket],
+    s3: Any,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    # Given the same three wheels staged by two runs into two index directories...
+    large = make_run(fanout, tmp_path, request)
+    small_index = large.index + "-one"
+    small = Run(Fanout(buckets, min_files=1000), large.run_id + "-one", small_index, large.wheels)
+    puts: list[tuple[str, str]] = []
+
+    def spy(params: dict[str, Any], **_: Any) -> None:
+        puts.append((params["Bucket"], params["Key"]))
+
+    fanout.staging.client.meta.events.register("provide-client-params.s3.PutObject", spy)
+    try:
+        # When one crosses the fan-out threshold and the other (threshold 1000) does not...
+        pending = large.report()
+        record = large.done()
+    finally:
+        fanout.staging.client.meta.events.unregister("provide-client-params.s3.PutObject", spy)
+    baseline = small.report()
+    # Then the first was handed to an execution, which promoted it...
+    assert (pending["state"], pending["reason"]) == ("pending", None)
+    assert f"through execution {large.job()}" in pending["message"]
+    assert record["state"] == "promoted", record["message"]
+    assert [h["state"] for h in record["history"]] == ["pending", "promoted"]
+    # ...while the second took the single invocation's path (no job written).
+    assert baseline["state"] == "promoted"
+    assert [h["state"] for h in baseline["history"]] == ["promoted"]
+    assert not list(fanout.staging.list(STAGING.job_prefix(small.job())))
+    # And both leave nightly with the same bytes and the same pages...
+    fanned = nightly_objects(s3, large.index + "/")
+    single = nightly_objects(s3, small_index + "/")
+    assert sorted(fanned) == sorted(single)
+    assert {k: without_times(v) for k, v in fanned.items()} == {
+        k: without_times(v) for k, v in single.items()
+    }
+    # ...and records of the same shape.
+    for field in ("message", "commit", "invalidations", "override", "actor"):
+        assert record[field] == baseline[field], field
+    strip = len(large.index), len(small_index)
+    assert [p[strip[0] :] for p in record["pages"]] == [p[strip[1] :] for p in baseline["pages"]]
+    assert [dict(s, index="") for s in record["sets"]] == [
+        dict(s, index="") for s in baseline["sets"]
+    ]
+    # And no page was written before the last item's done marker.
+    done = [n for n, (_, key) in enumerate(puts) if "/done/" in key]
+    pages = [
+        n
+        for n, (bucket, key) in enumerate(puts)
+        if bucket == NIGHTLY_BUCKET and key.endswith(("index.html", "index.json"))
+    ]
+    assert len(done) == 3
+    assert pages
+    assert max(done) < min(pages)
+    assert leases_free(fanout.staging, large.index)
+
+
+def test_every_check_runs_before_the_first_copy(
+    fanout: Fanout, s3: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a large set one of whose staged files was changed after its tests ran...
+    run = make_run(fanout, tmp_path, request)
+    key = STAGING.artifact(run.run_id, run.index, run.wheels[1].name)
+    tampered = bytearray(run.wheels[1].read_bytes())
+    tampered[len(tampered) // 2] ^= 0xFF
+    s3.put_object(
+        Bucket=fanout.staging.name,
+        Key=key,
+        Body=bytes(tampered),
+        ChecksumAlgorithm="SHA256",
+        Metadata={"wheelgate-commit": COMMIT},
+    )
+    before = nightly_objects(s3, "")
+    # When it is reported, Then it is rejected by verification: no job, no copy, no execution.
+    record = run.report()
+    assert (record["state"], record["reason"]) == ("rejected", "checksum-mismatch")
+    assert not list(fanout.staging.list(STAGING.job_prefix(run.job())))
+    assert fanout.steps == []
+    assert nightly_objects(s3, "") == before
+    assert leases_free(fanout.staging, run.index)
+
+
+def test_item_faults_converge(
+    fanout: Fanout, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a transient error on item 0's first copy, a timeout after item 1's copy did its
+    # work, and item 2 delivered twice...
+    seen: dict[int, int] = {}
+
+    def faults(event: dict[str, Any], real: Callable[[], Any]) -> Any:
+        if event["fanout_step"] != "copy":
+            return None
+        item = event["item"]
+        seen[item] = seen.get(item, 0) + 1
+        if item == 0 and seen[item] == 1:
+            raise TransientError("SlowDown (injected)")
+        if item == 1 and seen[item] == 1:
+            real()
+            raise TimeoutError("Task timed out (injected)")
+        if item == 2 and seen[item] == 1:
+            real()
+            return real()
+        return None
+
+    fanout.faults.append(faults)
+    run = make_run(fanout, tmp_path, request)
+    # When it is promoted through an execution...
+    run.report()
+    record = run.done()
+    # Then each fault was retried after the state machine's first interval, and the run is
+    # promoted with every file once.
+    assert record["state"] == "promoted", record["message"]
+    assert seen == {0: 2, 1: 2, 2: 1}
+    assert fanout.waits == [FANOUT_ITEM_RETRY_INTERVAL_SECONDS] * 2
+    [promoted] = record["sets"]
+    assert sorted(f["filename"] for f in promoted["files"]) == sorted(w.name for w in run.wheels)
+    page = json.loads(fanout.nightly.get(f"{run.index}/fan1/index.json")[0])  # type: ignore[index]
+    assert [f["filename"] for f in page["files"]] == [run.wheels[1].name]
+
+
+def test_a_redelivered_manifest_does_not_start_a_second_promotion(
+    fanout: Fanout, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a large set whose execution is still running...
+    fanout.gate = Gate()
+    run = make_run(fanout, tmp_path, request)
+    first = run.report()
+    # When its manifest's message is delivered again...
+    again = run.report()
+    # Then no new decision is taken, no second job written, and nothing raised (no DLQ).
+    assert again["history"] == first["history"]
+    assert fanout.staging.get(STAGING.job_plan(run.job(2))) is None
+    # And once the execution goes on, the run is promoted once.
+    fanout.gate.open()
+    record = run.done()
+    assert [h["state"] for h in record["history"]] == ["pending", "promoted"]
+
+
+def test_a_refused_copy_rejects_the_run_and_leaves_the_pages(
+    fanout: Fanout, s3: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a large set handed to an execution, and then (behind the promoter's back) other
+    # bytes written to nightly under one of its wheels' core metadata key...
+    fanout.gate = Gate()
+    run = make_run(fanout, tmp_path, request)
+    run.report()
+    s3.put_object(
+        Bucket=NIGHTLY_BUCKET,
+        Key=f"{run.index}/{run.wheels[2].name}.metadata",
+        Body=b"Metadata-Version: 2.1\nName: other\n",
+        ChecksumAlgorithm="SHA256",
+    )
+    # When the execution runs...
+    fanout.gate.open()
+    record = run.done()
+    # Then that copy is refused, not retried; the run is REJECTED with the refusal's reason;
+    # no page is written; and the leases are given back.
+    assert (record["state"], record["reason"]) == ("rejected", "nightly-conflict")
+    assert run.wheels[2].name in record["message"]
+    item2 = [s for s in fanout.steps if s.get("item") == 2]
+    assert len(item2) == 1
+    assert [s["fanout_step"] for s in fanout.steps if "item" not in s] == ["conclude"]
+    pages = [k for k in nightly_objects(s3, run.index + "/") if k.endswith((".html", ".json"))]
+    assert pages == []
+    assert leases_free(fanout.staging, run.index)
+    assert fanout.received(fanout.queue_url) == []
+
+
+def failing_copy(attempts: set[str]) -> Fault:
+    """Item 0's copy fails (transiently) in the executions of these jobs."""
+
+    def fault(event: dict[str, Any], real: Callable[[], Any]) -> Any:
+        if event["fanout_step"] == "copy" and event["item"] == 0 and event["job_id"] in attempts:
+            raise TransientError("SlowDown (injected)")
+        return None
+
+    return fault
+
+
+def test_a_failed_execution_is_requeued_and_the_next_one_promotes(
+    buckets: tuple[Bucket, Bucket],
+    stack: LocalStack,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    # Given a promoter that fans out from one copy, and an execution whose first item keeps
+    # failing...
+    fanout = Fanout(buckets, min_files=1)
+    run = make_run(fanout, tmp_path, request)
+    fanout.faults.append(failing_copy({run.job(1)}))
+    body = run.body()
+    fanout.deliver(body)
+    failed = run.done()
+    # Then the item was retried with the state machine's numbers, then the execution was
+    # concluded: the run is pending with the failure, leases given back, its event re-queued.
+    assert fanout.waits == [
+        FANOUT_ITEM_RETRY_INTERVAL_SECONDS * FANOUT_ITEM_RETRY_BACKOFF**n
+        for n in range(FANOUT_ITEM_RETRY_ATTEMPTS)
+    ]
+    assert failed["state"] == "pending"
+    assert (
+        f"execution {run.job()} failed: States.ExceedToleratedFailureThreshold"
+        in (failed["message"])
+    )
+    assert "attempt 2" in failed["message"]
+    assert leases_free(fanout.staging, run.index)
+    assert fanout.staging.get(STAGING.job_rejection(run.job())) is None
+    [requeued] = fanout.received(fanout.queue_url)
+    assert requeued == body
+    # When the re-queued event is delivered...
+    second = fanout.deliver(requeued)
+    record = run.done(attempt=2)
+    # Then a second execution (after a new verification) copies what is left and promotes.
+    # (The failed Map stopped items that had not started: those are copied now.)
+    ran = {s["item"] for s in fanout.steps if s["job_id"] == run.job(1) and s.get("item")}
+    left = 3 - len(ran)
+    assert f"copying {left} of 3 file(s) through execution {run.job(2)}" in second["message"]
+    assert record["state"] == "promoted", record["message"]
+    assert [h["state"] for h in record["history"]] == ["pending", "pending", "pending", "promoted"]
+    actions = {f["filename"]: f["action"] for f in record["sets"][0]["files"]}
+    assert actions == {
+        w.name: "already-released" if n in ran else "copied" for n, w in enumerate(run.wheels)
+    }
+
+
+def test_after_the_last_failed_execution_the_event_goes_to_the_dead_letter_queue(
+    buckets: tuple[Bucket, Bucket],
+    stack: LocalStack,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    # Given executions that always fail...
+    fanout = Fanout(buckets, min_files=1)
+    run = make_run(fanout, tmp_path, request)
+    fanout.faults.append(failing_copy({run.job(n) for n in range(1, FANOUT_MAX_EXECUTIONS + 1)}))
+    body = run.body()
+    # When each re-queued event is delivered again...
+    for attempt in range(1, FANOUT_MAX_EXECUTIONS + 1):
+        fanout.deliver(body)
+        record = run.done(attempt)
+        if attempt < FANOUT_MAX_EXECUTIONS:
+            assert fanout.received(fanout.queue_url) == [body]
+    # Then after the last one the event is in the dead-letter queue, not back in the queue.
+    assert fanout.received(fanout.queue_url) == []
+    assert fanout.received(fanout.dlq_url) == [body]
+    assert record["state"] == "pending"
+    assert "dead-letter queue" in record["message"]
+    assert leases_free(fanout.staging, run.index)
+
+
+def test_a_small_set_keeps_the_single_invocation(
+    fanout: Fanout, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a set of one file, under the threshold of two...
+    run = make_run(fanout, tmp_path, request, count=1)
+    # When it is reported, Then it is promoted at once, with no job and no execution.
+    record = run.report()
+    assert record["state"] == "promoted"
+    assert not list(fanout.staging.list(STAGING.job_prefix(run.job())))
+    assert fanout.steps == []
+
+
+def test_publish_refuses_while_an_item_is_not_done(
+    fanout: Fanout, s3: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a job whose execution has not copied anything yet...
+    fanout.gate = Gate()
+    run = make_run(fanout, tmp_path, request)
+    run.report()
+    assert fanout.promoter.fanout is not None
+    # When its publish step is run out of turn, Then it refuses (to be retried) and no page
+    # is written.
+    with pytest.raises(FanoutIncomplete, match="3 of 3 item"):
+        fanout.promoter.fanout.step({"fanout_step": "publish", "job_id": run.job()})
+    assert nightly_objects(s3, run.index + "/") == {}
+    # And the execution, once it runs, still promotes the run.
+    fanout.gate.open()
+    assert run.done()["state"] == "promoted"
+
+
+def test_a_run_waiting_on_a_fan_out_job_comes_back_less_often(
+    fanout: Fanout, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job holding its index directory's lease, and another run into that directory...
+    fanout.gate = Gate()
+    run = make_run(fanout, tmp_path, request)
+    run.report()
+    other = Run(fanout, run.run_id + "-b", run.index, [build_wheel(tmp_path / "b", "fanb", "1.0")])
+    # When the other run's message reaches the handler...
+    delays: list[int] = []
+    monkeypatch.setattr(handler, "retry_soon", lambda record, seconds: delays.append(seconds))
+    event = sqs_event(other.key, LOCAL_REPORTER_PRINCIPAL)
+    response = handler.lambda_handler(event, Context())  # type: ignore[arg-type]
+    # Then it fails as busy, and comes back after the fan-out delay (the receives before the
+    # dead-letter queue must outlast the job's lease), not the minute a promotion's lease takes.
+    assert len(response["batchItemFailures"]) == 1
+    assert delays == [FANOUT_LEASE_BUSY_RETRY_SECONDS]
+    record = json.loads(fanout.staging.get(STAGING.record(other.run_id))[0])  # type: ignore[index]
+    assert "(a fan-out execution); will retry" in record["message"]
+    # And once the job is done, the other run is promoted.
+    fanout.gate.open()
+    assert run.done()["state"] == "promoted"
+    assert other.report()["state"] == "promoted"
+
+
+def test_a_break_glass_override_of_a_large_run_goes_through_an_execution(
+    buckets: tuple[Bucket, Bucket],
+    stack: LocalStack,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    # Given a large run rejected for its tests, and the break-glass role's override of it...
+    role_id = "AROABREAKGLASS000001"
+    fanout = Fanout(buckets, **{ENV_BREAK_GLASS_ID: role_id})
+    wheels = [build_wheel(tmp_path, f"ovf{n}", "1.0") for n in range(3)]
+    name = request.node.name.replace("_", "-")[-40:].strip("-")
+    run = Run(fanout, name, f"f/{name}", wheels, result="failed")
+    assert run.report()["reason"] == "tests-failed"
+    request_id = new_request_id(run.run_id)
+    key = STAGING.manifest(request_id)
+    body = {
+        "schema": "wheelgate/override/v1",
+        "run_id": request_id,
+        "target_run_id": run.run_id,
+        "reason": "GPU runners down; verified by hand",
+    }
+    fanout.staging.put(key, json.dumps(body).encode(), content_type="application/json")
+    fanout.gate = Gate()
+    message = str(sqs_event(key, f"AWS:{role_id}:oncall")["Records"][0]["body"])
+    # When the request is delivered, and delivered again while the execution runs...
+    first = fanout.deliver(message)
+    again = fanout.deliver(message)
+    # Then both apply it (the second changes nothing), and the execution promotes the run with
+    # the override on its record.
+    assert first["message"] == f"override applied: run {run.run_id} pending"
+    assert (again["state"], again["message"]) == ("pending", first["message"])
+    assert fanout.staging.get(STAGING.job_plan(run.job(2))) is None
+    fanout.gate.open()
+    record = run.done()
+    assert record["state"] == "promoted", record["message"]
+    assert record["override"]["by"] == f"AWS:{role_id}:oncall"
+    assert "tests overridden by" in record["message"]
