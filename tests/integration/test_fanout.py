@@ -21,6 +21,7 @@ from tests.integration.test_promoter import Context, sqs_event
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.override import new_request_id
+from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import (
     ENV_BREAK_GLASS_ID,
     ENV_DEAD_LETTER_QUEUE_URL,
@@ -40,6 +41,7 @@ from wheelgate.promoter import handler
 from wheelgate.promoter.handler import manifest_events
 from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
+from wheelgate.promotion.observer import DecisionStats
 from wheelgate.promotion.promoter import Promoter
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
@@ -58,6 +60,16 @@ class Gate:
 
     def open(self) -> None:
         self.opened.set()
+
+
+class Decisions:
+    """The decision observer's calls: (state, stats) per decision it heard of."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, DecisionStats]] = []
+
+    def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
+        self.heard.append((record.history[-1].state.value, stats))
 
 
 class Fanout:
@@ -93,12 +105,14 @@ class Fanout:
             concurrency=4,
             sleep=self.waits.append,
         )
+        self.decisions = Decisions()
         self.promoter = Promoter(
             settings=settings,
             staging=self.staging,
             nightly=self.nightly,
             launcher=self.launcher,
             queue=SqsSender(sqs),
+            observer=self.decisions,
         )
 
     def _run_step(self, event: dict[str, Any]) -> Any:
@@ -355,6 +369,15 @@ def test_a_redelivered_manifest_does_not_start_a_second_promotion(
     fanout.gate.open()
     record = run.done()
     assert [h["state"] for h in record["history"]] == ["pending", "promoted"]
+    # And the metrics hear of one promotion (the pending hand-over and the redelivery are
+    # not decisions), with every file copied and a latency from the manifest's event time.
+    promoted = [stats for state, stats in fanout.decisions.heard if state == "promoted"]
+    assert len(promoted) == 1
+    assert promoted[0].files_copied == len(run.wheels)
+    assert promoted[0].bytes_copied == sum(w.stat().st_size for w in run.wheels)
+    assert promoted[0].manifest_written_at is not None
+    assert promoted[0].latency_seconds is not None
+    assert [state for state, _ in fanout.decisions.heard if state != "pending"] == ["promoted"]
 
 
 def test_a_refused_copy_rejects_the_run_and_leaves_the_pages(
@@ -385,6 +408,8 @@ def test_a_refused_copy_rejects_the_run_and_leaves_the_pages(
     assert pages == []
     assert leases_free(fanout.staging, run.index)
     assert fanout.received(fanout.queue_url) == []
+    # And the metrics hear of one rejection.
+    assert [state for state, _ in fanout.decisions.heard if state != "pending"] == ["rejected"]
 
 
 def failing_copy(attempts: set[str]) -> Fault:
