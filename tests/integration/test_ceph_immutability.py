@@ -5,7 +5,8 @@ Ceph RGW (Pacific, Debian 12) enforces Object Lock retention like AWS S3 but ign
 ``x-amz-checksum-sha256``. So these tests show what Ceph can show: every promoted copy carries
 retention, a locked version cannot be deleted or have its retention shortened, the promoter
 itself never sends a write to a released key (it HEADs first and refuses a conflict before any
-copy), and index pages carry the promoter's own short lock while files keep the default. Checksums and conditional writes are covered against moto in ``test_promoter.py``.
+copy), and index pages carry the promoter's own short lock while files keep the default.
+Checksums and conditional writes are covered against moto in ``test_promoter.py``.
 The buckets here carry none of the stack's bucket policies: Ceph never sets ``s3:if-none-match``,
 so the staging policy's write-once Deny on ``runs/*`` would refuse every staged file. That rule
 is proven by the IAM evaluator instead (``tests/infra/iam_matrix.py``).
