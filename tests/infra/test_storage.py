@@ -188,3 +188,11 @@ def test_staging_versioning_is_off_unless_configured(
     versioned = _bucket(template, "wheelgate-staging")["Properties"]
     assert versioned["VersioningConfiguration"] == {"Status": "Enabled"}
     assert "ObjectLockEnabled" not in versioned
+
+
+def test_ci_and_operators_get_the_window_and_the_page_lock(template_json: dict[str, Any]) -> None:
+    # 14-day files and 7-day run pages leave `wheelgate stage` 14 - 7 - 1 days per run.
+    outputs = {name: o["Value"] for name, o in template_json["Outputs"].items()}
+    assert outputs["RunStageWindowDays"] == "6"
+    assert outputs["NightlyRetentionMode"] == "GOVERNANCE"
+    assert outputs["NightlyPageRetentionDays"] == "7"
