@@ -37,6 +37,8 @@ OBJECT_RETENTION_ACTIONS = [
     "s3:PutObjectRetention",
     "s3:PutObjectLegalHold",
 ]
+#: What a PutObject with Object Lock headers also needs; the promoter's, for index pages only.
+PAGE_LOCK_ACTION = "s3:PutObjectRetention"
 #: Bucket settings a stack update applies (a new ``nightly_retention``, a changed bucket
 #: policy): the deploy role's, through CloudFormation, and the break-glass role's for the lock.
 LOCK_CONFIGURATION_ACTIONS = ["s3:PutBucketObjectLockConfiguration"]
@@ -70,9 +72,19 @@ UNCONDITIONAL_CREATION: dict[str, object] = {
 }
 
 
-def _page_keys(bucket: s3.IBucket) -> list[str]:
-    """ARNs of the index pages (``<index>/.../index.html|json``) of ``bucket``."""
-    return [bucket.arn_for_objects(f"*/{HTML_PAGE}"), bucket.arn_for_objects(f"*/{JSON_PAGE}")]
+def _page_keys(bucket: s3.IBucket, under: str = "") -> list[str]:
+    """ARNs of the index pages (``<index>/.../index.html|json``) of ``bucket``, or of those
+    under ``under`` (a prefix ending in ``/``)."""
+    return [bucket.arn_for_objects(f"{under}*/{page}") for page in (HTML_PAGE, JSON_PAGE)]
+
+
+def _index_page_keys(bucket: s3.IBucket, index: str) -> list[str]:
+    """ARNs of the root and project pages of index directory ``index`` in ``bucket``: the
+    root page's ``<index>/index.html`` has no ``/`` for the ``*`` of :func:`_page_keys`."""
+    return [
+        *(bucket.arn_for_objects(f"{index}/{page}") for page in (HTML_PAGE, JSON_PAGE)),
+        *_page_keys(bucket, f"{index}/"),
+    ]
 
 
 def _unless(principal_arns: Sequence[str]) -> dict[str, object] | None:
@@ -149,6 +161,8 @@ class Access(Construct):
         break_glass_role_arn: str | None,
         deploy_role_arn: str,
         index_dirs: Sequence[str],
+        nightly_retention_mode: str,
+        nightly_retention_days: int,
     ) -> None:
         super().__init__(scope, construct_id)
         if not build_subs or not reporter_subs or not dev_subs or not deps_subs:
@@ -191,7 +205,7 @@ class Access(Construct):
         break_glass = [break_glass_role_arn] if break_glass_role_arn else []
         self._deploy_role_arn = deploy_role_arn
         self._protect_staging(staging, break_glass)
-        self._protect_nightly(nightly, break_glass)
+        self._protect_nightly(nightly, break_glass, nightly_retention_mode, nightly_retention_days)
         if protect_cache:
             self._protect_cache(cache, break_glass)
 
@@ -226,10 +240,17 @@ class Access(Construct):
                     resources=[staging.arn_for_objects(f"{RUNS_PREFIX}*")],
                 ),
                 iam.PolicyStatement(
+                    # A run's pages are written with the tag that selects their lifecycle rule
+                    # (storage.py ExpireRunPages); PutObject with tags needs this too.
+                    sid="TagRunPages",
+                    actions=["s3:PutObjectTagging"],
+                    resources=_page_keys(staging, RUNS_PREFIX),
+                ),
+                iam.PolicyStatement(
                     # Mirror runs are the deps role's alone (bucket: DenyMirrorWritesExceptDeps).
                     sid="DenyMirrorRuns",
                     effect=iam.Effect.DENY,
-                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
                     resources=[staging.arn_for_objects(MIRROR_RUN_KEYS)],
                 ),
                 iam.PolicyStatement(
@@ -390,6 +411,17 @@ class Access(Construct):
                     sid="WriteNightly",
                     actions=["s3:PutObject", "s3:AbortMultipartUpload"],
                     resources=[nightly.arn_for_objects(f"{index}/*") for index in index_dirs],
+                ),
+                iam.PolicyStatement(
+                    # A PutObject that sets its own Object Lock needs this too: the index pages
+                    # are written with a lock shorter than the files', so that replaced page
+                    # versions can expire. Pages only; the bucket policy denies a file a
+                    # shorter lock (DenyShortFileLocks) whatever the identity policy says.
+                    sid="LockNightlyPages",
+                    actions=["s3:PutObjectRetention"],
+                    resources=[
+                        arn for index in index_dirs for arn in _index_page_keys(nightly, index)
+                    ],
                 ),
                 iam.PolicyStatement(
                     sid="ListBuckets",
@@ -570,9 +602,12 @@ class Access(Construct):
                 )
             )
 
-    def _protect_nightly(self, nightly: s3.IBucket, break_glass: list[str]) -> None:
+    def _protect_nightly(
+        self, nightly: s3.IBucket, break_glass: list[str], lock_mode: str, retention_days: int
+    ) -> None:
         promoter = self.promoter_role.role_arn
         objects = nightly.arn_for_objects("*")
+        pages = _page_keys(nightly)
         self._add_denies(
             nightly,
             [
@@ -600,10 +635,40 @@ class Access(Construct):
                     "DenyFileWritesWithoutIfNoneMatch",
                     ["s3:PutObject"],
                     None,
-                    _page_keys(nightly),
+                    pages,
                     UNCONDITIONAL_CREATION,
                 ),
-                *self._bucket_setting_denies(nightly, break_glass),
+                (
+                    # The promoter may lock index pages for less than the files (so replaced
+                    # page versions expire), hence s3:PutObjectRetention; never a file, whose
+                    # lock is the bucket default. A request without lock headers (a copy that
+                    # takes the default) has no such key, and NumericLessThan is then false.
+                    # Everyone, the break-glass role too: it removes a file with a governance
+                    # bypass delete, never by shortening its lock.
+                    "DenyShortFileLocks",
+                    ["s3:PutObject", "s3:PutObjectRetention"],
+                    None,
+                    pages,
+                    {
+                        "NumericLessThan": {
+                            "s3:object-lock-remaining-retention-days": str(retention_days)
+                        }
+                    },
+                ),
+                (
+                    # A lock in the other mode would weaken a COMPLIANCE bucket (a GOVERNANCE
+                    # lock can be bypassed) or harden a GOVERNANCE one past break-glass's
+                    # reach. Only a request that names a mode is concerned.
+                    "DenyOtherLockModes",
+                    ["s3:PutObject", "s3:PutObjectRetention"],
+                    [objects],
+                    None,
+                    {
+                        "Null": {"s3:object-lock-mode": "false"},
+                        "StringNotEquals": {"s3:object-lock-mode": lock_mode},
+                    },
+                ),
+                *self._bucket_setting_denies(nightly, break_glass, page_lockers=[promoter]),
             ],
         )
 
@@ -625,19 +690,45 @@ class Access(Construct):
             ],
         )
 
-    def _bucket_setting_denies(self, bucket: s3.IBucket, break_glass: list[str]) -> list[DenyRule]:
-        """Retention and bucket policy changes: object retention is the break-glass role's;
-        the lock configuration and the bucket policy are also the deploy role's, which
+    def _bucket_setting_denies(
+        self, bucket: s3.IBucket, break_glass: list[str], page_lockers: Sequence[str] = ()
+    ) -> list[DenyRule]:
+        """Retention and bucket policy changes: object retention is the break-glass role's
+        (and ``page_lockers`` may set an index page's, which a PutObject with lock headers
+        does); the lock configuration and the bucket policy are also the deploy role's, which
         CloudFormation uses to apply a stack update (a new ``nightly_retention``, a changed
         policy). No one else may change the policy that holds these rules."""
-        return [
+        retention: list[DenyRule] = [
             (
                 "DenyRetentionChanges",
                 OBJECT_RETENTION_ACTIONS,
                 [bucket.arn_for_objects("*")],
                 None,
                 _unless(break_glass),
-            ),
+            )
+        ]
+        if page_lockers:
+            pages = _page_keys(bucket)
+            others = [a for a in OBJECT_RETENTION_ACTIONS if a != PAGE_LOCK_ACTION]
+            retention = [
+                (
+                    "DenyRetentionChanges",
+                    others,
+                    [bucket.arn_for_objects("*")],
+                    None,
+                    _unless(break_glass),
+                ),
+                ("DenyFileRetentionChanges", [PAGE_LOCK_ACTION], None, pages, _unless(break_glass)),
+                (
+                    "DenyPageRetentionChangesExceptPromoter",
+                    [PAGE_LOCK_ACTION],
+                    pages,
+                    None,
+                    _unless([*page_lockers, *break_glass]),
+                ),
+            ]
+        return [
+            *retention,
             (
                 "DenyLockConfigurationChangesExceptDeploys",
                 LOCK_CONFIGURATION_ACTIONS,

@@ -26,11 +26,12 @@ from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
     DEFAULT_TEST_URL_HOSTS,
+    RETENTION_MODES,
+    SettingsError,
+    run_stage_window_days,
 )
 
 CONTEXT_KEY = "wheelgate"
-
-RETENTION_MODES = ("GOVERNANCE", "COMPLIANCE")
 
 #: The repository's OIDC subject template (``include_claim_keys``, set through GitHub's REST API
 #: ``PUT /repos/{owner}/{repo}/actions/oidc/customization/sub``; see docs/deploy.md). GitHub
@@ -83,10 +84,17 @@ class WheelGateConfig:
     release_events: tuple[str, ...]
     dev_sub_patterns: tuple[str, ...]
     staging_run_expiry_days: int
+    #: Days a run's index pages live (they are tagged; a shorter rule than the run's files).
+    staging_run_page_expiry_days: int
+    #: Days after a run's first staged object that ``wheelgate stage`` still writes its pages
+    #: (derived: :func:`wheelgate.core.settings.run_stage_window_days`).
+    run_stage_window_days: int
     staging_versioned: bool
     nightly_retention_mode: str
     nightly_retention_days: int
     nightly_noncurrent_version_days: int
+    #: Days each nightly index page version is locked (the files keep ``nightly_retention``).
+    nightly_page_retention_days: int
     access_log_expiry_days: int
     log_retention_days: int
     index_dirs: tuple[str, ...]
@@ -181,6 +189,27 @@ class WheelGateConfig:
                 f"context key {CONTEXT_KEY}.required_tests names index directories that are "
                 f"not in {CONTEXT_KEY}.index_dirs: {', '.join(unknown)}"
             )
+        retention_days = reader.positive_int("nightly_retention", "days")
+        noncurrent_days = reader.positive_int("nightly_noncurrent_version_days")
+        page_retention_days = reader.positive_int("nightly_page_retention_days")
+        if page_retention_days > min(noncurrent_days, retention_days):
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.nightly_page_retention_days is "
+                f"{page_retention_days}: it must be at most "
+                f"{CONTEXT_KEY}.nightly_noncurrent_version_days ({noncurrent_days}), so a "
+                "replaced page version is unlocked by the time the lifecycle rule expires it, "
+                f"and at most {CONTEXT_KEY}.nightly_retention.days ({retention_days}), the "
+                "files' lock"
+            )
+        run_expiry_days = reader.positive_int("staging_run_expiry_days")
+        page_expiry_days = reader.positive_int("staging_run_page_expiry_days")
+        try:
+            window_days = run_stage_window_days(run_expiry_days, page_expiry_days)
+        except SettingsError as exc:
+            raise ConfigError(
+                f"context keys {CONTEXT_KEY}.staging_run_page_expiry_days and "
+                f"{CONTEXT_KEY}.staging_run_expiry_days: {exc}"
+            ) from exc
         domains = reader.optional_mapping("custom_domain") or {}
         github_repo = reader.string("github_repo")
         default_branch = reader.string("default_branch")
@@ -303,11 +332,14 @@ class WheelGateConfig:
             reporter_workflow=reporter_workflow,
             release_events=release_events,
             dev_sub_patterns=dev_sub_patterns,
-            staging_run_expiry_days=reader.positive_int("staging_run_expiry_days"),
+            staging_run_expiry_days=run_expiry_days,
+            staging_run_page_expiry_days=page_expiry_days,
+            run_stage_window_days=window_days,
             staging_versioned=reader.boolean("staging_versioned", default=False),
             nightly_retention_mode=mode,
-            nightly_retention_days=reader.positive_int("nightly_retention", "days"),
-            nightly_noncurrent_version_days=reader.positive_int("nightly_noncurrent_version_days"),
+            nightly_retention_days=retention_days,
+            nightly_noncurrent_version_days=noncurrent_days,
+            nightly_page_retention_days=page_retention_days,
             access_log_expiry_days=reader.positive_int("access_log_expiry_days"),
             log_retention_days=reader.positive_int("log_retention_days"),
             index_dirs=index_dirs,

@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from stacks.nag import acknowledge
-from wheelgate.core.layout import RUNS_PREFIX
+from wheelgate.core.layout import RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, RUNS_PREFIX
 
 # Incomplete multipart uploads of multi-GB wheels are billed until aborted.
 _ABORT_MULTIPART_AFTER = Duration.days(7)
@@ -17,10 +17,13 @@ _ABORT_MULTIPART_AFTER = Duration.days(7)
 class Storage(Construct):
     """Staging, nightly, dependency cache and log buckets.
 
-    Staging holds CI uploads under ``runs/`` (expired after ``staging_run_expiry_days``),
-    manifests, promotion records and the staging index pages (kept). Nightly holds released
-    files and index pages under Object Lock with a default retention, is versioned and is
-    retained when the stack is deleted. Both block public access, encrypt with S3-managed keys,
+    Staging holds CI uploads under ``runs/`` (expired after ``staging_run_expiry_days``; each
+    run's own index pages, tagged, after ``staging_run_page_expiry_days``, before any file
+    they list: see ``wheelgate.core.lifecycle``), manifests and promotion records (kept).
+    Nightly holds released files and index pages under Object Lock with a default retention
+    (the promoter writes each page version with a shorter lock of its own, so replaced pages
+    expire after ``nightly_noncurrent_version_days``), is versioned and is retained when the
+    stack is deleted. Both block public access, encrypt with S3-managed keys,
     refuse plain HTTP and log access to ``log_bucket``.
 
     The cache holds third-party files ``wheelgate deps sync`` downloads (docs/deps.md); it is
@@ -41,6 +44,7 @@ class Storage(Construct):
         construct_id: str,
         *,
         staging_run_expiry_days: int,
+        staging_run_page_expiry_days: int,
         staging_versioned: bool = False,
         nightly_retention_mode: str,
         nightly_retention_days: int,
@@ -93,6 +97,16 @@ class Storage(Construct):
                     prefix=RUNS_PREFIX,
                     expiration=Duration.days(staging_run_expiry_days),
                 ),
+                # A run's pages are rewritten as its jobs stage, so they are younger than the
+                # files they list; they expire sooner (S3 applies the earliest of two rules),
+                # and `wheelgate stage` stops writing them once the run is old enough that a
+                # page could outlive a file (config: run_stage_window_days).
+                s3.LifecycleRule(
+                    id="ExpireRunPages",
+                    prefix=RUNS_PREFIX,
+                    tag_filters={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
+                    expiration=Duration.days(staging_run_page_expiry_days),
+                ),
                 s3.LifecycleRule(
                     id="AbortIncompleteUploads",
                     abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
@@ -119,9 +133,10 @@ class Storage(Construct):
             server_access_logs_bucket=self.log_bucket,
             server_access_logs_prefix="s3/nightly/",
             lifecycle_rules=[
-                # Only index pages (and status files) are ever overwritten, so only they have
-                # noncurrent versions. Object Lock still holds each version until its
-                # retain-until date; the rule removes it after that.
+                # Only index pages are ever overwritten, so only they have noncurrent versions.
+                # The promoter locks each page version for nightly_page_retention_days (at
+                # most these days, config.py), so the lock has ended when the rule removes it;
+                # files keep the default retention above and are never noncurrent.
                 s3.LifecycleRule(
                     id="ExpireNoncurrentIndexVersions",
                     noncurrent_version_expiration=Duration.days(nightly_noncurrent_version_days),

@@ -31,6 +31,8 @@ from wheelgate.core.settings import (
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_DISTRIBUTION_ID,
+    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
+    ENV_NIGHTLY_RETENTION_MODE,
     ENV_REQUIRED_TESTS,
     ENV_STAGING_BUCKET,
     ENV_TEST_URL_HOSTS,
@@ -62,6 +64,7 @@ class WheelGateStack(Stack):
             self,
             "Storage",
             staging_run_expiry_days=config.staging_run_expiry_days,
+            staging_run_page_expiry_days=config.staging_run_page_expiry_days,
             staging_versioned=config.staging_versioned,
             nightly_retention_mode=config.nightly_retention_mode,
             nightly_retention_days=config.nightly_retention_days,
@@ -86,6 +89,8 @@ class WheelGateStack(Stack):
             break_glass_role_arn=config.break_glass_role_arn,
             deploy_role_arn=self.deploy_role_arn,
             index_dirs=config.index_dirs,
+            nightly_retention_mode=config.nightly_retention_mode,
+            nightly_retention_days=config.nightly_retention_days,
         )
         web_acl_arn = config.waf_web_acl_arn
         if config.waf_rate_limit is not None:
@@ -136,6 +141,8 @@ class WheelGateStack(Stack):
                 ENV_FANOUT_STATE_MACHINE_ARN: state_machine_arn(self),
                 ENV_FANOUT_MIN_FILES: str(config.fanout_min_files),
                 ENV_FANOUT_MIN_BYTES: str(config.fanout_min_bytes),
+                ENV_NIGHTLY_RETENTION_MODE: config.nightly_retention_mode,
+                ENV_NIGHTLY_PAGE_RETENTION_DAYS: str(config.nightly_page_retention_days),
             },
         )
         access.confine_promoter_to(promoter.function.function_arn)
@@ -191,6 +198,13 @@ class WheelGateStack(Stack):
             "AllowedIndexes": allowed_indexes,
             # For CI's WHEELGATE_TEST_URL_HOSTS: `wheelgate report` refuses what the promoter would.
             "TestUrlHosts": test_url_hosts,
+            # For CI's WHEELGATE_RUN_STAGE_WINDOW_DAYS: `wheelgate stage` stops writing a run's
+            # pages when they could outlive its files.
+            "RunStageWindowDays": str(config.run_stage_window_days),
+            # For an operator's `wheelgate index rebuild` (WHEELGATE_NIGHTLY_RETENTION_MODE and
+            # WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS): pages get the promoter's lock.
+            "NightlyRetentionMode": config.nightly_retention_mode,
+            "NightlyPageRetentionDays": str(config.nightly_page_retention_days),
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)

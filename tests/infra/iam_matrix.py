@@ -53,6 +53,8 @@ from principalmapper.querying.local_policy_simulation import (  # noqa: E402
 )
 from principalmapper.querying.query_interface import local_check_authorization_full  # noqa: E402
 
+LOCK_MARK_START = "<!-- lock-matrix:start -->"
+LOCK_MARK_END = "<!-- lock-matrix:end -->"
 MARK_START = "<!-- iam-matrix:start -->"
 MARK_END = "<!-- iam-matrix:end -->"
 BUCKET_MARK_START = "<!-- bucket-settings-matrix:start -->"
@@ -71,6 +73,10 @@ OTHER_FUNCTION_ARN = f"arn:{PARTITION}:lambda:us-east-1:{ACCOUNT}:function:other
 IF_NONE_MATCH = "s3:if-none-match"
 IF_MATCH = "s3:if-match"
 CREATION = "s3:ObjectCreationOperation"
+#: Object Lock condition keys, present only when the request sets a lock (S3 User Guide,
+#: "Object Lock considerations", condition keys): its mode and its days from now.
+LOCK_MODE = "s3:object-lock-mode"
+LOCK_DAYS = "s3:object-lock-remaining-retention-days"
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,9 @@ class Request:
     label: str
     action: str
     context: Mapping[str, str] = field(default_factory=dict)
+    #: Further actions S3 authorizes for the same request (a PutObject with Object Lock
+    #: headers also needs ``s3:PutObjectRetention``): every one must be allowed.
+    also: tuple[str, ...] = ()
 
 
 REQUESTS = (
@@ -93,6 +102,35 @@ REQUESTS = (
     Request("PutObjectRetention", "s3:PutObjectRetention"),
     Request("BypassGovernanceRetention", "s3:BypassGovernanceRetention"),
 )
+
+
+def _locked(label: str, mode: str, days: int, condition: Mapping[str, str]) -> Request:
+    """A PutObject that sets its own lock: S3 also authorizes it as s3:PutObjectRetention."""
+    return Request(
+        label,
+        "s3:PutObject",
+        {CREATION: "true", **condition, LOCK_MODE: mode, LOCK_DAYS: str(days)},
+        also=("s3:PutObjectRetention",),
+    )
+
+
+#: Object Lock requests on nightly (the stack's cdk.json: GOVERNANCE, 365 days for files, 7 for
+#: pages): how the promoter writes pages (its own short lock) and files (no lock headers: the
+#: bucket's default), and the short or other-mode locks nobody may give a file.
+LOCK_REQUESTS = (
+    Request("copy, no lock headers", "s3:PutObject", {CREATION: "true", IF_NONE_MATCH: "*"}),
+    _locked("If-None-Match, 7-day lock", "GOVERNANCE", 7, {IF_NONE_MATCH: "*"}),
+    _locked("If-Match, 7-day lock", "GOVERNANCE", 7, {IF_MATCH: '"0123abcd"'}),
+    _locked("If-None-Match, 365-day lock", "GOVERNANCE", 365, {IF_NONE_MATCH: "*"}),
+    _locked("If-None-Match, COMPLIANCE lock", "COMPLIANCE", 400, {IF_NONE_MATCH: "*"}),
+    Request(
+        "PutObjectRetention 7 days",
+        "s3:PutObjectRetention",
+        {LOCK_MODE: "GOVERNANCE", LOCK_DAYS: "7"},
+    ),
+)
+LOCK_TARGETS = ("nightly files", "nightly index", "nightly other dir")
+
 PRINCIPALS = (
     "build",
     "reporter",
@@ -268,19 +306,21 @@ def _decide(
     context = {**request.context, **principal_context}
     if node is None:
         # No identity policy: only a bucket policy Allow for "*" could grant access.
-        result = resource_policy_authorization(
-            "anonymous",
-            ACCOUNT,
-            bucket_policy,
-            request.action,
-            resource,
-            {**context, "aws:SecureTransport": "true"},
+        return all(
+            resource_policy_authorization(
+                "anonymous",
+                ACCOUNT,
+                bucket_policy,
+                action,
+                resource,
+                {**context, "aws:SecureTransport": "true"},
+            )
+            == ResourcePolicyEvalResult.SERVICE_MATCH
+            for action in (request.action, *request.also)
         )
-        return bool(result == ResourcePolicyEvalResult.SERVICE_MATCH)
-    return bool(
-        local_check_authorization_full(
-            node, request.action, resource, context, bucket_policy, ACCOUNT
-        )
+    return all(
+        local_check_authorization_full(node, action, resource, context, bucket_policy, ACCOUNT)
+        for action in (request.action, *request.also)
     )
 
 
@@ -306,9 +346,13 @@ def compute_bucket_settings(template: dict[str, Any]) -> list[Cell]:
     return cells
 
 
-def compute(template: dict[str, Any], requests: Sequence[Request] = REQUESTS) -> list[Cell]:
-    """Evaluate every principal x target x request (the matrix's columns by default) against
-    ``template``."""
+def compute(
+    template: dict[str, Any],
+    requests: Sequence[Request] = REQUESTS,
+    targets: Sequence[str] = tuple(TARGETS),
+) -> list[Cell]:
+    """Evaluate every principal x target x request (the matrix's columns and rows by default)
+    against ``template``."""
     resolver = Resolver(template)
     nodes = _nodes(resolver)
     principal_context = _principal_context(resolver)
@@ -318,7 +362,8 @@ def compute(template: dict[str, Any], requests: Sequence[Request] = REQUESTS) ->
     cells = []
     for principal in PRINCIPALS:
         node = nodes[principal]
-        for target, (bucket, key) in TARGETS.items():
+        for target in targets:
+            bucket, key = TARGETS[target]
             resource = f"arn:{PARTITION}:s3:::{bucket}/{key}"
             for request in requests:
                 allowed = _decide(
@@ -406,6 +451,16 @@ def render_bucket_settings(cells: Sequence[Cell]) -> str:
     return render(cells, BUCKET_REQUESTS, tuple(BUCKET_TARGETS))
 
 
+def compute_locks(template: dict[str, Any]) -> list[Cell]:
+    """The Object Lock matrix: :data:`LOCK_REQUESTS` on the nightly targets."""
+    return compute(template, LOCK_REQUESTS, LOCK_TARGETS)
+
+
+def render_locks(cells: Sequence[Cell]) -> str:
+    """The Object Lock matrix (:func:`compute_locks`) as a Markdown table."""
+    return render(cells, LOCK_REQUESTS, LOCK_TARGETS)
+
+
 def replace_table(document: str, table: str, start: str = MARK_START, end: str = MARK_END) -> str:
     """``document`` with the text between the markers ``start`` and ``end`` replaced by
     ``table``."""
@@ -430,13 +485,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = render(compute(template))
     settings = render_bucket_settings(compute_bucket_settings(template))
     services = render_services(compute_services(template))
+    locks = render_locks(compute_locks(template))
     if args.write:
         document = replace_table(args.write.read_text(), table)
         document = replace_table(document, settings, BUCKET_MARK_START, BUCKET_MARK_END)
         document = replace_table(document, services, SERVICE_MARK_START, SERVICE_MARK_END)
+        document = replace_table(document, locks, LOCK_MARK_START, LOCK_MARK_END)
         args.write.write_text(document)
     else:
-        sys.stdout.write(table + "\n" + settings + "\n" + services)
+        sys.stdout.write(table + "\n" + settings + "\n" + services + "\n" + locks)
     return 0
 
 

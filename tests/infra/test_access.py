@@ -32,9 +32,15 @@ def test_build_role_policy(template_json: dict[str, Any]) -> None:
             ["s3:PutObject", "s3:AbortMultipartUpload"],
             f"{STAGING}/runs/*",
         ),
+        # The tag of a run's pages, which selects their shorter lifecycle rule.
+        "TagRunPages": (
+            "Allow",
+            "s3:PutObjectTagging",
+            [f"{STAGING}/runs/*/index.html", f"{STAGING}/runs/*/index.json"],
+        ),
         "DenyMirrorRuns": (
             "Deny",
-            ["s3:PutObject", "s3:AbortMultipartUpload"],
+            ["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
             f"{STAGING}/runs/deps-*",
         ),
         "ReadStaging": ("Allow", "s3:GetObject", f"{STAGING}/*"),
@@ -117,6 +123,21 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
                 f"{NIGHTLY}/v2/gfx950-dcgpu/*",
                 f"{NIGHTLY}/v2/gfx110X-all/*",
                 f"{NIGHTLY}/v2/gfx120X-all/*",
+            ],
+        ),
+        # Its own lock on index pages only: root and project pages of each index_dirs entry.
+        "LockNightlyPages": (
+            "Allow",
+            "s3:PutObjectRetention",
+            [
+                f"{NIGHTLY}/{index}/{page}"
+                for index in (
+                    "v2/gfx94X-dcgpu",
+                    "v2/gfx950-dcgpu",
+                    "v2/gfx110X-all",
+                    "v2/gfx120X-all",
+                )
+                for page in ("index.html", "index.json", "*/index.html", "*/index.json")
             ],
         ),
         "ListBuckets": ("Allow", "s3:ListBucket", [STAGING, NIGHTLY]),
@@ -527,13 +548,37 @@ def test_nightly_bucket_policy_denies(template_json: dict[str, Any]) -> None:
     }
     assert denies["DenyDeletes"]["Action"] == ["s3:DeleteObject", "s3:DeleteObjectVersion"]
     assert "Condition" not in denies["DenyDeletes"]
+    pages = [f"{NIGHTLY}/*/index.html", f"{NIGHTLY}/*/index.json"]
     assert denies["DenyRetentionChanges"]["Action"] == [
         "s3:BypassGovernanceRetention",
-        "s3:PutObjectRetention",
         "s3:PutObjectLegalHold",
     ]
     assert denies["DenyRetentionChanges"]["Resource"] == f"{NIGHTLY}/*"
     assert "Condition" not in denies["DenyRetentionChanges"]
+    # A file's retention is nobody's (no break-glass role here); a page's is the promoter's,
+    # which a PutObject with lock headers needs.
+    assert denies["DenyFileRetentionChanges"]["Action"] == "s3:PutObjectRetention"
+    assert denies["DenyFileRetentionChanges"]["NotResource"] == pages
+    assert "Condition" not in denies["DenyFileRetentionChanges"]
+    page_lock = denies["DenyPageRetentionChangesExceptPromoter"]
+    assert (page_lock["Action"], page_lock["Resource"]) == ("s3:PutObjectRetention", pages)
+    assert page_lock["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/promoter"]}}
+    # No file is written or re-locked with less than the bucket's 365 days (cdk.json); a copy
+    # without lock headers has no such key and takes the default retention.
+    short = denies["DenyShortFileLocks"]
+    assert short["Action"] == ["s3:PutObject", "s3:PutObjectRetention"]
+    assert short["NotResource"] == pages
+    assert short["Condition"] == {
+        "NumericLessThan": {"s3:object-lock-remaining-retention-days": "365"}
+    }
+    # Nor any object in another mode than the bucket's GOVERNANCE.
+    modes = denies["DenyOtherLockModes"]
+    assert modes["Action"] == ["s3:PutObject", "s3:PutObjectRetention"]
+    assert modes["Resource"] == f"{NIGHTLY}/*"
+    assert modes["Condition"] == {
+        "Null": {"s3:object-lock-mode": "false"},
+        "StringNotEquals": {"s3:object-lock-mode": "GOVERNANCE"},
+    }
     # A changed nightly_retention is applied by CloudFormation's execution role.
     _assert_bucket_settings_are_the_deploy_roles(denies, NIGHTLY)
     # A released file is created once: the staging runs/ condition, on every key but the pages.
@@ -563,8 +608,13 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
     synthesis = synthesize(tmp_path, config)
     # Then only the break-glass role escapes the nightly delete and retention denies
     denies = _denies(synthesis.template, "wheelgate-nightly")
-    for sid in ("DenyRetentionChanges", "DenyDeletes"):
+    for sid in ("DenyRetentionChanges", "DenyFileRetentionChanges", "DenyDeletes"):
         assert denies[sid]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [break_glass]}}
+    assert denies["DenyPageRetentionChangesExceptPromoter"]["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/promoter", break_glass]}
+    }
+    # But not the short file lock: nobody shortens a released file's lock
+    assert break_glass not in str(denies["DenyShortFileLocks"])
     assert denies["DenyLockConfigurationChangesExceptDeploys"]["Condition"] == {
         "ArnNotEquals": {"aws:PrincipalArn": [DEPLOY_ROLE_ARN, break_glass]}
     }

@@ -41,6 +41,9 @@ def test_cdk_json_is_complete() -> None:
     )
     assert config.nightly_retention_mode == "GOVERNANCE"
     assert config.nightly_domain is None
+    # 14-day files, 7-day pages: a run is staged into for 14 - 7 - 1 days.
+    assert config.run_stage_window_days == 6
+    assert config.nightly_page_retention_days == 7
 
 
 @pytest.mark.parametrize(
@@ -49,6 +52,8 @@ def test_cdk_json_is_complete() -> None:
         "github_repo",
         "index_dirs",
         "staging_run_expiry_days",
+        "staging_run_page_expiry_days",
+        "nightly_page_retention_days",
         "release_workflows",
         "release_events",
     ],
@@ -71,9 +76,9 @@ def test_no_context_at_all_names_the_first_key() -> None:
 def test_command_line_override_wins_and_is_parsed_as_json() -> None:
     context = {
         "wheelgate": cdk_json_context()["wheelgate"],
-        "wheelgate.staging_run_expiry_days": "3",
+        "wheelgate.staging_run_expiry_days": "30",
     }
-    assert WheelGateConfig.from_context(context.get).staging_run_expiry_days == 3
+    assert WheelGateConfig.from_context(context.get).staging_run_expiry_days == 30
 
 
 @pytest.mark.parametrize(
@@ -88,6 +93,26 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
         ({"index_dirs": ["v2/a", "v2/a"]}, "listed twice"),
         ({"index_dirs": ["v2/ok"], "required_tests": {"v2/other": []}}, "v2/other"),
         ({"staging_run_expiry_days": 0}, "positive integer"),
+        ({"staging_run_page_expiry_days": 0}, "positive integer"),
+        # Pages of 7 days and files of 8 leave no day between them to stage a run in.
+        (
+            {"staging_run_expiry_days": 8, "staging_run_page_expiry_days": 7},
+            r"staging_run_page_expiry_days and .*staging_run_expiry_days.*no day to stage",
+        ),
+        ({"nightly_page_retention_days": 0}, "positive integer"),
+        # A page version locked past the noncurrent rule's days would outlive the rule's date.
+        (
+            {"nightly_page_retention_days": 31, "nightly_noncurrent_version_days": 30},
+            r"nightly_page_retention_days is 31.*nightly_noncurrent_version_days \(30\)",
+        ),
+        (
+            {
+                "nightly_page_retention_days": 20,
+                "nightly_noncurrent_version_days": 30,
+                "nightly_retention": {"mode": "GOVERNANCE", "days": 10},
+            },
+            r"nightly_retention\.days \(10\)",
+        ),
         ({"build_refs": []}, "non-empty list"),
         ({"release_workflows": []}, "non-empty list"),
         ({"release_workflows": ["release-nightly.yml"]}, r"\.github/workflows/release-nightly"),

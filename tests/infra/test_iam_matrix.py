@@ -13,6 +13,10 @@ from tests.infra.iam_matrix import (
     BUCKET_MARK_START,
     BUCKET_REQUESTS,
     BUCKET_TARGETS,
+    LOCK_MARK_END,
+    LOCK_MARK_START,
+    LOCK_REQUESTS,
+    LOCK_TARGETS,
     MARK_END,
     MARK_START,
     PRINCIPALS,
@@ -27,9 +31,11 @@ from tests.infra.iam_matrix import (
     between,
     compute,
     compute_bucket_settings,
+    compute_locks,
     compute_services,
     render,
     render_bucket_settings,
+    render_locks,
     render_services,
 )
 from tests.infra.summary import publish
@@ -75,7 +81,8 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("promoter", "staging status/"): WRITES | {GET},
     # A released file is created once (If-None-Match), never replaced; pages are updated.
     ("promoter", "nightly files"): WRITE_ONCE | {GET},
-    ("promoter", "nightly index"): WRITES | {GET},
+    # It sets each page version's own (short) lock, which needs s3:PutObjectRetention.
+    ("promoter", "nightly index"): WRITES | {GET, RETENTION},
     # Outside index_dirs the promoter writes nothing.
     ("promoter", "nightly other dir"): {GET},
     # The promoter role in another function's code reads as the promoter does, writes nothing.
@@ -193,9 +200,13 @@ def test_nobody_but_the_promoter_and_break_glass_writes_nightly(cells: list[Cell
         if c.allowed and c.target.startswith("nightly") and c.request != GET
     }
     assert writers == {"promoter", "break-glass"}
-    assert {
-        c.principal for c in cells if c.allowed and c.request in (DELETE, RETENTION, BYPASS)
-    } == {"break-glass"}
+    assert {c.principal for c in cells if c.allowed and c.request in (DELETE, BYPASS)} == {
+        "break-glass"
+    }
+    # The promoter sets retention on index pages alone (their own short lock).
+    assert {(c.principal, c.target) for c in cells if c.allowed and c.request == RETENTION} - {
+        ("break-glass", t) for t in TARGETS
+    } == {("promoter", "nightly index")}
 
 
 def test_only_break_glass_writes_override_requests(cells: list[Cell]) -> None:
@@ -493,3 +504,101 @@ def test_security_doc_shows_the_current_service_matrix(services: list[Cell]) -> 
     assert between(document, SERVICE_MARK_START, SERVICE_MARK_END) == (
         render_services(services).strip()
     ), STALE.format("iam_matrix")
+
+
+# -- Object Lock: pages get a short lock, files keep the bucket's ----------------------------
+
+NO_LOCK, PAGE_CREATE_LOCKED, PAGE_UPDATE_LOCKED, FULL_LOCK, OTHER_MODE, RELOCK = (
+    r.label for r in LOCK_REQUESTS
+)
+#: (principal, target) -> lock requests allowed; every other cell must be denied.
+LOCKS_ALLOWED: dict[tuple[str, str], set[str]] = {
+    # A released file is copied without lock headers and takes the default retention ...
+    ("promoter", "nightly files"): {NO_LOCK},
+    # ... a page is written with its own 7-day lock, created or updated in place.
+    ("promoter", "nightly index"): {
+        NO_LOCK,
+        PAGE_CREATE_LOCKED,
+        PAGE_UPDATE_LOCKED,
+        FULL_LOCK,
+        RELOCK,
+    },
+    # Break-glass may give a file the full lock, never a shorter one (nor re-lock it shorter).
+    ("break-glass", "nightly files"): {NO_LOCK, FULL_LOCK},
+    ("break-glass", "nightly other dir"): {NO_LOCK, FULL_LOCK},
+    ("break-glass", "nightly index"): {
+        NO_LOCK,
+        PAGE_CREATE_LOCKED,
+        PAGE_UPDATE_LOCKED,
+        FULL_LOCK,
+        RELOCK,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def locks(matrix_template: dict[str, Any]) -> list[Cell]:
+    return compute_locks(matrix_template)
+
+
+def test_pages_get_a_short_lock_and_files_the_full_one(locks: list[Cell]) -> None:
+    assert len(locks) == len(PRINCIPALS) * len(LOCK_TARGETS) * len(LOCK_REQUESTS)
+    wrong = [
+        f"{c.principal} {c.request} {c.target}: got {'allow' if c.allowed else 'deny'}"
+        for c in locks
+        if c.allowed != (c.request in LOCKS_ALLOWED.get((c.principal, c.target), set()))
+    ]
+    assert wrong == []
+    # Nobody writes anything in the other lock mode.
+    assert not any(c.allowed for c in locks if c.request == OTHER_MODE)
+
+
+def test_security_doc_shows_the_current_lock_matrix(locks: list[Cell]) -> None:
+    document = SECURITY_DOC.read_text()
+    assert between(document, LOCK_MARK_START, LOCK_MARK_END) == render_locks(locks).strip(), (
+        STALE.format("iam_matrix")
+    )
+
+
+def _nightly_id(template: dict[str, Any]) -> str:
+    from tests.infra.resolve import Resolver
+
+    return Resolver(template).logical_id("wheelgate-nightly")
+
+
+def test_the_bucket_policy_alone_keeps_a_files_lock_full(matrix_template: dict[str, Any]) -> None:
+    # Given a misbehaving promoter: its s3:PutObjectRetention grant widened to every nightly
+    # key, and the bucket policy's deny of file retention changes gone
+    mutated = _without(matrix_template, "DenyFileRetentionChanges")
+    for resource in mutated["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy":
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                if statement.get("Sid") == "LockNightlyPages":
+                    statement["Resource"] = {
+                        "Fn::Join": ["", [{"Fn::GetAtt": [_nightly_id(mutated), "Arn"]}, "/*"]]
+                    }
+
+    def promoter_may(cells: list[Cell], request: str) -> bool:
+        (cell,) = [
+            c
+            for c in cells
+            if (c.principal, c.target, c.request) == ("promoter", "nightly files", request)
+        ]
+        return cell.allowed
+
+    # When it copies a file with a 7-day lock, or re-locks a released file for 7 days
+    cells = compute_locks(mutated)
+    # Then DenyShortFileLocks refuses both, though the full lock now goes through
+    assert promoter_may(cells, FULL_LOCK)
+    assert not promoter_may(cells, PAGE_CREATE_LOCKED)
+    assert not promoter_may(cells, RELOCK)
+    # And it is that Deny which does: without it, the file gets the short lock
+    unguarded = compute_locks(_without(mutated, "DenyShortFileLocks"))
+    assert promoter_may(unguarded, PAGE_CREATE_LOCKED)
+    assert promoter_may(unguarded, RELOCK)
+
+
+def test_without_the_mode_deny_a_page_takes_the_other_mode(matrix_template: dict[str, Any]) -> None:
+    cells = compute_locks(_without(matrix_template, "DenyOtherLockModes"))
+    writers = {(c.principal, c.target) for c in cells if c.allowed and c.request == OTHER_MODE}
+    assert ("promoter", "nightly index") in writers

@@ -7,7 +7,8 @@ from typing import Any
 from aws_cdk.assertions import Match, Template
 
 from tests.infra.resolve import Resolver
-from wheelgate.core.layout import RUNS_PREFIX
+from wheelgate.core.layout import RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, RUNS_PREFIX
+from wheelgate.core.settings import ENV_NIGHTLY_PAGE_RETENTION_DAYS, ENV_NIGHTLY_RETENTION_MODE
 
 
 def _bucket(template_json: dict[str, Any], name: str) -> dict[str, Any]:
@@ -35,8 +36,30 @@ def test_nightly_is_retained_on_stack_deletion(template_json: dict[str, Any]) ->
 
 def test_nightly_expires_noncurrent_index_versions(template_json: dict[str, Any]) -> None:
     rules = _bucket(template_json, "wheelgate-nightly")["Properties"]["LifecycleConfiguration"]
-    assert {"NoncurrentDays": 30} in [r.get("NoncurrentVersionExpiration") for r in rules["Rules"]]
+    (rule,) = [r for r in rules["Rules"] if r["Id"] == "ExpireNoncurrentIndexVersions"]
+    # The whole bucket: only pages ever have noncurrent versions (files are write-once).
+    assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
+    assert rule["Status"] == "Enabled"
+    assert "Prefix" not in rule
+    assert "TagFilters" not in rule
     assert all("ExpirationInDays" not in r for r in rules["Rules"])
+
+
+def test_promoter_locks_nightly_pages_for_the_configured_days(
+    template_json: dict[str, Any],
+) -> None:
+    # Given cdk.json: 365-day GOVERNANCE files, pages locked 7 days, noncurrent after 30.
+    # Then the promoter is told the bucket's mode and the page days.
+    resolver = Resolver(template_json)
+    functions = resolver.of_type("AWS::Lambda::Function").values()
+    (env,) = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in functions
+        if ENV_NIGHTLY_PAGE_RETENTION_DAYS
+        in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert env[ENV_NIGHTLY_PAGE_RETENTION_DAYS] == "7"
+    assert env[ENV_NIGHTLY_RETENTION_MODE] == "GOVERNANCE"
 
 
 def test_staging_expires_runs_and_keeps_manifests_and_records(
@@ -50,7 +73,16 @@ def test_staging_expires_runs_and_keeps_manifests_and_records(
             "Prefix": RUNS_PREFIX,
             "ExpirationInDays": 14,
             "Status": "Enabled",
-        }
+        },
+        # A run's pages, tagged by `wheelgate stage`, go 7 days after their last write: before
+        # any file they list (stage stops writing them 14 - 7 - 1 days after the run began).
+        {
+            "Id": "ExpireRunPages",
+            "Prefix": RUNS_PREFIX,
+            "TagFilters": [{"Key": RUN_PAGE_TAG_KEY, "Value": RUN_PAGE_TAG_VALUE}],
+            "ExpirationInDays": 7,
+            "Status": "Enabled",
+        },
     ]
     assert "ObjectLockEnabled" not in props
 
@@ -156,3 +188,11 @@ def test_staging_versioning_is_off_unless_configured(
     versioned = _bucket(template, "wheelgate-staging")["Properties"]
     assert versioned["VersioningConfiguration"] == {"Status": "Enabled"}
     assert "ObjectLockEnabled" not in versioned
+
+
+def test_ci_and_operators_get_the_window_and_the_page_lock(template_json: dict[str, Any]) -> None:
+    # 14-day files and 7-day run pages leave `wheelgate stage` 14 - 7 - 1 days per run.
+    outputs = {name: o["Value"] for name, o in template_json["Outputs"].items()}
+    assert outputs["RunStageWindowDays"] == "6"
+    assert outputs["NightlyRetentionMode"] == "GOVERNANCE"
+    assert outputs["NightlyPageRetentionDays"] == "7"

@@ -3,9 +3,10 @@
 Ceph RGW (Pacific, Debian 12) enforces Object Lock retention like AWS S3 but ignores
 ``If-None-Match: *`` on versioned buckets and neither stores nor returns
 ``x-amz-checksum-sha256``. So these tests show what Ceph can show: every promoted copy carries
-retention, a locked version cannot be deleted or have its retention shortened, and the promoter
+retention, a locked version cannot be deleted or have its retention shortened, the promoter
 itself never sends a write to a released key (it HEADs first and refuses a conflict before any
-copy). Checksums and conditional writes are covered against moto in ``test_promoter.py``.
+copy), and index pages carry the promoter's own short lock while files keep the default.
+Checksums and conditional writes are covered against moto in ``test_promoter.py``.
 The buckets here carry none of the stack's bucket policies: Ceph never sets ``s3:if-none-match``,
 so the staging policy's write-once Deny on ``runs/*`` would refuse every staged file. That rule
 is proven by the IAM evaluator instead (``tests/infra/iam_matrix.py``).
@@ -25,7 +26,7 @@ from botocore.exceptions import ClientError
 
 from tests.integration.ceph import INSTALL_SCRIPT, CephCluster, CephEndpoint, missing_binaries
 from wheelgate.core.records import PromotionRecord
-from wheelgate.core.settings import PromoterSettings
+from wheelgate.core.settings import PageRetention, PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.promotion.promoter import ManifestEvent, Promoter
 from wheelgate.staging.stage import inspect_files, stage
@@ -37,6 +38,11 @@ if TYPE_CHECKING:
 STAGING = "wheelgate-staging"
 NIGHTLY = "wheelgate-nightly"
 GOVERNED = "wheelgate-governed"
+#: A nightly bucket as the stack makes it for page locks: files held 30 days by default, each
+#: index page version 1 day by the promoter's own lock (nightly_page_retention_days).
+PAGED = "wheelgate-paged"
+PAGED_FILE_DAYS = 30
+PAGE_LOCK = PageRetention(mode="GOVERNANCE", days=1)
 NIGHTLY_URL = "http://nightly.invalid/"
 COMMIT = "c" * 40
 INDEX = "v2/ceph"
@@ -63,13 +69,17 @@ def ceph() -> Iterator[CephEndpoint]:
 def s3(ceph: CephEndpoint) -> S3Client:
     client = ceph.client()
     client.create_bucket(Bucket=STAGING)
-    for bucket, mode in ((NIGHTLY, "COMPLIANCE"), (GOVERNED, "GOVERNANCE")):
+    for bucket, mode, days in (
+        (NIGHTLY, "COMPLIANCE", 1),
+        (GOVERNED, "GOVERNANCE", 1),
+        (PAGED, PAGE_LOCK.mode, PAGED_FILE_DAYS),
+    ):
         client.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=True)
         client.put_object_lock_configuration(
             Bucket=bucket,
             ObjectLockConfiguration={
                 "ObjectLockEnabled": "Enabled",
-                "Rule": {"DefaultRetention": {"Mode": mode, "Days": 1}},  # type: ignore[typeddict-item]
+                "Rule": {"DefaultRetention": {"Mode": mode, "Days": days}},  # type: ignore[typeddict-item]
             },
         )
     return client
@@ -104,20 +114,31 @@ def spy(s3: S3Client) -> Iterator[WriteSpy]:
     recorder.close()
 
 
-def promoter(s3: S3Client) -> Promoter:
+def promoter(
+    s3: S3Client, nightly: str = NIGHTLY, page_retention: PageRetention | None = None
+) -> Promoter:
     return Promoter(
         settings=PromoterSettings(
-            staging_bucket=STAGING, nightly_bucket=NIGHTLY, nightly_base_url=NIGHTLY_URL
+            staging_bucket=STAGING,
+            nightly_bucket=nightly,
+            nightly_base_url=NIGHTLY_URL,
+            page_retention=page_retention,
         ),
         staging=Bucket(s3, STAGING),
-        nightly=Bucket(s3, NIGHTLY),
+        nightly=Bucket(s3, nightly),
         workers=4,
     )
 
 
-def promote(s3: S3Client, run_id: str, wheels: list[Path]) -> PromotionRecord:
+def promote(
+    s3: S3Client,
+    run_id: str,
+    wheels: list[Path],
+    nightly_bucket: str = NIGHTLY,
+    page_retention: PageRetention | None = None,
+) -> PromotionRecord:
     """Stage ``wheels`` as ``wheelgate stage`` does, write the manifest, run the promoter."""
-    staging, nightly = Bucket(s3, STAGING), Bucket(s3, NIGHTLY)
+    staging, nightly = Bucket(s3, STAGING), Bucket(s3, nightly_bucket)
     stage(
         staging=staging,
         nightly=nightly,
@@ -130,7 +151,7 @@ def promote(s3: S3Client, run_id: str, wheels: list[Path]) -> PromotionRecord:
     manifest = manifest_for(run_id, COMMIT, INDEX, wheels)
     key = f"manifests/{run_id}.json"
     staging.put(key, json.dumps(manifest).encode(), content_type="application/json")
-    record = promoter(s3).handle(ManifestEvent(key=key))
+    record = promoter(s3, nightly_bucket, page_retention).handle(ManifestEvent(key=key))
     assert record is not None
     return record
 
@@ -249,3 +270,60 @@ def test_promoter_does_not_copy_a_file_that_is_already_released(
     assert f"{INDEX}/{gamma.name}" in written
     assert not any(key.startswith(f"{INDEX}/{released[0].name}") for key in written)
     assert len([k for k in versions(s3) if k.startswith(f"{INDEX}/{released[0].name}@")]) == 1
+
+
+# -- index pages: a short lock of their own; files keep the default ---------------------------
+
+
+def _page_versions(s3: S3Client, key: str) -> list[dict[str, Any]]:
+    listing = s3.list_object_versions(Bucket=PAGED, Prefix=key)
+    return sorted(
+        (v for v in listing.get("Versions", []) if v["Key"] == key),
+        key=lambda v: v["LastModified"],
+    )
+
+
+def test_pages_get_a_short_lock_and_files_the_bucket_default(s3: S3Client, tmp_path: Path) -> None:
+    # Given a nightly bucket whose default retention is 30 days, and the promoter configured to
+    # lock its pages for 1 day (the stack's nightly_page_retention_days)
+    first, second = build_wheel(tmp_path, "paged", "1.0"), build_wheel(tmp_path, "paged", "2.0")
+    # When two runs release a version each, so the project page is written, then replaced
+    for run_id, wheel in (("ceph-page-1", first), ("ceph-page-2", second)):
+        record = promote(s3, run_id, [wheel], nightly_bucket=PAGED, page_retention=PAGE_LOCK)
+        assert record.state.value == "promoted", record.message
+    now = datetime.now(UTC)
+    # Then every released file and .metadata carries the bucket's 30-day default
+    for wheel in (first, second):
+        for key in (f"{INDEX}/{wheel.name}", f"{INDEX}/{wheel.name}.metadata"):
+            retention = s3.get_object_retention(Bucket=PAGED, Key=key)["Retention"]
+            assert retention["Mode"] == "GOVERNANCE", key
+            assert retention["RetainUntilDate"] > now + timedelta(days=PAGED_FILE_DAYS - 1), key
+    # And every version of every page the promoter wrote carries its own 1-day date
+    pages = [
+        f"{INDEX}/paged/index.html",
+        f"{INDEX}/paged/index.json",
+        f"{INDEX}/index.html",
+        f"{INDEX}/index.json",
+    ]
+    for key in pages:
+        found = _page_versions(s3, key)
+        assert found, key
+        for version in found:
+            retention = s3.get_object_retention(
+                Bucket=PAGED, Key=key, VersionId=version["VersionId"]
+            )["Retention"]
+            assert retention["Mode"] == "GOVERNANCE", key
+            until = retention["RetainUntilDate"]
+            assert now + timedelta(hours=23) < until < now + timedelta(days=1, hours=1), (
+                key,
+                until,
+            )
+    # And the replaced project page version is still held until its date: a delete is refused
+    replaced = _page_versions(s3, f"{INDEX}/paged/index.json")
+    assert len(replaced) == 2, "the second run did not replace the project page"
+    old = replaced[0]["VersionId"]
+    with pytest.raises(ClientError) as refused:
+        s3.delete_object(Bucket=PAGED, Key=f"{INDEX}/paged/index.json", VersionId=old)
+    assert error_code(refused) == "AccessDenied"
+    body = s3.get_object(Bucket=PAGED, Key=f"{INDEX}/paged/index.json", VersionId=old)["Body"]
+    assert first.name in body.read().decode()

@@ -54,7 +54,13 @@ from wheelgate.core.manifest import (
     parse_distribution_filename,
 )
 from wheelgate.core.records import State
-from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
+from wheelgate.core.settings import (
+    ENV_ALLOWED_INDEXES,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_STAGING_BASE_URL,
+    SettingsError,
+    run_stage_window_from_env,
+)
 from wheelgate.storage.bucket import AccessError, Bucket
 
 if TYPE_CHECKING:
@@ -104,6 +110,10 @@ def cmd_stage(args: argparse.Namespace) -> int:
     staging, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
+        window_days = run_stage_window_from_env(os.environ)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from exc
+    try:
         result = stage(
             staging=staging,
             nightly=nightly,
@@ -113,6 +123,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
             commit=commit,
             artifacts=artifacts,
             progress=Progress(),
+            window_days=window_days,
         )
     except StageError as exc:
         raise UsageError(str(exc)) from exc
@@ -310,6 +321,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from wheelgate.core.settings import page_retention_from_env
     from wheelgate.index.rebuild import rebuild, scan_nightly
 
     index_option(args)
@@ -321,6 +333,7 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
             index=args.index,
             scanned=scan_nightly(nightly, args.index),
             dry_run=args.dry_run,
+            retention=page_retention_from_env(os.environ),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
@@ -594,7 +607,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Repair: scan nightly's files of DIR (<DIR>/<file>) and rewrite every project page "
             "and the root page. Yank state and upload times of unchanged files are kept. "
             "--dry-run prints what would change and writes nothing. Writing nightly pages "
-            "needs the promoter's (or the break-glass) permissions. A run's staging index is "
+            "needs the promoter's (or the break-glass) permissions; with "
+            "$WHEELGATE_NIGHTLY_RETENTION_MODE and $WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS set "
+            "(the stack's outputs), pages get the promoter's short lock. A run's staging index is "
             "refreshed by running wheelgate stage again with the same files."
         ),
     )

@@ -55,6 +55,11 @@ JSON_PAGE = "index.json"
 #: Names of index pages; never a distribution's file name, so listings can tell them apart.
 PAGE_NAMES = frozenset({HTML_PAGE, JSON_PAGE})
 
+#: The object tag every page of a run's index carries (``runs/<run_id>/.../index.html|json``):
+#: the staging lifecycle rule that expires run pages before the files they list selects it.
+RUN_PAGE_TAG_KEY = "wheelgate-object"
+RUN_PAGE_TAG_VALUE = "run-page"
+
 #: Run ids of dependency-mirror runs (``deps.yml``) start with this; yank and break-glass
 #: override requests, which travel as manifests, start with theirs.
 MIRROR_RUN_PREFIX = "deps-"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from wheelgate.core.layout import LayoutError, base_url, check_index, check_index_dirs
@@ -57,6 +58,29 @@ LEASE_SECONDS = PROMOTER_TIMEOUT_SECONDS + 60
 #: A message whose index directory is leased by another promotion is made visible again after
 #: this long (SQS ChangeMessageVisibility), instead of the queue's whole visibility timeout.
 LEASE_BUSY_RETRY_SECONDS = 60
+
+#: Object Lock of the nightly index pages the promoter writes: the bucket's retention mode
+#: (``GOVERNANCE`` or ``COMPLIANCE``, ``nightly_retention.mode``) and the days each page version
+#: is held (``nightly_page_retention_days``). A page is rewritten by every promotion, so its
+#: replaced versions are held only this long, then the noncurrent-version rule removes them;
+#: released files keep the bucket's default retention. Unset (local mode without a lock):
+#: pages carry no lock headers and take the bucket's default, if any.
+ENV_NIGHTLY_RETENTION_MODE = "WHEELGATE_NIGHTLY_RETENTION_MODE"
+ENV_NIGHTLY_PAGE_RETENTION_DAYS = "WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS"
+#: Object Lock retention modes, as S3 spells them.
+RETENTION_MODES = ("GOVERNANCE", "COMPLIANCE")
+
+#: Days after the first object of a run was staged during which ``wheelgate stage`` still adds
+#: to the run (the CLI's only, like ``WHEELGATE_STAGING_BASE_URL``; the stack outputs the value
+#: it derives, ``RunStageWindowDays``). Unset: :data:`DEFAULT_RUN_STAGE_WINDOW_DAYS`, the
+#: smallest window any valid configuration allows, so the default never lets a page outlive a
+#: file (:func:`run_stage_window_days`).
+ENV_RUN_STAGE_WINDOW_DAYS = "WHEELGATE_RUN_STAGE_WINDOW_DAYS"
+DEFAULT_RUN_STAGE_WINDOW_DAYS = 1
+#: S3 removes expired objects asynchronously, some time after they become eligible; a run's
+#: pages become eligible this many days before the earliest file they can list, so that they
+#: are gone first.
+RUN_PAGE_EXPIRY_MARGIN_DAYS = 1
 
 #: Powertools service name of the promoter; Powertools adds it as the ``service`` metric
 #: dimension, so the stack's alarms must use the same value.
@@ -139,11 +163,90 @@ ALL_ENV_NAMES = (
     ENV_MANIFEST_QUEUE_URL,
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_DASHBOARD_URL,
+    ENV_NIGHTLY_RETENTION_MODE,
+    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
 )
 
 
 class SettingsError(ValueError):
     """The environment does not describe a usable promoter configuration."""
+
+
+def run_stage_window_days(run_expiry_days: int, page_expiry_days: int) -> int:
+    """Days after a run's first staged object during which ``wheelgate stage`` may still write
+    the run's pages, given that staged objects under ``runs/`` expire after ``run_expiry_days``
+    and the run's pages after ``page_expiry_days`` (``staging_run_expiry_days`` and
+    ``staging_run_page_expiry_days``).
+
+    A page written within the window becomes eligible for expiry at least
+    :data:`RUN_PAGE_EXPIRY_MARGIN_DAYS` before any file it lists (each was staged no earlier
+    than the run's first object). Raises :class:`SettingsError` when no whole day is left.
+    """
+    window = run_expiry_days - page_expiry_days - RUN_PAGE_EXPIRY_MARGIN_DAYS
+    if page_expiry_days < 1 or window < 1:
+        least = RUN_PAGE_EXPIRY_MARGIN_DAYS + 1
+        raise SettingsError(
+            f"run pages that expire after {page_expiry_days} day(s) and staged files after "
+            f"{run_expiry_days} leave no day to stage a run in: pages must expire at least "
+            f"{least} days before the files (1 to stage the run in, "
+            f"{RUN_PAGE_EXPIRY_MARGIN_DAYS} for S3's asynchronous removal), so the page days "
+            f"must be from 1 to the file days minus {least}"
+        )
+    return window
+
+
+def run_stage_window_from_env(environ: Mapping[str, str]) -> int:
+    """``WHEELGATE_RUN_STAGE_WINDOW_DAYS``, or :data:`DEFAULT_RUN_STAGE_WINDOW_DAYS` when unset.
+    Raises :class:`SettingsError` for anything but a positive whole number of days."""
+    raw = environ.get(ENV_RUN_STAGE_WINDOW_DAYS, "").strip()
+    if not raw:
+        return DEFAULT_RUN_STAGE_WINDOW_DAYS
+    if not raw.isdigit() or int(raw) < 1:
+        raise SettingsError(
+            f"{ENV_RUN_STAGE_WINDOW_DAYS} must be a positive number of days, not {raw!r}"
+        )
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class PageRetention:
+    """The Object Lock a nightly index page version is written with: ``mode`` (the bucket's)
+    for ``days`` from the write."""
+
+    mode: str
+    days: int
+
+    def until(self, now: datetime) -> datetime:
+        """The retain-until date of a page version written at ``now``."""
+        return now + timedelta(days=self.days)
+
+
+def page_retention_from_env(environ: Mapping[str, str]) -> PageRetention | None:
+    """The nightly pages' lock from ``WHEELGATE_NIGHTLY_RETENTION_MODE`` and
+    ``WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS``; ``None`` when both are unset.
+
+    Raises :class:`SettingsError` when only one is set, the mode is not an Object Lock mode or
+    the days are not a positive whole number.
+    """
+    mode = environ.get(ENV_NIGHTLY_RETENTION_MODE, "").strip()
+    days = environ.get(ENV_NIGHTLY_PAGE_RETENTION_DAYS, "").strip()
+    if not mode and not days:
+        return None
+    if not mode or not days:
+        missing = ENV_NIGHTLY_RETENTION_MODE if not mode else ENV_NIGHTLY_PAGE_RETENTION_DAYS
+        raise SettingsError(
+            f"{missing} is not set: set both {ENV_NIGHTLY_RETENTION_MODE} and "
+            f"{ENV_NIGHTLY_PAGE_RETENTION_DAYS}, or neither"
+        )
+    if mode not in RETENTION_MODES:
+        raise SettingsError(
+            f"{ENV_NIGHTLY_RETENTION_MODE} is {mode!r}; use one of {', '.join(RETENTION_MODES)}"
+        )
+    if not days.isdigit() or int(days) < 1:
+        raise SettingsError(
+            f"{ENV_NIGHTLY_PAGE_RETENTION_DAYS} must be a positive number of days, not {days!r}"
+        )
+    return PageRetention(mode=mode, days=int(days))
 
 
 def _json_value(environ: Mapping[str, str], name: str, default: object) -> object:
@@ -226,6 +329,8 @@ class PromoterSettings:
     #: ``FANOUT_MAX_EXECUTIONS``).
     manifest_queue_url: str | None = None
     dead_letter_queue_url: str | None = None
+    #: The lock nightly index pages are written with (``None``: the bucket's default).
+    page_retention: PageRetention | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -284,4 +389,5 @@ class PromoterSettings:
             fanout_min_bytes=count(ENV_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_BYTES),
             manifest_queue_url=optional(ENV_MANIFEST_QUEUE_URL),
             dead_letter_queue_url=optional(ENV_DEAD_LETTER_QUEUE_URL),
+            page_retention=page_retention_from_env(environ),
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from wheelgate.core.layout import METADATA_SUFFIX, PAGES, check_index, href
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
+from wheelgate.core.settings import PageRetention
 from wheelgate.core.wheelmeta import core_metadata
 from wheelgate.index.pages import IndexEntry, merge_entries, upload_time
 from wheelgate.index.store import IndexStore, PageWrites
@@ -113,12 +114,14 @@ def rebuild(
     index: str,
     scanned: Mapping[str, list[IndexEntry]],
     dry_run: bool,
+    retention: PageRetention | None = None,
 ) -> tuple[list[ProjectChange], PageWrites]:
-    """Rewrite every project page of ``index`` in ``target`` from ``scanned`` entries.
+    """Rewrite every project page of ``index`` in ``target`` from ``scanned`` entries, each
+    page version locked with ``retention`` when given (as the promoter writes them).
 
     Returns the per-project changes and (unless ``dry_run``) the pages written.
     """
-    store = IndexStore(target)
+    store = IndexStore(target, retention=retention)
     projects = set(scanned)
     changes: list[ProjectChange] = []
     writes = PageWrites()

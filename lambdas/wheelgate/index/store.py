@@ -15,11 +15,13 @@ cost does not depend on how many other files the directory holds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import PAGES, project_dir
+from wheelgate.core.settings import PageRetention
 from wheelgate.index.pages import (
     HTML_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -33,7 +35,7 @@ from wheelgate.index.pages import (
     render_root_html,
     render_root_json,
 )
-from wheelgate.storage.bucket import Bucket, retry_delay
+from wheelgate.storage.bucket import Bucket, ObjectLock, retry_delay
 
 EntriesTransform = Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]
 
@@ -52,20 +54,37 @@ class PageWrites:
 
 class IndexStore:
     """The simple-repository pages of one bucket, or of one run's index in it (``prefix``
-    ``runs/<run_id>/``: the same layout under the run's folder)."""
+    ``runs/<run_id>/``: the same layout under the run's folder).
+
+    Every page version is written with ``retention`` (nightly: a lock shorter than the files',
+    so replaced versions can expire) and ``tags`` (a run's pages: the tag their lifecycle rule
+    selects), when given. Only this class writes index pages, so only pages get them.
+    """
 
     def __init__(
         self,
         bucket: Bucket,
         *,
         prefix: str = "",
+        retention: PageRetention | None = None,
+        tags: Mapping[str, str] | None = None,
         max_attempts: int = 25,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix
+        self.retention = retention
+        self.tags = dict(tags or {})
         self._max_attempts = max_attempts
         self._sleep = sleep
+        self._clock = clock
+
+    def _lock(self) -> ObjectLock | None:
+        # Counted from each write: a version is held `days` from when it was written.
+        if self.retention is None:
+            return None
+        return ObjectLock(self.retention.mode, self.retention.until(self._clock()))
 
     def _commit_pair(
         self,
@@ -83,6 +102,8 @@ class IndexStore:
             html.encode(),
             content_type=HTML_CONTENT_TYPE,
             cache_control=PAGE_CACHE_CONTROL,
+            lock=self._lock(),
+            tags=self.tags,
         )
         if self.bucket.commit(
             json_key,
@@ -90,6 +111,8 @@ class IndexStore:
             etag=etag,
             content_type=JSON_CONTENT_TYPE,
             cache_control=PAGE_CACHE_CONTROL,
+            lock=self._lock(),
+            tags=self.tags,
         ):
             return True
         # Our HTML page is rewritten by the retry (or by the writer that won).

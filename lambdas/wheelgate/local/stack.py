@@ -41,6 +41,8 @@ from wheelgate.core.settings import (
     ENV_MANIFEST_QUEUE_URL,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
+    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
+    ENV_NIGHTLY_RETENTION_MODE,
     ENV_REQUIRED_TESTS,
     ENV_STAGING_BASE_URL,
     ENV_STAGING_BUCKET,
@@ -58,6 +60,9 @@ NIGHTLY_BUCKET = "wheelgate-nightly"
 QUEUE_NAME = "wheelgate-manifests"
 DLQ_NAME = "wheelgate-manifests-dlq"
 REGION = "us-east-1"
+#: The local nightly bucket's default retention, which its pages' own lock repeats.
+_LOCAL_RETENTION_MODE = "GOVERNANCE"
+_LOCAL_RETENTION_DAYS = 1
 #: Unique id the local reporter role would have; the event loop stamps it on manifest events.
 LOCAL_REPORTER_ID = "AROALOCALREPORTER0001"
 LOCAL_REPORTER_PRINCIPAL = f"AWS:{LOCAL_REPORTER_ID}:wheelgate-local"
@@ -366,6 +371,9 @@ class LocalStack:
         os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
         os.environ[ENV_TRUSTED_DEPS_ID] = LOCAL_DEPS_ID
         os.environ[ENV_REQUIRED_TESTS] = json.dumps(dict(self.required_tests))
+        # Pages get their own lock as in the stack; the shortest one, the local default's.
+        os.environ[ENV_NIGHTLY_RETENTION_MODE] = _LOCAL_RETENTION_MODE
+        os.environ[ENV_NIGHTLY_PAGE_RETENTION_DAYS] = str(_LOCAL_RETENTION_DAYS)
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "wheelgate-promoter")
         self.staging_server, self.nightly_server = staging_server, nightly_server
@@ -406,7 +414,12 @@ class LocalStack:
             Bucket=NIGHTLY_BUCKET,
             ObjectLockConfiguration={
                 "ObjectLockEnabled": "Enabled",
-                "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}},
+                "Rule": {
+                    "DefaultRetention": {
+                        "Mode": _LOCAL_RETENTION_MODE,  # type: ignore[typeddict-item]
+                        "Days": _LOCAL_RETENTION_DAYS,
+                    }
+                },
             },
         )
         dlq_url = sqs.create_queue(QueueName=DLQ_NAME)["QueueUrl"]

@@ -125,7 +125,9 @@ class Promoter:
         )
         self.records = RecordStore(staging)
         self.leases = IndexLeases(staging)
-        nightly_pages = IndexStore(nightly)
+        # Pages alone get the short lock; files are copied without lock headers and keep the
+        # bucket's default retention.
+        nightly_pages = IndexStore(nightly, retention=settings.page_retention)
         self.verifier = SetVerifier(
             staging=staging,
             nightly=nightly,

@@ -16,6 +16,8 @@ from wheelgate.core.layout import (
     METADATA_SUFFIX,
     PAGE_NAMES,
     PAGES,
+    RUN_PAGE_TAG_KEY,
+    RUN_PAGE_TAG_VALUE,
     STAGING,
     check_index,
     check_run_id,
@@ -23,6 +25,7 @@ from wheelgate.core.layout import (
     key_url,
     project_dir,
 )
+from wheelgate.core.lifecycle import StageWindowClosed, check_stage_window
 from wheelgate.core.manifest import (
     SCHEMA_V2,
     ArtifactSetV2,
@@ -38,6 +41,7 @@ from wheelgate.core.manifest import (
     parse_distribution_filename,
 )
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID, ObjectInfo
+from wheelgate.core.settings import DEFAULT_RUN_STAGE_WINDOW_DAYS
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
     FileRangeReader,
@@ -172,6 +176,7 @@ def stage(
     single_request_limit: int = SINGLE_REQUEST_LIMIT,
     part_size: int = MULTIPART_PART_SIZE,
     publish_pages: bool = True,
+    window_days: int = DEFAULT_RUN_STAGE_WINDOW_DAYS,
 ) -> StageResult:
     """Upload ``artifacts`` under ``runs/<run_id>/<index>/`` with their SHA-256 and commit,
     write each wheel's ``.metadata``, then write the run's index pages (the run's files over
@@ -181,11 +186,16 @@ def stage(
     bytes again (a re-run of the job) uploads nothing and refreshes the run's pages.
 
     Raises :class:`StageError`, before anything is uploaded, when a file of the same name is
-    already staged for this run with other bytes or from another commit; and when another
-    writer wins the race for a name with other bytes.
+    already staged for this run with other bytes or from another commit, or (with
+    ``publish_pages``) when the run's first object was staged more than ``window_days`` ago: its
+    pages, written now, would outlive the files they list (:mod:`wheelgate.core.lifecycle`).
+    Also when another writer wins the race for a name with other bytes, and when the window
+    closes while the files upload (then the files are staged but the pages are not written).
     """
     check_run_id(run_id)
     check_index(index)
+    if publish_pages:
+        _check_window(staging, run_id, clock(), window_days)
     heads = {
         a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
     }
@@ -222,6 +232,14 @@ def stage(
             )
     if not publish_pages:
         return StageResult(uploaded=uploaded, unchanged=unchanged, pages=PageWrites())
+    # Uploads of large files take long: the pages are written now, so the window must still
+    # be open now.
+    try:
+        _check_window(staging, run_id, clock(), window_days)
+    except StageError as exc:
+        raise StageError(
+            f"{exc} (the files were uploaded, but the run's index pages were not updated)"
+        ) from None
     pages = publish_run_index(
         staging=staging,
         nightly=nightly,
@@ -232,6 +250,23 @@ def stage(
         now=upload_time(clock()),
     )
     return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
+
+
+def first_staged(staging: Bucket, run_id: str) -> datetime | None:
+    """When the oldest object still under the run's prefix was written; ``None`` if none is."""
+    times = [
+        obj.last_modified
+        for obj in staging.list(STAGING.run_prefix(run_id))
+        if obj.last_modified is not None
+    ]
+    return min(times, default=None)
+
+
+def _check_window(staging: Bucket, run_id: str, now: datetime, window_days: int) -> None:
+    try:
+        check_stage_window(run_id, first_staged(staging, run_id), now, window_days)
+    except StageWindowClosed as exc:
+        raise StageError(str(exc)) from None
 
 
 def _upload_once(
@@ -313,7 +348,12 @@ def publish_run_index(
     by_project: dict[str, list[LocalArtifact]] = defaultdict(list)
     for artifact in artifacts:
         by_project[project_dir(artifact.project)].append(artifact)
-    run_pages = IndexStore(staging, prefix=STAGING.run_pages_prefix(run_id))
+    # The tag selects the lifecycle rule that expires the pages before the files they list.
+    run_pages = IndexStore(
+        staging,
+        prefix=STAGING.run_pages_prefix(run_id),
+        tags={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
+    )
     nightly_pages = IndexStore(nightly)
     nightly_projects, _ = nightly_pages.read_root(index)
     projects = sorted({*by_project, *nightly_projects})

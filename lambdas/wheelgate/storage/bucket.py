@@ -11,8 +11,11 @@ import hashlib
 import random
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import urlencode
 
 from botocore.exceptions import ClientError
 
@@ -54,6 +57,15 @@ def retry_delay(attempt: int) -> float:
     """Seconds to wait before retrying after losing a conditional write for the ``attempt``-th
     time: exponential, capped at 2 s, with jitter so that racing writers spread out."""
     return float(min(2.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
+
+
+@dataclass(frozen=True)
+class ObjectLock:
+    """An explicit Object Lock for one written version: ``mode`` (``GOVERNANCE`` or
+    ``COMPLIANCE``) until ``until``. Without one, a version takes the bucket's default."""
+
+    mode: str
+    until: datetime
 
 
 class PreconditionFailed(Exception):
@@ -231,11 +243,15 @@ class Bucket:
         if_match: str | None = None,
         if_none_match: bool = False,
         metadata: Mapping[str, str] | None = None,
+        lock: ObjectLock | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> str:
         """Write a small object with a SHA-256 checksum; return its ETag.
 
         ``if_match`` / ``if_none_match`` make the write conditional; a lost condition raises
-        :class:`PreconditionFailed`.
+        :class:`PreconditionFailed`. ``lock`` gives the version its own Object Lock (the
+        writer needs ``s3:PutObjectRetention``); ``tags`` are its object tags (the writer needs
+        ``s3:PutObjectTagging``).
         """
         digest = hashlib.sha256(body).digest()
         kwargs: dict[str, Any] = {
@@ -252,6 +268,11 @@ class Bucket:
             kwargs["IfMatch"] = if_match
         if if_none_match:
             kwargs["IfNoneMatch"] = "*"
+        if lock is not None:
+            kwargs["ObjectLockMode"] = lock.mode
+            kwargs["ObjectLockRetainUntilDate"] = lock.until
+        if tags:
+            kwargs["Tagging"] = urlencode(tags)
         try:
             response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
         except ClientError as exc:
@@ -266,9 +287,12 @@ class Bucket:
         etag: str | None,
         content_type: str,
         cache_control: str | None = None,
+        lock: ObjectLock | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> bool:
         """Write ``key`` only if it is still the version read (ETag ``etag``; absent when
-        ``None``). ``False`` when another writer changed it first: re-read and re-apply."""
+        ``None``). ``False`` when another writer changed it first: re-read and re-apply.
+        ``lock`` and ``tags`` as for :meth:`put`."""
         try:
             self.put(
                 key,
@@ -277,6 +301,8 @@ class Bucket:
                 cache_control=cache_control,
                 if_match=etag,
                 if_none_match=etag is None,
+                lock=lock,
+                tags=tags,
             )
         except PreconditionFailed:
             return False
