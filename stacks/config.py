@@ -5,8 +5,8 @@ nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_ro
 ``cache_bucket_name``, ``alarm_email``, ``custom_domain``, ``waf_rate_limit``,
 ``waf_web_acl_arn``) may be ``null`` or left out (CDK drops
 ``null`` context values anyway), ``release_tags`` defaults to none (tags release only when
-listed), ``block_all_on_failure`` defaults to ``true`` and
-``staging_versioned`` to ``false``.
+listed), ``block_all_on_failure`` defaults to ``true``,
+``staging_versioned`` to ``false`` and ``listing_retention`` to keeping every version listed.
 
 Any key can be overridden on the command line with
 ``-c wheelgate.<key>=<value>`` (the value is parsed as JSON when it is valid JSON).
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wheelgate.core.layout import LayoutError, check_index_dirs
-from wheelgate.core.settings import DEFAULT_TEST_URL_HOSTS
+from wheelgate.core.settings import DEFAULT_TEST_URL_HOSTS, ListingRetention, SettingsError
 
 CONTEXT_KEY = "wheelgate"
 
@@ -102,6 +102,8 @@ class WheelGateConfig:
     waf_web_acl_arn: str | None
     nightly_domain: CustomDomain | None
     staging_domain: CustomDomain | None
+    #: Which versions index pages list, per index directory (``WHEELGATE_LISTING_RETENTION``).
+    listing_retention: ListingRetention
 
     @property
     def release_refs(self) -> tuple[str, ...]:
@@ -171,6 +173,13 @@ class WheelGateConfig:
             raise ConfigError(
                 f"context key {CONTEXT_KEY}.required_tests names index directories that are "
                 f"not in {CONTEXT_KEY}.index_dirs: {', '.join(unknown)}"
+            )
+        listing_retention = reader.listing_retention("listing_retention")
+        unknown = sorted(set(listing_retention.indexes) - set(index_dirs))
+        if unknown:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.listing_retention.indexes names index directories "
+                f"that are not in {CONTEXT_KEY}.index_dirs: {', '.join(unknown)}"
             )
         domains = reader.optional_mapping("custom_domain") or {}
         github_repo = reader.string("github_repo")
@@ -318,6 +327,7 @@ class WheelGateConfig:
             waf_web_acl_arn=waf_web_acl_arn,
             nightly_domain=_domain(domains, "nightly"),
             staging_domain=_domain(domains, "staging"),
+            listing_retention=listing_retention,
         )
 
 
@@ -469,6 +479,16 @@ class _Reader:
         if value is not None and not isinstance(value, Mapping):
             raise self._fail(path, "an object or null")
         return value
+
+    def listing_retention(self, *path: str) -> ListingRetention:
+        """Retention rules (see :class:`ListingRetention`); every version when left out."""
+        value = self._lookup(*path, nullable=True)
+        try:
+            return ListingRetention.from_value(
+                value, name=f"context key {CONTEXT_KEY}.{'.'.join(path)}"
+            )
+        except SettingsError as exc:
+            raise ConfigError(str(exc)) from exc
 
     def tests(self, *path: str) -> Mapping[str, tuple[str, ...]]:
         value = self._lookup(*path)

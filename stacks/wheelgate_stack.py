@@ -21,6 +21,7 @@ from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
+    ENV_LISTING_RETENTION,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_DISTRIBUTION_ID,
@@ -121,6 +122,7 @@ class WheelGateStack(Stack):
                     "true" if config.allow_build_tag_rereleases else "false"
                 ),
                 ENV_TEST_URL_HOSTS: test_url_hosts,
+                ENV_LISTING_RETENTION: config.listing_retention.to_json(),
             },
         )
         access.confine_promoter_to(promoter.function.function_arn)

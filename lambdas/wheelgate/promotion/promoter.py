@@ -130,6 +130,7 @@ class Promoter:
             settings=settings,
             nightly_pages=nightly_pages,
             invalidator=invalidator,
+            clock=clock,
         )
 
     def load_record(self, run_id: str) -> PromotionRecord | None:
@@ -434,6 +435,7 @@ class Promoter:
                     for step in plan.steps
                 ],
                 tests=recorded_tests(accepted[plan.index].tests),
+                delisted=pages_nightly.delisted.get(plan.index, []),
             )
             for plan in plans
         ]
