@@ -225,3 +225,17 @@ def test_index_rebuild_applies_a_changed_rule_and_dry_run_says_what_would_change
     assert change["archive_added"] == change["archive_removed"] == []
     # The archive keeps every file through all of it, with the yank state it had.
     assert set(page_files(local_k2, ARCHIVE, "ret-pkg")) == {pkg(v) for v in VERSIONS}
+
+
+def test_a_runs_staging_index_offers_what_the_listing_lists(
+    local_k2: LocalProcess, promoted: dict[str, Any], tmp_path: Path
+) -> None:
+    # Given a later run of another project staged into the directory...
+    other = build_wheel(tmp_path, "ret-other", "1.0")
+    run_ok(
+        local_k2, "stage", "--run-id", "ret-run", "--index", INDEX, "--commit", COMMIT, str(other)
+    )
+    # Then its index borrows nightly's listing of ret-pkg, not the archive's every file.
+    borrowed = json.loads(fetch(local_k2.run_index("ret-run", INDEX) + "ret-pkg/", JSON_ACCEPT))
+    assert {f["filename"] for f in borrowed["files"]} == set(page_files(local_k2, INDEX, "ret-pkg"))
+    assert pkg("1.0") not in {f["filename"] for f in borrowed["files"]}
