@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, installed
+from tests.integration.conftest import LocalProcess, installed, local_process
 from tests.integration.test_cycle import pip, run_ok, uv_install
 from tests.integration.test_index_maintenance import fetch
 from wheelgate.core.settings import ENV_LISTING_RETENTION
@@ -37,18 +37,8 @@ def retention(keep_versions: int) -> str:
 @pytest.fixture(scope="module")
 def local_k2() -> Iterator[LocalProcess]:
     """``wheelgate local`` whose promoter lists two versions per project of ``INDEX``."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "wheelgate", "local"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, ENV_LISTING_RETENTION: retention(2)},
-    )
-    assert process.stdout is not None
-    ready = json.loads(process.stdout.readline())
-    yield LocalProcess(process, ready["env"], ready["staging_url"], ready["nightly_url"])
-    process.terminate()
-    process.wait(timeout=10)
+    with local_process({ENV_LISTING_RETENTION: retention(2)}) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
