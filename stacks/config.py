@@ -6,8 +6,9 @@ nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_ro
 ``waf_web_acl_arn``) may be ``null`` or left out (CDK drops
 ``null`` context values anyway), ``release_tags`` defaults to none (tags release only when
 listed), ``block_all_on_failure`` defaults to ``true``,
-``staging_versioned`` to ``false`` and ``fanout`` (``min_files``, ``min_bytes``) to
-:data:`~wheelgate.core.settings.DEFAULT_FANOUT_MIN_FILES` and ``DEFAULT_FANOUT_MIN_BYTES``.
+``staging_versioned`` to ``false``, ``fanout`` (``min_files``, ``min_bytes``) to
+:data:`~wheelgate.core.settings.DEFAULT_FANOUT_MIN_FILES` and ``DEFAULT_FANOUT_MIN_BYTES``,
+and ``listing_retention`` to keeping every version listed.
 
 Any key can be overridden on the command line with
 ``-c wheelgate.<key>=<value>`` (the value is parsed as JSON when it is valid JSON).
@@ -27,6 +28,7 @@ from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_FILES,
     DEFAULT_TEST_URL_HOSTS,
     RETENTION_MODES,
+    ListingRetention,
     SettingsError,
     run_stage_window_days,
 )
@@ -119,6 +121,8 @@ class WheelGateConfig:
     #: fan-out state machine (``WHEELGATE_FANOUT_MIN_FILES`` / ``_MIN_BYTES``).
     fanout_min_files: int
     fanout_min_bytes: int
+    #: Which versions index pages list, per index directory (``WHEELGATE_LISTING_RETENTION``).
+    listing_retention: ListingRetention
 
     @property
     def release_refs(self) -> tuple[str, ...]:
@@ -210,6 +214,13 @@ class WheelGateConfig:
                 f"context keys {CONTEXT_KEY}.staging_run_page_expiry_days and "
                 f"{CONTEXT_KEY}.staging_run_expiry_days: {exc}"
             ) from exc
+        listing_retention = reader.listing_retention("listing_retention")
+        unknown = sorted(set(listing_retention.indexes) - set(index_dirs))
+        if unknown:
+            raise ConfigError(
+                f"context key {CONTEXT_KEY}.listing_retention.indexes names index directories "
+                f"that are not in {CONTEXT_KEY}.index_dirs: {', '.join(unknown)}"
+            )
         domains = reader.optional_mapping("custom_domain") or {}
         github_repo = reader.string("github_repo")
         default_branch = reader.string("default_branch")
@@ -365,6 +376,7 @@ class WheelGateConfig:
             fanout_min_bytes=reader.positive_int_or(
                 "fanout", "min_bytes", default=DEFAULT_FANOUT_MIN_BYTES
             ),
+            listing_retention=listing_retention,
         )
 
 
@@ -526,6 +538,16 @@ class _Reader:
         if value is not None and not isinstance(value, Mapping):
             raise self._fail(path, "an object or null")
         return value
+
+    def listing_retention(self, *path: str) -> ListingRetention:
+        """Retention rules (see :class:`ListingRetention`); every version when left out."""
+        value = self._lookup(*path, nullable=True)
+        try:
+            return ListingRetention.from_value(
+                value, name=f"context key {CONTEXT_KEY}.{'.'.join(path)}"
+            )
+        except SettingsError as exc:
+            raise ConfigError(str(exc)) from exc
 
     def tests(self, *path: str) -> Mapping[str, tuple[str, ...]]:
         value = self._lookup(*path)

@@ -28,6 +28,7 @@ from wheelgate.core.settings import (
     ENV_FANOUT_MIN_BYTES,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
+    ENV_LISTING_RETENTION,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_DISTRIBUTION_ID,
@@ -143,6 +144,7 @@ class WheelGateStack(Stack):
                 ENV_FANOUT_MIN_BYTES: str(config.fanout_min_bytes),
                 ENV_NIGHTLY_RETENTION_MODE: config.nightly_retention_mode,
                 ENV_NIGHTLY_PAGE_RETENTION_DAYS: str(config.nightly_page_retention_days),
+                ENV_LISTING_RETENTION: config.listing_retention.to_json(),
             },
         )
         access.confine_promoter_to(promoter.function.function_arn)

@@ -9,7 +9,12 @@ import pytest
 
 from stacks.config import ConfigError, CustomDomain, WheelGateConfig
 from tests.infra.synth import cdk_json_context
-from wheelgate.core.settings import DEFAULT_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_FILES
+from wheelgate.core.settings import (
+    DEFAULT_FANOUT_MIN_BYTES,
+    DEFAULT_FANOUT_MIN_FILES,
+    ListingRetention,
+    RetentionRule,
+)
 
 
 def _config(**changes: Any) -> WheelGateConfig:
@@ -210,6 +215,39 @@ def test_test_url_hosts_default_to_github() -> None:
     assert _config(test_url_hosts=["ci.example.org"]).test_url_hosts == ("ci.example.org",)
     with pytest.raises(ConfigError, match=r"test_url_hosts.*non-empty list"):
         _config(test_url_hosts=[])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"default": {"keep_versions": 0}}, r"listing_retention\.default\.keep_versions is 0"),
+        ({"default": {"keep_days": "30"}}, r"listing_retention\.default\.keep_days must be"),
+        ({"default": {"keep_versions": True}}, r"keep_versions must be a positive integer"),
+        ({"default": {"keep": 3}}, r"listing_retention\.default has unknown key\(s\) keep"),
+        ({"defaults": {}}, r"listing_retention has unknown key\(s\) defaults"),
+        ({"indexes": {"v2/gfx94X-dcgpu": 30}}, r"indexes\.v2/gfx94X-dcgpu must be an object"),
+        ({"indexes": {"v2/nope": {}}}, r"listing_retention\.indexes names .*v2/nope"),
+        ({"indexes": {"runs/x": {}}}, r"listing_retention\.indexes: .*reserves"),
+        ([30], r"listing_retention must be an object"),
+    ],
+)
+def test_bad_listing_retention_is_refused_naming_the_key(value: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(listing_retention=value)
+
+
+def test_listing_retention_default_and_overrides_are_read() -> None:
+    # Left out: every version stays listed.
+    assert _config(listing_retention=...).listing_retention == ListingRetention()
+    config = _config(
+        listing_retention={
+            "default": {"keep_versions": 30, "keep_days": None},
+            "indexes": {"v2/gfx950-dcgpu": {"keep_days": 60}},
+        }
+    )
+    assert config.listing_retention.rule_for("v2/gfx94X-dcgpu") == RetentionRule(keep_versions=30)
+    # An override is a whole rule: keep_versions it leaves out is null, not the default's 30.
+    assert config.listing_retention.rule_for("v2/gfx950-dcgpu") == RetentionRule(keep_days=60)
 
 
 def test_block_all_on_failure_defaults_to_true() -> None:

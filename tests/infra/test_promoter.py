@@ -22,6 +22,7 @@ from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
+    ENV_LISTING_RETENTION,
     ENV_NIGHTLY_BASE_URL,
     ENV_REQUIRED_TESTS,
     ENV_TEST_URL_HOSTS,
@@ -32,6 +33,9 @@ from wheelgate.core.settings import (
     METRIC_PROMOTIONS_REJECTED,
     METRICS_NAMESPACE,
     SERVICE_NAME,
+    ListingRetention,
+    RetentionRule,
+    listing_retention_from_env,
 )
 
 
@@ -85,6 +89,13 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     assert env[ENV_BREAK_GLASS_ID] == ""
     assert env[ENV_BLOCK_ALL_ON_FAILURE] == "true"
     assert json.loads(env[ENV_TEST_URL_HOSTS]) == cdk_json_context()["wheelgate"]["test_url_hosts"]
+    # Listing retention as cdk.json states it, in the shape the promoter parses.
+    retention = listing_retention_from_env(env)
+    assert retention == ListingRetention.from_value(
+        cdk_json_context()["wheelgate"]["listing_retention"], name="listing_retention"
+    )
+    assert retention.rule_for("v2/gfx94X-dcgpu") == RetentionRule(keep_versions=30)
+    assert json.loads(env[ENV_LISTING_RETENTION])["indexes"] == {}
 
 
 def test_outputs_for_ci(template_json: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@ promoter handler, and real pip and uv run hermetically against the served indexe
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -10,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,13 +87,16 @@ class LocalProcess:
         return versions
 
 
-def local_process(*options: str) -> Iterator[LocalProcess]:
-    """``wheelgate local`` with ``options`` in its own process, until the generator closes."""
+@contextlib.contextmanager
+def local_process(*options: str, env: Mapping[str, str] | None = None) -> Iterator[LocalProcess]:
+    """``wheelgate local`` with ``options`` in its own process, with ``env`` added to this
+    one's environment (the promoter's settings, such as ``WHEELGATE_LISTING_RETENTION``)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "wheelgate", "local", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        env={**os.environ, **(env or {})},
     )
     assert process.stdout is not None
     ready = json.loads(process.stdout.readline())
@@ -105,7 +109,8 @@ def local_process(*options: str) -> Iterator[LocalProcess]:
 @pytest.fixture(scope="session")
 def local() -> Iterator[LocalProcess]:
     """``wheelgate local`` in its own process, exactly as ``make demo`` starts it."""
-    yield from local_process()
+    with local_process() as started:
+        yield started
 
 
 @pytest.fixture(scope="session")

@@ -298,17 +298,24 @@ def test_only_the_touched_pages_are_invalidated(
     run.stage(wheel(tmp_path, "pkg0", "1.0"))
     assert run.report(run.manifest())["state"] == "promoted"
     [paths] = invalidated_paths(distribution)
+    # The listing's pages and the archive's (listing retention), root and project.
     assert sorted(paths) == [
+        "/f/cdn/_archive/index.html",
+        "/f/cdn/_archive/index.json",
+        "/f/cdn/_archive/pkg0/index.html",
+        "/f/cdn/_archive/pkg0/index.json",
         "/f/cdn/index.html",
         "/f/cdn/index.json",
         "/f/cdn/pkg0/index.html",
         "/f/cdn/pkg0/index.json",
     ]
-    # A second run of the same project leaves the root page alone, and so its cache.
+    # A second run of the same project leaves the root pages alone, and so their cache.
     run2 = Run(buckets, tmp_path / "2", "cdn-2", "f/cdn")
     run2.stage(wheel(tmp_path / "2", "pkg0", "1.1"))
     assert run2.report(run2.manifest())["state"] == "promoted"
     assert sorted(invalidated_paths(distribution)[-1]) == [
+        "/f/cdn/_archive/pkg0/index.html",
+        "/f/cdn/_archive/pkg0/index.json",
         "/f/cdn/pkg0/index.html",
         "/f/cdn/pkg0/index.json",
     ]

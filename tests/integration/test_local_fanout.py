@@ -17,7 +17,8 @@ INDEX = "v2/fanout"
 
 @pytest.fixture(scope="module")
 def local_fanout() -> Iterator[LocalProcess]:
-    yield from local_process("--fanout-min-files", "2")
+    with local_process("--fanout-min-files", "2") as started:
+        yield started
 
 
 def ok(local: LocalProcess, *args: str) -> str:

@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -321,18 +322,21 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
-    from wheelgate.core.settings import page_retention_from_env
+    from wheelgate.core.settings import listing_retention_from_env, page_retention_from_env
     from wheelgate.index.rebuild import rebuild, scan_nightly
 
     index_option(args)
     _, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
+        rule = listing_retention_from_env(os.environ).rule_for(args.index)
         changes, writes = rebuild(
             target=nightly,
             index=args.index,
             scanned=scan_nightly(nightly, args.index),
             dry_run=args.dry_run,
+            rule=rule,
+            now=datetime.now(UTC),
             retention=page_retention_from_env(os.environ),
         )
     except ValueError as exc:
@@ -343,6 +347,7 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
                 "index": args.index,
                 "bucket": "nightly",
                 "dry_run": args.dry_run,
+                "listing_retention": rule.to_value(),
                 "projects": [c.__dict__ for c in changes if c.any],
                 "unchanged_projects": sum(1 for c in changes if not c.any),
                 "pages_written": writes.keys,
@@ -604,12 +609,15 @@ def build_parser() -> argparse.ArgumentParser:
         "rebuild",
         help="rewrite an index directory's pages from the files in the bucket",
         description=(
-            "Repair: scan nightly's files of DIR (<DIR>/<file>) and rewrite every project page "
-            "and the root page. Yank state and upload times of unchanged files are kept. "
-            "--dry-run prints what would change and writes nothing. Writing nightly pages "
-            "needs the promoter's (or the break-glass) permissions; with "
-            "$WHEELGATE_NIGHTLY_RETENTION_MODE and $WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS set "
-            "(the stack's outputs), pages get the promoter's short lock. A run's staging index is "
+            "Repair: scan nightly's files of DIR (<DIR>/<file>) and rewrite every archive page "
+            "(<DIR>/_archive/: every file), then every project page and the root pages, listing "
+            "what DIR's listing retention (WHEELGATE_LISTING_RETENTION, as the promoter reads "
+            "it) keeps. Yank state and upload times of unchanged files are kept. "
+            "--dry-run prints what would change (delisted: files the rule takes off the "
+            "listing) and writes nothing. Writing nightly pages needs the promoter's (or the "
+            "break-glass) permissions; with $WHEELGATE_NIGHTLY_RETENTION_MODE and "
+            "$WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS set (the stack's outputs), pages get the "
+            "promoter's short lock. A run's staging index is "
             "refreshed by running wheelgate stage again with the same files."
         ),
     )

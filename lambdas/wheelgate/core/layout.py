@@ -27,7 +27,12 @@ Nightly bucket::
     <index>/<filename>                          released artifact (Object Lock)
     <index>/<filename>.metadata                 its PEP 658 core metadata
     <index>/index.html|index.json               index root page
-    <index>/<project>/index.html|index.json     project page
+    <index>/<project>/index.html|index.json     project page (listing retention may trim it)
+    <index>/_archive/index.html|index.json      archive root page
+    <index>/_archive/<project>/index.html|.json archive project page: every file ever released
+
+The archive's segment starts with ``_``, which neither a normalized project name nor an index
+directory segment can contain or start with, so it never collides with a project's page.
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ LEASES_DIR = "_leases/"
 JOBS_DIR = "_jobs/"
 METADATA_SUFFIX = ".metadata"
 HTML_PAGE = "index.html"
+#: The full-history ("archive") index of a directory: ``<index>/_archive/``. Normalized project
+#: names never contain ``_`` and index directory segments never start with it.
+ARCHIVE_DIR = "_archive"
 JSON_PAGE = "index.json"
 #: Names of index pages; never a distribution's file name, so listings can tell them apart.
 PAGE_NAMES = frozenset({HTML_PAGE, JSON_PAGE})
@@ -261,16 +269,25 @@ class StagingLayout:
 
 @dataclass(frozen=True)
 class IndexLayout:
-    """Index pages, the same shape in both buckets."""
+    """Index pages, the same shape in both buckets. ``archive=True`` names the pages of the
+    directory's full-history index (:data:`ARCHIVE_DIR`) instead of its listing."""
 
-    def root_page(self, index: str, *, json: bool = False) -> str:
-        return f"{check_index(index)}/{JSON_PAGE if json else HTML_PAGE}"
+    def pages_dir(self, index: str, *, archive: bool = False) -> str:
+        """The directory a client's ``--index-url`` names: the listing's or the archive's."""
+        return f"{check_index(index)}/{ARCHIVE_DIR + '/' if archive else ''}"
 
-    def project_dir(self, index: str, project: str) -> str:
-        return f"{check_index(index)}/{project_dir(project)}/"
+    def root_page(self, index: str, *, json: bool = False, archive: bool = False) -> str:
+        return self.pages_dir(index, archive=archive) + (JSON_PAGE if json else HTML_PAGE)
 
-    def project_page(self, index: str, project: str, *, json: bool = False) -> str:
-        return self.project_dir(index, project) + (JSON_PAGE if json else HTML_PAGE)
+    def project_dir(self, index: str, project: str, *, archive: bool = False) -> str:
+        return f"{self.pages_dir(index, archive=archive)}{project_dir(project)}/"
+
+    def project_page(
+        self, index: str, project: str, *, json: bool = False, archive: bool = False
+    ) -> str:
+        return self.project_dir(index, project, archive=archive) + (
+            JSON_PAGE if json else HTML_PAGE
+        )
 
 
 @dataclass(frozen=True)

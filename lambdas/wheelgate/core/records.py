@@ -40,6 +40,9 @@ class SetOutcome(BaseModel):
     message: str = ""
     files: list[FileOutcome] = []
     tests: list[dict[str, str]] = []
+    #: Files the promotion took off the directory's listing pages (listing retention): still
+    #: in nightly and on its archive pages (``<index>/_archive/``).
+    delisted: list[str] = []
 
 
 def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:

@@ -49,6 +49,12 @@ DEFAULT_TEST_URL_HOSTS = ("github.com",)
 #: Console URL of the stack's CloudWatch dashboard, linked from the status page.
 ENV_DASHBOARD_URL = "WHEELGATE_DASHBOARD_URL"
 
+#: JSON object: which versions index pages list (``listing_retention`` in cdk.json, same shape:
+#: ``{"default": RULE, "indexes": {DIR: RULE}}``, a RULE being ``{"keep_versions": K or null,
+#: "keep_days": D or null}``); unset: every page lists every file (see
+#: :class:`ListingRetention`).
+ENV_LISTING_RETENTION = "WHEELGATE_LISTING_RETENTION"
+
 #: The promoter function's timeout (the Lambda maximum), which the stack sets and the
 #: promoter's index-directory lease outlives.
 PROMOTER_TIMEOUT_SECONDS = 15 * 60
@@ -165,6 +171,7 @@ ALL_ENV_NAMES = (
     ENV_DASHBOARD_URL,
     ENV_NIGHTLY_RETENTION_MODE,
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
+    ENV_LISTING_RETENTION,
 )
 
 
@@ -303,6 +310,112 @@ def dashboard_url_from_env(environ: Mapping[str, str]) -> str | None:
     return url
 
 
+#: The keys of one retention rule.
+RETENTION_RULE_KEYS = ("keep_versions", "keep_days")
+
+
+@dataclass(frozen=True)
+class RetentionRule:
+    """Which versions of a project an index directory's pages list.
+
+    ``keep_versions`` (K): the newest K versions that are not wholly yanked. ``keep_days``
+    (D): every version first released in the last D days. Both set: a version is listed when
+    either keeps it (the last D days, and never fewer than K versions). Neither: every version.
+    Whatever the rule, a project's newest version is always listed; see
+    :mod:`wheelgate.index.retention` for the exact rules.
+    """
+
+    keep_versions: int | None = None
+    keep_days: int | None = None
+
+    @property
+    def keeps_everything(self) -> bool:
+        return self.keep_versions is None and self.keep_days is None
+
+    def to_value(self) -> dict[str, int | None]:
+        return {"keep_versions": self.keep_versions, "keep_days": self.keep_days}
+
+
+@dataclass(frozen=True)
+class ListingRetention:
+    """The retention rule of every index directory: ``indexes`` overrides ``default`` per
+    directory (an override is a whole rule: a key it leaves out is ``null``)."""
+
+    default: RetentionRule = RetentionRule()
+    indexes: Mapping[str, RetentionRule] = field(default_factory=dict)
+
+    def rule_for(self, index: str) -> RetentionRule:
+        """The rule of index directory ``index``."""
+        return self.indexes.get(index, self.default)
+
+    def to_json(self) -> str:
+        """The value of ``WHEELGATE_LISTING_RETENTION``."""
+        doc = {
+            "default": self.default.to_value(),
+            "indexes": {k: v.to_value() for k, v in sorted(self.indexes.items())},
+        }
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_value(cls, value: object, *, name: str) -> ListingRetention:
+        """Read ``{"default": RULE, "indexes": {DIR: RULE}}`` (both keys optional; ``None``:
+        keep everything). ``name`` names the setting in errors (the cdk.json key or the
+        environment variable). Raises :class:`SettingsError` naming the bad key."""
+        if value is None:
+            return cls()
+        if not isinstance(value, Mapping):
+            raise SettingsError(f"{name} must be an object with 'default' and 'indexes'")
+        unknown = sorted(set(value) - {"default", "indexes"})
+        if unknown:
+            raise SettingsError(
+                f"{name} has unknown key(s) {', '.join(unknown)}: use 'default' and 'indexes'"
+            )
+        default = _retention_rule(value.get("default"), f"{name}.default")
+        overrides = value.get("indexes") or {}
+        if not isinstance(overrides, Mapping):
+            raise SettingsError(f"{name}.indexes must map index directories to rules")
+        indexes = {}
+        for index, rule in overrides.items():
+            try:
+                check_index(str(index))
+            except LayoutError as exc:
+                raise SettingsError(f"{name}.indexes: {exc}") from exc
+            indexes[str(index)] = _retention_rule(rule, f"{name}.indexes.{index}")
+        return cls(default=default, indexes=indexes)
+
+
+def _retention_rule(value: object, name: str) -> RetentionRule:
+    if value is None:
+        return RetentionRule()
+    if not isinstance(value, Mapping):
+        raise SettingsError(f"{name} must be an object with {' and '.join(RETENTION_RULE_KEYS)}")
+    unknown = sorted(set(value) - set(RETENTION_RULE_KEYS))
+    if unknown:
+        raise SettingsError(
+            f"{name} has unknown key(s) {', '.join(map(str, unknown))}: use "
+            f"{' and '.join(RETENTION_RULE_KEYS)}"
+        )
+    numbers: dict[str, int | None] = {}
+    for key in RETENTION_RULE_KEYS:
+        number = value.get(key)
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+            raise SettingsError(f"{name}.{key} must be a positive integer or null, not {number!r}")
+        if number is not None and number <= 0:
+            raise SettingsError(
+                f"{name}.{key} is {number}; use a positive integer, or null to keep every version"
+            )
+        numbers[key] = number
+    return RetentionRule(keep_versions=numbers["keep_versions"], keep_days=numbers["keep_days"])
+
+
+def listing_retention_from_env(environ: Mapping[str, str]) -> ListingRetention:
+    """The rules of ``WHEELGATE_LISTING_RETENTION`` (unset: every page lists every file).
+    Raises :class:`SettingsError` naming the bad key."""
+    return ListingRetention.from_value(
+        _json_value(environ, ENV_LISTING_RETENTION, None), name=ENV_LISTING_RETENTION
+    )
+
+
 @dataclass(frozen=True)
 class PromoterSettings:
     """Everything the promoter needs to know about its deployment."""
@@ -331,6 +444,7 @@ class PromoterSettings:
     dead_letter_queue_url: str | None = None
     #: The lock nightly index pages are written with (``None``: the bucket's default).
     page_retention: PageRetention | None = None
+    listing_retention: ListingRetention = ListingRetention()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -390,4 +504,5 @@ class PromoterSettings:
             manifest_queue_url=optional(ENV_MANIFEST_QUEUE_URL),
             dead_letter_queue_url=optional(ENV_DEAD_LETTER_QUEUE_URL),
             page_retention=page_retention_from_env(environ),
+            listing_retention=listing_retention_from_env(environ),
         )

@@ -13,15 +13,17 @@ PEP 592 ``data-yanked``; PEP 691 JSON with PEP 700 ``versions``, ``size`` and ``
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from html import escape
-from urllib.parse import urljoin
+from urllib.parse import unquote, urljoin
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from wheelgate.core.layout import href
 from wheelgate.core.manifest import parse_distribution_filename
 
 API_VERSION = "1.1"
@@ -106,6 +108,20 @@ def merge_entries(
 def absolute(entries: Iterable[IndexEntry], page_url: str) -> tuple[IndexEntry, ...]:
     """``entries`` with URLs made absolute against the URL of the page that listed them."""
     return tuple(e if e.is_absolute else e.with_url(urljoin(page_url, e.url)) for e in entries)
+
+
+def rebase(entries: Iterable[IndexEntry], from_dir: str, to_dir: str) -> tuple[IndexEntry, ...]:
+    """``entries`` linked from a page in ``to_dir`` instead of ``from_dir`` (both bucket key
+    directories): each relative link is resolved to its key, then linked again with
+    :func:`~wheelgate.core.layout.href`. Absolute links stay as they are."""
+
+    def moved(entry: IndexEntry) -> IndexEntry:
+        if entry.is_absolute:
+            return entry
+        key = posixpath.normpath(posixpath.join(from_dir, unquote(entry.url)))
+        return entry.with_url(href(to_dir, key))
+
+    return tuple(moved(e) for e in entries)
 
 
 def staging_view(

@@ -1,7 +1,11 @@
-"""Full rebuild of an index directory's pages from the files in the bucket (repair).
+"""Full rebuild of an index directory's pages from the files in the bucket (repair, and a
+changed listing retention).
 
-Promotion keeps pages current incrementally; this is for the day a page is lost or damaged.
-Yank state and upload times already on a page are kept for files whose bytes are unchanged.
+Promotion keeps pages current incrementally; this is for the day a page is lost or damaged, or
+the directory's retention rule changed. The archive pages are rebuilt from every file in the
+directory, the listing pages from what the rule keeps of them
+(:func:`~wheelgate.index.history.update_history`). Yank state and upload times already on a
+page are kept for files whose bytes are unchanged.
 """
 
 from __future__ import annotations
@@ -10,27 +14,59 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from wheelgate.core.layout import METADATA_SUFFIX, PAGES, check_index, href
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
-from wheelgate.core.settings import PageRetention
+from wheelgate.core.settings import PageRetention, RetentionRule
 from wheelgate.core.wheelmeta import core_metadata
+from wheelgate.index.history import add_projects, update_history
 from wheelgate.index.pages import IndexEntry, merge_entries, upload_time
+from wheelgate.index.retention import retain
 from wheelgate.index.store import IndexStore, PageWrites
 from wheelgate.storage.bucket import Bucket
 
 
 @dataclass
 class ProjectChange:
+    """What a rebuild changes on a project's pages, by file name: ``added``, ``removed`` and
+    ``changed`` on its listing page, of which ``delisted`` are removed by the retention rule
+    alone (still in nightly and on the archive); ``archive_added``, ``archive_removed`` and
+    ``archive_changed`` on its archive page."""
+
     project: str
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
+    delisted: list[str] = field(default_factory=list)
+    archive_added: list[str] = field(default_factory=list)
+    archive_removed: list[str] = field(default_factory=list)
+    archive_changed: list[str] = field(default_factory=list)
 
     @property
     def any(self) -> bool:
-        return bool(self.added or self.removed or self.changed)
+        return bool(
+            self.added
+            or self.removed
+            or self.changed
+            or self.archive_added
+            or self.archive_removed
+            or self.archive_changed
+        )
+
+
+def _diff(
+    before: tuple[IndexEntry, ...], after: tuple[IndexEntry, ...]
+) -> tuple[list[str], list[str], list[str]]:
+    """File names added, removed and changed from ``before`` to ``after``."""
+    old = {e.filename: e for e in before}
+    new = {e.filename: e for e in after}
+    return (
+        sorted(set(new) - set(old)),
+        sorted(set(old) - set(new)),
+        sorted(n for n in set(new) & set(old) if new[n] != old[n]),
+    )
 
 
 def _is_distribution(name: str) -> bool:
@@ -114,31 +150,47 @@ def rebuild(
     index: str,
     scanned: Mapping[str, list[IndexEntry]],
     dry_run: bool,
+    rule: RetentionRule,
+    now: datetime,
     retention: PageRetention | None = None,
 ) -> tuple[list[ProjectChange], PageWrites]:
-    """Rewrite every project page of ``index`` in ``target`` from ``scanned`` entries, each
-    page version locked with ``retention`` when given (as the promoter writes them).
+    """Rewrite every project's archive page of ``index`` in ``target`` from ``scanned``
+    entries, and its listing page from what ``rule`` keeps of them at ``now``, each page
+    version locked with ``retention`` when given (as the promoter writes them).
 
-    Returns the per-project changes and (unless ``dry_run``) the pages written.
+    Returns the per-project changes and (unless ``dry_run``) the pages written. Raises
+    :class:`~wheelgate.core.errors.TransientError` when a page keeps changing under it.
     """
     store = IndexStore(target, retention=retention)
+    archive = store.archive_view()
     projects = set(scanned)
     changes: list[ProjectChange] = []
     writes = PageWrites()
     for project in sorted(projects):
-        page, _ = store.read_project(index, project)
-        entries = reconcile(page.entries, scanned.get(project, []))
-        before = {e.filename: e for e in page.entries}
-        after = {e.filename: e for e in entries}
+        history = store.read_history(index, project)
+        archived, _ = archive.read_project(index, project)
+        listing, _ = store.read_project(index, project)
+        entries = reconcile(history[0].entries, scanned.get(project, []))
+        listed = retain(entries, rule, now=now).listed
+        added, removed, changed = _diff(listing.entries, listed)
+        archive_added, archive_removed, archive_changed = _diff(archived.entries, entries)
+        kept = {e.filename for e in entries}
         change = ProjectChange(
             project=project,
-            added=sorted(set(after) - set(before)),
-            removed=sorted(set(before) - set(after)),
-            changed=sorted(n for n in set(after) & set(before) if after[n] != before[n]),
+            added=added,
+            removed=removed,
+            changed=changed,
+            delisted=[n for n in removed if n in kept],
+            archive_added=archive_added,
+            archive_removed=archive_removed,
+            archive_changed=archive_changed,
         )
         changes.append(change)
         if change.any and not dry_run:
-            writes.extend(store.update_project(index, project, _replace_with(entries)))
+            written = update_history(
+                store, index, project, _replace_with(entries), rule=rule, now=now, known=history
+            )
+            writes.extend(written)
     if not dry_run:
-        writes.extend(store.add_projects(index, projects))
+        writes.extend(add_projects(store, index, projects))
     return changes, writes

@@ -10,6 +10,11 @@ the HTML lags. Three requests per page when nobody else is writing: read, HTML, 
 
 A promotion touches only its own projects' pages, plus the root page when a project is new: its
 cost does not depend on how many other files the directory holds.
+
+A directory has two sets of pages: its listing (what ``--index-url <dir>/`` reads, which listing
+retention may trim) and its archive (``<dir>/_archive/``, every file ever released). An archive
+store (:meth:`IndexStore.archive_view`) reads and writes the archive pages but hands out and
+takes entries linked as from the listing's pages, so entries of both compare equal.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from wheelgate.index.pages import (
     ProjectPage,
     parse_project_json,
     parse_root_json,
+    rebase,
     render_project_html,
     render_project_json,
     render_root_html,
@@ -42,19 +48,25 @@ EntriesTransform = Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]
 
 @dataclass
 class PageWrites:
-    """Keys of the pages an update changed (for CloudFront invalidation), and the page as it
-    stands after the update (for callers that need it next)."""
+    """Keys of the pages an update changed (for CloudFront invalidation), the page as it
+    stands after the update (for callers that need it next), and the files listing retention
+    took off the listings, by index directory (for the promotion record)."""
 
     keys: list[str] = field(default_factory=list)
     page: ProjectPage | None = None
+    delisted: dict[str, list[str]] = field(default_factory=dict)
 
     def extend(self, other: PageWrites) -> None:
         self.keys.extend(k for k in other.keys if k not in self.keys)
+        for index, names in other.delisted.items():
+            mine = self.delisted.setdefault(index, [])
+            mine.extend(n for n in names if n not in mine)
 
 
 class IndexStore:
     """The simple-repository pages of one bucket, or of one run's index in it (``prefix``
-    ``runs/<run_id>/``: the same layout under the run's folder).
+    ``runs/<run_id>/``: the same layout under the run's folder); with ``archive``, the
+    directories' archive pages instead of their listings.
 
     Every page version is written with ``retention`` (nightly: a lock shorter than the files',
     so replaced versions can expire) and ``tags`` (a run's pages: the tag their lifecycle rule
@@ -68,6 +80,7 @@ class IndexStore:
         prefix: str = "",
         retention: PageRetention | None = None,
         tags: Mapping[str, str] | None = None,
+        archive: bool = False,
         max_attempts: int = 25,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -76,6 +89,7 @@ class IndexStore:
         self.prefix = prefix
         self.retention = retention
         self.tags = dict(tags or {})
+        self.archive = archive
         self._max_attempts = max_attempts
         self._sleep = sleep
         self._clock = clock
@@ -85,6 +99,40 @@ class IndexStore:
         if self.retention is None:
             return None
         return ObjectLock(self.retention.mode, self.retention.until(self._clock()))
+
+    def archive_view(self) -> IndexStore:
+        """The store of the same directories' archive pages."""
+        return IndexStore(
+            self.bucket,
+            prefix=self.prefix,
+            retention=self.retention,
+            tags=self.tags,
+            archive=True,
+            max_attempts=self._max_attempts,
+            sleep=self._sleep,
+            clock=self._clock,
+        )
+
+    def _stored(self, index: str, project: str, entries: tuple[IndexEntry, ...]) -> ProjectPage:
+        """The page to write: entries linked from this store's page directory."""
+        if self.archive:
+            entries = rebase(
+                entries,
+                PAGES.project_dir(index, project),
+                PAGES.project_dir(index, project, archive=True),
+            )
+        return ProjectPage(name=project, entries=entries)
+
+    def _loaded(self, index: str, page: ProjectPage) -> ProjectPage:
+        """A read page with entries linked as from the listing's page directory."""
+        if not self.archive:
+            return page
+        entries = rebase(
+            page.entries,
+            PAGES.project_dir(index, page.name, archive=True),
+            PAGES.project_dir(index, page.name),
+        )
+        return ProjectPage(name=page.name, entries=entries)
 
     def _commit_pair(
         self,
@@ -122,11 +170,25 @@ class IndexStore:
     def read_project(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
         """The current page (empty if none) and the ETag of its JSON form."""
         name = project_dir(project)
-        found = self.bucket.get(self.prefix + PAGES.project_page(index, name, json=True))
+        found = self.bucket.get(
+            self.prefix + PAGES.project_page(index, name, json=True, archive=self.archive)
+        )
         if found is None:
             return ProjectPage(name=name, entries=()), None
         body, etag = found
-        return parse_project_json(body), etag
+        return self._loaded(index, parse_project_json(body)), etag
+
+    def read_history(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
+        """Every released file of a project: its archive page and that page's ETag (on an
+        archive store). Where the archive page does not exist yet (a directory published
+        before archives existed), the listing's entries with no ETag, so that the first
+        archive write creates the page from them."""
+        archive = self if self.archive else self.archive_view()
+        page, etag = archive.read_project(index, project)
+        if etag is not None:
+            return page, etag
+        listing = IndexStore(self.bucket, prefix=self.prefix)
+        return listing.read_project(index, project)[0], None
 
     def update_project(
         self,
@@ -143,7 +205,7 @@ class IndexStore:
         page keeps changing under us for too long.
         """
         name = project_dir(project)
-        json_key = self.prefix + PAGES.project_page(index, name, json=True)
+        json_key = self.prefix + PAGES.project_page(index, name, json=True, archive=self.archive)
         for attempt in range(self._max_attempts):
             page, etag = known if known is not None else self.read_project(index, name)
             known = None
@@ -151,15 +213,18 @@ class IndexStore:
             if entries == page.entries and etag is not None:
                 return PageWrites(page=page)
             new_page = ProjectPage(name=name, entries=entries)
-            html_key = self.prefix + PAGES.project_page(index, name)
-            html, json_text = render_project_html(new_page), render_project_json(new_page)
+            stored = self._stored(index, name, entries)
+            html_key = self.prefix + PAGES.project_page(index, name, archive=self.archive)
+            html, json_text = render_project_html(stored), render_project_json(stored)
             if not self._commit_pair(html_key, html, json_key, json_text, etag, attempt):
                 continue
             return PageWrites([json_key, html_key], page=new_page)
         raise TransientError(f"{json_key} kept changing; gave up after {self._max_attempts} tries")
 
     def read_root(self, index: str) -> tuple[tuple[str, ...], str | None]:
-        found = self.bucket.get(self.prefix + PAGES.root_page(index, json=True))
+        found = self.bucket.get(
+            self.prefix + PAGES.root_page(index, json=True, archive=self.archive)
+        )
         if found is None:
             return (), None
         body, etag = found
@@ -168,13 +233,13 @@ class IndexStore:
     def add_projects(self, index: str, projects: Iterable[str]) -> PageWrites:
         """Make sure the root page lists ``projects``; write only if the set changes."""
         wanted = {project_dir(p) for p in projects}
-        json_key = self.prefix + PAGES.root_page(index, json=True)
+        json_key = self.prefix + PAGES.root_page(index, json=True, archive=self.archive)
         for attempt in range(self._max_attempts):
             current, etag = self.read_root(index)
             if wanted <= set(current) and etag is not None:
                 return PageWrites()
             names = sorted(wanted | set(current))
-            html_key = self.prefix + PAGES.root_page(index)
+            html_key = self.prefix + PAGES.root_page(index, archive=self.archive)
             html, json_text = render_root_html(names), render_root_json(names)
             if not self._commit_pair(html_key, html, json_key, json_text, etag, attempt):
                 continue

@@ -430,6 +430,7 @@ class FanoutJobs:
                 at=upload_time(self.clock()),
                 pages=writes.keys,
                 invalidations=invalidations,
+                delisted=writes.delisted,
             )
         )
         self.observer.decided(record, decision_stats(record, manifest_written_at=job.event_time))

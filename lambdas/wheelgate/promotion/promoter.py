@@ -147,6 +147,7 @@ class Promoter:
             settings=settings,
             nightly_pages=nightly_pages,
             invalidator=invalidator,
+            clock=clock,
         )
         self.fanout = (
             None
@@ -520,5 +521,6 @@ class Promoter:
                 at=upload_time(self.clock()),
                 pages=pages_nightly.keys,
                 invalidations=invalidations,
+                delisted=pages_nightly.delisted,
             )
         )

@@ -1,8 +1,10 @@
 """Publishing released files: the nightly index pages that list them, and the CDN.
 
-Nightly's project pages gain the released files (:func:`add_missing` keeps what a page already
-lists, so publishing again changes nothing); a new project joins the root page; the touched
-pages are invalidated on the CDN. A yank changes a listed file's state through the same pages.
+Nightly's archive pages gain the released files (:func:`add_missing` keeps what a page already
+lists, so publishing again changes nothing) and each project page lists what the directory's
+listing retention keeps of them (:mod:`wheelgate.index.history`); a new project joins both root
+pages; the touched pages are invalidated on the CDN. A yank changes a file's state through the
+same pages.
 Runs only once every copy is verified: a page never lists a file that nightly does not hold.
 
 Staging has no shared pages to keep in step: each run's index is written by ``wheelgate
@@ -13,11 +15,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Protocol
 
-from wheelgate.core.layout import PAGES
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.settings import PromoterSettings
+from wheelgate.index.history import add_projects, page_keys, update_history
 from wheelgate.index.pages import IndexEntry, ProjectPage, merge_entries
 from wheelgate.index.store import IndexStore, PageWrites
 from wheelgate.index.yank import YankRequest, apply_yank
@@ -46,9 +49,14 @@ def add_missing(
     return transform
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 class Publisher:
     """Updates nightly's index pages, then invalidates them on the CDN (``invalidator`` is
-    ``None`` where there is no CDN)."""
+    ``None`` where there is no CDN). ``clock`` is the moment listing retention counts days
+    from."""
 
     def __init__(
         self,
@@ -56,18 +64,21 @@ class Publisher:
         settings: PromoterSettings,
         nightly_pages: IndexStore,
         invalidator: Invalidator | None,
+        clock: Callable[[], datetime] = _now,
     ) -> None:
         self.settings = settings
         self.nightly_pages = nightly_pages
         self.invalidator = invalidator
+        self.clock = clock
 
     def publish(self, sets: Sequence[VerifiedSet], entries: Sequence[IndexEntry]) -> PageWrites:
         """List released files on the nightly pages of their projects.
 
         ``entries`` are the released files' entries in plan order, as
         :meth:`~wheelgate.promotion.release.Releaser.release` returns them. Returns the page
-        writes, the pages to invalidate. Pages read while verifying are reused, so a page costs
-        two writes when nobody else wrote it meanwhile (and a re-read when somebody did).
+        writes (the pages to invalidate) and the files that left the listings. The archive
+        pages read while verifying are reused; the listing page is read again (its entries
+        follow from the archive's, only its ETag is needed).
         """
         by_page: dict[tuple[str, str], list[IndexEntry]] = defaultdict(list)
         known: dict[tuple[str, str], tuple[ProjectPage, str | None]] = {}
@@ -93,28 +104,41 @@ class Publisher:
         known: Mapping[tuple[str, str], tuple[ProjectPage, str | None]],
     ) -> PageWrites:
         writes = PageWrites()
+        now = self.clock()
         for (index, project), page_entries in sorted(by_page.items()):
-            self.nightly_pages.update_project(
-                index, project, add_missing(page_entries), known=known.get((index, project))
+            written = update_history(
+                self.nightly_pages,
+                index,
+                project,
+                add_missing(page_entries),
+                rule=self.settings.listing_retention.rule_for(index),
+                now=now,
+                known=known.get((index, project)),
             )
             # Invalidate the project's pages even when this attempt found them written already:
             # an earlier attempt may have failed between writing them and invalidating.
-            writes.extend(
-                PageWrites([PAGES.project_page(index, project, json=j) for j in (True, False)])
-            )
+            writes.extend(page_keys(index, project))
+            writes.extend(written)
         projects_by_index: dict[str, set[str]] = defaultdict(set)
         for index, project in by_page:
             projects_by_index[index].add(project)
         for index, projects in sorted(projects_by_index.items()):
-            writes.extend(self.nightly_pages.add_projects(index, projects))
+            writes.extend(add_projects(self.nightly_pages, index, projects))
         return writes
 
     def yank(self, request: YankRequest) -> PageWrites:
-        """Set a released file's yank state (PEP 592) on its nightly page."""
+        """Set a released file's yank state (PEP 592) on its archive page, and list what the
+        directory's retention keeps (a yank can change which versions count). Raises
+        :class:`~wheelgate.core.errors.PromotionRejected` when nightly never released it."""
         yanked: str | bool = (request.reason or True) if request.yanked else False
         project = parse_distribution_filename(request.filename).project
-        return self.nightly_pages.update_project(
-            request.index, project, lambda current: apply_yank(current, request.filename, yanked)
+        return update_history(
+            self.nightly_pages,
+            request.index,
+            project,
+            lambda current: apply_yank(current, request.filename, yanked),
+            rule=self.settings.listing_retention.rule_for(request.index),
+            now=self.clock(),
         )
 
     def invalidate(self, writes: PageWrites) -> list[str]:

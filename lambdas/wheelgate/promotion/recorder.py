@@ -145,9 +145,17 @@ def promoted_record(
     at: str,
     pages: Sequence[str],
     invalidations: Sequence[str],
+    delisted: Mapping[str, Sequence[str]],
 ) -> PromotionRecord:
     """The record of ``promotion`` once its pages are published (``pages``, invalidated by
-    ``invalidations``)."""
+    ``invalidations``); ``delisted`` names, per index directory, the files the publication
+    took off the listing (listing retention), which each promoted set shows."""
+    sets = [
+        s.model_copy(update={"delisted": list(delisted.get(s.index, ()))})
+        if s.state is State.PROMOTED
+        else s
+        for s in promotion.sets
+    ]
     decision = HistoryEntry(
         at=at,
         state=State.PROMOTED,
@@ -160,7 +168,7 @@ def promoted_record(
         decision,
         run_id=promotion.run_id,
         commit=promotion.commit,
-        sets=promotion.sets,
+        sets=sets,
         pages=pages,
         invalidations=invalidations,
         override=promotion.override,

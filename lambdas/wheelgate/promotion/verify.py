@@ -9,9 +9,10 @@ For each accepted set, all read before the first copy of the run:
 - each wheel's METADATA and WHEEL, read from the staged wheel with bounded ranged reads: the
   wheel must be what its file name says, and a staged ``.metadata`` sidecar must be byte for
   byte the wheel's own METADATA (the sidecar is what nightly serves to resolvers);
-- the nightly pages of the set's projects and the nightly keys of their files: a file released
-  under its own name must have the same bytes, and no file may re-release a released release
-  under another name (:func:`wheelgate.core.planning.check_release_conflicts`).
+- the nightly archive pages of the set's projects (every file ever released, not the listing
+  that retention trims) and the nightly keys of their files: a file released under its own name
+  must have the same bytes, and no file may re-release a released release under another name
+  (:func:`wheelgate.core.planning.check_release_conflicts`).
 
 :func:`wheelgate.core.planning.plan_set` checks these against the manifest and decides each
 copy. Nothing here writes.
@@ -39,7 +40,7 @@ from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
 
 
 def nightly_entry(page: tuple[ProjectPage, str | None], filename: str) -> IndexEntry | None:
-    """The nightly page's entry for a file: the file is released."""
+    """The nightly history's entry for a file: the file is released."""
     return next((e for e in page[0].entries if e.filename == filename), None)
 
 
@@ -49,7 +50,8 @@ class VerifiedSet:
     publication reuse instead of reading again."""
 
     plan: SetPlan
-    #: The nightly page (and its ETag) of each of the set's projects, by project name.
+    #: The nightly history (archive page and its ETag, see
+    #: :meth:`~wheelgate.index.store.IndexStore.read_history`) of each of the set's projects.
     pages: dict[str, tuple[ProjectPage, str | None]]
     #: Each wheel's own METADATA, read from the staged wheel and checked against its sidecar.
     metadata: dict[str, CoreMetadata]
@@ -82,7 +84,7 @@ class SetVerifier:
     def verify(self, manifest: Manifest, artifact_set: ArtifactSet) -> VerifiedSet:
         """Verify one set of ``manifest`` and plan its copies.
 
-        Whether a file is already released is read from the nightly project page, which lists
+        Whether a file is already released is read from the nightly archive page, which lists
         every released file of the project with its SHA-256; a file in nightly but not listed
         (an interrupted promotion, or an out-of-band write) is found by listing the project's
         own nightly files, before any copy, and checked by a HEAD.
@@ -197,10 +199,11 @@ class SetVerifier:
         return metadata
 
     def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, tuple[ProjectPage, str | None]]:
-        """The nightly page of each project of a set (one request a project)."""
+        """The nightly history of each project of a set (one request a project; two for a
+        project whose archive page is not written yet)."""
         projects = sorted(artifact_set.projects)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             nightly = list(
-                pool.map(lambda p: self.nightly_pages.read_project(artifact_set.index, p), projects)
+                pool.map(lambda p: self.nightly_pages.read_history(artifact_set.index, p), projects)
             )
         return dict(zip(projects, nightly, strict=True))
