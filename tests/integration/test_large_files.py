@@ -31,6 +31,41 @@ MB = 1024 * 1024
 LIMIT = 5 * MB  # S3's smallest part size
 
 
+def stage_multipart(
+    stack: LocalStack,
+    wheel: Path,
+    run: str,
+    index: str,
+    *,
+    claimed_sha256: str | None = None,
+) -> str:
+    """Stage ``wheel`` in parts of ``LIMIT`` (S3 keeps only a composite checksum of it) and
+    write a manifest that gives it ``claimed_sha256`` (default: its real one); returns its
+    staged key."""
+    s3: Any = boto3.client("s3")
+    staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
+    stage(
+        staging=staging,
+        nightly=nightly,
+        nightly_base_url=stack.nightly_url,
+        run_id=run,
+        index=index,
+        commit="6" * 40,
+        artifacts=inspect_files([wheel]),
+        single_request_limit=LIMIT,
+        part_size=LIMIT,
+    )
+    manifest = manifest_for(run, "6" * 40, index, [wheel])
+    if claimed_sha256 is not None:
+        [listed] = manifest["sets"]
+        for f in [*listed["files"], *listed["tests"][0]["installed"]]:
+            f["sha256"] = claimed_sha256
+    staging.put(
+        f"manifests/{run}.json", json.dumps(manifest).encode(), content_type="application/json"
+    )
+    return f"runs/{run}/{index}/{wheel.name}"
+
+
 def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     stack: LocalStack, tmp_path: Path
 ) -> None:
@@ -39,23 +74,9 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     big = build_wheel(tmp_path, "huge", "1.0", payload_bytes=12 * MB)
     sha = hashlib.sha256(big.read_bytes()).hexdigest()
     run, index = "large-1", "v2/large"
-    stage(
-        staging=staging,
-        nightly=nightly,
-        nightly_base_url=stack.nightly_url,
-        run_id=run,
-        index=index,
-        commit="6" * 40,
-        artifacts=inspect_files([big]),
-        single_request_limit=LIMIT,
-        part_size=LIMIT,
-    )
-    staged = s3.head_object(Bucket=STAGING_BUCKET, Key=f"runs/{run}/{index}/{big.name}")
+    key = stage_multipart(stack, big, run, index)
+    staged = s3.head_object(Bucket=STAGING_BUCKET, Key=key)
     assert staged["ETag"].endswith('-3"')  # three parts
-    manifest = manifest_for(run, "6" * 40, index, [big])
-    staging.put(
-        f"manifests/{run}.json", json.dumps(manifest).encode(), content_type="application/json"
-    )
     promoter = Promoter(
         settings=PromoterSettings.from_env(os.environ),
         staging=staging,
@@ -77,40 +98,6 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     assert hashlib.sha256(body).hexdigest() == sha
 
 
-def staged_multipart_run(
-    stack: LocalStack, tmp_path: Path, run: str, *, claimed_sha256: str | None = None
-) -> tuple[Path, str]:
-    """A 6 MB wheel staged as a multipart upload (S3 keeps only a composite checksum) and a
-    manifest that gives it ``claimed_sha256`` (default: its real one); returns the wheel and
-    its staged key."""
-    s3: Any = boto3.client("s3")
-    staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
-    wheel = build_wheel(tmp_path, "mpart", "1.0", payload_bytes=6 * MB)
-    index = f"v2/{run}"
-    stage(
-        staging=staging,
-        nightly=nightly,
-        nightly_base_url=stack.nightly_url,
-        run_id=run,
-        index=index,
-        commit="6" * 40,
-        artifacts=inspect_files([wheel]),
-        single_request_limit=LIMIT,
-        part_size=LIMIT,
-    )
-    key = f"runs/{run}/{index}/{wheel.name}"
-    assert s3.head_object(Bucket=STAGING_BUCKET, Key=key)["ETag"].endswith('-2"')
-    manifest = manifest_for(run, "6" * 40, index, [wheel])
-    if claimed_sha256 is not None:
-        [listed] = manifest["sets"]
-        for f in [*listed["files"], *listed["tests"][0]["installed"]]:
-            f["sha256"] = claimed_sha256
-    staging.put(
-        f"manifests/{run}.json", json.dumps(manifest).encode(), content_type="application/json"
-    )
-    return wheel, key
-
-
 def nightly_snapshot(s3: Any) -> dict[str, bytes]:
     """Every nightly object with its bytes."""
     keys = [
@@ -128,7 +115,9 @@ def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
     # its own to compare at verification)...
     s3: Any = boto3.client("s3")
     run = "large-mismatch-1"
-    wheel, key = staged_multipart_run(stack, tmp_path, run, claimed_sha256="1" * 64)
+    wheel = build_wheel(tmp_path, "mpart", "1.0", payload_bytes=6 * MB)
+    key = stage_multipart(stack, wheel, run, f"v2/{run}", claimed_sha256="1" * 64)
+    assert s3.head_object(Bucket=STAGING_BUCKET, Key=key)["ETag"].endswith('-2"')
     before = nightly_snapshot(s3)
     promoter = Promoter(
         settings=PromoterSettings.from_env(os.environ),
@@ -167,7 +156,8 @@ def test_a_staged_file_changed_since_verification_is_not_hashed(
     # Given a multipart-staged wheel verified (its hash read left for later)...
     s3: Any = boto3.client("s3")
     run = "large-changed-1"
-    wheel, key = staged_multipart_run(stack, tmp_path, run)
+    wheel = build_wheel(tmp_path, "mpart", "1.0", payload_bytes=6 * MB)
+    key = stage_multipart(stack, wheel, run, f"v2/{run}")
     settings = PromoterSettings.from_env(os.environ)
     promoter = Promoter(
         settings=settings,

@@ -102,7 +102,10 @@ class SetVerifier:
         Whether a file is already released is read from the nightly project page, which lists
         every released file of the project with its SHA-256; a file in nightly but not listed
         (an interrupted promotion, or an out-of-band write) is found by listing the project's
-        own nightly files, before any copy, and checked by a HEAD.
+        own nightly files, before any copy, and checked by a HEAD. A staged file S3 has no
+        SHA-256 of is not read here: it is planned on the manifest's SHA-256 and listed in
+        :attr:`VerifiedSet.unhashed`, and the plan stands only once :meth:`check_hash` has
+        passed it (the caller's duty, before any copy).
 
         Raises :class:`~wheelgate.core.errors.PromotionRejected` when the staged files do not
         match the set (see :func:`~wheelgate.core.planning.plan_set`), a wheel is not what its
