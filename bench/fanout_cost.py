@@ -1,8 +1,10 @@
 """A model, not a measurement: wall time, longest Lambda invocation, Lambda GB-seconds and
 Step Functions state transitions (and their price) of promoting N large files into nightly,
-through the single-invocation path (the promoter verifies, copies and publishes in one
-invocation) and through the fan-out path (the promoter verifies and starts one execution; a
-Distributed Map runs one copy step per file; a publish step ends it), for N = 20, 200 and
+through the single-invocation path (the promoter verifies, hashes the files S3 has no SHA-256
+of, copies and publishes in one invocation) and through the fan-out path (the promoter
+verifies without reading any file in full and starts one execution; a first Distributed Map
+runs one hash step per file S3 has no SHA-256 of, a second one copy step per file; a publish
+step ends it), for N = 20, 200 and
 2,000 files of a deterministic 2-8 GB size mix. For the single path it says whether and where
 the one invocation times out, then the largest set that stays within a margin of the timeout,
 against the fan-out defaults of core/settings.py.
@@ -12,6 +14,10 @@ code (part size, workers, timeout, map concurrency) or taken from AWS documentat
 beside it and in the printed assumptions. Where AWS publishes no figure (server-side copy
 throughput, what one invocation can read from S3, the Distributed Map's per-item overhead)
 the value is an assumption, said so, and a second table shows the result at half and double.
+
+``--hash-reads promoter`` models the code before the hash map (every hash read in the
+promoter's invocation, on both paths) for comparison; ``none`` a staging that leaves S3 a
+full-object SHA-256 of every file.
 
     .venv/bin/python bench/fanout_cost.py [--files 20 200 2000] [--copy-mb-s 100] [...]
 """
@@ -101,7 +107,9 @@ NO_AWS_FIGURE = Source("no AWS figure published: assumed")
 BUCKET_CODE = Source("lambdas/wheelgate/storage/bucket.py")
 PROMOTER_CODE = Source("lambdas/wheelgate/promotion/promoter.py (Promoter workers)")
 SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
-VERIFY_CODE = Source("lambdas/wheelgate/promotion/verify.py (SetVerifier._staged_head)")
+VERIFY_CODE = Source(
+    "lambdas/wheelgate/promotion/verify.py (VerifiedSet.unhashed, SetVerifier.check_hash)"
+)
 STACK_CODE = Source("stacks/promoter.py FUNCTION_MEMORY_MB (arm64)")
 
 # --- Facts of the code the model follows ----------------------------------------------------
@@ -121,30 +129,43 @@ PUBLISH_ROUND_TRIPS = 6
 #: Requests verification makes per file, ``workers`` files at a time: a HEAD, and for a wheel
 #: about five ranged GETs of its zip directory, METADATA and WHEEL plus its staged sidecar.
 VERIFY_REQUESTS_PER_FILE = 7
-#: Fan-out extras: the job's plan and items written, the execution started, the PENDING record.
-JOB_ROUND_TRIPS = 4
+#: Fan-out extras: the job's plan, items and hash items written, the execution started, the
+#: PENDING record.
+JOB_ROUND_TRIPS = 5
 #: A copy step's own requests besides the copy: the job's plan read, its done marker looked
 #: for, the released PEP 658 metadata written, its done marker written.
 STEP_ROUND_TRIPS = 4
 #: The publish step reads each item's done marker (its page entry), ``workers`` at a time, after
 #: listing them (S3 lists 1,000 keys a page).
 LIST_PAGE = 1000
-#: Parent states an execution that succeeds runs: the Distributed Map and the publish Task.
-PARENT_STATES = 2
-#: Transitions per file: the child workflow the Distributed Map starts, and the child's one
-#: Task state (the Lambda invoke); each retry of that Task would add one more.
+#: A hash step's own requests besides the read: the job's plan read (its GET of the file is
+#: counted with the read).
+HASH_STEP_ROUND_TRIPS = 1
+#: Parent states an execution that succeeds runs: the hash map, the copy map and the publish
+#: Task (before the hash map: the copy map and publish).
+PARENT_STATES = 3
+PARENT_STATES_WITHOUT_HASH_MAP = 2
+#: Transitions per item of a map: the child workflow the Distributed Map starts, and the
+#: child's one Task state (the Lambda invoke); each retry of that Task would add one more.
 TRANSITIONS_PER_ITEM = 2
 
-HashReads = Literal["promoter", "copy-step", "none"]
+HashReads = Literal["hash-map", "promoter", "none"]
 #: Where a staged file larger than the single-request limit is read in full to learn its
-#: SHA-256 (S3 keeps only a composite checksum of a multipart upload): "promoter" is today's
-#: code (SetVerifier, before any copy, in the promoter's invocation on both paths);
-#: "copy-step" moves that read into the file's own copy step on the fan-out path; "none" is a
-#: staging that leaves S3 a full-object SHA-256 of every file.
-HASH_READS: tuple[HashReads, ...] = ("promoter", "copy-step", "none")
+#: SHA-256 (S3 keeps only a composite checksum of a multipart upload). "hash-map" is the code:
+#: on the single path in the promoter's invocation before any copy, on the fan-out path in
+#: one hash step per such file, a Distributed Map that ends before the copy map starts.
+#: "promoter" is the code before the hash map (every read in the promoter's invocation, on
+#: both paths); "none" a staging that leaves S3 a full-object SHA-256 of every file.
+HASH_READS: tuple[HashReads, ...] = ("hash-map", "promoter", "none")
 
 
 #: Assumptions a model may set to 0 (no latency, no overhead); every other one must be positive.
+#: What each ``hash_reads`` stands for, as the printout says it.
+HASH_READS_MEANING: dict[HashReads, str] = {
+    "hash-map": "the code: a hash map before the copy map",
+    "promoter": "the code before the hash map: every read in the promoter's invocation",
+    "none": "S3 has a full-object SHA-256 of every staged file",
+}
 MAY_BE_ZERO = frozenset({"request_latency_s", "item_overhead_s"})
 #: S3's part size range and CopyObject's single-request limit (S3_MULTIPART_LIMITS,
 #: S3_COPY_MULTIPART), and Lambda's longest timeout (LAMBDA_TIMEOUT).
@@ -180,7 +201,7 @@ class Assumptions:
     gb_second_usd: float = 0.0000133334
     request_usd: float = 0.20 / 1_000_000
     transition_usd: float = 0.025 / 1000
-    hash_reads: HashReads = "promoter"
+    hash_reads: HashReads = "hash-map"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -365,28 +386,46 @@ def single_path(sizes: Sequence[int], a: Assumptions) -> PathCost:
 
 
 def copy_step_seconds(size: int, a: Assumptions) -> float:
-    """One Distributed Map item: the copy step's own requests, the copy and its checks, and
-    with ``hash_reads`` "copy-step" the staged file read through first if it is multipart."""
-    seconds = STEP_ROUND_TRIPS * a.request_latency_s + copy_seconds(size, a)
-    if a.hash_reads == "copy-step" and needs_hash_read(size, a):
-        seconds += a.request_latency_s + size / (a.read_mb_s * MB)
-    return seconds
+    """One item of the copy map: the copy step's own requests, the copy and its checks."""
+    return STEP_ROUND_TRIPS * a.request_latency_s + copy_seconds(size, a)
+
+
+def hash_step_seconds(size: int, a: Assumptions) -> float:
+    """One item of the hash map: the step's own requests, then the staged file read through
+    once (its GET's round trip and its bytes at ``read_mb_s``: the step is its invocation's
+    only read)."""
+    return (HASH_STEP_ROUND_TRIPS + 1) * a.request_latency_s + size / (a.read_mb_s * MB)
+
+
+def map_seconds(steps: Sequence[float], a: Assumptions) -> float:
+    """A Distributed Map's wall time: its items ``map_concurrency`` at a time, each after the
+    per-item overhead (0 for no items)."""
+    if not steps:
+        return 0.0
+    return max(finish_times([a.item_overhead_s + s for s in steps], a.map_concurrency))
 
 
 def fanout_path(sizes: Sequence[int], a: Assumptions) -> PathCost:
-    """The promoter verifies and starts one execution; the Distributed Map runs one copy step
-    per file, ``map_concurrency`` at a time; the publish step reads every done marker and
-    publishes. Transitions: the two parent states plus two per file (the child execution
-    started, and its Task)."""
-    promoter = (PREPARE_ROUND_TRIPS + JOB_ROUND_TRIPS) * a.request_latency_s + verify_seconds(
+    """The promoter verifies and starts one execution; with ``hash_reads`` "hash-map" a first
+    Distributed Map runs one hash step per file staged multipart, and ends before a second
+    runs one copy step per file, each ``map_concurrency`` at a time; the publish step reads
+    every done marker and publishes. Transitions: the parent states plus two per item of each
+    map (the child execution started, and its Task)."""
+    # The code has the hash map whatever S3 holds ("none": a map of no items); the code
+    # before it ("promoter") had neither the map nor the hash items object.
+    hash_map = a.hash_reads != "promoter"
+    job_round_trips = JOB_ROUND_TRIPS if hash_map else JOB_ROUND_TRIPS - 1
+    promoter = (PREPARE_ROUND_TRIPS + job_round_trips) * a.request_latency_s + verify_seconds(
         sizes, a, hash_reads=a.hash_reads == "promoter"
     )
+    hashed = a.hash_reads == "hash-map"
+    hashes = [hash_step_seconds(s, a) for s in sizes if hashed and needs_hash_read(s, a)]
     steps = [copy_step_seconds(s, a) for s in sizes]
-    map_wall = max(finish_times([a.item_overhead_s + s for s in steps], a.map_concurrency))
+    map_wall = map_seconds(hashes, a) + map_seconds(steps, a)
     publish = (
         1 + math.ceil(len(sizes) / LIST_PAGE) + PUBLISH_ROUND_TRIPS
     ) * a.request_latency_s + math.ceil(len(sizes) / a.file_workers) * a.request_latency_s
-    invocations = [promoter, *steps, publish]
+    invocations = [promoter, *hashes, *steps, publish]
     longest = max(invocations)
     wall = promoter + map_wall + publish
     timeout = None
@@ -396,7 +435,8 @@ def fanout_path(sizes: Sequence[int], a: Assumptions) -> PathCost:
     elif wall > a.execution_timeout_s:
         timeout = f"the execution needs {wall:,.0f} s, over its {a.execution_timeout_s:,.0f} s"
     gb_seconds = a.memory_gb * sum(min(d, a.timeout_s) for d in invocations)
-    transitions = PARENT_STATES + TRANSITIONS_PER_ITEM * len(sizes)
+    parents = PARENT_STATES if hash_map else PARENT_STATES_WITHOUT_HASH_MAP
+    transitions = parents + TRANSITIONS_PER_ITEM * (len(hashes) + len(steps))
     return PathCost(
         wall_s=wall,
         longest_invocation_s=longest,
@@ -476,22 +516,28 @@ def print_sensitivity(counts: Sequence[int], a: Assumptions, mix: dict[int, list
         ("read x2", replace(a, read_mb_s=a.read_mb_s * 2)),
         ("item overhead x2", replace(a, item_overhead_s=a.item_overhead_s * 2)),
     ]
+    other = _comparison(a.hash_reads)
     print(
         "| changed figure | files | single s | single times out | fan-out s | fan-out longest s "
-        "| fan-out times out | copy-step fan-out s | its longest s | its GB-s |"
+        f"| fan-out times out | {other} fan-out s | its longest s | its times out |"
     )
-    print("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | --- |")
     for label, variant in variants:
-        moved = replace(variant, hash_reads="copy-step")
+        compared = replace(variant, hash_reads=other)
         for n in counts:
             single, fanout = single_path(mix[n], variant), fanout_path(mix[n], variant)
-            step = fanout_path(mix[n], moved)
+            then = fanout_path(mix[n], compared)
             print(
                 f"| {label} | {n:,} | {single.wall_s:,.0f} | {_yes_no(single)} "
                 f"| {fanout.wall_s:,.0f} | {fanout.longest_invocation_s:,.0f} | {_yes_no(fanout)} "
-                f"| {step.wall_s:,.0f} | {step.longest_invocation_s:,.0f} "
-                f"| {step.gb_seconds:,.0f} |"
+                f"| {then.wall_s:,.0f} | {then.longest_invocation_s:,.0f} | {_yes_no(then)} |"
             )
+
+
+def _comparison(mode: HashReads) -> HashReads:
+    """The behaviour the tables compare ``mode`` with: the code before the hash map, or (when
+    that is ``mode``) the code."""
+    return "hash-map" if mode == "promoter" else "promoter"
 
 
 def _yes_no(cost: PathCost) -> str:
@@ -514,7 +560,8 @@ def print_assumptions(a: Assumptions) -> None:
         print(f"| `--{name.replace('_', '-')}`: {meaning} | {shown} | {where} |")
     print(
         f"| Step Functions transitions: 1 per child execution started + 1 per child Task "
-        f"(+1 per retry) + {PARENT_STATES} parent states | - | {SFN_TRANSITIONS.title}, "
+        f"(+1 per retry), for each map, + {PARENT_STATES} parent states "
+        f"({PARENT_STATES_WITHOUT_HASH_MAP} without the hash map) | - | {SFN_TRANSITIONS.title}, "
         f"{SFN_TRANSITIONS.url}; {SFN_PRICING.title}, {SFN_PRICING.url} |"
     )
     print(
@@ -579,7 +626,7 @@ def print_thresholds(
     for label, sizes in profiles.items():
         kept = defaults_keep_single(sizes, min_files=min_files, min_bytes=min_bytes)
         kept_cell = f"{kept:,} ({sum(sizes[:kept]) / GB:,.0f} GB)"
-        for mode in ("promoter", "copy-step", "none"):
+        for mode in HASH_READS:
             variant = replace(a, hash_reads=mode)
             safe = safe_single_limit(sizes, variant, margin=margin)
             fans = fanout_limit(sizes, variant)
@@ -646,19 +693,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     span = f"{args.low_gb:g}-{args.high_gb:g} GB"
     print(
         f"Model of promoting N files of {span} (uniform, seed {args.seed}); staged hash reads: "
-        f"{a.hash_reads}. Single: one invocation; fan-out: promoter + one step per file + publish."
+        f"{a.hash_reads} ({HASH_READS_MEANING[a.hash_reads]}). Single: one invocation; fan-out: "
+        "promoter + one hash step per file staged multipart + one copy step per file + publish."
     )
     print()
     print_main_table(counts, a, mix)
-    if a.hash_reads == "promoter":
-        print()
-        print("The same with the staged hash read moved into each file's copy step (copy-step):")
-        print()
-        print_main_table(counts, replace(a, hash_reads="copy-step"), mix)
+    other = _comparison(a.hash_reads)
+    print()
+    print(f"The same with --hash-reads {other} ({HASH_READS_MEANING[other]}), for comparison:")
+    print()
+    print_main_table(counts, replace(a, hash_reads=other), mix)
     print()
     print(
         "Sensitivity to the figures AWS does not publish (one changed at a time; the last "
-        "three columns: fan-out with the hash read in each copy step):"
+        f"three columns: fan-out with --hash-reads {other}):"
     )
     print()
     print_sensitivity(counts, a, mix)

@@ -2,9 +2,11 @@
 
 The promoter verifies a run as always; when its copies reach the fan-out thresholds it writes
 the job (``records/_jobs/<job>/``) and starts an execution of this state machine with
-``{"job_id", "bucket", "items_key"}``. The execution runs the promoter function's steps
-(``FANOUT_STEP_FIELD``): one ``copy`` per file (a Distributed Map over the job's items), then
-``publish``; on any failure, ``conclude`` records it and gives the job's leases back.
+``{"job_id", "bucket", "items_key", "hash_items_key"}``. The execution runs the promoter
+function's steps (``FANOUT_STEP_FIELD``): one ``hash`` per file whose staged bytes S3 has no
+SHA-256 of (a Distributed Map over the job's hash items: every check before the first copy),
+then one ``copy`` per file (a Distributed Map over the job's items), then ``publish``; on any
+failure, ``conclude`` records it and gives the job's leases back.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ MAX_NAME_LENGTH = 80
 JOB_KEYS = f"{RECORDS_PREFIX}{JOBS_DIR}*"
 
 #: Names of the states, as the execution history and the console show them.
+HASH_FILES = "HashFiles"
+HASH_FILE = "HashFile"
 COPY_FILES = "CopyFiles"
 COPY_FILE = "CopyFile"
 PUBLISH = "Publish"
@@ -83,10 +87,12 @@ class FanOut(Construct):
     """The fan-out state machine, its role and its log group.
 
     The definition (names in ``wheelgate.core.settings``): a Distributed Map
-    (``COPY_FILES``) reads the JSON array of items at ``$.bucket``/``$.items_key`` and runs one
-    ``copy`` step of ``function`` per item, at most ``FANOUT_MAP_CONCURRENCY`` at once, with
-    no tolerated failures; then ``publish``, then ``PROMOTED`` (Succeed). Every step retries
-    any error but ``FANOUT_REJECTED_ERROR`` (``FANOUT_ITEM_RETRY_*``). A failure of the map or
+    (``HASH_FILES``) reads the JSON array of hash items at ``$.bucket``/``$.hash_items_key``
+    and runs one ``hash`` step of ``function`` per item; then a Distributed Map
+    (``COPY_FILES``) reads the items at ``$.bucket``/``$.items_key`` and runs one ``copy``
+    step per item; each map at most ``FANOUT_MAP_CONCURRENCY`` at once, with no tolerated
+    failures; then ``publish``, then ``PROMOTED`` (Succeed). Every step retries
+    any error but ``FANOUT_REJECTED_ERROR`` (``FANOUT_ITEM_RETRY_*``). A failure of a map or
     of publish is caught into ``$.error`` and runs ``conclude``, then ``FAILED`` (Fail, with
     the caught error). An execution times out after ``FANOUT_TIMEOUT_SECONDS``.
 
@@ -125,7 +131,8 @@ class FanOut(Construct):
             description="WheelGate fan-out promotion state machine",
         )
         read_jobs = iam.PolicyStatement(
-            # The Distributed Map reads the job's items (the item reader's S3 GetObject).
+            # The Distributed Maps read the job's items and hash items (the item readers' S3
+            # GetObject).
             sid="ReadJobItems",
             actions=["s3:GetObject"],
             resources=[staging.arn_for_objects(JOB_KEYS)],
@@ -163,29 +170,42 @@ class FanOut(Construct):
             return task
 
         job_id = sfn.JsonPath.string_at("$.job_id")
-        copy_file = step(
-            COPY_FILE,
-            {FANOUT_STEP_FIELD: "copy", "job_id": job_id, "item": sfn.JsonPath.number_at("$.item")},
-            # The map gathers every child's output into its result; AWS documents the 256 KiB
-            # payload limit for that result (ResultWriter is its way around), and not whether
-            # a discarding ResultPath lifts it: keep each output to the item number.
-            output_path="$.item",
-        )
-        copy_files = sfn.DistributedMap(
-            self,
-            COPY_FILES,
-            item_reader=sfn.S3JsonItemReader(
-                bucket_name_path=sfn.JsonPath.string_at("$.bucket"),
-                key=sfn.JsonPath.string_at("$.items_key"),
-            ),
-            item_selector={
-                "job_id": job_id,
-                "item": sfn.JsonPath.number_at("$$.Map.Item.Value.item"),
-            },
-            max_concurrency=FANOUT_MAP_CONCURRENCY,
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        copy_files.item_processor(copy_file)
+
+        def item_map(
+            map_id: str, step_id: str, step_name: str, items_key: str
+        ) -> sfn.DistributedMap:
+            """A Distributed Map running step ``step_name`` once per item at ``items_key``."""
+            item_step = step(
+                step_id,
+                {
+                    FANOUT_STEP_FIELD: step_name,
+                    "job_id": job_id,
+                    "item": sfn.JsonPath.number_at("$.item"),
+                },
+                # The map gathers every child's output into its result; AWS documents the
+                # 256 KiB payload limit for that result (ResultWriter is its way around), and
+                # not whether a discarding ResultPath lifts it: keep each output to the item.
+                output_path="$.item",
+            )
+            items = sfn.DistributedMap(
+                self,
+                map_id,
+                item_reader=sfn.S3JsonItemReader(
+                    bucket_name_path=sfn.JsonPath.string_at("$.bucket"),
+                    key=sfn.JsonPath.string_at(items_key),
+                ),
+                item_selector={
+                    "job_id": job_id,
+                    "item": sfn.JsonPath.number_at("$$.Map.Item.Value.item"),
+                },
+                max_concurrency=FANOUT_MAP_CONCURRENCY,
+                result_path=sfn.JsonPath.DISCARD,
+            )
+            items.item_processor(item_step)
+            return items
+
+        hash_files = item_map(HASH_FILES, HASH_FILE, "hash", "$.hash_items_key")
+        copy_files = item_map(COPY_FILES, COPY_FILE, "copy", "$.items_key")
         publish = step(PUBLISH, {FANOUT_STEP_FIELD: "publish", "job_id": job_id})
         conclude = step(
             CONCLUDE,
@@ -198,7 +218,7 @@ class FanOut(Construct):
         conclude.next(
             sfn.Fail(self, FAILED, error_path="$.error.Error", cause_path="$.error.Cause")
         )
-        for state in (copy_files, publish):
+        for state in (hash_files, copy_files, publish):
             state.add_catch(conclude, errors=[sfn.Errors.ALL], result_path="$.error")
 
         self.state_machine = sfn.StateMachine(
@@ -207,7 +227,7 @@ class FanOut(Construct):
             state_machine_name=state_machine_name(stack),
             state_machine_type=sfn.StateMachineType.STANDARD,
             definition_body=sfn.DefinitionBody.from_chainable(
-                copy_files.next(publish).next(sfn.Succeed(self, PROMOTED))
+                hash_files.next(copy_files).next(publish).next(sfn.Succeed(self, PROMOTED))
             ),
             role=self.role,
             timeout=Duration.seconds(FANOUT_TIMEOUT_SECONDS),

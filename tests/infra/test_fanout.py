@@ -16,6 +16,8 @@ from stacks.fanout import (
     COPY_FILE,
     COPY_FILES,
     FAILED,
+    HASH_FILE,
+    HASH_FILES,
     JOB_KEYS,
     PROMOTED,
     PUBLISH,
@@ -88,19 +90,22 @@ def _allowed(documents: list[dict[str, Any]]) -> set[tuple[str, str]]:
     return pairs
 
 
-def test_definition_runs_map_then_publish_and_catches_into_conclude(
+def test_definition_hashes_then_copies_then_publishes_and_catches_into_conclude(
     template_json: dict[str, Any],
 ) -> None:
     definition = _definition(template_json)
     states = definition["States"]
-    assert set(states) == {COPY_FILES, PUBLISH, PROMOTED, CONCLUDE, FAILED}
-    # Map -> publish -> Succeed
-    assert definition["StartAt"] == COPY_FILES
+    assert set(states) == {HASH_FILES, COPY_FILES, PUBLISH, PROMOTED, CONCLUDE, FAILED}
+    # Hash map -> copy map -> publish -> Succeed: every hash read ends before the first copy
+    assert definition["StartAt"] == HASH_FILES
+    assert states[HASH_FILES]["Type"] == "Map"
+    assert states[HASH_FILES]["Next"] == COPY_FILES
     assert states[COPY_FILES]["Type"] == "Map"
     assert states[COPY_FILES]["Next"] == PUBLISH
     assert states[PUBLISH]["Next"] == PROMOTED
     assert states[PROMOTED] == {"Type": "Succeed"}
-    # Any failure of the map or of publish -> conclude -> Fail, with the caught error
+    # Any failure of a map or of publish -> conclude -> Fail, with the caught error
+    assert states[HASH_FILES]["Catch"] == CATCH
     assert states[COPY_FILES]["Catch"] == CATCH
     assert states[PUBLISH]["Catch"] == CATCH
     assert "Catch" not in states[CONCLUDE]
@@ -113,12 +118,18 @@ def test_definition_runs_map_then_publish_and_catches_into_conclude(
     assert definition["TimeoutSeconds"] == FANOUT_TIMEOUT_SECONDS
 
 
-def test_map_reads_the_jobs_items_from_staging(template_json: dict[str, Any]) -> None:
-    copy_files = _definition(template_json)["States"][COPY_FILES]
+@pytest.mark.parametrize(
+    ("map_state", "item_state", "items_key"),
+    [(HASH_FILES, HASH_FILE, "$.hash_items_key"), (COPY_FILES, COPY_FILE, "$.items_key")],
+)
+def test_maps_read_the_jobs_items_from_staging(
+    template_json: dict[str, Any], map_state: str, item_state: str, items_key: str
+) -> None:
+    copy_files = _definition(template_json)["States"][map_state]
     assert copy_files["ItemReader"] == {
         "Resource": f"arn:{PARTITION}:states:::s3:getObject",
         "ReaderConfig": {"InputType": "JSON"},
-        "Parameters": {"Bucket.$": "$.bucket", "Key.$": "$.items_key"},
+        "Parameters": {"Bucket.$": "$.bucket", "Key.$": items_key},
     }
     assert copy_files["ItemSelector"] == {
         "job_id.$": "$.job_id",
@@ -133,8 +144,8 @@ def test_map_reads_the_jobs_items_from_staging(template_json: dict[str, Any]) ->
     assert not {k for k in copy_files if k.startswith("ToleratedFailure")}
     # The map's result is discarded: publish and conclude read the execution's input.
     assert copy_files["ResultPath"] is None
-    assert copy_files["ItemProcessor"]["StartAt"] == COPY_FILE
-    assert set(copy_files["ItemProcessor"]["States"]) == {COPY_FILE}
+    assert copy_files["ItemProcessor"]["StartAt"] == item_state
+    assert set(copy_files["ItemProcessor"]["States"]) == {item_state}
 
 
 def test_each_step_invokes_the_promoter_function_with_its_step(
@@ -144,7 +155,9 @@ def test_each_step_invokes_the_promoter_function_with_its_step(
     function_id, _ = _promoter_function(template_json)
     function_arn = Resolver(template_json).get_att(function_id, "Arn")
     copy_file = definition["States"][COPY_FILES]["ItemProcessor"]["States"][COPY_FILE]
+    hash_file = definition["States"][HASH_FILES]["ItemProcessor"]["States"][HASH_FILE]
     steps = {
+        "hash": (hash_file, {"job_id.$": "$.job_id", "item.$": "$.item"}),
         "copy": (copy_file, {"job_id.$": "$.job_id", "item.$": "$.item"}),
         "publish": (definition["States"][PUBLISH], {"job_id.$": "$.job_id"}),
         "conclude": (
@@ -161,8 +174,9 @@ def test_each_step_invokes_the_promoter_function_with_its_step(
         }, name
         assert state["ResultPath"] is None, name
     # A child's output is what the map gathers (AWS's 256 KiB result limit): the number.
-    assert copy_file["OutputPath"] == "$.item"
-    assert copy_file["End"] is True
+    for item_step in (hash_file, copy_file):
+        assert item_step["OutputPath"] == "$.item"
+        assert item_step["End"] is True
 
 
 def test_retriers_never_retry_a_refusal_and_use_the_settings_numbers(
@@ -170,7 +184,13 @@ def test_retriers_never_retry_a_refusal_and_use_the_settings_numbers(
 ) -> None:
     definition = _definition(template_json)
     copy_file = definition["States"][COPY_FILES]["ItemProcessor"]["States"][COPY_FILE]
-    for state in (copy_file, definition["States"][PUBLISH], definition["States"][CONCLUDE]):
+    hash_file = definition["States"][HASH_FILES]["ItemProcessor"]["States"][HASH_FILE]
+    for state in (
+        hash_file,
+        copy_file,
+        definition["States"][PUBLISH],
+        definition["States"][CONCLUDE],
+    ):
         # Exactly these, in this order: Step Functions takes the first retrier that matches.
         assert state["Retry"] == RETRY
     # The error name is the class name Lambda reports for the step's exception.
@@ -263,9 +283,9 @@ def test_state_machine_role_has_exactly_its_actions(template_json: dict[str, Any
         "logs:DescribeResourcePolicies",
         "logs:DescribeLogGroups",
     }
-    assert f"{staging}/{STAGING.job_items('12345-1')}".startswith(
-        f"{staging}/{JOB_KEYS}".rstrip("*")
-    )
+    # Both maps' item readers read under the job keys.
+    for items_key in (STAGING.job_items("12345-1"), STAGING.job_hash_items("12345-1")):
+        assert f"{staging}/{items_key}".startswith(f"{staging}/{JOB_KEYS}".rstrip("*"))
 
 
 def test_state_machine_role_trusts_step_functions_of_this_account(

@@ -10,7 +10,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -165,12 +165,27 @@ def fanout(stack: LocalStack, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout
 
 
 class Run:
-    """A run of ``wheels`` staged through the same code as ``wheelgate stage``."""
+    """A run of ``wheels`` staged through the same code as ``wheelgate stage``.
+
+    With ``part_size``, a file larger than it is staged as a multipart upload (S3 then has no
+    SHA-256 of its bytes); ``claimed_sha256`` is what the manifest says of some files instead
+    of their real SHA-256."""
 
     def __init__(
-        self, fanout: Fanout, run_id: str, index: str, wheels: list[Path], result: str = "passed"
+        self,
+        fanout: Fanout,
+        run_id: str,
+        index: str,
+        wheels: list[Path],
+        result: str = "passed",
+        *,
+        part_size: int | None = None,
+        claimed_sha256: Mapping[str, str] | None = None,
     ) -> None:
         self.fanout, self.run_id, self.index, self.wheels = fanout, run_id, index, wheels
+        limits = (
+            {} if part_size is None else {"single_request_limit": part_size, "part_size": part_size}
+        )
         stage(
             staging=fanout.staging,
             nightly=fanout.nightly,
@@ -179,9 +194,15 @@ class Run:
             index=index,
             commit=COMMIT,
             artifacts=inspect_files(self.wheels),
+            **limits,
         )
         self.key = STAGING.manifest(run_id)
-        raw = json.dumps(manifest_for(run_id, COMMIT, index, wheels, result=result)).encode()
+        manifest = manifest_for(run_id, COMMIT, index, wheels, result=result)
+        [listed] = manifest["sets"]
+        # What the tests installed is what the manifest lists: both say the claimed bytes.
+        for f in [*listed["files"], *listed["tests"][0]["installed"]]:
+            f["sha256"] = (claimed_sha256 or {}).get(f["filename"], f["sha256"])
+        raw = json.dumps(manifest).encode()
         fanout.staging.put(self.key, raw, content_type="application/json")
         self.digest = hashlib.sha256(raw).hexdigest()
 
@@ -586,3 +607,119 @@ def test_a_break_glass_override_of_a_large_run_goes_through_an_execution(
     assert record["state"] == "promoted", record["message"]
     assert record["override"]["by"] == f"AWS:{role_id}:oncall"
     assert "tests overridden by" in record["message"]
+
+
+MB = 1024 * 1024
+#: S3's smallest part: a file above it is staged as a multipart upload by these tests, so S3
+#: has no SHA-256 of its bytes (only a composite checksum), as for a file above 5 GiB.
+PART = 5 * MB
+
+
+def multipart_run(
+    fanout: Fanout, tmp: Path, request: pytest.FixtureRequest, *, claim_other_bytes: bool
+) -> Run:
+    """Three wheels, the second one multipart-staged; with ``claim_other_bytes`` the manifest
+    gives it another SHA-256 than its bytes have."""
+    name = request.node.name.replace("_", "-")[-50:].strip("-")
+    wheels = [
+        build_wheel(tmp, f"mp{n}", "1.0", payload_bytes=6 * MB if n == 1 else 0) for n in range(3)
+    ]
+    claimed = {wheels[1].name: "0" * 64} if claim_other_bytes else None
+    return Run(fanout, name, f"f/{name}", wheels, part_size=PART, claimed_sha256=claimed)
+
+
+def full_reads(staging: Bucket, keys: set[str]) -> tuple[list[str], Callable[[], None]]:
+    """Count GetObject requests of whole objects (no Range) for ``keys``; returns the list
+    they are appended to and the function that stops counting."""
+    reads: list[str] = []
+
+    def spy(params: dict[str, Any], **_: Any) -> None:
+        if params["Bucket"] == staging.name and params["Key"] in keys and "Range" not in params:
+            reads.append(params["Key"])
+
+    event = "provide-client-params.s3.GetObject"
+    staging.client.meta.events.register(event, spy)
+    return reads, lambda: staging.client.meta.events.unregister(event, spy)
+
+
+def test_the_promoters_invocation_reads_no_staged_file_in_full_when_it_fans_out(
+    fanout: Fanout, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a large set with a multipart-staged file (S3 has no SHA-256 of its bytes), whose
+    # execution is held back...
+    fanout.gate = Gate()
+    run = multipart_run(fanout, tmp_path, request, claim_other_bytes=False)
+    files = {STAGING.artifact(run.run_id, run.index, w.name) for w in run.wheels}
+    multipart = STAGING.artifact(run.run_id, run.index, run.wheels[1].name)
+    reads, stop = full_reads(fanout.staging, files)
+    try:
+        # When the promoter's invocation handles its manifest...
+        pending = run.report()
+        during_invocation = list(reads)
+        # ...and then the execution runs.
+        fanout.gate.open()
+        record = run.done()
+    finally:
+        stop()
+    # Then the invocation verified and handed over without reading any file's bytes in full
+    assert (pending["state"], pending["reason"]) == ("pending", None)
+    assert during_invocation == []
+    # And the job lists that one file's item to be hashed, which the execution read once.
+    found = fanout.staging.get(STAGING.job_hash_items(run.job()))
+    assert found is not None
+    assert json.loads(found[0]) == [{"item": 1}]
+    assert reads == [multipart]
+    assert record["state"] == "promoted", record["message"]
+
+
+def test_a_multipart_file_is_hashed_by_its_step_before_any_copy_then_promoted(
+    fanout: Fanout, s3: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a large set with a multipart-staged file whose bytes are the manifest's...
+    run = multipart_run(fanout, tmp_path, request, claim_other_bytes=False)
+    # When it is promoted through an execution...
+    run.report()
+    record = run.done()
+    # Then its hash step ran before the first copy, and the run is promoted with its bytes.
+    steps = [(s["fanout_step"], s.get("item")) for s in fanout.steps]
+    assert steps[0] == ("hash", 1)
+    assert sorted(steps[1:4]) == [("copy", 0), ("copy", 1), ("copy", 2)]
+    assert steps[4:] == [("publish", None)]
+    assert record["state"] == "promoted", record["message"]
+    key = f"{run.index}/{run.wheels[1].name}"
+    body = s3.get_object(Bucket=NIGHTLY_BUCKET, Key=key)["Body"].read()
+    assert body == run.wheels[1].read_bytes()
+    page = json.loads(fanout.nightly.get(f"{run.index}/mp1/index.json")[0])  # type: ignore[index]
+    sha = hashlib.sha256(body).hexdigest()
+    assert page["files"][0]["hashes"]["sha256"] == sha
+
+
+def test_a_multipart_file_with_other_bytes_is_refused_by_its_hash_step_before_any_copy(
+    fanout: Fanout, s3: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Given a large set whose manifest gives a multipart-staged file another SHA-256 than its
+    # staged bytes have (S3 has none of its own to compare at verification)...
+    run = multipart_run(fanout, tmp_path, request, claim_other_bytes=True)
+    before = nightly_objects(s3, "")
+    # When it is reported, it is handed to an execution (verification reads no file in full)...
+    pending = run.report()
+    assert (pending["state"], pending["reason"]) == ("pending", None)
+    record = run.done()
+    # Then the hash step refuses it (once: a refusal is not retried) and no copy step ran
+    assert [(s["fanout_step"], s.get("item")) for s in fanout.steps] == [
+        ("hash", 1),
+        ("conclude", None),
+    ]
+    assert fanout.waits == []
+    # And the run is REJECTED with the plan's own reason and wording
+    real = hashlib.sha256(run.wheels[1].read_bytes()).hexdigest()
+    assert (record["state"], record["reason"]) == ("rejected", "checksum-mismatch")
+    assert (
+        f"{run.wheels[1].name}: manifest sha256 {'0' * 64} but staged object has {real}"
+        in (record["message"])
+    )
+    # And nightly is byte for byte what it was, the leases are back, nothing is re-queued.
+    assert nightly_objects(s3, "") == before
+    assert leases_free(fanout.staging, run.index)
+    assert fanout.received(fanout.queue_url) == []
+    assert [state for state, _ in fanout.decisions.heard if state != "pending"] == ["rejected"]

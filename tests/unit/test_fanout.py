@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import boto3
@@ -152,7 +153,9 @@ def test_the_launcher_starts_the_execution_with_the_contract_input() -> None:
     expected = {
         "stateMachineArn": MACHINE,
         "name": "job-1",
-        "input": json.dumps({"job_id": "job-1", "bucket": "staging", "items_key": "k"}),
+        "input": json.dumps(
+            {"job_id": "job-1", "bucket": "staging", "items_key": "k", "hash_items_key": "h"}
+        ),
     }
     arn = execution_arn(MACHINE, "job-1")
     with Stubber(client) as stub:
@@ -160,7 +163,7 @@ def test_the_launcher_starts_the_execution_with_the_contract_input() -> None:
             "start_execution", {"executionArn": arn, "startDate": "2026-11-30"}, expected
         )
         assert StepFunctionsLauncher(client, MACHINE).start(
-            job_id="job-1", bucket="staging", items_key="k"
+            job_id="job-1", bucket="staging", items_key="k", hash_items_key="h"
         ) == (arn)
         stub.assert_no_pending_responses()
 
@@ -171,28 +174,39 @@ def test_an_execution_of_the_same_name_counts_as_started() -> None:
     with Stubber(client) as stub:
         stub.add_client_error("start_execution", "ExecutionAlreadyExists")
         stub.add_client_error("start_execution", "ThrottlingException")
-        assert launcher.start(job_id="j", bucket="b", items_key="k") == execution_arn(MACHINE, "j")
+        started = launcher.start(job_id="j", bucket="b", items_key="k", hash_items_key="h")
+        assert started == execution_arn(MACHINE, "j")
         with pytest.raises(TransientError, match="execution j not started"):
-            launcher.start(job_id="j", bucket="b", items_key="k")
+            launcher.start(job_id="j", bucket="b", items_key="k", hash_items_key="h")
 
 
 class Items:
-    """The staging bucket as the in-process engine reads it: one items array."""
+    """The staging bucket as the in-process engine reads it: the items and hash items arrays."""
 
     name = "staging"
 
-    def __init__(self, count: int) -> None:
-        self.body = json.dumps([{"item": n} for n in range(count)]).encode()
+    def __init__(self, count: int, hashed: Sequence[int]) -> None:
+        self.bodies = {
+            "items.json": json.dumps([{"item": n} for n in range(count)]).encode(),
+            "hash_items.json": json.dumps([{"item": n} for n in hashed]).encode(),
+        }
 
     def get(self, key: str) -> tuple[bytes, str]:
-        assert key == "items.json"
-        return self.body, '"e"'
+        return self.bodies[key], '"e"'
 
 
-def engine(run_step: Any, count: int) -> tuple[InProcessLauncher, list[float]]:
+def start(launcher: InProcessLauncher) -> None:
+    launcher.start(
+        job_id="j", bucket="staging", items_key="items.json", hash_items_key="hash_items.json"
+    )
+
+
+def engine(
+    run_step: Any, count: int, hashed: Sequence[int] = ()
+) -> tuple[InProcessLauncher, list[float]]:
     waits: list[float] = []
     launcher = InProcessLauncher(
-        staging=Items(count),  # type: ignore[arg-type]
+        staging=Items(count, hashed),  # type: ignore[arg-type]
         run_step=run_step,
         concurrency=2,
         sleep=waits.append,
@@ -203,12 +217,45 @@ def engine(run_step: Any, count: int) -> tuple[InProcessLauncher, list[float]]:
 def test_the_engine_copies_every_item_then_publishes() -> None:
     steps: list[dict[str, Any]] = []
     launcher, waits = engine(steps.append, 5)
-    launcher.start(job_id="j", bucket="staging", items_key="items.json")
+    start(launcher)
     launcher.wait("j")
     copies = [s for s in steps if s["fanout_step"] == "copy"]
     assert sorted(s["item"] for s in copies) == [0, 1, 2, 3, 4]
     assert steps[-1] == {"fanout_step": "publish", "job_id": "j"}
     assert len(steps) == 6
+    assert waits == []
+
+
+def test_the_engine_hashes_every_hash_item_before_the_first_copy() -> None:
+    # Given a job of 4 items, 2 of which must be hashed
+    steps: list[dict[str, Any]] = []
+    launcher, _ = engine(steps.append, 4, hashed=[1, 3])
+    # When its execution runs
+    start(launcher)
+    launcher.wait("j")
+    # Then both hash steps ran, and ended, before any copy step started
+    names = [s["fanout_step"] for s in steps]
+    assert names == ["hash", "hash", "copy", "copy", "copy", "copy", "publish"]
+    assert sorted(s["item"] for s in steps[:2]) == [1, 3]
+
+
+def test_a_refused_hash_concludes_without_any_copy() -> None:
+    # Given a job whose item 0's bytes are not the manifest's
+    steps: list[dict[str, Any]] = []
+
+    def run_step(event: dict[str, Any]) -> None:
+        steps.append(event)
+        if event["fanout_step"] == "hash":
+            raise PromotionRejected(Reason.CHECKSUM_MISMATCH, "other bytes")
+
+    launcher, waits = engine(run_step, 3, hashed=[0])
+    # When its execution runs
+    start(launcher)
+    launcher.wait("j")
+    # Then the hash map fails at once (a refusal is not retried) and no copy starts
+    assert [s["fanout_step"] for s in steps] == ["hash", "conclude"]
+    assert steps[-1]["error"]["Error"] == MAP_FAILED_ERROR
+    assert json.loads(steps[-1]["error"]["Cause"])["Error"] == "PromotionRejected"
     assert waits == []
 
 
@@ -221,7 +268,7 @@ def test_the_engine_retries_with_the_state_machine_numbers_then_concludes() -> N
             raise TransientError("SlowDown")
 
     launcher, waits = engine(run_step, 1)
-    launcher.start(job_id="j", bucket="staging", items_key="items.json")
+    start(launcher)
     launcher.wait("j")
     assert waits == [
         FANOUT_ITEM_RETRY_INTERVAL_SECONDS * FANOUT_ITEM_RETRY_BACKOFF**n
@@ -243,7 +290,7 @@ def test_the_engine_never_retries_a_refusal() -> None:
             raise PromotionRejected(Reason.NIGHTLY_CONFLICT, "other bytes")
 
     launcher, waits = engine(run_step, 1)
-    launcher.start(job_id="j", bucket="staging", items_key="items.json")
+    start(launcher)
     launcher.wait("j")
     assert [s["fanout_step"] for s in steps] == ["copy", "publish", "conclude"]
     assert steps[-1]["error"]["Error"] == "PromotionRejected"
@@ -280,7 +327,11 @@ def test_a_step_event_without_a_state_machine_is_refused(handler_env: Any) -> No
 @pytest.mark.parametrize(
     ("event", "problem"),
     [
-        ({"fanout_step": "paste", "job_id": "j"}, "must be 'copy', 'publish' or 'conclude'"),
+        (
+            {"fanout_step": "paste", "job_id": "j"},
+            "must be 'hash', 'copy', 'publish' or 'conclude'",
+        ),
+        ({"fanout_step": "hash", "job_id": "j", "item": None}, "hash step: item must be a non-"),
         ({"fanout_step": "copy", "job_id": "j", "item": -1}, "item must be a non-negative"),
         ({"fanout_step": "copy", "job_id": "j", "item": "1"}, "item must be a non-negative"),
         ({"fanout_step": "publish"}, "job_id must be a non-empty string"),

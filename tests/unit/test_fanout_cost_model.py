@@ -18,6 +18,7 @@ from bench.fanout_cost import (
     GIB,
     MB,
     PARENT_STATES,
+    PARENT_STATES_WITHOUT_HASH_MAP,
     PART_WORKERS,
     PROMOTER_WORKERS,
     TRANSITIONS_PER_ITEM,
@@ -28,6 +29,7 @@ from bench.fanout_cost import (
     fanout_limit,
     fanout_path,
     finish_times,
+    hash_step_seconds,
     main,
     safe_single_limit,
     single_path,
@@ -103,15 +105,21 @@ def test_hash_reads_of_multipart_staged_files_time_out_verification() -> None:
     # Then the single path times out in verification
     assert cost.timeout is not None
     assert cost.timeout.startswith("in verification, before any copy")
-    # And so does the fan-out path's promoter invocation, which verifies the same way
+    # And so did the fan-out path's promoter invocation before the hash map
+    before = fanout_path(sizes, replace(BARE, hash_reads="promoter"))
+    assert before.timeout is not None
+    assert "promoter" in before.timeout
+    # But not with the hash map: each read is a step of its own, 80 s, and the promoter's
+    # invocation reads nothing in full
     fanout = fanout_path(sizes, BARE)
-    assert fanout.timeout is not None
-    assert "promoter" in fanout.timeout
-    # But not once each copy step reads its own file
-    moved = fanout_path(sizes, replace(BARE, hash_reads="copy-step"))
-    assert moved.timeout is None
-    assert moved.longest_invocation_s == pytest.approx(
-        copy_seconds(8 * GB, BARE) + 8 * GB / (BARE.read_mb_s * MB)
+    assert fanout.timeout is None
+    assert hash_step_seconds(8 * GB, BARE) == pytest.approx(8 * GB / (BARE.read_mb_s * MB))
+    assert fanout.longest_invocation_s == pytest.approx(
+        max(hash_step_seconds(8 * GB, BARE), copy_seconds(8 * GB, BARE))
+    )
+    # And the hash map ends before the copy map starts: its wall time adds to the copies'
+    assert fanout.wall_s == pytest.approx(
+        hash_step_seconds(8 * GB, BARE) + copy_seconds(8 * GB, BARE)
     )
     # And files at or under 5 GiB are never read through (20 of them would take 1,074 s)
     at_limit = single_path([5 * GIB] * 20, BARE)
@@ -134,15 +142,29 @@ def test_gb_seconds_are_memory_times_billed_duration() -> None:
         cost.gb_seconds * a.gb_second_usd + cost.invocations * a.request_usd
     )
     assert cost.invocations == len(sizes) + 2
+    # With the hash map, each file staged multipart adds one invocation: its hash step
+    hashed = fanout_path(sizes, BARE)
+    big = [s for s in sizes if s > BARE.single_request_limit]
+    assert 0 < len(big) < len(sizes)
+    assert hashed.invocations == len(sizes) + len(big) + 2
+    assert hashed.gb_seconds == pytest.approx(
+        cost.gb_seconds + sum(hash_step_seconds(s, BARE) for s in big)
+    )
 
 
-def test_transitions_are_two_parent_states_plus_two_per_item() -> None:
-    # One per child execution the Distributed Map starts, one for the child's Task state
-    assert (PARENT_STATES, TRANSITIONS_PER_ITEM) == (2, 2)
-    for n, expected in ((20, 42), (200, 402), (2_000, 4_002)):
+def test_transitions_are_the_parent_states_plus_two_per_item_of_each_map() -> None:
+    # One per child execution a Distributed Map starts, one for the child's Task state
+    assert (PARENT_STATES, PARENT_STATES_WITHOUT_HASH_MAP, TRANSITIONS_PER_ITEM) == (3, 2, 2)
+    # Files at or under 5 GiB: the hash map has no items
+    for n, expected in ((20, 43), (200, 403), (2_000, 4_003)):
         cost = fanout_path([1 * GB] * n, BARE)
         assert cost.transitions == expected
         assert cost.transitions_usd == pytest.approx(expected * 0.025 / 1000)
+    # Ten files over 5 GiB and ten under: 3 + 2 x 10 hash items + 2 x 20 copy items
+    mixed = [8 * GB] * 10 + [1 * GB] * 10
+    assert fanout_path(mixed, BARE).transitions == 3 + 20 + 40
+    # Before the hash map: 2 parent states and the copy map's items alone
+    assert fanout_path(mixed, replace(BARE, hash_reads="promoter")).transitions == 2 + 40
     assert single_path([1 * GB] * 20, BARE).transitions == 0
 
 
@@ -181,16 +203,17 @@ def test_defaults_keep_a_set_single_until_either_threshold() -> None:
     assert defaults_keep_single([8 * GB] * 10, min_bytes=32 * GIB) == 4
 
 
-def test_the_fanout_limit_is_where_the_promoters_invocation_stops_fitting() -> None:
-    # Given files over 5 GiB, read through in the promoter's invocation (today's code)
+def test_the_fanout_limit_is_where_the_promoters_invocation_stopped_fitting() -> None:
+    # Given files over 5 GiB, read through in the promoter's invocation (before the hash map)
     sizes = [8 * GB] * 30
-    k = fanout_limit(sizes, BARE)
+    before = replace(BARE, hash_reads="promoter")
+    k = fanout_limit(sizes, before)
     # Then 900 s at 100 MB/s reads 11 of them (88 GB), not 12 (96 GB)
     assert k == 11
-    assert fanout_path(sizes[:k], BARE).timeout is None
-    assert fanout_path(sizes[: k + 1], BARE).timeout is not None
-    # And with the read in each copy step the set has no such limit
-    assert fanout_limit(sizes, replace(BARE, hash_reads="copy-step")) == len(sizes)
+    assert fanout_path(sizes[:k], before).timeout is None
+    assert fanout_path(sizes[: k + 1], before).timeout is not None
+    # And with the hash map (the default) the set has no such limit
+    assert fanout_limit(sizes, BARE) == len(sizes)
 
 
 def test_the_size_mix_is_deterministic_within_its_range_and_prefix_stable() -> None:
@@ -246,7 +269,10 @@ def test_the_bench_prints_every_count_for_both_paths_quickly(
     out = capsys.readouterr().out
     for n in ("20", "200", "2,000"):
         for path in ("single", "fan-out"):
-            assert re.search(rf"^\| {n} \| [\d,]+ \| {path} \|", out, re.MULTILINE), (n, path)
+            found = re.findall(rf"^\| {n} \| [\d,]+ \| {path} \|", out, re.MULTILINE)
+            # The code's table and the comparison's (before the hash map)
+            assert len(found) == 2, (n, path)
+    assert "--hash-reads promoter" in out
     assert "https://aws.amazon.com/step-functions/pricing/" in out
     assert elapsed < 10
 

@@ -14,6 +14,7 @@ Staging bucket::
     records/_leases/<index>.json                the promoter's lease on an index directory
     records/_jobs/<job_id>/plan.json            a fan-out promotion's verified plan
     records/_jobs/<job_id>/items.json           its files, one Map item each (Step Functions)
+    records/_jobs/<job_id>/hash_items.json      the items whose staged bytes must be hashed first
     records/_jobs/<job_id>/done/<item>.json     a file copied and verified, with its page entry
     records/_jobs/<job_id>/rejection.json       a step's permanent refusal (reason and message)
     records/_jobs/<job_id>/concluded.json       the job's failed execution was concluded
@@ -243,6 +244,11 @@ class StagingLayout:
 
     def job_items(self, job_id: str) -> str:
         return self.job_prefix(job_id) + "items.json"
+
+    def job_hash_items(self, job_id: str) -> str:
+        """The items (of ``job_items``) whose staged bytes S3 has no SHA-256 of: each is hashed
+        by a step of its own before any copy (a JSON array like ``job_items``, maybe empty)."""
+        return self.job_prefix(job_id) + "hash_items.json"
 
     def job_done(self, job_id: str, item: int) -> str:
         return f"{self.job_prefix(job_id)}done/{item}.json"

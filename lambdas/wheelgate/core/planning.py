@@ -40,6 +40,16 @@ class SetPlan:
         return tuple(s for s in self.steps if s.copy)
 
 
+def checksum_mismatch(f: ManifestFile, staged_sha256: str, *, index: str) -> PromotionRejected:
+    """The refusal of a staged file whose SHA-256 is not the manifest's: one wording, whether
+    the hash came from S3's HEAD (planning) or from reading the bytes (a deferred hash read)."""
+    return PromotionRejected(
+        Reason.CHECKSUM_MISMATCH,
+        f"{f.filename}: manifest sha256 {f.sha256} but staged object has {staged_sha256}",
+        index=index,
+    )
+
+
 def plan_set(
     artifact_set: ArtifactSet,
     *,
@@ -97,11 +107,7 @@ def plan_set(
                 index=index,
             )
         if info.s3_sha256 != f.sha256:
-            raise PromotionRejected(
-                Reason.CHECKSUM_MISMATCH,
-                f"{f.filename}: manifest sha256 {f.sha256} but staged object has {info.s3_sha256}",
-                index=index,
-            )
+            raise checksum_mismatch(f, info.s3_sha256, index=index)
         staged_commit = info.metadata.get(META_COMMIT)
         if staged_commit != commit:
             raise PromotionRejected(

@@ -3,10 +3,16 @@
 The promoter checks a run exactly as for a small set (acceptance, verification, under the
 index-directory leases). When the copies reach a threshold (:meth:`FanoutJobs.wanted`), it
 writes a job instead of copying: the verified plan and everything the record needs
-(``records/_jobs/<job_id>/plan.json``) and one Map item per planned file (``items.json``);
-hands its leases over to the job; records the run PENDING, naming the execution; and starts the
+(``records/_jobs/<job_id>/plan.json``), one Map item per planned file (``items.json``) and the
+items whose staged bytes S3 has no SHA-256 of (``hash_items.json``, maybe empty); hands its
+leases over to the job; records the run PENDING, naming the execution; and starts the
 execution. The same promoter function then runs the execution's steps (:meth:`FanoutJobs.step`):
 
+- ``hash`` one item: read its staged file once (the version verification pinned) and check its
+  SHA-256 against the manifest's (verification planned it on the manifest's provisionally).
+  Every ``hash`` step ends before the first ``copy`` starts: the promise "every check before
+  the first copy" holds for a fan-out promotion too, and the promoter's own invocation reads no
+  file in full.
 - ``copy`` one item: copy the file, verify the copy, release its core metadata, and write the
   item's done marker (its page entry). A done item returns at once.
 - ``publish``: with every item done, publish the nightly pages, invalidate them, record the run
@@ -87,9 +93,10 @@ MAP_FAILED_ERROR = "States.ExceedToleratedFailureThreshold"
 class Launcher(Protocol):
     """Starts a fan-out execution (Step Functions, or in-process in local mode)."""
 
-    def start(self, *, job_id: str, bucket: str, items_key: str) -> str:
-        """Start the execution named ``job_id`` (starting it again is a no-op); return its
-        id. Raises :class:`~wheelgate.core.errors.TransientError` when it cannot start."""
+    def start(self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str) -> str:
+        """Start the execution named ``job_id`` (starting it again is a no-op) over the items
+        at ``items_key`` (copied) and ``hash_items_key`` (hashed first); return its id.
+        Raises :class:`~wheelgate.core.errors.TransientError` when it cannot start."""
         ...
 
 
@@ -141,6 +148,8 @@ class JobItem(BaseModel):
     in_nightly: bool
     #: SHA-256 of the wheel's METADATA that verification read (``None``: an sdist).
     metadata_sha256: str | None = None
+    #: S3 has no SHA-256 of the staged bytes: a ``hash`` step reads them before any copy.
+    hash_read: bool = False
 
     def step(self) -> FileStep:
         return FileStep(
@@ -268,6 +277,7 @@ class FanoutJobs:
         latest = self._latest(promotion.run_id, promotion.manifest_sha256)
         attempt = 1 if latest is None else latest.attempt + 1
         job_id = fanout_job_id(promotion.run_id, promotion.manifest_sha256, attempt)
+        unhashed = {(s.index, s.file.filename) for v in verified for s in v.unhashed}
         items = [
             JobItem(
                 index=step.index,
@@ -278,6 +288,7 @@ class FanoutJobs:
                 copies=step.copy,
                 in_nightly=step.target_key in v.nightly_keys,
                 metadata_sha256=v.metadata[step.file.filename].sha256 if step.is_wheel else None,
+                hash_read=(step.index, step.file.filename) in unhashed,
             )
             for v in verified
             for step in v.plan.steps
@@ -297,6 +308,11 @@ class FanoutJobs:
         self.staging.put(
             STAGING.job_items(job_id),
             json.dumps([{"item": n} for n in range(len(items))]).encode(),
+            content_type=_JSON,
+        )
+        self.staging.put(
+            STAGING.job_hash_items(job_id),
+            json.dumps([{"item": n} for n, i in enumerate(items) if i.hash_read]).encode(),
             content_type=_JSON,
         )
         try:
@@ -333,14 +349,18 @@ class FanoutJobs:
                 build_record(existing, entry, run_id=job.run_id, commit=job.promotion.commit)
             )
         self.launcher.start(
-            job_id=job.job_id, bucket=self.staging.name, items_key=STAGING.job_items(job.job_id)
+            job_id=job.job_id,
+            bucket=self.staging.name,
+            items_key=STAGING.job_items(job.job_id),
+            hash_items_key=STAGING.job_hash_items(job.job_id),
         )
         return record
 
     # --- the execution's steps -----------------------------------------------------------
 
     def step(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        """Run the step an execution's event names (``copy``, ``publish`` or ``conclude``).
+        """Run the step an execution's event names (``hash``, ``copy``, ``publish`` or
+        ``conclude``).
 
         Raises :class:`StepError` for an event that is not a step of the contract,
         :class:`~wheelgate.core.errors.PromotionRejected` for a permanent refusal (written to
@@ -350,13 +370,14 @@ class FanoutJobs:
         job_id = event.get("job_id")
         if not isinstance(job_id, str) or not job_id:
             raise StepError(f"fan-out step {name!r}: job_id must be a non-empty string")
-        if name == "copy":
+        if name in ("hash", "copy"):
             item = event.get("item")
             if not isinstance(item, int) or isinstance(item, bool) or item < 0:
                 raise StepError(
-                    f"fan-out copy step: item must be a non-negative integer, not {item!r}"
+                    f"fan-out {name} step: item must be a non-negative integer, not {item!r}"
                 )
-            return self._refusals_noted(job_id, lambda: self.copy(job_id, item))
+            run = self.hash if name == "hash" else self.copy
+            return self._refusals_noted(job_id, lambda: run(job_id, item))
         if name == "publish":
             return self._refusals_noted(job_id, lambda: self.publish(job_id))
         if name == "conclude":
@@ -365,8 +386,23 @@ class FanoutJobs:
                 raise StepError("fan-out conclude step: error must be an object (Error, Cause)")
             return self.conclude(job_id, error)
         raise StepError(
-            f"{FANOUT_STEP_FIELD} must be 'copy', 'publish' or 'conclude', not {name!r}"
+            f"{FANOUT_STEP_FIELD} must be 'hash', 'copy', 'publish' or 'conclude', not {name!r}"
         )
+
+    def hash(self, job_id: str, item: int) -> dict[str, Any]:
+        """Read item ``item``'s staged file once and check its SHA-256 against the manifest's
+        (:meth:`~wheelgate.promotion.verify.SetVerifier.check_hash`); an item S3 had a SHA-256
+        of needs no read and returns at once.
+
+        Raises :class:`~wheelgate.core.errors.PromotionRejected` (``checksum-mismatch``) when
+        the bytes differ, :class:`~wheelgate.core.errors.TransientError` when the staged file
+        changed since verification.
+        """
+        spec = self._item(job_id, item)
+        if not spec.hash_read:
+            return {"item": item, "hash": "not-needed"}
+        self.verifier.check_hash(spec.step())
+        return {"item": item, "hash": "checked"}
 
     def copy(self, job_id: str, item: int) -> dict[str, Any]:
         """Copy item ``item`` of the job, verify it, release its core metadata and write its
@@ -374,10 +410,7 @@ class FanoutJobs:
         done_key = STAGING.job_done(job_id, item)
         if self.staging.head(done_key) is not None:
             return {"item": item, "done": "already"}
-        job = self.load(job_id)
-        if item >= len(job.items):
-            raise StepError(f"job {job_id} has {len(job.items)} items, not item {item}")
-        spec = job.items[item]
+        spec = self._item(job_id, item)
         step = spec.step()
         metadata = None
         if step.is_wheel:
@@ -531,6 +564,12 @@ class FanoutJobs:
         found = self.staging.get(STAGING.job_plan(fanout_job_id(run_id, manifest_sha256, attempt)))
         return None if found is None else FanoutJob.model_validate_json(found[0])
 
+    def _item(self, job_id: str, item: int) -> JobItem:
+        job = self.load(job_id)
+        if item >= len(job.items):
+            raise StepError(f"job {job_id} has {len(job.items)} items, not item {item}")
+        return job.items[item]
+
     def _ended(self, job: FanoutJob) -> bool:
         if job.expires <= self.clock().timestamp():
             return True
@@ -597,9 +636,10 @@ def step_error(exc: BaseException) -> dict[str, str]:
 
 
 class InProcessLauncher:
-    """Runs fan-out executions in this process, as the state machine does: the items at most
-    ``concurrency`` at a time, each step retried with the state machine's numbers (a
-    ``PromotionRejected`` never), then publish; conclude when the Map or publish failed.
+    """Runs fan-out executions in this process, as the state machine does: the hash items,
+    then the copy items (each map at most ``concurrency`` at a time, and the second only once
+    the first has succeeded), each step retried with the state machine's numbers (a
+    ``PromotionRejected`` never), then publish; conclude when a map or publish failed.
 
     ``run_step`` is the promoter function's step entry; ``sleep`` waits between retries.
     """
@@ -625,14 +665,14 @@ class InProcessLauncher:
         self._executions: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
-    def start(self, *, job_id: str, bucket: str, items_key: str) -> str:
+    def start(self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str) -> str:
         """Start the execution in a thread (once per ``job_id``); return its id."""
         if bucket != self.staging.name:
             raise ValueError(f"items are in {bucket!r}, not in staging ({self.staging.name!r})")
         with self._lock:
             if job_id not in self._executions:
                 thread = threading.Thread(
-                    target=self._execute, args=(job_id, items_key), daemon=True
+                    target=self._execute, args=(job_id, items_key, hash_items_key), daemon=True
                 )
                 self._executions[job_id] = thread
                 thread.start()
@@ -646,14 +686,11 @@ class InProcessLauncher:
         if thread.is_alive():
             raise TimeoutError(f"execution {job_id} still running after {timeout}s")
 
-    def _execute(self, job_id: str, items_key: str) -> None:
+    def _execute(self, job_id: str, items_key: str, hash_items_key: str) -> None:
         try:
             try:
-                found = self.staging.get(items_key)
-                if found is None:
-                    raise TransientError(f"{items_key} not found")
-                items = [int(i["item"]) for i in json.loads(found[0])]
-                self._map(job_id, items)
+                self._map(job_id, "hash", self._items(hash_items_key))
+                self._map(job_id, "copy", self._items(items_key))
                 self._task({FANOUT_STEP_FIELD: "publish", "job_id": job_id})
             except StepFailed as failed:
                 self._task({FANOUT_STEP_FIELD: "conclude", "job_id": job_id, "error": failed.error})
@@ -661,12 +698,19 @@ class InProcessLauncher:
             # Step Functions' Fail state: the execution ends failed.
             logger.exception("fan-out execution %s failed", job_id)
 
-    def _map(self, job_id: str, items: Sequence[int]) -> None:
-        def copy(item: int) -> None:
-            self._task({FANOUT_STEP_FIELD: "copy", "job_id": job_id, "item": item})
+    def _items(self, key: str) -> list[int]:
+        """A map's items (its item reader)."""
+        found = self.staging.get(key)
+        if found is None:
+            raise TransientError(f"{key} not found")
+        return [int(i["item"]) for i in json.loads(found[0])]
+
+    def _map(self, job_id: str, step: Literal["hash", "copy"], items: Sequence[int]) -> None:
+        def run(item: int) -> None:
+            self._task({FANOUT_STEP_FIELD: step, "job_id": job_id, "item": item})
 
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = [pool.submit(copy, item) for item in items]
+            futures = [pool.submit(run, item) for item in items]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [exc for f in done if (exc := f.exception()) is not None]
             if failed:

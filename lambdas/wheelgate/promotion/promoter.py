@@ -2,7 +2,8 @@
 
 :class:`Promoter` routes a manifest to its flow: a run's promotion, a yank request, or a
 break-glass override. A promotion takes its steps in an order that is the product's promise:
-every set is verified (:mod:`~wheelgate.promotion.verify`) before the first copy; every copy
+every set is verified (:mod:`~wheelgate.promotion.verify`, including the hash read of each
+file S3 has no SHA-256 of) before the first copy; every copy
 is verified (:mod:`~wheelgate.promotion.release`) before any index page changes
 (:mod:`~wheelgate.promotion.publish`); the record is written last
 (:mod:`~wheelgate.promotion.recorder`). Each step is idempotent (a released file with the same
@@ -477,6 +478,14 @@ class Promoter:
         ) as held:
             try:
                 verified = [self.verifier.verify(manifest, s) for s in acceptance.accepted]
+                fanout = self.fanout
+                if fanout is not None and not fanout.wanted([v.plan for v in verified]):
+                    fanout = None
+                if fanout is None:
+                    # The files S3 has no SHA-256 of are hashed here, still before the first
+                    # copy; a fan-out execution hashes them in steps of their own instead, so
+                    # that this invocation's time does not grow with their bytes.
+                    self.verifier.check_hashes([s for v in verified for s in v.unhashed])
             except PromotionRejected as rejection:
                 sets = [
                     SetOutcome(
@@ -504,13 +513,13 @@ class Promoter:
                 actor=actor,
                 override=override,
             )
-            if self.fanout is not None and self.fanout.wanted([v.plan for v in verified]):
-                job = self.fanout.prepare(
+            if fanout is not None:
+                job = fanout.prepare(
                     promotion, verified, body=event.body, event_time=event.event_time
                 )
                 # The job keeps the leases until its publish or conclude step.
                 held.hand_over(job.job_id, FANOUT_LEASE_SECONDS)
-                return self.fanout.launch(job, existing)
+                return fanout.launch(job, existing)
             entries = self.releaser.release(verified)
             pages_nightly = self.publisher.publish(verified, entries)
         invalidations = self.publisher.invalidate(pages_nightly)

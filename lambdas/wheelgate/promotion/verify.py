@@ -3,9 +3,12 @@
 For each accepted set, all read before the first copy of the run:
 
 - one listing of the run's staged files and a HEAD per file: S3's own SHA-256 of the bytes it
-  stores (where S3 has none, as for a multipart object whose checksum is composite, the
-  promoter reads the object once and hashes it; user metadata is never taken as a hash) and
-  the commit it was staged from;
+  stores and the commit it was staged from (user metadata is never taken as a hash). Where S3
+  has no SHA-256 (a multipart object's checksum is composite), the file is planned against the
+  manifest's SHA-256 provisionally and listed in :attr:`VerifiedSet.unhashed`: its bytes are
+  read and hashed by :meth:`SetVerifier.check_hash`, one file per call, still before the first
+  copy (by the promoter's own invocation, or by a fan-out execution's ``hash`` steps), so that
+  verification itself reads no file in full;
 - each wheel's METADATA and WHEEL, read from the staged wheel with bounded ranged reads: the
   wheel must be what its file name says, and a staged ``.metadata`` sidecar must be byte for
   byte the wheel's own METADATA (the sidecar is what nightly serves to resolvers);
@@ -16,10 +19,15 @@ For each accepted set, all read before the first copy of the run:
 
 :func:`wheelgate.core.planning.plan_set` checks these against the manifest and decides each
 copy. Nothing here writes.
+
+A file's hash read is kept out of :meth:`SetVerifier.verify` because it is the one read whose
+cost grows with the bytes (a 5 GiB file is tens of seconds): a fan-out promotion spreads those
+reads over its execution's steps instead of one invocation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -27,7 +35,13 @@ from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
 from wheelgate.core.manifest import ArtifactSet, Manifest
 from wheelgate.core.objects import ObjectInfo
-from wheelgate.core.planning import FileStep, SetPlan, check_release_conflicts, plan_set
+from wheelgate.core.planning import (
+    FileStep,
+    SetPlan,
+    check_release_conflicts,
+    checksum_mismatch,
+    plan_set,
+)
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
     WheelIdentityError,
@@ -57,6 +71,9 @@ class VerifiedSet:
     metadata: dict[str, CoreMetadata]
     #: Keys of the set's projects' files that nightly already holds.
     nightly_keys: frozenset[str]
+    #: The steps whose staged bytes S3 has no SHA-256 of, planned against the manifest's: each
+    #: must pass :meth:`SetVerifier.check_hash` (pinned by its ``source_etag``) before any copy.
+    unhashed: tuple[FileStep, ...] = ()
 
 
 class SetVerifier:
@@ -87,7 +104,10 @@ class SetVerifier:
         Whether a file is already released is read from the nightly archive page, which lists
         every released file of the project with its SHA-256; a file in nightly but not listed
         (an interrupted promotion, or an out-of-band write) is found by listing the project's
-        own nightly files, before any copy, and checked by a HEAD.
+        own nightly files, before any copy, and checked by a HEAD. A staged file S3 has no
+        SHA-256 of is not read here: it is planned on the manifest's SHA-256 and listed in
+        :attr:`VerifiedSet.unhashed`, and the plan stands only once :meth:`check_hash` has
+        passed it (the caller's duty, before any copy).
 
         Raises :class:`~wheelgate.core.errors.PromotionRejected` when the staged files do not
         match the set (see :func:`~wheelgate.core.planning.plan_set`), a wheel is not what its
@@ -106,13 +126,23 @@ class SetVerifier:
         }
         files = [n for n in listing if not n.endswith(METADATA_SUFFIX)]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            heads = list(pool.map(self._staged_head, [prefix + name for name in files]))
+            heads = list(pool.map(self.staging.head, [prefix + name for name in files]))
         staged: dict[str, ObjectInfo] = {
             name: ObjectInfo(key=obj.key, size=obj.size, etag=obj.etag)
             for name, obj in listing.items()
             if name.endswith(METADATA_SUFFIX)
         }
         staged.update({name: head for name, head in zip(files, heads, strict=True) if head})
+        # A file S3 has no SHA-256 of is planned as if its bytes were the manifest's; the plan
+        # stands only once check_hash has read them (before any copy).
+        manifest_sha256 = {f.filename: f.sha256 for f in artifact_set.files}
+        unhashed_names = {
+            name
+            for name, info in staged.items()
+            if info.s3_sha256 is None and name in manifest_sha256
+        }
+        for name in unhashed_names:
+            staged[name] = replace(staged[name], s3_sha256=manifest_sha256[name])
         pages = self._read_pages(artifact_set)
         check_release_conflicts(
             artifact_set,
@@ -155,19 +185,35 @@ class SetVerifier:
             pages=pages,
             metadata={s.file.filename: m for s, m in zip(wheels, metadata, strict=True)},
             nightly_keys=frozenset(nightly_keys),
+            unhashed=tuple(s for s in plan.steps if s.file.filename in unhashed_names),
         )
 
-    def _staged_head(self, key: str) -> ObjectInfo | None:
-        """HEAD of a staged file, with S3's SHA-256 of its bytes; where S3 has none (a
-        multipart object's checksum is composite; some S3 servers keep no checksums), the
-        SHA-256 of the bytes read from S3 once. Never the hash its writer put in metadata."""
-        head = self.staging.head(key)
-        if head is None or head.s3_sha256 is not None:
-            return head
+    def check_hashes(self, steps: Sequence[FileStep]) -> None:
+        """:meth:`check_hash` of each of ``steps``, ``workers`` at a time; raises the first
+        step's error (in ``steps`` order) once every read has ended."""
+        if not steps:
+            return
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(steps))) as pool:
+            list(pool.map(self.check_hash, steps))
+
+    def check_hash(self, step: FileStep) -> None:
+        """Read the staged file of ``step`` once (the version its ``source_etag`` pins) and
+        check its SHA-256 against the manifest's: the check :meth:`verify` left to this call
+        for a file S3 has no SHA-256 of (see :attr:`VerifiedSet.unhashed`).
+
+        Raises :class:`~wheelgate.core.errors.PromotionRejected` (``checksum-mismatch``, the
+        plan's own refusal) when the bytes differ, and
+        :class:`~wheelgate.core.errors.TransientError` when the staged object changed since
+        verification (its ETag is not the pinned one) or is gone.
+        """
         try:
-            return replace(head, s3_sha256=self.staging.sha256_of(key, head.etag))
+            digest = self.staging.sha256_of(step.source_key, step.source_etag)
         except PreconditionFailed:
-            raise TransientError(f"{key} changed while it was being verified") from None
+            raise TransientError(
+                f"{step.source_key} changed since it was verified; verify the run again"
+            ) from None
+        if digest != step.file.sha256:
+            raise checksum_mismatch(step.file, digest, index=step.index)
 
     def wheel_metadata(self, step: FileStep) -> CoreMetadata:
         """The staged wheel's own METADATA (bounded ranged reads of the exact version whose

@@ -40,14 +40,22 @@ class StepFunctionsLauncher:
         self._client = client
         self.state_machine_arn = state_machine_arn
 
-    def start(self, *, job_id: str, bucket: str, items_key: str) -> str:
-        """Start the execution named ``job_id`` with the contract's input; return its ARN.
+    def start(self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str) -> str:
+        """Start the execution named ``job_id`` with the contract's input (``job_id``,
+        ``bucket``, ``items_key``, ``hash_items_key``); return its ARN.
 
         An execution of that name that exists already (a redelivered manifest) counts as
         started: Step Functions keeps a name for 90 days after its execution ends. Raises
         :class:`TransientError` when Step Functions refuses.
         """
-        payload = json.dumps({"job_id": job_id, "bucket": bucket, "items_key": items_key})
+        payload = json.dumps(
+            {
+                "job_id": job_id,
+                "bucket": bucket,
+                "items_key": items_key,
+                "hash_items_key": hash_items_key,
+            }
+        )
         try:
             response = self._client.start_execution(
                 stateMachineArn=self.state_machine_arn, name=job_id, input=payload
