@@ -141,9 +141,11 @@ LIST_PAGE = 1000
 #: A hash step's own requests besides the read: the job's plan read (its GET of the file is
 #: counted with the read).
 HASH_STEP_ROUND_TRIPS = 1
-#: Parent states an execution that succeeds runs: the hash map, the copy map and the publish
-#: Task (before the hash map: the copy map and publish).
-PARENT_STATES = 3
+#: Parent states an execution that succeeds runs: the choice on the hash count, the hash map,
+#: the copy map and the publish Task; with nothing to hash the choice skips the hash map, and
+#: the design before the hash map (``--hash-reads promoter``) had only the copy map and publish.
+PARENT_STATES = 4
+PARENT_STATES_NOTHING_TO_HASH = 3
 PARENT_STATES_WITHOUT_HASH_MAP = 2
 #: Transitions per item of a map: the child workflow the Distributed Map starts, and the
 #: child's one Task state (the Lambda invoke); each retry of that Task would add one more.
@@ -411,8 +413,8 @@ def fanout_path(sizes: Sequence[int], a: Assumptions) -> PathCost:
     runs one copy step per file, each ``map_concurrency`` at a time; the publish step reads
     every done marker and publishes. Transitions: the parent states plus two per item of each
     map (the child execution started, and its Task)."""
-    # The code has the hash map whatever S3 holds ("none": a map of no items); the code
-    # before it ("promoter") had neither the map nor the hash items object.
+    # The code writes the hash items object whatever S3 holds (with nothing to hash, the
+    # state machine's choice skips the map); the code before it ("promoter") had neither.
     hash_map = a.hash_reads != "promoter"
     job_round_trips = JOB_ROUND_TRIPS if hash_map else JOB_ROUND_TRIPS - 1
     promoter = (PREPARE_ROUND_TRIPS + job_round_trips) * a.request_latency_s + verify_seconds(
@@ -435,7 +437,10 @@ def fanout_path(sizes: Sequence[int], a: Assumptions) -> PathCost:
     elif wall > a.execution_timeout_s:
         timeout = f"the execution needs {wall:,.0f} s, over its {a.execution_timeout_s:,.0f} s"
     gb_seconds = a.memory_gb * sum(min(d, a.timeout_s) for d in invocations)
-    parents = PARENT_STATES if hash_map else PARENT_STATES_WITHOUT_HASH_MAP
+    if not hash_map:
+        parents = PARENT_STATES_WITHOUT_HASH_MAP
+    else:
+        parents = PARENT_STATES if hashes else PARENT_STATES_NOTHING_TO_HASH
     transitions = parents + TRANSITIONS_PER_ITEM * (len(hashes) + len(steps))
     return PathCost(
         wall_s=wall,
@@ -561,7 +566,7 @@ def print_assumptions(a: Assumptions) -> None:
     print(
         f"| Step Functions transitions: 1 per child execution started + 1 per child Task "
         f"(+1 per retry), for each map, + {PARENT_STATES} parent states "
-        f"({PARENT_STATES_WITHOUT_HASH_MAP} without the hash map) | - | {SFN_TRANSITIONS.title}, "
+        f"({PARENT_STATES_NOTHING_TO_HASH} with nothing to hash) | - | {SFN_TRANSITIONS.title}, "
         f"{SFN_TRANSITIONS.url}; {SFN_PRICING.title}, {SFN_PRICING.url} |"
     )
     print(

@@ -45,6 +45,7 @@ MAX_NAME_LENGTH = 80
 JOB_KEYS = f"{RECORDS_PREFIX}{JOBS_DIR}*"
 
 #: Names of the states, as the execution history and the console show them.
+ANY_TO_HASH = "AnyToHash"
 HASH_FILES = "HashFiles"
 HASH_FILE = "HashFile"
 COPY_FILES = "CopyFiles"
@@ -221,14 +222,24 @@ class FanOut(Construct):
         for state in (hash_files, copy_files, publish):
             state.add_catch(conclude, errors=[sfn.Errors.ALL], result_path="$.error")
 
+        copy_files.next(publish).next(sfn.Succeed(self, PROMOTED))
+        # Most jobs have nothing to hash (S3 holds the SHA-256 of every file staged in one
+        # request): skip the hash map rather than run a Distributed Map over an empty list.
+        start = (
+            sfn.Choice(self, ANY_TO_HASH)
+            .when(
+                sfn.Condition.number_greater_than("$.hash_items", 0),
+                hash_files.next(copy_files),
+            )
+            .otherwise(copy_files)
+        )
+
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
             state_machine_name=state_machine_name(stack),
             state_machine_type=sfn.StateMachineType.STANDARD,
-            definition_body=sfn.DefinitionBody.from_chainable(
-                hash_files.next(copy_files).next(publish).next(sfn.Succeed(self, PROMOTED))
-            ),
+            definition_body=sfn.DefinitionBody.from_chainable(start),
             role=self.role,
             timeout=Duration.seconds(FANOUT_TIMEOUT_SECONDS),
             tracing_enabled=True,

@@ -12,6 +12,7 @@ from aws_cdk.assertions import Match, Template
 
 from stacks.config import WheelGateConfig
 from stacks.fanout import (
+    ANY_TO_HASH,
     CONCLUDE,
     COPY_FILE,
     COPY_FILES,
@@ -95,9 +96,23 @@ def test_definition_hashes_then_copies_then_publishes_and_catches_into_conclude(
 ) -> None:
     definition = _definition(template_json)
     states = definition["States"]
-    assert set(states) == {HASH_FILES, COPY_FILES, PUBLISH, PROMOTED, CONCLUDE, FAILED}
-    # Hash map -> copy map -> publish -> Succeed: every hash read ends before the first copy
-    assert definition["StartAt"] == HASH_FILES
+    assert set(states) == {
+        ANY_TO_HASH,
+        HASH_FILES,
+        COPY_FILES,
+        PUBLISH,
+        PROMOTED,
+        CONCLUDE,
+        FAILED,
+    }
+    # A job with files to hash -> hash map -> copy map; one without -> copy map: every hash
+    # read ends before the first copy
+    assert definition["StartAt"] == ANY_TO_HASH
+    assert states[ANY_TO_HASH] == {
+        "Type": "Choice",
+        "Choices": [{"Variable": "$.hash_items", "NumericGreaterThan": 0, "Next": HASH_FILES}],
+        "Default": COPY_FILES,
+    }
     assert states[HASH_FILES]["Type"] == "Map"
     assert states[HASH_FILES]["Next"] == COPY_FILES
     assert states[COPY_FILES]["Type"] == "Map"

@@ -154,7 +154,13 @@ def test_the_launcher_starts_the_execution_with_the_contract_input() -> None:
         "stateMachineArn": MACHINE,
         "name": "job-1",
         "input": json.dumps(
-            {"job_id": "job-1", "bucket": "staging", "items_key": "k", "hash_items_key": "h"}
+            {
+                "job_id": "job-1",
+                "bucket": "staging",
+                "items_key": "k",
+                "hash_items_key": "h",
+                "hash_items": 1,
+            }
         ),
     }
     arn = execution_arn(MACHINE, "job-1")
@@ -163,7 +169,7 @@ def test_the_launcher_starts_the_execution_with_the_contract_input() -> None:
             "start_execution", {"executionArn": arn, "startDate": "2026-11-30"}, expected
         )
         assert StepFunctionsLauncher(client, MACHINE).start(
-            job_id="job-1", bucket="staging", items_key="k", hash_items_key="h"
+            job_id="job-1", bucket="staging", items_key="k", hash_items_key="h", hash_items=1
         ) == (arn)
         stub.assert_no_pending_responses()
 
@@ -174,10 +180,12 @@ def test_an_execution_of_the_same_name_counts_as_started() -> None:
     with Stubber(client) as stub:
         stub.add_client_error("start_execution", "ExecutionAlreadyExists")
         stub.add_client_error("start_execution", "ThrottlingException")
-        started = launcher.start(job_id="j", bucket="b", items_key="k", hash_items_key="h")
+        started = launcher.start(
+            job_id="j", bucket="b", items_key="k", hash_items_key="h", hash_items=1
+        )
         assert started == execution_arn(MACHINE, "j")
         with pytest.raises(TransientError, match="execution j not started"):
-            launcher.start(job_id="j", bucket="b", items_key="k", hash_items_key="h")
+            launcher.start(job_id="j", bucket="b", items_key="k", hash_items_key="h", hash_items=1)
 
 
 class Items:
@@ -195,9 +203,13 @@ class Items:
         return self.bodies[key], '"e"'
 
 
-def start(launcher: InProcessLauncher) -> None:
+def start(launcher: InProcessLauncher, hash_items: int = 1) -> None:
     launcher.start(
-        job_id="j", bucket="staging", items_key="items.json", hash_items_key="hash_items.json"
+        job_id="j",
+        bucket="staging",
+        items_key="items.json",
+        hash_items_key="hash_items.json",
+        hash_items=hash_items,
     )
 
 
@@ -237,6 +249,18 @@ def test_the_engine_hashes_every_hash_item_before_the_first_copy() -> None:
     names = [s["fanout_step"] for s in steps]
     assert names == ["hash", "hash", "copy", "copy", "copy", "copy", "publish"]
     assert sorted(s["item"] for s in steps[:2]) == [1, 3]
+
+
+def test_a_job_with_nothing_to_hash_skips_the_hash_map() -> None:
+    # Given a job whose execution input counts no hash item (whatever its hash items file
+    # holds: the count is what the state machine's choice reads)
+    steps: list[dict[str, Any]] = []
+    launcher, _ = engine(steps.append, 2, hashed=[0])
+    # When its execution runs
+    start(launcher, hash_items=0)
+    launcher.wait("j")
+    # Then no hash map runs: straight to the copies
+    assert [s["fanout_step"] for s in steps] == ["copy", "copy", "publish"]
 
 
 def test_a_refused_hash_concludes_without_any_copy() -> None:

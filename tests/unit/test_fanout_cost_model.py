@@ -18,6 +18,7 @@ from bench.fanout_cost import (
     GIB,
     MB,
     PARENT_STATES,
+    PARENT_STATES_NOTHING_TO_HASH,
     PARENT_STATES_WITHOUT_HASH_MAP,
     PART_WORKERS,
     PROMOTER_WORKERS,
@@ -154,15 +155,20 @@ def test_gb_seconds_are_memory_times_billed_duration() -> None:
 
 def test_transitions_are_the_parent_states_plus_two_per_item_of_each_map() -> None:
     # One per child execution a Distributed Map starts, one for the child's Task state
-    assert (PARENT_STATES, PARENT_STATES_WITHOUT_HASH_MAP, TRANSITIONS_PER_ITEM) == (3, 2, 2)
-    # Files at or under 5 GiB: the hash map has no items
+    assert (
+        PARENT_STATES,
+        PARENT_STATES_NOTHING_TO_HASH,
+        PARENT_STATES_WITHOUT_HASH_MAP,
+        TRANSITIONS_PER_ITEM,
+    ) == (4, 3, 2, 2)
+    # Files at or under 5 GiB: nothing to hash, the choice skips the hash map
     for n, expected in ((20, 43), (200, 403), (2_000, 4_003)):
         cost = fanout_path([1 * GB] * n, BARE)
         assert cost.transitions == expected
         assert cost.transitions_usd == pytest.approx(expected * 0.025 / 1000)
-    # Ten files over 5 GiB and ten under: 3 + 2 x 10 hash items + 2 x 20 copy items
+    # Ten files over 5 GiB and ten under: 4 + 2 x 10 hash items + 2 x 20 copy items
     mixed = [8 * GB] * 10 + [1 * GB] * 10
-    assert fanout_path(mixed, BARE).transitions == 3 + 20 + 40
+    assert fanout_path(mixed, BARE).transitions == 4 + 20 + 40
     # Before the hash map: 2 parent states and the copy map's items alone
     assert fanout_path(mixed, replace(BARE, hash_reads="promoter")).transitions == 2 + 40
     assert single_path([1 * GB] * 20, BARE).transitions == 0

@@ -93,9 +93,12 @@ MAP_FAILED_ERROR = "States.ExceedToleratedFailureThreshold"
 class Launcher(Protocol):
     """Starts a fan-out execution (Step Functions, or in-process in local mode)."""
 
-    def start(self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str) -> str:
+    def start(
+        self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str, hash_items: int
+    ) -> str:
         """Start the execution named ``job_id`` (starting it again is a no-op) over the items
-        at ``items_key`` (copied) and ``hash_items_key`` (hashed first); return its id.
+        at ``items_key`` (copied) and the ``hash_items`` items at ``hash_items_key`` (hashed
+        first, skipped when there are none); return its id.
         Raises :class:`~wheelgate.core.errors.TransientError` when it cannot start."""
         ...
 
@@ -353,6 +356,7 @@ class FanoutJobs:
             bucket=self.staging.name,
             items_key=STAGING.job_items(job.job_id),
             hash_items_key=STAGING.job_hash_items(job.job_id),
+            hash_items=sum(1 for item in job.items if item.hash_read),
         )
         return record
 
@@ -665,14 +669,18 @@ class InProcessLauncher:
         self._executions: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
-    def start(self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str) -> str:
+    def start(
+        self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str, hash_items: int
+    ) -> str:
         """Start the execution in a thread (once per ``job_id``); return its id."""
         if bucket != self.staging.name:
             raise ValueError(f"items are in {bucket!r}, not in staging ({self.staging.name!r})")
         with self._lock:
             if job_id not in self._executions:
                 thread = threading.Thread(
-                    target=self._execute, args=(job_id, items_key, hash_items_key), daemon=True
+                    target=self._execute,
+                    args=(job_id, items_key, hash_items_key if hash_items else None),
+                    daemon=True,
                 )
                 self._executions[job_id] = thread
                 thread.start()
@@ -686,10 +694,12 @@ class InProcessLauncher:
         if thread.is_alive():
             raise TimeoutError(f"execution {job_id} still running after {timeout}s")
 
-    def _execute(self, job_id: str, items_key: str, hash_items_key: str) -> None:
+    def _execute(self, job_id: str, items_key: str, hash_items_key: str | None) -> None:
         try:
             try:
-                self._map(job_id, "hash", self._items(hash_items_key))
+                # As the state machine's choice: no hash items, no hash map.
+                if hash_items_key is not None:
+                    self._map(job_id, "hash", self._items(hash_items_key))
                 self._map(job_id, "copy", self._items(items_key))
                 self._task({FANOUT_STEP_FIELD: "publish", "job_id": job_id})
             except StepFailed as failed:

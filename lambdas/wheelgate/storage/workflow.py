@@ -40,9 +40,12 @@ class StepFunctionsLauncher:
         self._client = client
         self.state_machine_arn = state_machine_arn
 
-    def start(self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str) -> str:
+    def start(
+        self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str, hash_items: int
+    ) -> str:
         """Start the execution named ``job_id`` with the contract's input (``job_id``,
-        ``bucket``, ``items_key``, ``hash_items_key``); return its ARN.
+        ``bucket``, ``items_key``, ``hash_items_key``, and ``hash_items``, their count, which
+        lets the state machine skip an empty hash map); return its ARN.
 
         An execution of that name that exists already (a redelivered manifest) counts as
         started: Step Functions keeps a name for 90 days after its execution ends. Raises
@@ -54,6 +57,7 @@ class StepFunctionsLauncher:
                 "bucket": bucket,
                 "items_key": items_key,
                 "hash_items_key": hash_items_key,
+                "hash_items": hash_items,
             }
         )
         try:
