@@ -207,6 +207,9 @@ class WheelGateStack(Stack):
             # WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS): pages get the promoter's lock.
             "NightlyRetentionMode": config.nightly_retention_mode,
             "NightlyPageRetentionDays": str(config.nightly_page_retention_days),
+            # For an operator's `wheelgate index rebuild` (WHEELGATE_LISTING_RETENTION): the
+            # listing pages it writes keep what the promoter's would.
+            "ListingRetention": config.listing_retention.to_json(),
         }
         for name, value in outputs.items():
             CfnOutput(self, name, value=value)

@@ -8,7 +8,12 @@ from aws_cdk.assertions import Match, Template
 
 from tests.infra.resolve import Resolver
 from wheelgate.core.layout import RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, RUNS_PREFIX
-from wheelgate.core.settings import ENV_NIGHTLY_PAGE_RETENTION_DAYS, ENV_NIGHTLY_RETENTION_MODE
+from wheelgate.core.settings import (
+    ENV_LISTING_RETENTION,
+    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
+    ENV_NIGHTLY_RETENTION_MODE,
+    listing_retention_from_env,
+)
 
 
 def _bucket(template_json: dict[str, Any], name: str) -> dict[str, Any]:
@@ -196,3 +201,20 @@ def test_ci_and_operators_get_the_window_and_the_page_lock(template_json: dict[s
     assert outputs["RunStageWindowDays"] == "6"
     assert outputs["NightlyRetentionMode"] == "GOVERNANCE"
     assert outputs["NightlyPageRetentionDays"] == "7"
+
+
+def test_operators_get_the_listing_retention_the_promoter_applies(
+    template_json: dict[str, Any],
+) -> None:
+    # `wheelgate index rebuild` reads the same variable as the promoter: the output is its value
+    outputs = {name: o["Value"] for name, o in template_json["Outputs"].items()}
+    [function] = [
+        r["Properties"]
+        for r in template_json["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"].get("Handler") == "wheelgate.promoter.handler.lambda_handler"
+    ]
+    env = function["Environment"]["Variables"]
+    assert outputs["ListingRetention"] == env[ENV_LISTING_RETENTION]
+    rule = listing_retention_from_env({ENV_LISTING_RETENTION: outputs["ListingRetention"]})
+    assert rule.rule_for("v2/gfx94X-dcgpu").keep_versions == 30
