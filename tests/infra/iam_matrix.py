@@ -101,6 +101,8 @@ REQUESTS = (
     Request("GetObject", "s3:GetObject"),
     Request("PutObjectRetention", "s3:PutObjectRetention"),
     Request("BypassGovernanceRetention", "s3:BypassGovernanceRetention"),
+    # A run's pages carry the tag of their shorter expiry rule (PutObject with tags needs it).
+    Request("PutObjectTagging", "s3:PutObjectTagging"),
 )
 
 

@@ -42,7 +42,7 @@ from tests.infra.summary import publish
 from tests.infra.synth import REPO_ROOT
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
-PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART, DELETE, GET, RETENTION, BYPASS = (
+PUT, PUT_IF_NONE_MATCH, PUT_IF_MATCH, PART, DELETE, GET, RETENTION, BYPASS, TAGGING = (
     r.label for r in REQUESTS
 )
 #: Every way of writing an object: unconditional, If-None-Match, If-Match, or a part upload.
@@ -61,7 +61,7 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("build", "staging runs/"): WRITE_ONCE | {GET},
     # A run's index pages are the one exception to write-once: the run's build jobs update
     # them in place (what a test then installs is bound by the manifest's evidence).
-    ("build", "staging runs/ page"): WRITES | {GET},
+    ("build", "staging runs/ page"): WRITES | {GET, TAGGING},
     ("build", "nightly index"): {GET},
     ("reporter", "staging runs/"): {GET},
     ("reporter", "staging runs/ page"): {GET},
