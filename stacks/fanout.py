@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import ArnFormat, Aws, Duration, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -43,6 +45,12 @@ NAME_SUFFIX = "-fanout"
 MAX_NAME_LENGTH = 80
 #: Every job object (plan, items, done markers): the only staging keys the state machine reads.
 JOB_KEYS = f"{RECORDS_PREFIX}{JOBS_DIR}*"
+
+#: Execution statuses that end an execution without its catch (so without ``Conclude``):
+#: EventBridge hands them to the conclude step.
+ENDED_WITHOUT_CONCLUDE = ("TIMED_OUT", "ABORTED")
+#: EventBridge's detail type of an execution's status change (Step Functions' own events).
+EXECUTION_STATUS_CHANGE = "Step Functions Execution Status Change"
 
 #: Names of the states, as the execution history and the console show them.
 ANY_TO_HASH = "AnyToHash"
@@ -249,6 +257,41 @@ class FanOut(Construct):
         )
         self._acknowledge_service_wildcards(function)
         self._acknowledge_own_executions()
+
+        # A timed-out or stopped execution runs no catch, so no Conclude: without this rule its
+        # leases would block the directories until FANOUT_LEASE_SECONDS and its manifest would
+        # wait for someone to write it again. EventBridge sends the status change to the same
+        # conclude step (the execution's name is the job id), which gives the leases back and
+        # sends the manifest's event back to the queue, or to the DLQ after the last attempt.
+        self.ended_rule = events.Rule(
+            self,
+            "EndedWithoutConclude",
+            description="A fan-out execution that timed out or was stopped: run its conclude step",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=[EXECUTION_STATUS_CHANGE],
+                detail={
+                    "status": list(ENDED_WITHOUT_CONCLUDE),
+                    "stateMachineArn": [self.state_machine.state_machine_arn],
+                },
+            ),
+            targets=[
+                targets.LambdaFunction(
+                    function,
+                    event=events.RuleTargetInput.from_object(
+                        {
+                            FANOUT_STEP_FIELD: "conclude",
+                            "job_id": events.EventField.from_path("$.detail.name"),
+                            "error": {
+                                "Error": events.EventField.from_path("$.detail.status"),
+                                "Cause": "the execution ended without its conclude step",
+                            },
+                        }
+                    ),
+                    retry_attempts=FANOUT_ITEM_RETRY_ATTEMPTS,
+                )
+            ],
+        )
 
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` start executions of this state machine, and nothing else of it.

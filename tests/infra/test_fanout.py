@@ -16,6 +16,7 @@ from stacks.fanout import (
     CONCLUDE,
     COPY_FILE,
     COPY_FILES,
+    EXECUTION_STATUS_CHANGE,
     FAILED,
     HASH_FILE,
     HASH_FILES,
@@ -328,6 +329,53 @@ def test_alarms_on_failed_timed_out_and_aborted_executions(
                 "AlarmActions": [{"Ref": Match.string_like_regexp("^MonitoringAlarmTopic")}],
             },
         )
+
+
+def test_an_execution_ended_without_its_catch_is_concluded_by_the_promoter(
+    template_json: dict[str, Any],
+) -> None:
+    # A timed-out or stopped execution runs no Conclude: EventBridge hands its status change
+    # to the promoter function as the conclude step of the job the execution is named after.
+    machine_id, _ = _state_machine(template_json)
+    resolver = Resolver(template_json)
+    [rule] = resolver.of_type("AWS::Events::Rule").values()
+    properties = rule["Properties"]
+    assert properties["EventPattern"] == {
+        "source": ["aws.states"],
+        "detail-type": [EXECUTION_STATUS_CHANGE],
+        "detail": {
+            "status": ["TIMED_OUT", "ABORTED"],
+            "stateMachineArn": [{"Ref": machine_id}],
+        },
+    }
+    [target] = properties["Targets"]
+    [function_id] = [
+        lid
+        for lid, r in resolver.of_type("AWS::Lambda::Function").items()
+        if r["Properties"].get("Handler") == "wheelgate.promoter.handler.lambda_handler"
+    ]
+    assert target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    transformer = target["InputTransformer"]
+    paths = transformer["InputPathsMap"]
+    step = json.loads(
+        transformer["InputTemplate"]
+        .replace("<" + next(k for k, v in paths.items() if v == "$.detail.name") + ">", '"J"')
+        .replace("<" + next(k for k, v in paths.items() if v == "$.detail.status") + ">", '"S"')
+    )
+    assert step == {
+        FANOUT_STEP_FIELD: "conclude",
+        "job_id": "J",
+        "error": {"Error": "S", "Cause": "the execution ended without its conclude step"},
+    }
+    # The function lets exactly this rule invoke it.
+    [permission] = [
+        r["Properties"]
+        for r in resolver.of_type("AWS::Lambda::Permission").values()
+        if r["Properties"].get("Principal") == "events.amazonaws.com"
+    ]
+    assert permission["SourceArn"] == {
+        "Fn::GetAtt": [next(iter(resolver.of_type("AWS::Events::Rule"))), "Arn"]
+    }
 
 
 def test_stack_exposes_the_state_machine_and_its_arn(template_json: dict[str, Any]) -> None:

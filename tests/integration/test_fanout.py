@@ -33,6 +33,7 @@ from wheelgate.core.settings import (
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
     FANOUT_LEASE_BUSY_RETRY_SECONDS,
     FANOUT_MAX_EXECUTIONS,
+    FANOUT_STEP_FIELD,
     PromoterSettings,
 )
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
@@ -488,6 +489,57 @@ def test_a_failed_execution_is_requeued_and_the_next_one_promotes(
     assert actions == {
         w.name: "already-released" if n in ran else "copied" for n, w in enumerate(run.wheels)
     }
+
+
+class NeverRuns:
+    """A launcher whose executions start and never run a step (until they time out)."""
+
+    def start(self, **_: Any) -> str:
+        return "stuck"
+
+
+def test_a_timed_out_execution_is_concluded_from_its_status_change(
+    buckets: tuple[Bucket, Bucket],
+    stack: LocalStack,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    # Given a large set whose execution started and then timed out (no step ran, so no
+    # catch and no Conclude: the leases stay held)...
+    fanout = Fanout(buckets, min_files=1)
+    run = make_run(fanout, tmp_path, request)
+    assert fanout.promoter.fanout is not None
+    real = fanout.promoter.fanout.launcher
+    fanout.promoter.fanout.launcher = NeverRuns()
+    body = run.body()
+    fanout.deliver(body)
+    assert not leases_free(fanout.staging, run.index)
+    # When EventBridge hands its status change to the promoter as the stack's rule shapes it
+    # (the job id is the execution's name)...
+    fanout.promoter.fanout.step(
+        {
+            FANOUT_STEP_FIELD: "conclude",
+            "job_id": run.job(),
+            "error": {
+                "Error": "TIMED_OUT",
+                "Cause": "the execution ended without its conclude step",
+            },
+        }
+    )
+    # Then the run is pending with the timeout, the leases are given back and the event is
+    # re-queued...
+    found = fanout.staging.get(STAGING.record(run.run_id))
+    assert found is not None
+    record = json.loads(found[0])
+    assert record["state"] == "pending"
+    assert f"execution {run.job()} failed: TIMED_OUT" in record["message"]
+    assert leases_free(fanout.staging, run.index)
+    [requeued] = fanout.received(fanout.queue_url)
+    assert requeued == body
+    # And its delivery starts the next execution, which promotes the run.
+    fanout.promoter.fanout.launcher = real
+    fanout.deliver(requeued)
+    assert run.done(attempt=2)["state"] == "promoted"
 
 
 def test_after_the_last_failed_execution_the_event_goes_to_the_dead_letter_queue(
