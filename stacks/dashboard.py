@@ -12,6 +12,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from stacks.monitoring import PERIOD, promoter_metric
 from wheelgate.core.settings import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
@@ -31,7 +32,6 @@ DASHBOARD_SUFFIX = "-promotion"
 # CloudWatch's rule for dashboard names: letters, digits, '-' and '_', at most 255.
 _DASHBOARD_NAME = re.compile(r"[A-Za-z0-9_-]{1,255}")
 #: Every graph sums or aggregates over this period.
-PERIOD = Duration.minutes(5)
 WIDTH = 8
 HEIGHT = 6
 
@@ -102,7 +102,7 @@ class PromotionDashboard(Construct):
             default_interval=Duration.days(1),
         )
         latency = [
-            _promoter_metric(METRIC_PROMOTION_LATENCY, statistic, label)
+            promoter_metric(METRIC_PROMOTION_LATENCY, statistic, label)
             for statistic, label in (("p50", "p50"), ("p90", "p90"), ("Maximum", "max"))
         ]
         self.dashboard.add_widgets(
@@ -113,16 +113,16 @@ class PromotionDashboard(Construct):
             ),
             _graph(
                 "Files and bytes copied into nightly",
-                [_promoter_metric(METRIC_FILES_COPIED, "Sum", "files")],
-                right=[_promoter_metric(METRIC_BYTES_COPIED, "Sum", "bytes")],
+                [promoter_metric(METRIC_FILES_COPIED, "Sum", "files")],
+                right=[promoter_metric(METRIC_BYTES_COPIED, "Sum", "bytes")],
                 left_label="files",
                 right_label="bytes",
             ),
             _graph(
                 "Promotions and rejections by reason",
                 [
-                    _promoter_metric(METRIC_PROMOTIONS_SUCCEEDED, "Sum", "promoted"),
-                    _promoter_metric(METRIC_PROMOTIONS_REJECTED, "Sum", "rejected"),
+                    promoter_metric(METRIC_PROMOTIONS_SUCCEEDED, "Sum", "promoted"),
+                    promoter_metric(METRIC_PROMOTIONS_REJECTED, "Sum", "rejected"),
                     _rejections_by_reason(),
                 ],
                 left_label="decisions",
@@ -143,7 +143,7 @@ class PromotionDashboard(Construct):
                 [
                     function.metric_errors(period=PERIOD, statistic="Sum", label="errors"),
                     function.metric_throttles(period=PERIOD, statistic="Sum", label="throttles"),
-                    _promoter_metric(METRIC_PROMOTION_ERRORS, "Sum", "promotion errors"),
+                    promoter_metric(METRIC_PROMOTION_ERRORS, "Sum", "promotion errors"),
                 ],
                 left_label="count",
             ),
@@ -170,18 +170,6 @@ class PromotionDashboard(Construct):
                     width=3 * WIDTH,
                 )
             )
-
-
-def _promoter_metric(name: str, statistic: str, label: str) -> cloudwatch.Metric:
-    """A metric the promoter emits through Powertools (service dimension only)."""
-    return cloudwatch.Metric(
-        namespace=METRICS_NAMESPACE,
-        metric_name=name,
-        dimensions_map={METRIC_SERVICE_DIMENSION: SERVICE_NAME},
-        period=PERIOD,
-        statistic=statistic,
-        label=label,
-    )
 
 
 def _rejections_by_reason() -> cloudwatch.MathExpression:

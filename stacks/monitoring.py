@@ -22,6 +22,7 @@ from wheelgate.core.settings import (
     SERVICE_NAME,
 )
 
+#: The period of every alarm and dashboard graph.
 PERIOD = Duration.minutes(5)
 
 
@@ -86,12 +87,12 @@ class Monitoring(Construct):
         self.promotion_errors_alarm = self._alarm(
             "PromotionErrors",
             "A promotion attempt raised and will be retried; see the promoter logs.",
-            _promoter_metric(METRIC_PROMOTION_ERRORS),
+            promoter_metric(METRIC_PROMOTION_ERRORS),
         )
         self.rejections_alarm = self._alarm(
             "PromotionsRejected",
             "The promoter rejected a manifest; see records/<run>.json.",
-            _promoter_metric(METRIC_PROMOTIONS_REJECTED),
+            promoter_metric(METRIC_PROMOTIONS_REJECTED),
         )
         # Three alarms, not one on their sum: Step Functions publishes a count only when it is
         # not zero, and metric math adds nothing to a missing point.
@@ -137,13 +138,17 @@ class Monitoring(Construct):
         return alarm
 
 
-def _promoter_metric(name: str) -> cloudwatch.Metric:
-    """A count the promoter emits through Powertools Metrics, summed per period."""
+def promoter_metric(
+    name: str, statistic: str = "Sum", label: str | None = None
+) -> cloudwatch.Metric:
+    """A metric the promoter emits through Powertools Metrics, per ``PERIOD`` (a count, summed,
+    unless ``statistic`` says otherwise). Powertools adds the service name as a dimension to
+    every metric, and the promoter adds no other to these (see ``promoter/telemetry.py``)."""
     return cloudwatch.Metric(
         namespace=METRICS_NAMESPACE,
         metric_name=name,
-        # Powertools Metrics adds the service name as a dimension to every metric.
         dimensions_map={METRIC_SERVICE_DIMENSION: SERVICE_NAME},
         period=PERIOD,
-        statistic="Sum",
+        statistic=statistic,
+        label=label,
     )
