@@ -176,10 +176,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         key = choose_page(self.path, self.headers.get("Accept", ""))
         if isinstance(key, Redirect):
-            self.send_response(301)
-            self.send_header("Location", key.location)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            key.send(self)
             return
         body = self.server.pages.get(key)
         content_type = JSON_CONTENT_TYPE if key.endswith(".json") else HTML_CONTENT_TYPE

@@ -94,6 +94,13 @@ class Redirect:
 
     location: str
 
+    def send(self, handler: BaseHTTPRequestHandler) -> None:
+        """Answer ``handler``'s request with this redirect (no body)."""
+        handler.send_response(301)
+        handler.send_header("Location", self.location)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
 
 def choose_page(path: str, accept: str) -> str | Redirect:
     """The object key a CDN request path maps to, or the redirect the CDN answers (same rules
@@ -173,10 +180,7 @@ class _IndexHandler(BaseHTTPRequestHandler):
     def _serve(self, *, body: bool) -> None:
         key = choose_page(self.path, self.headers.get("Accept", ""))
         if isinstance(key, Redirect):
-            self.send_response(301)
-            self.send_header("Location", key.location)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            key.send(self)
             return
         buckets = self.server.buckets
         for prefix, routed in self.server.routes.items():
