@@ -465,9 +465,8 @@ class FanoutJobs:
                 existing,
                 promotion,
                 at=upload_time(self.clock()),
-                pages=writes.keys,
+                writes=writes,
                 invalidations=invalidations,
-                delisted=writes.delisted,
             )
         )
         self.observer.decided(record, decision_stats(record, manifest_written_at=job.event_time))

@@ -528,8 +528,7 @@ class Promoter:
                 existing,
                 promotion,
                 at=upload_time(self.clock()),
-                pages=pages_nightly.keys,
+                writes=pages_nightly,
                 invalidations=invalidations,
-                delisted=pages_nightly.delisted,
             )
         )

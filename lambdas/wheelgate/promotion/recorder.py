@@ -26,6 +26,7 @@ from wheelgate.core.records import (
     recorded_tests,
 )
 from wheelgate.core.redact import Redactor
+from wheelgate.index.store import PageWrites
 from wheelgate.storage.bucket import Bucket
 
 
@@ -143,15 +144,14 @@ def promoted_record(
     promotion: Promotion,
     *,
     at: str,
-    pages: Sequence[str],
+    writes: PageWrites,
     invalidations: Sequence[str],
-    delisted: Mapping[str, Sequence[str]],
 ) -> PromotionRecord:
-    """The record of ``promotion`` once its pages are published (``pages``, invalidated by
-    ``invalidations``); ``delisted`` names, per index directory, the files the publication
-    took off the listing (listing retention), which each promoted set shows."""
+    """The record of ``promotion`` once its pages are published: ``writes``, the pages
+    (invalidated by ``invalidations``) and, per index directory, the files the publication took
+    off the listing (listing retention), which each promoted set shows."""
     sets = [
-        s.model_copy(update={"delisted": list(delisted.get(s.index, ()))})
+        s.model_copy(update={"delisted": list(writes.delisted.get(s.index, ()))})
         if s.state is State.PROMOTED
         else s
         for s in promotion.sets
@@ -169,7 +169,7 @@ def promoted_record(
         run_id=promotion.run_id,
         commit=promotion.commit,
         sets=sets,
-        pages=pages,
+        pages=writes.keys,
         invalidations=invalidations,
         override=promotion.override,
     )
