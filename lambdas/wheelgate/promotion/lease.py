@@ -33,6 +33,14 @@ from wheelgate.storage.bucket import Bucket, PreconditionFailed
 _CONTENT_TYPE = "application/json"
 
 
+def _lease_body(holder: str | None, run_id: str | None, expires: float, *, fanout: bool) -> bytes:
+    """A lease object: who holds it, for which run, until when (epoch seconds), and whether the
+    holder is a fan-out job."""
+    return json.dumps(
+        {"holder": holder, "run_id": run_id, "expires": expires, "fanout": fanout}
+    ).encode()
+
+
 class LeaseBusy(TransientError):
     """Another promotion holds an index directory's lease; retry later. ``fanout`` says the
     holder is a fan-out job, which may hold it for hours (``FANOUT_LEASE_SECONDS``)."""
@@ -112,9 +120,7 @@ class IndexLeases:
 
     def _replace(self, index: str, token: str, holder: str, run_id: str, seconds: float) -> None:
         key = STAGING.lease(index)
-        body = json.dumps(
-            {"holder": holder, "run_id": run_id, "expires": self.clock() + seconds, "fanout": True}
-        ).encode()
+        body = _lease_body(holder, run_id, self.clock() + seconds, fanout=True)
         found = self.bucket.get(key)
         if found is None or json.loads(found[0]).get("holder") != token:
             raise LeaseBusy(f"{index}: the lease was lost before it could be handed over")
@@ -133,9 +139,7 @@ class IndexLeases:
     def _take(self, index: str, token: str, run_id: str, *, until: float | None = None) -> None:
         key = STAGING.lease(index)
         expires = self.clock() + self.seconds if until is None else until
-        body = json.dumps(
-            {"holder": token, "run_id": run_id, "expires": expires, "fanout": until is not None}
-        ).encode()
+        body = _lease_body(token, run_id, expires, fanout=until is not None)
         found = self.bucket.get(key)
         try:
             if found is None:
@@ -164,7 +168,7 @@ class IndexLeases:
         """Release a lease we hold. Best effort: what the lease guarded is done (or failed)
         either way, and a lease that could not be given back expires on its own."""
         key = STAGING.lease(index)
-        released = json.dumps({"holder": None, "run_id": None, "expires": 0}).encode()
+        released = _lease_body(None, None, 0, fanout=False)
         try:
             found = self.bucket.get(key)
             if found is None or json.loads(found[0]).get("holder") != token:
