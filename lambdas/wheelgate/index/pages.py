@@ -87,6 +87,13 @@ def upload_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def parse_upload_time(at: str) -> datetime:
+    """An upload-time string (:func:`upload_time`'s: ISO 8601 with a ``Z``) as an aware
+    datetime; any other ISO 8601 time as ``datetime.fromisoformat`` reads it. Raises
+    ``ValueError`` for a string that is not one."""
+    return datetime.fromisoformat(at.replace("Z", "+00:00"))
+
+
 def _sort_key(entry: IndexEntry) -> tuple[Version, str]:
     try:
         return (entry.version, entry.filename)

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from packaging.version import InvalidVersion, Version
 
 from wheelgate.core.settings import RetentionRule
-from wheelgate.index.pages import IndexEntry
+from wheelgate.index.pages import IndexEntry, parse_upload_time
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def release_version(entry: IndexEntry) -> Version | None:
 
 def _released_at(entry: IndexEntry) -> datetime | None:
     try:
-        return datetime.fromisoformat(entry.upload_time)
+        return parse_upload_time(entry.upload_time)
     except ValueError:
         return None
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Protocol
 
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.index.pages import parse_upload_time
 
 
 @dataclass(frozen=True)
@@ -103,10 +104,5 @@ def decision_stats(
         files_copied=len(copied),
         bytes_copied=sum(f.size for f in copied),
         manifest_written_at=manifest_written_at,
-        published_at=_parse_time(decision.at) if record.pages else None,
+        published_at=parse_upload_time(decision.at) if record.pages else None,
     )
-
-
-def _parse_time(at: str) -> datetime:
-    """An upload-time string (``...Z``) as an aware datetime."""
-    return datetime.fromisoformat(at.replace("Z", "+00:00"))

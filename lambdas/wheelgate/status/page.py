@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC
 from html import escape
 from typing import Literal
 from urllib.parse import urlsplit
@@ -36,6 +36,7 @@ from wheelgate.core.layout import (
 )
 from wheelgate.core.manifest import is_commit
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
+from wheelgate.index.pages import parse_upload_time
 
 SCHEMA_STATUS_V1 = "wheelgate/status/v1"
 STATE_KEY = f"{STATUS_PREFIX}state.json"
@@ -397,7 +398,7 @@ def human_size(size: int) -> str:
 
 def _time(at: str) -> str:
     try:
-        moment = datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(UTC)
+        moment = parse_upload_time(at).astimezone(UTC)
     except ValueError:
         return _e(at or "unknown time")
     shown = moment.strftime("%Y-%m-%d %H:%M UTC")
