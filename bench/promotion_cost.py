@@ -167,7 +167,7 @@ def main() -> int:
     p = len(PROJECTS)
     print(
         f"Promote N={N_FILES} files of P={p} projects into a directory holding M other files "
-        f"(median of {args.rounds} rounds; bound 3N + 6P = {3 * N_FILES + 6 * p} + constant)"
+        f"(median of {args.rounds} rounds; bound 9N + 7P + 10 = {9 * N_FILES + 7 * p + 10})"
     )
     header = f"| {'M other files':>13} | {'requests':>8} | {'seconds':>8} |"
     print(f"{header} {'requests by operation':<60} | {'stage requests':>14} |")

@@ -194,8 +194,12 @@ def stage(
     """
     check_run_id(run_id)
     check_index(index)
+    started = clock()
+    # When the run was first staged, listed once: a run this call starts (nothing staged yet)
+    # counts from this call's start, which no object of it predates.
+    first = first_staged(staging, run_id) if publish_pages else None
     if publish_pages:
-        _check_window(staging, run_id, clock(), window_days)
+        _check_window(run_id, first, started, window_days)
     heads = {
         a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
     }
@@ -235,7 +239,7 @@ def stage(
     # Uploads of large files take long: the pages are written now, so the window must still
     # be open now.
     try:
-        _check_window(staging, run_id, clock(), window_days)
+        _check_window(run_id, first or started, clock(), window_days)
     except StageError as exc:
         raise StageError(
             f"{exc} (the files were uploaded, but the run's index pages were not updated)"
@@ -262,9 +266,11 @@ def first_staged(staging: Bucket, run_id: str) -> datetime | None:
     return min(times, default=None)
 
 
-def _check_window(staging: Bucket, run_id: str, now: datetime, window_days: int) -> None:
+def _check_window(
+    run_id: str, first_staged: datetime | None, now: datetime, window_days: int
+) -> None:
     try:
-        check_stage_window(run_id, first_staged(staging, run_id), now, window_days)
+        check_stage_window(run_id, first_staged, now, window_days)
     except StageWindowClosed as exc:
         raise StageError(str(exc)) from None
 
