@@ -154,7 +154,7 @@ def _staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from wheelgate.staging.installs import with_installs
+    from wheelgate.staging.installs import read_evidence, with_installs
     from wheelgate.staging.stage import build_manifest, parse_test_specs
 
     checked("--run-id", args.run_id, check_run_id)
@@ -163,12 +163,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     for spec in specs:
         if spec.url is not None:
             test_url_option("--test", spec.url)
-    tests = checked("--installed", args.installed, lambda given: with_installs(specs, given))
+    evidence = checked("--installed", args.installed, lambda given: read_evidence(specs, given))
     staging, _ = buckets(args, nightly=False)
     staged = _staged_sets(staging, args.run_id)
     if not staged:
         raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
     configured_indexes(staged, f"run {args.run_id} has files staged in")
+    tests = checked("--installed", evidence, lambda e: with_installs(specs, e))
     try:
         manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
     except ValueError as exc:
@@ -205,21 +206,25 @@ def _rejections_foreseen(manifest: ManifestV2) -> list[str]:
 
 def cmd_pins(args: argparse.Namespace) -> int:
     from wheelgate.staging.pins import (
-        check_platform,
-        check_python_version,
-        pinned_closure,
-        resolve_with_pip,
+        pin_for_target,
+        select_projects,
         staged_projects,
-        target_options,
+        target_from_options,
     )
 
     checked("--run-id", args.run_id, check_run_id)
     index_option(args)
     staging_url = base_url(required(args, "staging_url", ENV_STAGING_BASE_URL, "--staging-url"))
-    if args.python_version is not None:
-        checked("--python-version", args.python_version, check_python_version)
-    for platform in args.platform:
-        checked("--platform", platform, check_platform)
+    try:
+        target = target_from_options(
+            preset=args.target,
+            python_version=args.python_version,
+            platforms=args.platform,
+            implementation=args.implementation,
+            abis=args.abi,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     staging, _ = buckets(args, nightly=False)
     files = _staged_sets(staging, args.run_id).get(args.index)
     if not files:
@@ -230,16 +235,16 @@ def cmd_pins(args: argparse.Namespace) -> int:
     index_url = staging_url + STAGING.run_index_prefix(args.run_id, args.index)
     try:
         projects = staged_projects(files)
-        report = resolve_with_pip(
-            index_url,
-            [p.requirement for p in projects.values()],
-            options=target_options(args.python_version, args.platform),
-        )
-        text = pinned_closure(projects, report)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    projects = checked("--project", args.project, lambda names: select_projects(projects, names))
+    try:
+        text = pin_for_target(index_url, projects, target)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     header = (
-        f"# Run {args.run_id}, {args.index}: the run's files and everything they need, hashed.\n"
+        f"# Run {args.run_id}, {args.index}, for {target.describe()}: {', '.join(projects)} "
+        "and what they need there, one file each, by SHA-256.\n"
         f"# pip install --require-hashes --index-url {index_url} -r THIS_FILE\n"
     )
     print(header + text, end="")
@@ -471,8 +476,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="DIR:NAME=PATH",
         help="what test NAME of DIR installed: pip's installation report "
-        "(pip install --report PATH) or the hash-pinned requirements it installed with "
-        "--require-hashes (repeatable). The promoter releases only files a passed test installed",
+        "(pip install --report PATH), the requirements it installed with --require-hashes "
+        "(exactly one hash each: wheelgate pins) (repeatable). The promoter releases only "
+        "files a passed test installed",
     )
     report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
     storage_options(report, nightly=False)
@@ -480,15 +486,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     pins = sub.add_parser(
         "pins",
-        help="print requirements pinning a run's files and their dependencies by hash",
+        help="print requirements pinning, for one target, one file of each distribution a run "
+        "needs",
         description=(
-            "Resolve the projects staged for RUN in DIR against the run's index with pip (a "
-            "dry run: python -m pip of this environment, which should be a current pip) and "
-            "print a name==version line with --hash for every distribution of the closure: "
-            "the run's own files, and the dependencies it takes from nightly, so that "
-            "pip install --require-hashes --index-url <index_url> -r pins.txt and "
-            "uv pip install --require-hashes accept it. Dependencies are resolved for this "
-            "environment unless --python-version/--platform say otherwise."
+            "Resolve the projects staged for RUN in DIR (or those given with --project) "
+            "against the run's index with pip (a dry run: python -m pip of this environment, "
+            "which should be a current pip), for this environment or the target given, "
+            "evaluating environment markers for that target, and print a name==version line "
+            "with one --hash for every distribution they need there: the run's files and the "
+            "dependencies from nightly. pip install --require-hashes --index-url <index_url> "
+            "-r pins.txt and uv pip install --require-hashes accept it, and it is exact "
+            "evidence of what such a test installed (report --installed)."
         ),
     )
     pins.add_argument("--run-id", required=True)
@@ -499,14 +507,39 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default: ${ENV_STAGING_BASE_URL})",
     )
     pins.add_argument(
-        "--python-version", help="resolve for this Python (e.g. 3.12), as pip's option does"
-    )
-    pins.add_argument(
-        "--platform",
+        "--project",
         action="append",
         default=[],
-        help="resolve for this platform tag (repeatable), as pip's option does",
+        metavar="NAME",
+        help="pin this staged project and what it needs (repeatable; default: every project "
+        "the run staged in DIR)",
     )
+    pins.add_argument(
+        "--target",
+        metavar="PRESET",
+        help="resolve for a preset target: cp3XX-manylinux_2_N_<arch> (every manylinux tag a "
+        "glibc 2.N machine takes, and linux_<arch>), cp3XX-win_amd64, cp3XX-win_arm64, "
+        "cp3XX-macosx_X_Y_<arm64|x86_64>; e.g. cp312-manylinux_2_28_x86_64",
+    )
+    for option, metavar, what in (
+        ("--python-version", "V", "this Python (e.g. 3.12)"),
+        (
+            "--platform",
+            "TAG",
+            "this platform tag (repeatable; each is taken literally: manylinux_2_28_x86_64 "
+            "alone refuses manylinux_2_17 and linux_x86_64 wheels)",
+        ),
+        ("--implementation", "I", "this implementation (cp, pp...)"),
+        ("--abi", "ABI", "this ABI tag (repeatable, e.g. cp312)"),
+    ):
+        repeatable = option in ("--platform", "--abi")
+        pins.add_argument(
+            option,
+            metavar=metavar,
+            action="append" if repeatable else "store",
+            default=[] if repeatable else None,
+            help=f"resolve for {what}, as pip's option does",
+        )
     storage_options(pins, nightly=False)
     pins.set_defaults(func=cmd_pins)
 
