@@ -1,12 +1,14 @@
 """Evidence is exact whichever installer a test used: a requirements line that allows several
-files vouches for none, and pins name one file per distribution for the test's target
-(markers evaluated for it). Real pip and uv, run hermetically, against `wheelgate local` and
-its promoter."""
+files vouches for none, pins name one file per distribution for the test's target (markers
+evaluated for it), and the environment a test installed into, with uv or pip, vouches for
+exactly the staged wheels it holds. Real pip and uv, run hermetically, against `wheelgate
+local` and its promoter."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -195,3 +197,76 @@ def test_pins_for_python_3_12_made_on_3_11_install_with_uv_for_3_12(
     assert literal.returncode == 2
     assert "No matching distribution found for ex-mk==1.0" in literal.stderr
     assert "pip takes --platform literally" in literal.stderr
+
+
+def installed_environment(local: LocalProcess, venv: Path, output: Path) -> Path:
+    """``wheelgate installed`` for the environment of ``venv``."""
+    run_ok(local, "installed", "--python", str(venv / "bin" / "python"), "-o", str(output))
+    return output
+
+
+def test_the_uv_route_releases_exactly_the_wheels_uv_installed(
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
+) -> None:
+    # Given a run whose release has a 3.11 and a 3.12 wheel, each with what installers
+    # rewrite or add: a #!python script, data and header files, a purelib module and a
+    # console entry point
+    files = {
+        "{data}/scripts/ex-uv-tool": b"#!python\nprint('tool')\n",
+        "{data}/data/share/ex-uv/readme.txt": b"hello\n",
+        "{data}/headers/ex_uv.h": b"int ex_uv;\n",
+        "{data}/purelib/ex_uv_extra.py": b"EXTRA = 1\n",
+        "{dist_info}/entry_points.txt": b"[console_scripts]\nex-uv-cli = ex_uv:main\n",
+    }
+    cp311, cp312 = app_wheels(tmp_path, "ex-uv", files=files)
+    index_url = stage(local, "ex-uv", "e4" * 20, cp311, cp312)
+    # When a 3.11 test installs with uv (no pins, no report), and a 3.12 test with uv for 3.12
+    envs = {}
+    for test, options in (("py311", ()), ("py312", ("--python-version", "3.12"))):
+        venv = venv_factory(f"ex-uv-{test}")
+        result = uv_install(venv, *options, "--index-url", index_url, "ex-uv==1.0")
+        assert result.returncode == 0, result.stderr
+        envs[test] = installed_environment(local, venv, tmp_path / f"{test}.json")
+    # ...and another 3.11 test installs the same release with pip (which byte-compiles)
+    venv = venv_factory("ex-uv-pip")
+    result = pip(venv, "install", "--index-url", index_url, "ex-uv==1.0")
+    assert result.returncode == 0, result.stderr
+    envs["pip311"] = installed_environment(local, venv, tmp_path / "pip311.json")
+
+    # Then the 3.11 environment alone vouches for the cp311 wheel alone: the cp312 wheel of
+    # the same release is not released on it
+    rejected_untested(local, "ex-uv", "e4" * 20, "py311", envs["py311"], untested=cp312)
+    # And with every test's environment, each wheel ships on the tests that installed it
+    reported = report(local, "ex-uv", "e4" * 20, *envs.items())
+    assert reported.returncode == 0, reported.stderr
+    assert "warning" not in reported.stderr
+    record = decision(local, "ex-uv")
+    assert record["state"] == "promoted", record
+    evidence = {f["filename"]: f["evidence"] for f in record["sets"][0]["files"]}
+    assert evidence == {cp311.name: ["py311", "pip311"], cp312.name: ["py312"]}
+
+
+def test_an_environment_whose_files_changed_after_the_install_vouches_for_nothing(
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
+) -> None:
+    # Given a test that installed the run's wheel with uv, then changed one of its files
+    wheel = build_wheel(tmp_path, "ex-edit", "1.0", module_source='BUILD = "staged"\n')
+    index_url = stage(local, "ex-edit", "e5" * 20, wheel)
+    venv = venv_factory("ex-edit")
+    result = uv_install(venv, "--index-url", index_url, "ex-edit==1.0")
+    assert result.returncode == 0, result.stderr
+    [module] = venv.glob("lib/python*/site-packages/ex_edit/__init__.py")
+    module.write_text('BUILD = "patched"\n')
+    environment = installed_environment(local, venv, tmp_path / "env.json")
+    # When it is reported, Then report warns which file differs and vouches for nothing
+    reported = local.wheelgate(
+        *("report", "--run-id", "ex-edit", "--commit", "e5" * 20, "--dry-run"),
+        *("--test", f"{INDEX}:smoke=passed", "--installed", f"{INDEX}:smoke={environment}"),
+    )
+    assert reported.returncode == 0, reported.stderr
+    assert re.search(
+        r"ex-edit 1\.0 is installed, but it is none of the run's files .*"
+        r"ex_edit/__init__\.py has other bytes",
+        reported.stderr,
+    ), reported.stderr
+    assert json.loads(reported.stdout)["sets"][0]["tests"][0]["installed"] == []

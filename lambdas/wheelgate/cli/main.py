@@ -154,6 +154,7 @@ def _staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from wheelgate.staging.environment import StagedWheelMatcher
     from wheelgate.staging.installs import read_evidence, with_installs
     from wheelgate.staging.stage import build_manifest, parse_test_specs
 
@@ -169,7 +170,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not staged:
         raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
     configured_indexes(staged, f"run {args.run_id} has files staged in")
-    tests = checked("--installed", evidence, lambda e: with_installs(specs, e))
+    matcher = StagedWheelMatcher(staging, args.run_id, staged)
+    tests = checked("--installed", evidence, lambda e: with_installs(specs, e, matcher.installs))
+    for warning in matcher.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
     except ValueError as exc:
@@ -477,8 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR:NAME=PATH",
         help="what test NAME of DIR installed: pip's installation report "
         "(pip install --report PATH), the requirements it installed with --require-hashes "
-        "(exactly one hash each: wheelgate pins) (repeatable). The promoter releases only "
-        "files a passed test installed",
+        "(exactly one hash each: wheelgate pins), or its environment (wheelgate installed, "
+        "any installer) (repeatable). The promoter releases only files a passed test installed",
     )
     report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
     storage_options(report, nightly=False)
@@ -660,8 +664,10 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.set_defaults(func=cmd_index_rebuild)
 
     from wheelgate.cli.deps import register as register_deps
+    from wheelgate.cli.installed import register as register_installed
 
     register_deps(sub)
+    register_installed(sub)
     schema = sub.add_parser("schema", help="print the manifest JSON Schema")
     schema.set_defaults(func=cmd_schema)
     return parser

@@ -1,6 +1,6 @@
 """What a test installed: the evidence ``wheelgate report --installed`` puts in the manifest.
 
-Two sources, told apart by their content:
+Three sources, told apart by their content:
 
 - pip's installation report (``pip install --report REPORT.json ...``): each ``install`` entry
   downloaded as an archive gives ``download_info.archive_info.hashes.sha256`` (or, from an older
@@ -12,6 +12,8 @@ Two sources, told apart by their content:
   files (the cp311 and the cp312 wheel of one release) and says nothing of which one was
   installed, so such a file is refused, naming the line: only a requirement with exactly one
   hash is evidence (``wheelgate pins`` writes such files, for the test's target).
+- the environment the test installed into (``wheelgate installed``, any installer): matched
+  against the run's staged wheels by :mod:`wheelgate.staging.environment`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -33,6 +35,7 @@ from wheelgate.core.manifest import (
     MAX_INSTALLED_PER_TEST,
     InstalledFile,
 )
+from wheelgate.staging.environment import InstalledEnvironment, is_environment, read_environment
 from wheelgate.staging.stage import TestSpec
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -45,7 +48,8 @@ _COMMENT = re.compile(r"(^|\s+)#.*$")
 #: What gives exact evidence, for messages that refuse evidence which is not.
 EXACT_EVIDENCE = (
     "give the test's pip installation report (pip install --report FILE), requirements "
-    "pinning one file each (wheelgate pins, for the test's --target)"
+    "pinning one file each (wheelgate pins, for the test's --target), or the environment the "
+    "test installed into (wheelgate installed)"
 )
 
 
@@ -192,10 +196,12 @@ def _project(requirement: str) -> str:
         return requirement
 
 
-def read_installs(path: Path) -> list[InstalledFile]:
+def read_installs(path: Path) -> list[InstalledFile] | InstalledEnvironment:
     """What the evidence file at ``path`` says was installed: a pip installation report (a
-    JSON object) or a hash-pinned requirements file. Raises ``ValueError`` naming the file
-    when it is absent, unreadable or neither."""
+    JSON object), an environment (``wheelgate installed``), whose files
+    :class:`~wheelgate.staging.environment.StagedWheelMatcher` finds, or a hash-pinned
+    requirements file. Raises ``ValueError`` naming the file when it is absent, unreadable
+    or none of these."""
     try:
         text = path.read_bytes().decode()
     except FileNotFoundError:
@@ -210,18 +216,24 @@ def read_installs(path: Path) -> list[InstalledFile]:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"evidence {path} is not valid JSON: {exc}") from None
+    if is_environment(document):
+        return read_environment(document, str(path))
     return installs_from_pip_report(document, path)
 
 
 @dataclasses.dataclass(frozen=True)
 class Evidence:
-    """What one ``--installed DIR:NAME=PATH`` says test NAME of DIR installed
-    (:func:`read_installs`)."""
+    """What one ``--installed DIR:NAME=PATH`` says test NAME of DIR installed: files, or the
+    environment it installed into (:func:`read_installs`)."""
 
     index: str
     test: str
     source: Path
-    installed: tuple[InstalledFile, ...]
+    installed: tuple[InstalledFile, ...] | InstalledEnvironment
+
+
+#: Finds the staged files an environment holds: ``(index, environment, source) -> files``.
+EnvironmentInstalls = Callable[[str, InstalledEnvironment, str], Sequence[InstalledFile]]
 
 
 def read_evidence(tests: Sequence[TestSpec], specs: Sequence[str]) -> list[Evidence]:
@@ -237,20 +249,32 @@ def read_evidence(tests: Sequence[TestSpec], specs: Sequence[str]) -> list[Evide
         check_index(index)
         if (index, name) not in known:
             raise ValueError(f"{spec!r} names test {name!r} of {index}, which no --test gives")
-        evidence.append(Evidence(index, name, Path(path), tuple(read_installs(Path(path)))))
+        found = read_installs(Path(path))
+        installed = found if isinstance(found, InstalledEnvironment) else tuple(found)
+        evidence.append(Evidence(index, name, Path(path), installed))
     return evidence
 
 
-def with_installs(tests: Sequence[TestSpec], evidence: Sequence[Evidence]) -> list[TestSpec]:
-    """``tests`` with what each :class:`Evidence` says its test installed (each SHA-256 once).
-    Raises ``ValueError`` for a test with more than :data:`MAX_INSTALLED_PER_TEST`
-    installs."""
+def with_installs(
+    tests: Sequence[TestSpec],
+    evidence: Sequence[Evidence],
+    environment_installs: EnvironmentInstalls | None = None,
+) -> list[TestSpec]:
+    """``tests`` with what each :class:`Evidence` says its test installed (each SHA-256 once);
+    an environment's files are those ``environment_installs`` finds in it. Raises
+    ``ValueError`` for a test with more than :data:`MAX_INSTALLED_PER_TEST` installs, and for
+    an environment without ``environment_installs``."""
     installs: dict[tuple[str, str], dict[str, InstalledFile]] = {
         (t.index, t.name): {i.sha256: i for i in t.installed} for t in tests
     }
     for item in evidence:
+        files = item.installed
+        if isinstance(files, InstalledEnvironment):
+            if environment_installs is None:
+                raise ValueError(f"evidence {item.source}: an environment needs the staged files")
+            files = tuple(environment_installs(item.index, files, str(item.source)))
         test = installs[(item.index, item.test)]
-        for installed in item.installed:
+        for installed in files:
             test.setdefault(installed.sha256, installed)
         if len(test) > MAX_INSTALLED_PER_TEST:
             raise ValueError(
