@@ -254,7 +254,7 @@ def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis
     _, props = _function(synthesis.template)
     files = _files(_asset_dir(synthesis.outdir, props["Code"]["S3Key"]))
     assert "wheelgate/promoter/handler.py" in files
-    assert "wheelgate/promotion/promoter.py" in files
+    assert "wheelgate/promotion/service.py" in files
     leaked = [
         f
         for f in files

@@ -43,7 +43,7 @@ from wheelgate.promoter.handler import manifest_events
 from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
-from wheelgate.promotion.promoter import Promoter
+from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.workflow import SqsSender
@@ -107,7 +107,7 @@ class Fanout:
             sleep=self.waits.append,
         )
         self.decisions = Decisions()
-        self.promoter = Promoter(
+        self.promoter = PromotionService(
             settings=settings,
             staging=self.staging,
             nightly=self.nightly,

@@ -115,7 +115,7 @@ def test_imports_point_one_way() -> None:
     ("module", "target"),
     [
         ("wheelgate.core.manifest", "wheelgate.index.pages"),
-        ("wheelgate.promotion.promoter", "wheelgate.staging.stage"),
+        ("wheelgate.promotion.service", "wheelgate.staging.stage"),
         ("wheelgate.promoter.handler", "wheelgate.cli.main"),
         ("wheelgate.core.layout", "boto3"),
     ],

@@ -1,14 +1,14 @@
 """Promoter Lambda: SQS messages carrying S3 events for ``manifests/<run_id>.json``.
 
 Thin by design: parse the event, build the adapters once per container, hand each manifest to
-:class:`wheelgate.promotion.promoter.Promoter`. A permanent rejection is recorded and the message is
-done; a transient error fails only that message (partial batch response) so SQS retries it
-and, after the redrive limit, moves it to the dead-letter queue. Decision metrics are counted by
-:class:`wheelgate.promoter.telemetry.DecisionMetrics`, which the promoter tells of each new
-decision once (a redelivered manifest counts nothing). A message whose index directory
-is leased by another promotion is made visible again after ``LEASE_BUSY_RETRY_SECONDS`` rather
-than the queue's whole visibility timeout (a fan-out job's lease:
-``FANOUT_LEASE_BUSY_RETRY_SECONDS``).
+:class:`wheelgate.promotion.service.PromotionService`. A permanent rejection is recorded and the
+message is done; a transient error fails only that message (partial batch response) so SQS
+retries it and, after the redrive limit, moves it to the dead-letter queue. Decision metrics
+are counted by :class:`wheelgate.promoter.telemetry.DecisionMetrics`, which the service tells
+of each new decision once (a redelivered manifest counts nothing). A message whose index
+directory is leased by another promotion is made visible again after
+``LEASE_BUSY_RETRY_SECONDS`` rather than the queue's whole visibility timeout (a fan-out job's
+lease: ``FANOUT_LEASE_BUSY_RETRY_SECONDS``).
 
 The same function runs the fan-out state machine's steps: an event with ``FANOUT_STEP_FIELD``
 is a step (:meth:`wheelgate.promotion.fanout.FanoutJobs.step`), not an SQS batch; its
@@ -53,7 +53,7 @@ from wheelgate.core.settings import (
 from wheelgate.promoter.telemetry import DecisionMetrics
 from wheelgate.promotion.fanout import InProcessLauncher, Launcher
 from wheelgate.promotion.lease import LeaseBusy
-from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.promotion.service import ManifestEvent, PromotionService
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
@@ -101,7 +101,7 @@ def fanout_launcher(settings: PromoterSettings, staging: Bucket) -> Launcher | N
 
 
 @cache
-def promoter() -> tuple[Promoter, StatusStore]:
+def promoter() -> tuple[PromotionService, StatusStore]:
     """The promoter and the status site updater, built on first use and kept for the
     container's life (no work at import)."""
     redact.install(streams=False)
@@ -117,7 +117,7 @@ def promoter() -> tuple[Promoter, StatusStore]:
     queue = None
     if launcher is not None and (settings.manifest_queue_url or settings.dead_letter_queue_url):
         queue = SqsSender(queue_client())
-    service = Promoter(
+    service = PromotionService(
         settings=settings,
         staging=staging,
         nightly=Bucket(s3, settings.nightly_bucket),

@@ -1,7 +1,7 @@
 """Promotion of one manifest: the flow from a manifest event to the run's record.
 
-:class:`Promoter` routes a manifest to its flow: a run's promotion, a yank request, or a
-break-glass override. A promotion takes its steps in an order that is the product's promise:
+:class:`PromotionService` routes a manifest to its flow: a run's promotion, a yank request,
+or a break-glass override. A promotion takes its steps in an order that is the product's promise:
 every set is verified (:mod:`~wheelgate.promotion.verify`, including the hash read of each
 file S3 has no SHA-256 of) before the first copy; every copy
 is verified (:mod:`~wheelgate.promotion.release`) before any index page changes
@@ -88,7 +88,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Promoter:
+class PromotionService:
     """Promotes manifests from the staging bucket into the nightly bucket.
 
     ``invalidator`` drops the CDN's copies of changed pages (``None``: no CDN). ``workers``
