@@ -36,10 +36,10 @@ from wheelgate.core.settings import (
     FANOUT_STEP_FIELD,
     PromoterSettings,
 )
+from wheelgate.lambda_function import handler
+from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, LocalStack
-from wheelgate.promoter import handler
-from wheelgate.promoter.handler import manifest_events
 from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats

@@ -330,7 +330,7 @@ class Context:
 
 @pytest.fixture
 def handler_env(monkeypatch: pytest.MonkeyPatch) -> Any:
-    from wheelgate.promoter import handler
+    from wheelgate.lambda_function import handler
 
     for name, value in {**BASE_ENV, "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)

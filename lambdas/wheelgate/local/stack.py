@@ -392,7 +392,7 @@ class LocalStack:
     def _fan_out(self, min_files: int) -> None:
         """Fan out from ``min_files`` files, executions run in this process; a failed one
         sends its manifest's event back to the local queue (or its dead-letter queue)."""
-        from wheelgate.promoter.handler import run_fanout_in_process
+        from wheelgate.lambda_function.handler import run_fanout_in_process
 
         if min_files < 0:
             raise ValueError(f"the fan-out threshold must be 0 or more files, not {min_files}")
@@ -467,7 +467,7 @@ class LocalStack:
     def _loop(self, sqs: SQSClient, queue_url: str, queue_arn: str) -> None:
         handler = self.handler
         if handler is None:
-            from wheelgate.promoter.handler import lambda_handler
+            from wheelgate.lambda_function.handler import lambda_handler
 
             handler = lambda_handler
         while not self._stop.is_set():

@@ -4,8 +4,8 @@ The promoter tells its observer of every new promoted or rejected decision exact
 the point the decision is recorded: a run promoted or rejected, a yank applied, an override
 request decided. It tells nothing of a redelivered manifest whose decision is already recorded,
 of an untrusted write noted as pending, or of a transient failure (the message is retried and
-decided later). Metrics hang off this interface (``wheelgate.promoter.telemetry``), so every
-flow that decides a run, the fan-out state machine's steps included, counts the same way.
+decided later). Metrics hang off this interface (``wheelgate.lambda_function.telemetry``), so
+every flow that decides a run, the fan-out state machine's steps included, counts the same way.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""Promoter Lambda: SQS messages carrying S3 events for ``manifests/<run_id>.json``.
+"""The promoter function's handler: SQS messages carrying S3 events for
+``manifests/<run_id>.json``.
 
 Thin by design: parse the event, build the adapters once per container, hand each manifest to
 :class:`wheelgate.promotion.service.PromotionService`. A permanent rejection is recorded and the
 message is done; a transient error fails only that message (partial batch response) so SQS
 retries it and, after the redrive limit, moves it to the dead-letter queue. Decision metrics
-are counted by :class:`wheelgate.promoter.telemetry.DecisionMetrics`, which the service tells
+are counted by :class:`wheelgate.lambda_function.telemetry.DecisionMetrics`, which the service tells
 of each new decision once (a redelivered manifest counts nothing). A message whose index
 directory is leased by another promotion is made visible again after
 ``LEASE_BUSY_RETRY_SECONDS`` rather than the queue's whole visibility timeout (a fan-out job's
@@ -50,7 +51,7 @@ from wheelgate.core.settings import (
     SERVICE_NAME,
     PromoterSettings,
 )
-from wheelgate.promoter.telemetry import DecisionMetrics
+from wheelgate.lambda_function.telemetry import DecisionMetrics
 from wheelgate.promotion.fanout import InProcessLauncher, Launcher
 from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.service import ManifestEvent, PromotionService
@@ -102,7 +103,7 @@ def fanout_launcher(settings: PromoterSettings, staging: Bucket) -> Launcher | N
 
 @cache
 def promoter() -> tuple[PromotionService, StatusStore]:
-    """The promoter and the status site updater, built on first use and kept for the
+    """The promotion service and the status site updater, built on first use and kept for the
     container's life (no work at import)."""
     redact.install(streams=False)
     settings = PromoterSettings.from_env(os.environ)
