@@ -46,7 +46,8 @@ from wheelgate.local.stack import (
     STAGING_BUCKET,
     install_moto_compatibility,
 )
-from wheelgate.promotion.service import ManifestEvent, PromotionService
+from wheelgate.promotion.event import ManifestEvent
+from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 

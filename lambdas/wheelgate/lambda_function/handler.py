@@ -52,9 +52,10 @@ from wheelgate.core.settings import (
     PromoterSettings,
 )
 from wheelgate.lambda_function.telemetry import DecisionMetrics
+from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.fanout import InProcessLauncher, Launcher
 from wheelgate.promotion.lease import LeaseBusy
-from wheelgate.promotion.service import ManifestEvent, PromotionService
+from wheelgate.promotion.service import PromotionService
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
