@@ -38,9 +38,10 @@ from wheelgate.core.settings import (
 )
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
+from wheelgate.local.fanout import InProcessLauncher
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, LocalStack
-from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
+from wheelgate.promotion.fanout import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
 from wheelgate.promotion.service import PromotionService
