@@ -12,7 +12,7 @@ written last. The request's own record, naming who and why, is written after the
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
@@ -20,7 +20,7 @@ from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import Manifest, parse_manifest
 from wheelgate.core.override import parse_override
-from wheelgate.core.records import HistoryEntry, PromotionRecord, SetOutcome, State
+from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.event import ManifestEvent, written_by
@@ -45,18 +45,11 @@ class PromotionFlow(Protocol):
     ) -> PromotionRecord: ...
 
 
-class Rejecter(Protocol):
-    """The service's recording of a rejection."""
-
-    def __call__(
-        self,
-        run_id: str,
-        rejection: PromotionRejected,
-        digest: str,
-        actor: str | None,
-        existing: PromotionRecord | None,
-        sets: Sequence[SetOutcome] = (),
-    ) -> PromotionRecord: ...
+#: The service's recording of a rejection: run id, rejection, manifest SHA-256, actor and the
+#: record so far in; the record saved out.
+Rejecter = Callable[
+    [str, PromotionRejected, str, str | None, PromotionRecord | None], PromotionRecord
+]
 
 
 class OverrideRoute:
