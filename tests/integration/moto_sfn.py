@@ -163,7 +163,7 @@ class LambdaRoute:
             response_headers: dict[str, str],
         ) -> bytes | None:
             if function_name not in (route.function_arn, route.function_name):
-                return original(backend, function_name, qualifier, body, headers, response_headers)  # type: ignore[no-any-return]
+                return original(backend, function_name, qualifier, body, headers, response_headers)
             payload = route.invoke(body or "{}", response_headers)
             response_headers["Content-Length"] = str(len(payload))
             return payload

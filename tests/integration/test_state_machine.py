@@ -59,10 +59,11 @@ from wheelgate.core.settings import (
     FANOUT_REJECTED_ERROR,
     FANOUT_STEP_FIELD,
 )
+from wheelgate.lambda_function import handler
+from wheelgate.lambda_function.handler import manifest_events
+from wheelgate.local.fanout import InProcessLauncher
 from wheelgate.local.stack import LocalStack
-from wheelgate.promoter import handler
-from wheelgate.promoter.handler import manifest_events
-from wheelgate.promotion.fanout import InProcessLauncher, fanout_job_id
+from wheelgate.promotion.fanout import fanout_job_id
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
 
