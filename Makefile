@@ -58,7 +58,8 @@ unit: $(STAMP)
 infra: $(STAMP) layer
 	$(BIN)/pytest tests/infra -q
 
-integration: $(STAMP)
+# The integration tier executes the synthesized fan-out state machine: synthesis needs the layer.
+integration: $(STAMP) layer
 	$(BIN)/pytest tests/integration -q
 
 test: $(STAMP) layer lint typecheck

@@ -28,7 +28,7 @@ from wheelgate.core.settings import (
     SERVICE_NAME,
 )
 
-HANDLER = "wheelgate.promoter.handler.lambda_handler"
+HANDLER = "wheelgate.lambda_function.handler.lambda_handler"
 
 # A 1,000-file set is 1,000 server-side copies (multi-GB wheels are multipart copies) plus the
 # index rewrite; 15 minutes is the Lambda maximum and leaves headroom.

@@ -94,6 +94,8 @@ class Resolver:
                 return f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:{name}"
             if kind == "AWS::Logs::LogGroup":
                 return f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{name}:*"
+            if kind == "AWS::Lambda::Function":
+                return f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{name}"
             service = kind.split("::")[1].lower()
             return f"arn:{PARTITION}:{service}:{REGION}:{ACCOUNT}:{name}"
         if attribute == "RoleId":
