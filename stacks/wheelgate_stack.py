@@ -16,7 +16,7 @@ from stacks.config import WheelGateConfig
 from stacks.dashboard import PromotionDashboard, stack_dashboard_url
 from stacks.fanout import FanOut, state_machine_arn
 from stacks.monitoring import Monitoring
-from stacks.promoter import Promoter
+from stacks.promoter_function import PromoterFunction
 from stacks.storage import Storage
 from stacks.waf import RateLimitAcl
 from wheelgate.core.settings import (
@@ -108,7 +108,7 @@ class WheelGateStack(Stack):
         )
         allowed_indexes = json.dumps(list(config.index_dirs))
         test_url_hosts = json.dumps(list(config.test_url_hosts))
-        promoter = Promoter(
+        promoter = PromoterFunction(
             self,
             "Promoter",
             staging=storage.staging,

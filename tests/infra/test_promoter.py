@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match, Template
 
 from stacks.config import WheelGateConfig
 from stacks.lambda_asset import asset_files, handler_module
-from stacks.promoter import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
+from stacks.promoter_function import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
 from stacks.wheelgate_stack import LAMBDA_CODE_DIR, WheelGateStack
 from tests.infra.resolve import Resolver
 from tests.infra.synth import STACK_NAME, Synthesis, cdk_json_context

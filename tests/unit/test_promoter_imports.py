@@ -13,7 +13,7 @@ import pytest
 from stacks.lambda_asset import asset_files
 
 LAMBDA_CODE_DIR = Path(__file__).resolve().parents[2] / "lambdas"
-# As in stacks/promoter.py, named here so the test needs no CDK.
+# As in stacks/promoter_function.py, named here so the test needs no CDK.
 HANDLER = "wheelgate.promoter.handler.lambda_handler"
 
 # Not in the promoter asset (wheelgate.*) or not in its layer (moto, PyYAML).

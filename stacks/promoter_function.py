@@ -56,7 +56,7 @@ NOTIFICATIONS_HANDLER_ID = "BucketNotificationsHandler050a0587b7544547bf325f094a
 ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info"]
 
 
-class Promoter(Construct):
+class PromoterFunction(Construct):
     """Staging manifest notifications, their queue and DLQ, and the promoter function.
 
     Attributes:
