@@ -29,7 +29,7 @@ from .lambda_asset import asset_files, glob_excludes_keeping, handler_module
 from .log_groups import retained_log_group
 from .nag import acknowledge
 
-HANDLER = "wheelgate.promoter.handler.lambda_handler"
+HANDLER = "wheelgate.lambda_function.handler.lambda_handler"
 
 # A 1,000-file set is 1,000 server-side copies (multi-GB wheels are multipart copies) plus the
 # index rewrite; 15 minutes is the Lambda maximum and leaves headroom.

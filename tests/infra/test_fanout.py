@@ -353,7 +353,7 @@ def test_an_execution_ended_without_its_catch_is_concluded_by_the_promoter(
     [function_id] = [
         lid
         for lid, r in resolver.of_type("AWS::Lambda::Function").items()
-        if r["Properties"].get("Handler") == "wheelgate.promoter.handler.lambda_handler"
+        if r["Properties"].get("Handler") == "wheelgate.lambda_function.handler.lambda_handler"
     ]
     assert target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
     transformer = target["InputTransformer"]

@@ -56,7 +56,7 @@ def test_function_runtime_and_sizing(template: Template) -> None:
     template.has_resource_properties(
         "AWS::Lambda::Function",
         {
-            "Handler": "wheelgate.promoter.handler.lambda_handler",
+            "Handler": "wheelgate.lambda_function.handler.lambda_handler",
             "Runtime": "python3.13",
             "Architectures": ["arm64"],
             "Timeout": 900,
@@ -245,8 +245,8 @@ def _files(directory: Path) -> list[str]:
 def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis) -> None:
     _, props = _function(synthesis.template)
     files = _files(asset_dir(synthesis.outdir, STACK_NAME, props["Code"]["S3Key"]))
-    assert "wheelgate/promoter/handler.py" in files
-    assert "wheelgate/promotion/promoter.py" in files
+    assert "wheelgate/lambda_function/handler.py" in files
+    assert "wheelgate/promotion/service.py" in files
     leaked = [
         f
         for f in files
@@ -268,7 +268,7 @@ def test_only_runtime_edits_change_the_function_asset(synthesis: Synthesis, tmp_
     (cli_edited / "wheelgate" / "core" / ".layout.py.swp").write_bytes(b"\0swap")
     handler_edited = tmp_path / "handler-edited"
     shutil.copytree(CODE_DIR, handler_edited)
-    with (handler_edited / "wheelgate" / "promoter" / "handler.py").open("a") as handler:
+    with (handler_edited / "wheelgate" / "lambda_function" / "handler.py").open("a") as handler:
         handler.write("\n# A handler change.\n")
 
     # When both are synthesized (one app, no cdk-nag: only the asset hashes matter here)

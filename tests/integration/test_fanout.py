@@ -36,14 +36,15 @@ from wheelgate.core.settings import (
     FANOUT_STEP_FIELD,
     PromoterSettings,
 )
+from wheelgate.lambda_function import handler
+from wheelgate.lambda_function.handler import manifest_events
+from wheelgate.local.fanout import InProcessLauncher
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, LocalStack
-from wheelgate.promoter import handler
-from wheelgate.promoter.handler import manifest_events
-from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
+from wheelgate.promotion.fanout import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
-from wheelgate.promotion.promoter import Promoter
+from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.workflow import SqsSender
@@ -107,7 +108,7 @@ class Fanout:
             sleep=self.waits.append,
         )
         self.decisions = Decisions()
-        self.promoter = Promoter(
+        self.promoter = PromotionService(
             settings=settings,
             staging=self.staging,
             nightly=self.nightly,

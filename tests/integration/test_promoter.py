@@ -13,6 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from wheelgate.core.errors import TransientError
+from wheelgate.lambda_function import handler
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
@@ -20,7 +21,6 @@ from wheelgate.local.stack import (
     STAGING_BUCKET,
     LocalStack,
 )
-from wheelgate.promoter import handler
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 

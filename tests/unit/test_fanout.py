@@ -1,6 +1,6 @@
 """Fan-out promotion's pure parts: the threshold, job and execution names, the settings, the
-Step Functions adapter (botocore's Stubber), the in-process engine's order and retries, and the
-handler's dispatch of step events."""
+Step Functions adapter (botocore's Stubber), local mode's in-process engine (its order and
+retries) and its handler, and the handler's dispatch of step events."""
 
 from __future__ import annotations
 
@@ -33,13 +33,13 @@ from wheelgate.core.settings import (
     PromoterSettings,
     SettingsError,
 )
-from wheelgate.promotion.fanout import (
+from wheelgate.local.fanout import (
     MAP_FAILED_ERROR,
     InProcessLauncher,
-    StepError,
-    fanout_job_id,
-    fanout_wanted,
+    in_process_handler,
+    in_process_parts,
 )
+from wheelgate.promotion.fanout import StepError, fanout_job_id, fanout_wanted
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
 
 BASE_ENV = {
@@ -330,7 +330,7 @@ class Context:
 
 @pytest.fixture
 def handler_env(monkeypatch: pytest.MonkeyPatch) -> Any:
-    from wheelgate.promoter import handler
+    from wheelgate.lambda_function import handler
 
     for name, value in {**BASE_ENV, "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
@@ -369,3 +369,39 @@ def test_the_handler_dispatches_step_events_and_names_what_is_wrong(
     monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
     with pytest.raises(StepError, match=re.escape(problem)):
         handler.lambda_handler(event, Context())
+
+
+def test_local_mode_runs_executions_in_process_and_the_function_on_step_functions(
+    handler_env: Any,
+) -> None:
+    # Given settings naming a state machine
+    handler, monkeypatch = handler_env
+    monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
+    # When local mode builds its service, and then the function builds its own
+    local_service, _ = in_process_parts(concurrency=3)()
+    service, _ = handler.promoter()
+    # Then local mode's executions run in this process and step through its own service...
+    assert local_service is not service
+    assert local_service.fanout is not None
+    launcher = local_service.fanout.launcher
+    assert isinstance(launcher, InProcessLauncher)
+    assert launcher.concurrency == 3
+    heard: list[dict[str, Any]] = []
+    monkeypatch.setattr(local_service.fanout, "step", lambda event: heard.append(event) or {})
+    launcher.run_step({"fanout_step": "publish", "job_id": "j"})
+    assert heard == [{"fanout_step": "publish", "job_id": "j"}]
+    # ...while the function starts them on Step Functions, local mode built or not
+    assert service.fanout is not None
+    assert isinstance(service.fanout.launcher, StepFunctionsLauncher)
+
+
+def test_local_modes_handler_dispatches_step_events_to_its_own_service(
+    handler_env: Any,
+) -> None:
+    # Given local mode's handler, with a state machine named in the settings
+    _, monkeypatch = handler_env
+    monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
+    local_handler = in_process_handler()
+    # When it is given a step event that is not the contract's, then its service refuses it
+    with pytest.raises(StepError, match="must be 'hash', 'copy', 'publish' or 'conclude'"):
+        local_handler({"fanout_step": "paste", "job_id": "j"}, Context())  # type: ignore[arg-type]
