@@ -276,7 +276,9 @@ def entry_point(parts: Callable[[], Parts]) -> LambdaHandler:
     the first), with the function's logging, tracing and metrics."""
 
     # Named as the function's entry point: X-Ray names the handler's subsegment after it.
-    @logger.inject_lambda_context
+    # clear_state: keys a step appended (its job id) must not label a later invocation's logs
+    # in the same warm container.
+    @logger.inject_lambda_context(clear_state=True)
     @tracer.capture_lambda_handler
     @metrics.log_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -75,7 +75,7 @@ LOCAL_FANOUT_STATE_MACHINE = f"arn:aws:states:{REGION}:000000000000:stateMachine
 #: A Lambda handler as the loop calls it: the SQS event and a context (duck-typed) in.
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 #: After this many failed receives a message moves to the DLQ: fewer than the stack's five
-#: (``stacks/promoter.py``), so a poison message reaches the local DLQ within seconds.
+#: (``stacks/promoter_function.py``), so a poison message reaches the local DLQ within seconds.
 MAX_RECEIVE_COUNT = 3
 # The media types stacks/functions/index_router.js ranks (tests/infra/index_router_cases.json).
 _JSON_TYPES = (JSON_CONTENT_TYPE, "application/vnd.pypi.simple.latest+json")
