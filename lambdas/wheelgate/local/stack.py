@@ -331,6 +331,9 @@ class LocalStack:
     def start(self) -> LocalStack:
         from moto.server import ThreadedMotoServer
 
+        from wheelgate.local import large_objects
+
+        large_objects.install()
         if not self.verbose:
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
