@@ -14,6 +14,7 @@ from wheelgate.core.layout import (
     JSON_PAGE,
     MANIFEST_SUFFIX,
     MANIFESTS_PREFIX,
+    METADATA_SUFFIX,
     MIRROR_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
     RECORDS_PREFIX,
@@ -260,9 +261,14 @@ class Access(Construct):
                     resources=[staging.arn_for_objects("*")],
                 ),
                 iam.PolicyStatement(
+                    # The run's index borrows nightly's pages of its dependency closure, which
+                    # it walks through the PEP 658 metadata files (never a wheel).
                     sid="ReadNightlyIndexPages",
                     actions=["s3:GetObject"],
-                    resources=_page_keys(nightly),
+                    resources=[
+                        *_page_keys(nightly),
+                        nightly.arn_for_objects(f"*{METADATA_SUFFIX}"),
+                    ],
                 ),
                 iam.PolicyStatement(
                     # ListBucket makes a missing page a 404 instead of a 403.

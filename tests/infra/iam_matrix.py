@@ -180,6 +180,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     # Where the shared staging index pages were: outside every prefix WheelGate writes.
     "staging other keys": ("wheelgate-staging", PAGES.project_page(_INDEX, "torch")),
     "nightly files": ("wheelgate-nightly", NIGHTLY.artifact(_INDEX, _WHEEL)),
+    # A wheel's PEP 658 metadata: `stage` reads it to walk its run index's dependency closure.
+    "nightly .metadata": ("wheelgate-nightly", NIGHTLY.metadata(_INDEX, _WHEEL)),
     "nightly index": ("wheelgate-nightly", PAGES.project_page(_INDEX, "torch")),
     # A directory that is not in index_dirs: the promoter's grant stops at the configured ones.
     "nightly other dir": ("wheelgate-nightly", NIGHTLY.artifact("v1/gfx90X-legacy", _WHEEL)),

@@ -47,7 +47,7 @@ def test_build_role_policy(template_json: dict[str, Any]) -> None:
         "ReadNightlyIndexPages": (
             "Allow",
             "s3:GetObject",
-            [f"{NIGHTLY}/*/index.html", f"{NIGHTLY}/*/index.json"],
+            [f"{NIGHTLY}/*/index.html", f"{NIGHTLY}/*/index.json", f"{NIGHTLY}/*.metadata"],
         ),
         "ListBuckets": ("Allow", "s3:ListBucket", [STAGING, NIGHTLY]),
     }

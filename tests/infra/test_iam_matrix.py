@@ -69,6 +69,8 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     # them in place (what a test then installs is bound by the manifest's evidence).
     ("build", "staging runs/ page"): WRITES | {GET, TAGGING},
     ("build", "nightly index"): {GET},
+    # The closure of a run's index is walked through nightly's metadata files.
+    ("build", "nightly .metadata"): {GET},
     ("reporter", "staging runs/"): {GET},
     ("reporter", "staging runs/ page"): {GET},
     ("reporter", "staging manifests/"): WRITES,
@@ -87,6 +89,7 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("promoter", "staging status/"): WRITES | {GET},
     # A released file is created once (If-None-Match), never replaced; pages are updated.
     ("promoter", "nightly files"): WRITE_ONCE | {GET},
+    ("promoter", "nightly .metadata"): WRITE_ONCE | {GET},
     # It sets each page version's own (short) lock, which needs s3:PutObjectRetention.
     ("promoter", "nightly index"): WRITES | {GET, RETENTION},
     # Outside index_dirs the promoter writes nothing.
@@ -101,6 +104,7 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("break-glass", "staging manifests/override-*"): EVERYTHING,
     # Nightly is its to delete and unlock, but not to replace a released file either.
     ("break-glass", "nightly files"): EVERYTHING - {PUT, PUT_IF_MATCH},
+    ("break-glass", "nightly .metadata"): EVERYTHING - {PUT, PUT_IF_MATCH},
     ("break-glass", "nightly index"): EVERYTHING,
     ("break-glass", "nightly other dir"): EVERYTHING - {PUT, PUT_IF_MATCH},
     ("break-glass", "cache third-party/"): EVERYTHING,

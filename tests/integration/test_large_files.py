@@ -1,19 +1,25 @@
-"""Files above S3's single-request limit: multipart upload and multipart copy, with the
-full-object SHA-256 carried in metadata and checked after the copy. The limit is lowered so
-that a 12 MB wheel takes the path a 6 GB wheel takes."""
+"""Files above S3's single-request limit: multipart upload (hashed as it is read, its SHA-256
+recorded beside it) and multipart copy (the verified SHA-256 in the copy's metadata, checked
+after it); a failure and the cleanup after it. The limit is lowered so that a 12 MB wheel
+takes the path a 6 GB wheel takes."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from boto3.s3.transfer import TransferConfig
+from botocore.awsrequest import AWSResponse
 
+from tests.integration.conftest import local_process
 from wheelgate.core.errors import TransientError
+from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import parse_manifest
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
@@ -25,8 +31,8 @@ from wheelgate.local.stack import (
 )
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
-from wheelgate.staging.stage import inspect_files, stage
-from wheelgate.storage.bucket import Bucket
+from wheelgate.staging.stage import inspect_files, stage, staged_sets
+from wheelgate.storage.bucket import Bucket, FileChangedError
 
 MB = 1024 * 1024
 LIMIT = 5 * MB  # S3's smallest part size
@@ -78,6 +84,10 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     key = stage_multipart(stack, big, run, index)
     staged = s3.head_object(Bucket=STAGING_BUCKET, Key=key)
     assert staged["ETag"].endswith('-3"')  # three parts
+    # Hashed as it was read once: the hash is recorded beside it, and is what report lists.
+    assert "wheelgate-sha256" not in staged["Metadata"]
+    assert staging.get(key + ".sha256")[0] == f"{sha}  {big.name}\n".encode()  # type: ignore[index]
+    assert staged_sets(staging, run)[index][0].sha256 == sha
     promoter = PromotionService(
         settings=PromoterSettings.from_env(os.environ),
         staging=staging,
@@ -178,3 +188,164 @@ def test_a_staged_file_changed_since_verification_is_not_hashed(
     # Then its hash check refuses to read another version: a transient error (verify again).
     with pytest.raises(TransientError, match="changed since it was verified"):
         promoter.verifier.check_hash(step)
+
+
+def answering(client: Any, answers: dict[str, tuple[int, str]]) -> None:
+    """Make S3 answer each operation of ``answers`` with its HTTP status and error code."""
+
+    def answer(model: Any, **_: Any) -> Any:
+        if model.name not in answers:
+            return None
+        status, code = answers[model.name]
+        response = AWSResponse(url="", status_code=status, headers={}, raw=None)  # type: ignore[arg-type]
+        return response, {
+            "Error": {"Code": code, "Message": f"injected {code}"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        }
+
+    client.meta.events.register("before-call.s3", answer)
+
+
+#: CompleteMultipartUpload fails, then so does the abort that cleans up after it.
+FAILED_THEN_GONE = {
+    "CompleteMultipartUpload": (500, "InternalError"),
+    "AbortMultipartUpload": (404, "NoSuchUpload"),
+}
+
+
+def test_a_failed_completion_is_reported_not_the_cleanup_that_failed_after_it(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    # Given S3 failing a multipart upload's completion (500), and then its abort (the upload
+    # gone), for staging and for the promoter's copy alike...
+    clean: Any = boto3.client("s3")
+    failing: Any = boto3.client("s3")
+    answering(failing, FAILED_THEN_GONE)
+    run, index = "large-cleanup-1", "v2/large-cleanup"
+    wheel = build_wheel(tmp_path, "cleanup", "1.0", payload_bytes=12 * MB)
+    key = STAGING.artifact(run, index, wheel.name)
+    # When a file over the single-request limit is staged...
+    with pytest.raises(TransientError) as staging_failed:
+        stage(
+            staging=Bucket(failing, STAGING_BUCKET),
+            nightly=Bucket(failing, NIGHTLY_BUCKET),
+            nightly_base_url=stack.nightly_url,
+            run_id=run,
+            index=index,
+            commit="6" * 40,
+            artifacts=inspect_files([wheel]),
+            single_request_limit=LIMIT,
+            part_size=LIMIT,
+        )
+    # Then the error is the completion's, not the abort's, and nothing is staged.
+    assert "InternalError" in str(staging_failed.value)
+    assert "NoSuchUpload" not in str(staging_failed.value)
+    assert Bucket(clean, STAGING_BUCKET).head(key) is None
+    # And the same for a multipart copy of a staged file.
+    staged = stage_multipart(stack, wheel, run, index)
+    head = Bucket(clean, STAGING_BUCKET).head(staged)
+    assert head is not None
+    target = f"{index}/{wheel.name}"
+    with pytest.raises(TransientError) as copy_failed:
+        Bucket(failing, NIGHTLY_BUCKET).copy_in(
+            Bucket(clean, STAGING_BUCKET),
+            staged,
+            head.etag,
+            head.size,
+            target,
+            part_size=LIMIT,
+            single_request_limit=LIMIT,
+        )
+    assert "InternalError" in str(copy_failed.value)
+    assert "NoSuchUpload" not in str(copy_failed.value)
+    assert Bucket(clean, NIGHTLY_BUCKET).head(target) is None
+
+
+def test_an_upload_of_other_bytes_than_the_hash_given_never_completes(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    # Given a file over the single-request limit and a SHA-256 that is not its bytes' (the
+    # file changed since it was hashed)...
+    s3: Any = boto3.client("s3")
+    staging = Bucket(s3, STAGING_BUCKET)
+    path = tmp_path / "changed-1.0.tar.gz"
+    path.write_bytes(os.urandom(12 * MB))
+    key = "runs/large-changed-upload/v2/large/changed-1.0.tar.gz"
+    # When it is uploaded in parts, which hash it as they read it...
+    with pytest.raises(FileChangedError, match="not " + "0" * 64):
+        staging.upload_file(
+            path,
+            key,
+            sha256="0" * 64,
+            content_type="application/octet-stream",
+            metadata={},
+            single_request_limit=LIMIT,
+            part_size=LIMIT,
+            if_none_match=True,
+        )
+    # Then the upload is abandoned before its completion: no object, no upload left open.
+    assert staging.head(key) is None
+    uploads = s3.list_multipart_uploads(Bucket=STAGING_BUCKET, Prefix=key).get("Uploads", [])
+    assert uploads == []
+
+
+class AnonymousMemory:
+    """Polls a process's anonymous resident memory (RssAnon: what it allocated, not the file
+    pages it maps, which the kernel may drop) and keeps its peak, in bytes."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self.start = self.now()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def now(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError(f"no RssAnon for process {self.pid}")
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self.now())
+
+    def grown(self) -> int:
+        """The peak's growth over the first reading; stops polling."""
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak, self.now()) - self.start
+
+
+def test_local_mode_holds_an_object_larger_than_the_memory_it_grows_by(tmp_path: Path) -> None:
+    # Given `wheelgate local` in its own process, and a file of 256 MiB...
+    size = 256 * MB
+    path = tmp_path / "held-1.0.tar.gz"
+    path.write_bytes(os.urandom(size))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    # Two requests at a time, so that what the server holds for the requests it serves (two
+    # parts of 8 MiB) is small beside the object.
+    two = TransferConfig(max_concurrency=2)
+    with local_process("--no-promoter") as local:
+        s3 = local.client("s3")
+        bucket = local.env["WHEELGATE_STAGING_BUCKET"]
+        memory = AnonymousMemory(local.process.pid)
+        # When it is uploaded in parts, completed, read back by range and in full, and copied
+        # part by part...
+        s3.upload_file(str(path), bucket, "held/object", Config=two)
+        ranged = s3.get_object(Bucket=bucket, Key="held/object", Range="bytes=100-199")
+        assert ranged["Body"].read() == path.read_bytes()[100:200]
+        read = hashlib.sha256()
+        body = s3.get_object(Bucket=bucket, Key="held/object")["Body"]
+        while chunk := body.read(MB):
+            read.update(chunk)
+        s3.copy({"Bucket": bucket, "Key": "held/object"}, bucket, "held/copy", Config=two)
+        copied = s3.head_object(Bucket=bucket, Key="held/copy")
+        grown = memory.grown()
+        s3.delete_objects(
+            Bucket=bucket, Delete={"Objects": [{"Key": "held/object"}, {"Key": "held/copy"}]}
+        )
+    # Then the bytes are the file's, and the server's memory grew by less than half the object
+    # (moto alone builds a completed object in memory twice over: over 512 MiB for this one).
+    assert read.hexdigest() == digest
+    assert copied["ContentLength"] == size
+    assert grown < size / 2, f"the local S3's memory grew by {grown / MB:.0f} MiB"

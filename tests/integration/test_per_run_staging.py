@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.integration.conftest import LocalProcess, installed
-from tests.integration.test_cycle import pip, run_ok
+from tests.integration.test_cycle import pip, run_ok, uv_install
 from tests.integration.test_index_maintenance import fetch
 from wheelgate.core.layout import STAGING
 from wheelgate.local.sample_wheels import build_wheel
@@ -147,3 +147,117 @@ def test_a_rejected_run_is_never_offered_to_another_run(
     # Then it installs nightly's rj-dep, and the rejected rebuild is not even listed.
     assert imported_build(venv, "rj_dep") == "n"
     assert [f["filename"] for f in page["files"]] == [released.name]
+
+
+def run_index_projects(url: str) -> list[str]:
+    """The project names a run index's root page lists (PEP 691)."""
+    root = json.loads(fetch(url, "application/vnd.pypi.simple.v1+json"))
+    return sorted(p["name"] for p in root["projects"])
+
+
+@pytest.fixture(scope="module")
+def closure_nightly(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Given nightly holding a dependency tree two levels deep under cl-mid (cl-leaf, and a
+    dependency for each platform behind a marker) and cl-other, which nothing requires; none of
+    them is ever staged by the runs below."""
+    wheels = tmp_path_factory.mktemp("closure")
+    tree = [
+        build_wheel(wheels, "cl-leaf", "1.0"),
+        build_wheel(wheels, "cl-linux", "1.0"),
+        build_wheel(wheels, "cl-win", "1.0"),
+        build_wheel(wheels, "cl-other", "2.0"),
+        build_wheel(
+            wheels,
+            "cl-mid",
+            "1.0",
+            requires=[
+                "cl-leaf>=1",
+                'cl-linux; sys_platform == "linux"',
+                'cl-win; sys_platform == "win32"',
+            ],
+        ),
+    ]
+    commit = "9" * 40
+    run_ok(
+        local, "stage", "--run-id", "cl-seed", "--index", INDEX, "--commit", commit, *map(str, tree)
+    )
+    run_ok(
+        local,
+        *("report", "--run-id", "cl-seed", "--commit", commit, "--test", f"{INDEX}:smoke=passed"),
+        *installed(INDEX, "smoke", tree),
+    )
+    assert local.wheelgate("status", "cl-seed", "--wait", "60").returncode == 0
+    return wheels
+
+
+def test_a_run_index_offers_its_dependency_closure_and_pip_and_uv_install_from_it(
+    local: LocalProcess, closure_nightly: Path, venv_factory: Any, tmp_path: Path
+) -> None:
+    # Given a run that stages cl-app, which needs cl-mid (nightly's alone)...
+    app = build_wheel(tmp_path, "cl-app", "1.0", requires=["cl-mid==1.0"])
+    staged = json.loads(
+        run_ok(local, "stage", "--run-id", "cl-1", "--index", INDEX, "--commit", "8" * 40, str(app))
+    )
+    url = staged["index_url"]
+    # Then its index offers the run's project and the closure, for every platform's marker,
+    # and nothing else of nightly's.
+    closure = ["cl-app", "cl-leaf", "cl-linux", "cl-mid", "cl-win"]
+    assert run_index_projects(url) == closure
+    assert all(f"{INDEX}/cl-other/" not in key for key in staged["pages"])
+    # When a test installs the run's project from it with pip, and another with uv...
+    for install in ("pip", "uv"):
+        venv = venv_factory(f"closure-{install}")
+        if install == "pip":
+            result = pip(venv, "install", "--no-cache-dir", "--index-url", url, "cl-app==1.0")
+        else:
+            result = uv_install(venv, "--no-cache", "--index-url", url, "cl-app==1.0")
+        assert result.returncode == 0, result.stdout + result.stderr
+        # Then both levels of dependencies come from nightly, with the one this platform's
+        # marker selects.
+        for module in ("cl_app", "cl_mid", "cl_leaf", "cl_linux"):
+            assert imported_version(venv, module) == "1.0", (install, module)
+
+
+def test_a_second_stage_call_extends_the_run_index_and_pins_cover_every_platform(
+    local: LocalProcess, closure_nightly: Path, tmp_path: Path
+) -> None:
+    # Given a run whose first build job staged cl-app (closure: cl-mid and below)...
+    app = build_wheel(tmp_path / "a", "cl-app", "2.0", requires=["cl-mid"])
+    stage = ("stage", "--run-id", "cl-2", "--index", INDEX, "--commit", "7" * 40)
+    first = json.loads(run_ok(local, *stage, str(app)))
+    # When a second job of the run stages cl-tool, which needs cl-other...
+    tool = build_wheel(tmp_path / "t", "cl-tool", "1.0", requires=["cl-other"])
+    second = json.loads(run_ok(local, *stage, str(tool)))
+    assert second["index_url"] == first["index_url"]
+    # Then the index holds both jobs' projects and closures: the first's are not lost.
+    assert run_index_projects(second["index_url"]) == [
+        "cl-app",
+        "cl-leaf",
+        "cl-linux",
+        "cl-mid",
+        "cl-other",
+        "cl-tool",
+        "cl-win",
+    ]
+    app_page = json.loads(
+        fetch(second["index_url"] + "cl-app/", "application/vnd.pypi.simple.v1+json")
+    )
+    assert [f["filename"] for f in app_page["files"]] == [app.name]
+    # And pins for another platform than this one's pin its marker's dependency, which is on
+    # the index because the closure takes every marker.
+    pins = run_ok(
+        local, "pins", "--run-id", "cl-2", "--index", INDEX, "--target", "cp311-win_amd64"
+    )
+    pinned = sorted(line.split("==")[0] for line in pins.splitlines() if "==" in line)
+    assert pinned == ["cl-app", "cl-leaf", "cl-mid", "cl-other", "cl-tool", "cl-win"]
+
+
+def imported_version(venv: Path, module: str) -> str:
+    probe = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", f"import {module}; print({module}.__version__)"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert probe.returncode == 0, probe.stderr
+    return probe.stdout.strip()

@@ -56,6 +56,12 @@ LEASES_DIR = "_leases/"
 #: Under ``records/``: fan-out promotion jobs (the promoter's alone, like leases).
 JOBS_DIR = "_jobs/"
 METADATA_SUFFIX = ".metadata"
+#: A staged file's recorded SHA-256 (``<hex>  <file name>``, as ``sha256sum`` prints it) where
+#: its object cannot carry it: a file uploaded in parts is hashed as it is read, and S3 takes
+#: an object's user metadata when its multipart upload starts.
+CHECKSUM_SUFFIX = ".sha256"
+#: What staging keeps beside a file, never a file of the set itself.
+SIDECAR_SUFFIXES = (METADATA_SUFFIX, CHECKSUM_SUFFIX)
 HTML_PAGE = "index.html"
 #: The full-history ("archive") index of a directory: ``<index>/_archive/``. Normalized project
 #: names never contain ``_`` and index directory segments never start with it.
@@ -223,6 +229,9 @@ class StagingLayout:
 
     def metadata(self, run_id: str, index: str, filename: str) -> str:
         return self.artifact(run_id, index, filename) + METADATA_SUFFIX
+
+    def checksum(self, run_id: str, index: str, filename: str) -> str:
+        return self.artifact(run_id, index, filename) + CHECKSUM_SUFFIX
 
     def manifest(self, run_id: str) -> str:
         return f"{MANIFESTS_PREFIX}{check_run_id(run_id)}{MANIFEST_SUFFIX}"

@@ -9,7 +9,7 @@ from packaging.utils import BuildTag, parse_wheel_filename
 from packaging.version import Version
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
+from wheelgate.core.layout import NIGHTLY, PAGE_NAMES, SIDECAR_SUFFIXES, STAGING
 from wheelgate.core.manifest import ArtifactSet, ManifestFile, parse_distribution_filename
 from wheelgate.core.objects import META_COMMIT, ObjectInfo
 
@@ -70,7 +70,7 @@ def plan_set(
     """
     index = artifact_set.index
     listed = {f.filename for f in artifact_set.files}
-    sidecars = {name + METADATA_SUFFIX for name in listed}
+    sidecars = {name + suffix for name in listed for suffix in SIDECAR_SUFFIXES}
     extra = sorted(
         name
         for name in staged

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from email.parser import BytesHeaderParser
 from typing import BinaryIO, Protocol
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, parse_tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -328,3 +329,18 @@ def core_metadata(content: bytes) -> CoreMetadata:
         sha256=hashlib.sha256(content).hexdigest(),
         requires_python=str(requires_python).strip() or None if requires_python else None,
     )
+
+
+def required_projects(content: bytes) -> frozenset[str]:
+    """The normalized names of every project METADATA's ``Requires-Dist`` names, whatever its
+    environment marker or extra: the union over every platform, interpreter and extra an
+    installer may resolve for. A line that is not a PEP 508 requirement names nothing (an
+    installer refuses it when it reads the metadata)."""
+    headers = BytesHeaderParser().parsebytes(content)
+    names = set()
+    for line in headers.get_all("Requires-Dist") or ():
+        try:
+            names.add(canonicalize_name(Requirement(str(line)).name))
+        except InvalidRequirement:
+            continue
+    return frozenset(names)

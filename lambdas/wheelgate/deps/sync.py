@@ -47,13 +47,16 @@ from wheelgate.staging.stage import (
     stage,
     staged_sets,
 )
-from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT, AccessError, Bucket, PreconditionFailed
+from wheelgate.storage.bucket import (
+    SINGLE_REQUEST_LIMIT,
+    UPLOAD_PART_SIZE,
+    AccessError,
+    Bucket,
+    PreconditionFailed,
+)
 
 #: Download read size: large enough for throughput, small enough to keep memory flat.
 CHUNK_BYTES = 1024 * 1024
-#: Multipart part size for cached files over 5 GiB: one part is read into memory at a time,
-#: and 10,000 parts (S3's limit) of 64 MiB allow 625 GiB.
-UPLOAD_PART_BYTES = 64 * 1024**2
 #: User metadata on cached files: where the bytes came from.
 META_SOURCE_URL = "wheelgate-source-url"
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -317,7 +320,7 @@ def sync_file(
                     metadata=metadata,
                     if_none_match=True,
                     single_request_limit=single_request_limit,
-                    part_size=UPLOAD_PART_BYTES,
+                    part_size=UPLOAD_PART_SIZE,
                 )
             except PreconditionFailed:
                 # Someone else wrote the key since our HEAD: fine if it is the same bytes.

@@ -105,6 +105,7 @@ class Releaser:
                 target,
                 part_size=self.part_size,
                 single_request_limit=self.single_request_limit,
+                sha256=sha256,
             )
         except PreconditionFailed:
             # Already there (an interrupted earlier attempt, or a twin): same bytes or refuse.

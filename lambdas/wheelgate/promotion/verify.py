@@ -32,7 +32,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
-from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
+from wheelgate.core.layout import (
+    METADATA_SUFFIX,
+    NIGHTLY,
+    PAGE_NAMES,
+    SIDECAR_SUFFIXES,
+    STAGING,
+)
 from wheelgate.core.manifest import ArtifactSet, Manifest
 from wheelgate.core.objects import ObjectInfo
 from wheelgate.core.planning import (
@@ -124,13 +130,13 @@ class SetVerifier:
             for obj in self.staging.list(prefix, direct=True)
             if obj.key[len(prefix) :] not in PAGE_NAMES
         }
-        files = [n for n in listing if not n.endswith(METADATA_SUFFIX)]
+        files = [n for n in listing if not n.endswith(SIDECAR_SUFFIXES)]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             heads = list(pool.map(self.staging.head, [prefix + name for name in files]))
         staged: dict[str, ObjectInfo] = {
             name: ObjectInfo(key=obj.key, size=obj.size, etag=obj.etag)
             for name, obj in listing.items()
-            if name.endswith(METADATA_SUFFIX)
+            if name.endswith(SIDECAR_SUFFIXES)
         }
         staged.update({name: head for name, head in zip(files, heads, strict=True) if head})
         # A file S3 has no SHA-256 of is planned as if its bytes were the manifest's; the plan

@@ -54,7 +54,7 @@ from wheelgate.core.wheelrecord import (
     script_body,
     wheel_content,
 )
-from wheelgate.staging.stage import sha256_file
+from wheelgate.staging.stage import recorded_sha256, sha256_file
 from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
 
 SCHEMA_ENVIRONMENT_V1 = "wheelgate/environment/v1"
@@ -330,7 +330,7 @@ class StagedWheelMatcher:
             return cached
         key = STAGING.artifact(self._run_id, index, file.filename)
         head = self._staging.head(key)
-        if head is None or head.sha256 != file.sha256:
+        if head is None or recorded_sha256(self._staging, head) != file.sha256:
             raise ValueError(f"s3://{self._staging.name}/{key} changed since it was listed")
         reader = S3RangeReader(self._staging.client, self._staging.name, key, head.size, head.etag)
         try:

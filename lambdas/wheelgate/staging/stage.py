@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from wheelgate.core.layout import (
+    CHECKSUM_SUFFIX,
     METADATA_SUFFIX,
     PAGE_NAMES,
     PAGES,
     RUN_PAGE_TAG_KEY,
     RUN_PAGE_TAG_VALUE,
+    SIDECAR_SUFFIXES,
     STAGING,
     check_index,
     check_run_id,
@@ -56,15 +59,19 @@ from wheelgate.index.pages import (
     upload_time,
 )
 from wheelgate.index.store import IndexStore, PageWrites
+from wheelgate.staging.closure import nightly_closure
 from wheelgate.storage.bucket import (
-    MULTIPART_PART_SIZE,
     SINGLE_REQUEST_LIMIT,
+    UPLOAD_PART_SIZE,
     Bucket,
+    FileChangedError,
     PreconditionFailed,
 )
 
 ARTIFACT_CONTENT_TYPE = "application/octet-stream"
+CHECKSUM_CONTENT_TYPE = "text/plain; charset=utf-8"
 _HASH_CHUNK = 8 * 1024 * 1024
+_HEX_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class StageError(ValueError):
@@ -73,12 +80,26 @@ class StageError(ValueError):
 
 @dataclass(frozen=True)
 class LocalArtifact:
+    """A local file to stage. ``sha256`` is ``None`` until the file is hashed: :func:`stage`
+    hashes a file sent in one request before it is sent, and a larger one as it uploads."""
+
     path: Path
     filename: str
     project: str
     size: int
-    sha256: str
+    sha256: str | None
     metadata: CoreMetadata | None
+
+    def hashed(self) -> LocalArtifact:
+        """This file with its SHA-256 (read now if not known yet)."""
+        return self if self.sha256 else replace(self, sha256=sha256_file(self.path))
+
+    @property
+    def digest(self) -> str:
+        """The SHA-256 of a hashed file."""
+        if self.sha256 is None:
+            raise ValueError(f"{self.filename} has not been hashed")
+        return self.sha256
 
 
 def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
@@ -93,7 +114,9 @@ def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> st
 
 def inspect_files(paths: Sequence[Path]) -> list[LocalArtifact]:
     """Check every file before anything is uploaded: it exists, has a valid distribution name,
-    and (for a wheel) readable core metadata. Raises :class:`StageError` listing all problems."""
+    and (for a wheel) readable core metadata. Reads a wheel's zip directory and METADATA, not
+    its whole file (:func:`stage` hashes each file once). Raises :class:`StageError` listing
+    all problems."""
     problems: list[str] = []
     artifacts: list[LocalArtifact] = []
     seen: set[str] = set()
@@ -119,9 +142,7 @@ def inspect_files(paths: Sequence[Path]) -> list[LocalArtifact]:
             except WheelMetadataError as exc:
                 problems.append(f"{path}: {exc}")
                 continue
-        artifacts.append(
-            LocalArtifact(path, path.name, dist.project, size, sha256_file(path), metadata)
-        )
+        artifacts.append(LocalArtifact(path, path.name, dist.project, size, None, metadata))
     if problems:
         raise StageError("cannot stage:\n  " + "\n  ".join(problems))
     if not artifacts:
@@ -136,25 +157,43 @@ class StageResult:
     pages: PageWrites
 
 
+def recorded_sha256(staging: Bucket, head: ObjectInfo) -> str | None:
+    """The SHA-256 recorded for a staged file: S3's own (a file sent in one request), its user
+    metadata's, or its ``.sha256`` sidecar's (a file hashed as it uploaded in parts, whose
+    object cannot carry it); ``None`` if none is."""
+    if head.sha256 is not None:
+        return head.sha256
+    found = staging.get(head.key + CHECKSUM_SUFFIX)
+    if found is None:
+        return None
+    digest = found[0].decode("ascii", "replace").split(" ", 1)[0].strip().lower()
+    return digest if _HEX_SHA256.fullmatch(digest) else None
+
+
+def _checksum_line(sha256: str, filename: str) -> bytes:
+    """A ``.sha256`` sidecar's content, as ``sha256sum`` prints it."""
+    return f"{sha256}  {filename}\n".encode()
+
+
 def _clashes(
+    staging: Bucket,
     commit: str,
     artifacts: Sequence[LocalArtifact],
     heads: Mapping[str, ObjectInfo | None],
 ) -> list[str]:
-    """Why each already-staged file of ``artifacts`` cannot stand for it (other bytes, no
-    S3 checksum to compare, or another commit): a staged object is never replaced."""
+    """Why each already-staged file of ``artifacts`` (hashed) cannot stand for it (other
+    bytes, no recorded SHA-256 to compare, or another commit): a staged object is never
+    replaced."""
     problems = []
     for a in artifacts:
         head = heads.get(a.filename)
         if head is None:
             continue
-        if head.s3_sha256 is None and head.meta_sha256 is None:
+        staged_sha256 = recorded_sha256(staging, head)
+        if staged_sha256 is None:
             problems.append(f"{a.filename} is staged without a SHA-256 checksum")
-        elif (head.s3_sha256 or head.meta_sha256) != a.sha256:
-            problems.append(
-                f"{a.filename} (staged sha256 {head.s3_sha256 or head.meta_sha256}, "
-                f"this file {a.sha256})"
-            )
+        elif staged_sha256 != a.sha256:
+            problems.append(f"{a.filename} (staged sha256 {staged_sha256}, this file {a.sha256})")
         elif head.metadata.get(META_COMMIT) != commit:
             problems.append(
                 f"{a.filename} (staged from commit {head.metadata.get(META_COMMIT) or '(none)'})"
@@ -174,7 +213,7 @@ def stage(
     progress: Callable[[str, int, int], None] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     single_request_limit: int = SINGLE_REQUEST_LIMIT,
-    part_size: int = MULTIPART_PART_SIZE,
+    part_size: int = UPLOAD_PART_SIZE,
     publish_pages: bool = True,
     window_days: int = DEFAULT_RUN_STAGE_WINDOW_DAYS,
 ) -> StageResult:
@@ -203,19 +242,25 @@ def stage(
     heads = {
         a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
     }
-    clashes = _clashes(commit, artifacts, heads)
+    # Hashed now: a file sent in one request (S3 checks the hash it carries) and a file
+    # already staged (compared with it). A larger new file is hashed as it uploads, so it is
+    # read once.
+    artifacts = [
+        a.hashed() if a.size <= single_request_limit or heads[a.filename] else a for a in artifacts
+    ]
+    clashes = _clashes(staging, commit, artifacts, heads)
     if clashes:
         raise StageError(
             f"run {run_id} already has other files staged in {index}: {'; '.join(clashes)}; "
             "staged files are never replaced, stage under a new run id"
         )
     uploaded, unchanged = [], []
-    for artifact in artifacts:
+    for i, artifact in enumerate(artifacts):
         key = STAGING.artifact(run_id, index, artifact.filename)
         if heads[artifact.filename] is not None:
             unchanged.append(artifact.filename)
         else:
-            _upload_once(
+            artifacts[i] = artifact = _upload_once(
                 staging,
                 artifact,
                 key,
@@ -286,9 +331,11 @@ def _upload_once(
     progress: Callable[[str, int, int], None] | None,
     single_request_limit: int,
     part_size: int,
-) -> None:
-    """Upload a file that was not staged a moment ago; if another writer got there first,
-    its object must be these very bytes from this commit."""
+) -> LocalArtifact:
+    """Upload a file that was not staged a moment ago and return it hashed; if another writer
+    got there first, its object must be these very bytes from this commit.
+
+    A file hashed as it uploaded gets its ``.sha256`` sidecar once the upload is complete."""
     done = 0
 
     def report(n: int) -> None:
@@ -298,7 +345,7 @@ def _upload_once(
             progress(artifact.filename, done, artifact.size)
 
     try:
-        staging.upload_file(
+        digest = staging.upload_file(
             artifact.path,
             key,
             sha256=artifact.sha256,
@@ -309,21 +356,39 @@ def _upload_once(
             part_size=part_size,
             if_none_match=True,
         )
+    except FileChangedError as exc:
+        raise StageError(str(exc)) from None
     except PreconditionFailed:
-        clashes = _clashes(commit, [artifact], {artifact.filename: staging.head(key)})
+        artifact = artifact.hashed()
+        clashes = _clashes(staging, commit, [artifact], {artifact.filename: staging.head(key)})
         if clashes:
             raise StageError(
                 f"another writer staged {clashes[0]} while this upload ran; staged files are "
                 "never replaced"
             ) from None
+        return artifact
+    if artifact.sha256 is None:
+        _put_once(
+            staging,
+            key + CHECKSUM_SUFFIX,
+            _checksum_line(digest, artifact.filename),
+            metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+            content_type=CHECKSUM_CONTENT_TYPE,
+        )
+    return replace(artifact, sha256=digest)
 
 
-def _put_once(staging: Bucket, key: str, body: bytes, *, metadata: Mapping[str, str]) -> None:
+def _put_once(
+    staging: Bucket,
+    key: str,
+    body: bytes,
+    *,
+    metadata: Mapping[str, str],
+    content_type: str = METADATA_CONTENT_TYPE,
+) -> None:
     """Write a small staged object once; an existing one must hold the same bytes."""
     try:
-        staging.put(
-            key, body, content_type=METADATA_CONTENT_TYPE, if_none_match=True, metadata=metadata
-        )
+        staging.put(key, body, content_type=content_type, if_none_match=True, metadata=metadata)
     except PreconditionFailed:
         found = staging.get(key)
         if found is None or found[0] != body:
@@ -343,13 +408,17 @@ def publish_run_index(
     now: str,
     workers: int = 16,
 ) -> PageWrites:
-    """Write the run's index for ``index``: a page for every project of the run and of the
-    nightly directory, each listing the run's own staged files (relative links) over nightly's
-    files as they stand now (absolute links), and the root page naming them all.
+    """Write the run's index for ``index``: a page for every project of ``artifacts`` and of
+    their dependency closure in nightly (:mod:`wheelgate.staging.closure`: what their
+    ``Requires-Dist``, and that of nightly's files of those projects, name, for any marker or
+    extra), each listing the run's own staged files (relative links) over nightly's files as
+    they stand now (absolute links), and the root page naming them.
 
     So the run's tests resolve dependencies that live only in nightly, and install no other
-    run's bytes. Pages are updated with conditional writes, so several build jobs staging into
-    one run's directory at once lose no entry.
+    run's bytes; the cost follows the run and its closure, not the nightly directory. Pages
+    are updated with conditional writes and keep the run's files of earlier calls, and the
+    root page only gains names, so several build jobs staging into one run's directory, at
+    once or one after another, extend its index and lose no entry.
     """
     by_project: dict[str, list[LocalArtifact]] = defaultdict(list)
     for artifact in artifacts:
@@ -360,9 +429,12 @@ def publish_run_index(
         prefix=STAGING.run_pages_prefix(run_id),
         tags={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
     )
-    nightly_pages = IndexStore(nightly)
-    nightly_projects, _ = nightly_pages.read_root(index)
-    projects = sorted({*by_project, *nightly_projects})
+    roots = {
+        project: [a.metadata.content for a in own if a.metadata is not None]
+        for project, own in by_project.items()
+    }
+    closure = nightly_closure(nightly, index, roots, workers=workers)
+    projects = sorted(p for p, page in closure.items() if page.entries or p in by_project)
 
     def publish(project: str) -> PageWrites:
         page_dir = PAGES.project_dir(index, project)
@@ -371,7 +443,7 @@ def publish_run_index(
             IndexEntry(
                 filename=a.filename,
                 url=href(run_page_dir, STAGING.artifact(run_id, index, a.filename)),
-                sha256=a.sha256,
+                sha256=a.digest,
                 size=a.size,
                 upload_time=now,
                 requires_python=a.metadata.requires_python if a.metadata else None,
@@ -379,8 +451,7 @@ def publish_run_index(
             )
             for a in by_project.get(project, ())
         ]
-        nightly_page, _ = nightly_pages.read_project(index, project)
-        borrowed = absolute(nightly_page.entries, key_url(nightly_base_url, page_dir))
+        borrowed = absolute(closure[project].entries, key_url(nightly_base_url, page_dir))
         return run_pages.update_project(index, project, staging_view(borrowed, add=entries))
 
     writes = PageWrites()
@@ -398,13 +469,14 @@ def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
     for obj in staging.list(prefix):
         rest = obj.key[len(prefix) :]
         index, _, filename = rest.rpartition("/")
-        if not index or filename.endswith(METADATA_SUFFIX) or filename in PAGE_NAMES:
+        if not index or filename.endswith(SIDECAR_SUFFIXES) or filename in PAGE_NAMES:
             continue
         head = staging.head(obj.key)
-        if head is None or head.sha256 is None:
+        sha256 = recorded_sha256(staging, head) if head is not None else None
+        if head is None or sha256 is None:
             raise StageError(f"{obj.key} has no SHA-256; was it staged with wheelgate stage?")
         try:
-            file = ManifestFile(filename=filename, sha256=head.sha256, size=head.size)
+            file = ManifestFile(filename=filename, sha256=sha256, size=head.size)
         except ValidationError as exc:
             raise StageError(f"{obj.key} cannot be in a manifest: {describe_errors(exc)}") from exc
         found[index].append(file)

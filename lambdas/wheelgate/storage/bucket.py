@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import random
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlencode
 
 from botocore.exceptions import ClientError
+from s3transfer.manager import TransferConfig, TransferManager
+from s3transfer.subscribers import BaseSubscriber
 
 from wheelgate.core.errors import TransientError
 from wheelgate.core.objects import (
@@ -33,8 +36,17 @@ if TYPE_CHECKING:
 
 #: S3's single-request limit for PutObject and CopyObject.
 SINGLE_REQUEST_LIMIT = 5 * 1024**3
-#: Part size for multipart uploads and copies of larger files (S3 allows at most 10,000 parts).
+#: Part size for multipart copies of larger objects (S3 allows at most 10,000 parts): copies
+#: are server-side, so a part costs a request and no memory.
 MULTIPART_PART_SIZE = 512 * 1024**2
+#: Part size for multipart uploads of larger files: the parts in flight are held in memory,
+#: so UPLOAD_CONCURRENCY parts of 32 MiB keep an upload's buffers near 256 MiB (a 6 GiB file
+#: is 192 parts; s3transfer raises the size where 10,000 parts would not hold the file).
+UPLOAD_PART_SIZE = 32 * 1024**2
+#: Parts uploading at once, and held in memory at once.
+UPLOAD_CONCURRENCY = 8
+
+logger = logging.getLogger(__name__)
 
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchVersion"}
 _PRECONDITION = {"412", "PreconditionFailed", "ConditionalRequestConflict", "409"}
@@ -155,6 +167,68 @@ class ProgressReader:
 
     def tell(self) -> int:
         return self._handle.tell()
+
+
+class FileChangedError(Exception):
+    """A local file's bytes are not what the caller said, or changed while they were read."""
+
+
+class HashingReader:
+    """A local file, hashed (SHA-256) as it is read once from start to end.
+
+    A read that goes back over bytes already hashed (a retried request re-reads its body) does
+    not hash them twice; a read past the bytes hashed so far, or a file whose length is not
+    ``size``, makes :meth:`hexdigest` raise :class:`FileChangedError`.
+    """
+
+    def __init__(self, handle: BinaryIO, size: int) -> None:
+        self._handle = handle
+        self._size = size
+        self._digest = hashlib.sha256()
+        self._hashed = 0
+        self._skipped = False
+        self.name = str(getattr(handle, "name", "file"))
+
+    def read(self, size: int = -1) -> bytes:
+        start = self._handle.tell()
+        data = self._handle.read(size)
+        if start > self._hashed:
+            self._skipped = True
+        elif start + len(data) > self._hashed:
+            self._digest.update(memoryview(data)[self._hashed - start :])
+            self._hashed = start + len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def hexdigest(self) -> str:
+        """The SHA-256 of the whole file, once every byte of it has been read."""
+        if self._skipped or self._hashed != self._size:
+            raise FileChangedError(
+                f"{self.name} changed while it was uploaded ({self._hashed:,} of "
+                f"{self._size:,} bytes read in order); stage it again"
+            )
+        return self._digest.hexdigest()
+
+
+class _Progress(BaseSubscriber):
+    """s3transfer's progress events as the byte counts ``callback`` takes."""
+
+    def __init__(self, callback: Callable[[int], None]) -> None:
+        self._callback = callback
+
+    def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
+        self._callback(bytes_transferred)
 
 
 class Bucket:
@@ -313,97 +387,134 @@ class Bucket:
         path: Path,
         key: str,
         *,
-        sha256: str,
+        sha256: str | None,
         content_type: str,
         metadata: Mapping[str, str],
         progress: Callable[[int], None] | None = None,
-        part_size: int = MULTIPART_PART_SIZE,
+        part_size: int = UPLOAD_PART_SIZE,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
         if_none_match: bool = False,
-    ) -> None:
-        """Upload a file so that S3 checks its SHA-256.
+    ) -> str:
+        """Upload a file so that S3 checks its SHA-256; return the file's SHA-256.
 
         Up to ``single_request_limit`` bytes go in one PutObject carrying the full-object
-        SHA-256, which S3 verifies. Larger files use multipart with a SHA-256 per part (S3
-        verifies each part); the full-object hash is then kept in user metadata.
+        SHA-256 (``sha256``, computed first when ``None``), which S3 verifies; it is also kept
+        in user metadata. A larger file is uploaded in parts of ``part_size``,
+        :data:`UPLOAD_CONCURRENCY` at a time, each with its own SHA-256 that S3 verifies, and
+        the file's SHA-256 is computed from the same single read: with ``sha256`` given it is
+        kept in user metadata and the upload is abandoned before it completes if the file's
+        bytes are not those; without it, user metadata cannot carry it (S3 takes an object's
+        metadata when the upload starts, and keeps only a composite checksum of a multipart
+        object) and the caller records the returned hash.
+
         With ``if_none_match`` the write never replaces an object: if ``key`` exists (or is
-        written concurrently) it raises :class:`PreconditionFailed`.
+        written concurrently) it raises :class:`PreconditionFailed`. Raises
+        :class:`FileChangedError` when the file's bytes are not ``sha256`` or change while
+        they are read.
         """
         size = path.stat().st_size
-        meta = {**metadata, META_SHA256: sha256}
+        meta = {**metadata, META_SHA256: sha256} if sha256 else dict(metadata)
+        if size > single_request_limit:
+            return self._multipart_upload(
+                path, key, size, sha256, content_type, meta, progress, part_size, if_none_match
+            )
+        if sha256 is None:
+            raise ValueError(f"{path}: a file sent in one request needs its SHA-256 first")
         condition = {"IfNoneMatch": "*"} if if_none_match else {}
-        if size <= single_request_limit:
-            with path.open("rb") as handle:
-                try:
-                    self.client.put_object(
-                        Bucket=self.name,
-                        Key=key,
-                        Body=ProgressReader(handle, progress),  # type: ignore[arg-type]
-                        ContentLength=size,
-                        ContentType=content_type,
-                        ChecksumAlgorithm="SHA256",
-                        ChecksumSHA256=sha256_hex_to_b64(sha256),
-                        Metadata=meta,
-                        **condition,  # type: ignore[arg-type]
-                    )
-                except ClientError as exc:
-                    raise translate(exc, self.name, key) from exc
-            return
-        self._multipart_upload(path, key, size, content_type, meta, progress, part_size, condition)
+        with path.open("rb") as handle:
+            try:
+                self.client.put_object(
+                    Bucket=self.name,
+                    Key=key,
+                    Body=ProgressReader(handle, progress),  # type: ignore[arg-type]
+                    ContentLength=size,
+                    ContentType=content_type,
+                    ChecksumAlgorithm="SHA256",
+                    ChecksumSHA256=sha256_hex_to_b64(sha256),
+                    Metadata=meta,
+                    **condition,  # type: ignore[arg-type]
+                )
+            except ClientError as exc:
+                raise translate(exc, self.name, key) from exc
+        return sha256
 
     def _multipart_upload(
         self,
         path: Path,
         key: str,
         size: int,
+        sha256: str | None,
         content_type: str,
         metadata: Mapping[str, str],
         progress: Callable[[int], None] | None,
         part_size: int,
-        condition: Mapping[str, str],
-    ) -> None:
-        try:
-            upload = self.client.create_multipart_upload(
-                Bucket=self.name,
-                Key=key,
-                ContentType=content_type,
-                ChecksumAlgorithm="SHA256",
-                Metadata=dict(metadata),
-            )
-            upload_id = upload["UploadId"]
-            parts: list[dict[str, Any]] = []
+        if_none_match: bool,
+    ) -> str:
+        """s3transfer's TransferManager uploads the parts: concurrency, the parts held in
+        memory (bounded by ``max_in_memory_upload_chunks``), each part's SHA-256 (botocore
+        computes it from the bytes it sends, and S3 checks it), and the AbortMultipartUpload
+        after a failure, whose own failure it logs rather than raising in place of the first
+        error. Given an open file, it reads the parts in order in one thread, so
+        :class:`HashingReader` sees the file once from start to end.
+
+        Our own code is what the library does not do: ``If-None-Match: *`` on
+        CompleteMultipartUpload (not among the arguments it passes to that call) and the check
+        of the file's hash before it, both added to that one request by a handler on the
+        client (:meth:`_on_complete`)."""
+        transfer = TransferManager(
+            self.client,
+            TransferConfig(
+                multipart_threshold=1,
+                multipart_chunksize=part_size,
+                max_request_concurrency=UPLOAD_CONCURRENCY,
+                max_in_memory_upload_chunks=UPLOAD_CONCURRENCY,
+            ),
+        )
+        with path.open("rb") as handle:
+            reader = HashingReader(handle, size)
+            check = self._on_complete(key, reader, sha256, if_none_match)
+            event = "before-parameter-build.s3.CompleteMultipartUpload"
+            handler_id = f"wheelgate-complete-{id(reader)}"
+            self.client.meta.events.register(event, check, unique_id=handler_id)
             try:
-                with path.open("rb") as handle:
-                    number = 1
-                    while chunk := handle.read(part_size):
-                        digest = base64.b64encode(hashlib.sha256(chunk).digest()).decode()
-                        part = self.client.upload_part(
-                            Bucket=self.name,
-                            Key=key,
-                            UploadId=upload_id,
-                            PartNumber=number,
-                            Body=chunk,
-                            ChecksumAlgorithm="SHA256",
-                            ChecksumSHA256=digest,
-                        )
-                        parts.append(
-                            {"PartNumber": number, "ETag": part["ETag"], "ChecksumSHA256": digest}
-                        )
-                        if progress:
-                            progress(len(chunk))
-                        number += 1
-                self.client.complete_multipart_upload(
-                    Bucket=self.name,
-                    Key=key,
-                    UploadId=upload_id,
-                    MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
-                    **condition,  # type: ignore[arg-type]
+                future = transfer.upload(
+                    reader,  # type: ignore[arg-type]
+                    self.name,
+                    key,
+                    extra_args={
+                        "ContentType": content_type,
+                        "ChecksumAlgorithm": "SHA256",
+                        "Metadata": dict(metadata),
+                    },
+                    subscribers=[_Progress(progress)] if progress else None,
                 )
-            except BaseException:
-                self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
-                raise
-        except ClientError as exc:
-            raise translate(exc, self.name, key) from exc
+                future.result()
+            except ClientError as exc:
+                raise translate(exc, self.name, key) from exc
+            finally:
+                self.client.meta.events.unregister(event, unique_id=handler_id)
+                transfer.shutdown()
+        return reader.hexdigest()
+
+    def _on_complete(
+        self, key: str, reader: HashingReader, sha256: str | None, if_none_match: bool
+    ) -> Callable[..., None]:
+        """Handler for this upload's CompleteMultipartUpload: raising stops the upload before
+        it completes (the transfer manager then aborts it)."""
+
+        def check(params: dict[str, Any], **_: Any) -> None:
+            if params.get("Bucket") != self.name or params.get("Key") != key:
+                return
+            digest = reader.hexdigest()
+            if sha256 is not None and digest != sha256:
+                raise FileChangedError(
+                    f"{reader.name}: its bytes have SHA-256 {digest}, not {sha256}; "
+                    "the upload was abandoned"
+                )
+            if if_none_match:
+                params["IfNoneMatch"] = "*"
+
+        return check
 
     def copy_in(
         self,
@@ -415,13 +526,16 @@ class Bucket:
         *,
         part_size: int = MULTIPART_PART_SIZE,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
+        sha256: str | None = None,
     ) -> str | None:
         """Server-side copy that never overwrites; return the copy's full-object SHA-256.
 
         The source is pinned by ETag. Up to ``single_request_limit`` bytes, S3 computes a
         full-object SHA-256 of the copy, which is returned for the caller to verify; larger
-        objects are copied part by part and ``None`` is returned (the hash recorded in user
-        metadata travels with the copy). Raises :class:`PreconditionFailed` if ``key`` exists.
+        objects are copied part by part and ``None`` is returned: the copy keeps the source's
+        user metadata, with ``sha256`` (the hash the caller verified the source's bytes
+        against) as its recorded SHA-256 when given. Raises :class:`PreconditionFailed` if
+        ``key`` exists.
         """
         copy_source = {"Bucket": source.name, "Key": source_key}
         if size <= single_request_limit:
@@ -438,21 +552,32 @@ class Bucket:
                 raise translate(exc, self.name, key) from exc
             checksum = response.get("CopyObjectResult", {}).get("ChecksumSHA256")
             return sha256_b64_to_hex(checksum) if checksum else None
-        self._multipart_copy(source, source_key, source_etag, size, key, part_size)
+        self._multipart_copy(source, source_key, source_etag, size, key, part_size, sha256)
         return None
 
     def _multipart_copy(
-        self, source: Bucket, source_key: str, source_etag: str, size: int, key: str, part: int
+        self,
+        source: Bucket,
+        source_key: str,
+        source_etag: str,
+        size: int,
+        key: str,
+        part: int,
+        sha256: str | None,
     ) -> None:
+        """Our own code, not s3transfer's managed copy: every part copy is pinned to the
+        source's ETag and the completion is ``If-None-Match: *`` (the managed copy passes
+        neither to those calls), and the copy records the verified SHA-256."""
         head = source.head(source_key)
         if head is None or head.etag != source_etag:
             raise PreconditionFailed(f"s3://{source.name}/{source_key} changed during promotion")
+        metadata = {**head.metadata, META_SHA256: sha256} if sha256 else dict(head.metadata)
         try:
             upload = self.client.create_multipart_upload(
                 Bucket=self.name,
                 Key=key,
                 ContentType="application/octet-stream",
-                Metadata=dict(head.metadata),
+                Metadata=metadata,
             )
             upload_id = upload["UploadId"]
             ranges = [(start, min(start + part, size) - 1) for start in range(0, size, part)]
@@ -481,7 +606,18 @@ class Bucket:
                     IfNoneMatch="*",
                 )
             except BaseException:
-                self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
+                self._abort(key, upload_id)
                 raise
         except ClientError as exc:
             raise translate(exc, self.name, key) from exc
+
+    def _abort(self, key: str, upload_id: str) -> None:
+        """Abandon a multipart upload after a failure. That failure is what the caller sees:
+        an abort that fails too (the upload already gone, the endpoint down) is only logged,
+        never raised in its place."""
+        try:
+            self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
+        except Exception as exc:  # the first error is the one to report
+            logger.warning(
+                "s3://%s/%s: abandoning upload %s failed too: %s", self.name, key, upload_id, exc
+            )
