@@ -35,9 +35,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 from wheelgate.core.settings import (
+    DEFAULT_FANOUT_COPY_CONCURRENCY,
+    DEFAULT_FANOUT_HASH_CONCURRENCY,
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
-    FANOUT_MAP_CONCURRENCY,
     FANOUT_TIMEOUT_SECONDS,
     PROMOTER_TIMEOUT_SECONDS,
 )
@@ -148,6 +149,11 @@ HASH_STEP_ROUND_TRIPS = 1
 PARENT_STATES = 4
 PARENT_STATES_NOTHING_TO_HASH = 3
 PARENT_STATES_WITHOUT_HASH_MAP = 2
+#: The fan-out goal (issue 21): 2,000 files of 2-8 GB within 20 minutes at the assumed figures
+#: and 30 at half the assumed throughputs, with no invocation over 5 minutes.
+GOAL_WALL_S = 20 * 60
+GOAL_WALL_HALF_S = 30 * 60
+GOAL_INVOCATION_S = 5 * 60
 #: Transitions per item of a map: the child workflow the Distributed Map starts, and the
 #: child's one Task state (the Lambda invoke); each retry of that Task would add one more.
 TRANSITIONS_PER_ITEM = 2
@@ -196,7 +202,8 @@ class Assumptions:
     single_request_limit: int = SINGLE_REQUEST_LIMIT
     part_workers: int = PART_WORKERS
     file_workers: int = PROMOTER_WORKERS
-    map_concurrency: int = FANOUT_MAP_CONCURRENCY
+    hash_concurrency: int = DEFAULT_FANOUT_HASH_CONCURRENCY
+    copy_concurrency: int = DEFAULT_FANOUT_COPY_CONCURRENCY
     item_overhead_s: float = 0.5
     execution_timeout_s: float = FANOUT_TIMEOUT_SECONDS
     memory_mb: int = FUNCTION_MEMORY_MB
@@ -251,7 +258,14 @@ ASSUMPTION_SOURCES: dict[str, tuple[str, Source]] = {
     ),
     "part_workers": ("parts of one file copied at once", BUCKET_CODE),
     "file_workers": ("files one invocation verifies and copies at once", PROMOTER_CODE),
-    "map_concurrency": ("Distributed Map MaxConcurrency (FANOUT_MAP_CONCURRENCY)", SETTINGS_CODE),
+    "hash_concurrency": (
+        "HashFiles map MaxConcurrency (fanout.hash_concurrency's default)",
+        SETTINGS_CODE,
+    ),
+    "copy_concurrency": (
+        "CopyFiles map MaxConcurrency (fanout.copy_concurrency's default)",
+        SETTINGS_CODE,
+    ),
     "item_overhead_s": (
         "Distributed Map per-item start + Lambda invoke, unbilled s",
         NO_AWS_FIGURE,
@@ -400,18 +414,19 @@ def hash_step_seconds(size: int, a: Assumptions) -> float:
     return (HASH_STEP_ROUND_TRIPS + 1) * a.request_latency_s + size / (a.read_mb_s * MB)
 
 
-def map_seconds(steps: Sequence[float], a: Assumptions) -> float:
-    """A Distributed Map's wall time: its items ``map_concurrency`` at a time, each after the
+def map_seconds(steps: Sequence[float], a: Assumptions, concurrency: int) -> float:
+    """A Distributed Map's wall time: its items ``concurrency`` at a time, each after the
     per-item overhead (0 for no items)."""
     if not steps:
         return 0.0
-    return max(finish_times([a.item_overhead_s + s for s in steps], a.map_concurrency))
+    return max(finish_times([a.item_overhead_s + s for s in steps], concurrency))
 
 
 def fanout_path(sizes: Sequence[int], a: Assumptions) -> PathCost:
     """The promoter verifies and starts one execution; with ``hash_reads`` "hash-map" a first
     Distributed Map runs one hash step per file staged multipart, and ends before a second
-    runs one copy step per file, each ``map_concurrency`` at a time; the publish step reads
+    runs one copy step per file, ``hash_concurrency`` and ``copy_concurrency`` at a time;
+    the publish step reads
     every done marker and publishes. Transitions: the parent states plus two per item of each
     map (the child execution started, and its Task)."""
     # The code writes the hash items object whatever S3 holds (with nothing to hash, the
@@ -424,7 +439,9 @@ def fanout_path(sizes: Sequence[int], a: Assumptions) -> PathCost:
     hashed = a.hash_reads == "hash-map"
     hashes = [hash_step_seconds(s, a) for s in sizes if hashed and needs_hash_read(s, a)]
     steps = [copy_step_seconds(s, a) for s in sizes]
-    map_wall = map_seconds(hashes, a) + map_seconds(steps, a)
+    map_wall = map_seconds(hashes, a, a.hash_concurrency) + map_seconds(
+        steps, a, a.copy_concurrency
+    )
     publish = (
         1 + math.ceil(len(sizes) / LIST_PAGE) + PUBLISH_ROUND_TRIPS
     ) * a.request_latency_s + math.ceil(len(sizes) / a.file_workers) * a.request_latency_s
@@ -521,6 +538,7 @@ def print_sensitivity(counts: Sequence[int], a: Assumptions, mix: dict[int, list
         ("read x0.5", replace(a, read_mb_s=a.read_mb_s / 2)),
         ("read x2", replace(a, read_mb_s=a.read_mb_s * 2)),
         ("item overhead x2", replace(a, item_overhead_s=a.item_overhead_s * 2)),
+        ("copy and read x0.5", half_throughputs(a)),
     ]
     other = _comparison(a.hash_reads)
     print(
@@ -538,6 +556,32 @@ def print_sensitivity(counts: Sequence[int], a: Assumptions, mix: dict[int, list
                 f"| {fanout.wall_s:,.0f} | {fanout.longest_invocation_s:,.0f} | {_yes_no(fanout)} "
                 f"| {then.wall_s:,.0f} | {then.longest_invocation_s:,.0f} | {_yes_no(then)} |"
             )
+
+
+def half_throughputs(a: Assumptions) -> Assumptions:
+    """``a`` with both assumed S3 throughputs (server-side copy, one invocation's reads)
+    halved."""
+    return replace(a, copy_mb_s=a.copy_mb_s / 2, read_mb_s=a.read_mb_s / 2)
+
+
+def print_goal(sizes: Sequence[int], a: Assumptions) -> None:
+    """The fan-out goal for the largest set: at most 20 minutes at the assumed figures, 30 at
+    half the assumed throughputs, and no invocation over 5 minutes in either."""
+    rows = [
+        ("as assumed", fanout_path(sizes, a), GOAL_WALL_S),
+        ("copy and read x0.5", fanout_path(sizes, half_throughputs(a)), GOAL_WALL_HALF_S),
+    ]
+    print(
+        f"| {len(sizes):,} files | fan-out wall | goal | longest invocation | goal | met |\n"
+        "| --- | ---: | ---: | ---: | ---: | --- |"
+    )
+    for label, cost, goal in rows:
+        met = cost.wall_s <= goal and cost.longest_invocation_s <= GOAL_INVOCATION_S
+        print(
+            f"| {label} | {cost.wall_s / 60:,.1f} min | {goal / 60:.0f} min "
+            f"| {cost.longest_invocation_s:,.0f} s | {GOAL_INVOCATION_S:.0f} s "
+            f"| {'yes' if met else '**no**'} |"
+        )
 
 
 def _comparison(mode: HashReads) -> HashReads:
@@ -704,6 +748,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print()
     print_main_table(counts, a, mix)
+    print()
+    print_goal(mix[max(counts)], a)
     other = _comparison(a.hash_reads)
     print()
     print(f"The same with --hash-reads {other} ({HASH_READS_MEANING[other]}), for comparison:")

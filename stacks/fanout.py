@@ -30,7 +30,6 @@ from wheelgate.core.settings import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-    FANOUT_MAP_CONCURRENCY,
     FANOUT_REJECTED_ERROR,
     FANOUT_STEP_FIELD,
     FANOUT_TIMEOUT_SECONDS,
@@ -100,11 +99,12 @@ class FanOut(Construct):
     (``HASH_FILES``) reads the JSON array of hash items at ``$.bucket``/``$.hash_items_key``
     and runs one ``hash`` step of ``function`` per item; then a Distributed Map
     (``COPY_FILES``) reads the items at ``$.bucket``/``$.items_key`` and runs one ``copy``
-    step per item; each map at most ``FANOUT_MAP_CONCURRENCY`` at once, with no tolerated
-    failures; then ``publish``, then ``PROMOTED`` (Succeed). Every step retries
-    any error but ``FANOUT_REJECTED_ERROR`` (``FANOUT_ITEM_RETRY_*``). A failure of a map or
-    of publish is caught into ``$.error`` and runs ``conclude``, then ``FAILED`` (Fail, with
-    the caught error). An execution times out after ``FANOUT_TIMEOUT_SECONDS``.
+    step per item; the first at most ``hash_concurrency`` items at once, the second at most
+    ``copy_concurrency`` (each map's ``MaxConcurrency``), with no tolerated failures; then
+    ``publish``, then ``PROMOTED`` (Succeed). Every step retries any error but
+    ``FANOUT_REJECTED_ERROR`` (``FANOUT_ITEM_RETRY_*``). A failure of a map or of publish is
+    caught into ``$.error`` and runs ``conclude``, then ``FAILED`` (Fail, with the caught
+    error). An execution times out after ``FANOUT_TIMEOUT_SECONDS``.
 
     Attributes:
         state_machine: the state machine (its metrics: ``ExecutionsStarted`` ...).
@@ -126,6 +126,8 @@ class FanOut(Construct):
         function: lambda_.IFunction,
         staging: s3.IBucket,
         log_retention_days: int,
+        hash_concurrency: int,
+        copy_concurrency: int,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -182,9 +184,10 @@ class FanOut(Construct):
         job_id = sfn.JsonPath.string_at("$.job_id")
 
         def item_map(
-            map_id: str, step_id: str, step_name: str, items_key: str
+            map_id: str, step_id: str, step_name: str, items_key: str, concurrency: int
         ) -> sfn.DistributedMap:
-            """A Distributed Map running step ``step_name`` once per item at ``items_key``."""
+            """A Distributed Map running step ``step_name`` once per item at ``items_key``, at
+            most ``concurrency`` at once."""
             item_step = step(
                 step_id,
                 {
@@ -208,14 +211,14 @@ class FanOut(Construct):
                     "job_id": job_id,
                     "item": sfn.JsonPath.number_at("$$.Map.Item.Value.item"),
                 },
-                max_concurrency=FANOUT_MAP_CONCURRENCY,
+                max_concurrency=concurrency,
                 result_path=sfn.JsonPath.DISCARD,
             )
             items.item_processor(item_step)
             return items
 
-        hash_files = item_map(HASH_FILES, HASH_FILE, "hash", "$.hash_items_key")
-        copy_files = item_map(COPY_FILES, COPY_FILE, "copy", "$.items_key")
+        hash_files = item_map(HASH_FILES, HASH_FILE, "hash", "$.hash_items_key", hash_concurrency)
+        copy_files = item_map(COPY_FILES, COPY_FILE, "copy", "$.items_key", copy_concurrency)
         publish = step(PUBLISH, {FANOUT_STEP_FIELD: "publish", "job_id": job_id})
         conclude = step(
             CONCLUDE,

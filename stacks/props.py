@@ -8,7 +8,8 @@ nullable ones (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_ro
 (none: tags release only when listed), ``staging_versioned`` (``false``),
 ``block_all_on_failure`` (``true``), ``allow_build_tag_rereleases`` (``false``),
 ``test_url_hosts`` (``github.com``), ``fanout`` (:data:`~wheelgate.core.settings.
-DEFAULT_FANOUT_MIN_FILES` files or ``DEFAULT_FANOUT_MIN_BYTES`` bytes) and
+DEFAULT_FANOUT_MIN_FILES` files or ``DEFAULT_FANOUT_MIN_BYTES`` bytes, maps of
+``DEFAULT_FANOUT_HASH_CONCURRENCY`` and ``DEFAULT_FANOUT_COPY_CONCURRENCY``) and
 ``listing_retention`` (every version listed). ``None`` for a setting with a default means the
 default (CDK drops ``null`` context values anyway).
 
@@ -30,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from annotated_types import Gt, MinLen
+from annotated_types import Gt, Le, MinLen
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -49,9 +50,12 @@ from pydantic_core import ErrorDetails
 
 from wheelgate.core.layout import LayoutError, check_index_dirs
 from wheelgate.core.settings import (
+    DEFAULT_FANOUT_COPY_CONCURRENCY,
+    DEFAULT_FANOUT_HASH_CONCURRENCY,
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
     DEFAULT_TEST_URL_HOSTS,
+    MAX_MAP_CONCURRENCY,
     RETENTION_MODES,
     ListingRetention,
     SettingsError,
@@ -159,6 +163,13 @@ NullableString = Annotated[
     str | None, Strict(), BeforeValidator(_empty_is_none), Expect("a string or null")
 ]
 PositiveInt = Annotated[int, Strict(), Gt(0), Expect("a positive integer")]
+MapConcurrency = Annotated[
+    int,
+    Strict(),
+    Gt(0),
+    Le(MAX_MAP_CONCURRENCY),
+    Expect(f"an integer from 1 to {MAX_MAP_CONCURRENCY:,} (a Distributed Map's most)"),
+]
 NullableInt = Annotated[int | None, Strict(), Expect("an integer or null")]
 Flag = Annotated[bool, Strict(), Expect("true or false")]
 Strings = Annotated[tuple[_String, ...], MinLen(1), Expect("a non-empty list of strings")]
@@ -215,12 +226,17 @@ class NightlyRetention(_Settings):
         return mode
 
 
-class FanOutThresholds(_Settings):
-    """A promotion copying at least ``min_files`` files, or ``min_bytes`` bytes, goes through
-    the fan-out state machine (``WHEELGATE_FANOUT_MIN_FILES`` / ``_MIN_BYTES``)."""
+class FanOutSettings(_Settings):
+    """Fan-out promotion (``fanout``): a promotion copying at least ``min_files`` files, or
+    ``min_bytes`` bytes, goes through the fan-out state machine (``WHEELGATE_FANOUT_MIN_FILES``
+    / ``_MIN_BYTES``), whose Distributed Maps hash at most ``hash_concurrency`` files at once
+    and copy at most ``copy_concurrency`` (their ``MaxConcurrency``; one promoter invocation
+    each, so each is also that many of the account's Lambda concurrency)."""
 
     min_files: PositiveInt = DEFAULT_FANOUT_MIN_FILES
     min_bytes: PositiveInt = DEFAULT_FANOUT_MIN_BYTES
+    hash_concurrency: MapConcurrency = DEFAULT_FANOUT_HASH_CONCURRENCY
+    copy_concurrency: MapConcurrency = DEFAULT_FANOUT_COPY_CONCURRENCY
 
 
 class CustomDomain(_Settings):
@@ -271,7 +287,7 @@ class WheelGateProps(_Settings):
     allow_build_tag_rereleases: Flag = False
     #: Hosts test URLs may point to (``WHEELGATE_TEST_URL_HOSTS``).
     test_url_hosts: Strings = DEFAULT_TEST_URL_HOSTS
-    fanout: Annotated[FanOutThresholds, Expect("an object or null")] = FanOutThresholds()
+    fanout: Annotated[FanOutSettings, Expect("an object or null")] = FanOutSettings()
     #: Which versions index pages list, per index directory (``WHEELGATE_LISTING_RETENTION``).
     listing_retention: Retention = ListingRetention()
     block_all_on_failure: Flag = True

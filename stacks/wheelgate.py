@@ -215,6 +215,8 @@ class WheelGate(Construct):
             function=promoter.function,
             staging=storage.staging,
             log_retention_days=props.log_retention_days,
+            hash_concurrency=props.fanout.hash_concurrency,
+            copy_concurrency=props.fanout.copy_concurrency,
         )
         fanout.grant_start_execution(access.promoter_role)
         monitoring = Monitoring(

@@ -34,6 +34,8 @@ from tests.infra.test_promoter import _function as _promoter_function
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import (
+    DEFAULT_FANOUT_COPY_CONCURRENCY,
+    DEFAULT_FANOUT_HASH_CONCURRENCY,
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_BYTES,
     ENV_FANOUT_MIN_FILES,
@@ -42,7 +44,6 @@ from wheelgate.core.settings import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-    FANOUT_MAP_CONCURRENCY,
     FANOUT_REJECTED_ERROR,
     FANOUT_STEP_FIELD,
     FANOUT_TIMEOUT_SECONDS,
@@ -152,7 +153,6 @@ def test_maps_read_the_jobs_items_from_staging(
         "job_id.$": "$.job_id",
         "item.$": "$$.Map.Item.Value.item",
     }
-    assert copy_files["MaxConcurrency"] == FANOUT_MAP_CONCURRENCY
     assert copy_files["ItemProcessor"]["ProcessorConfig"] == {
         "Mode": "DISTRIBUTED",
         "ExecutionType": "STANDARD",
@@ -163,6 +163,27 @@ def test_maps_read_the_jobs_items_from_staging(
     assert copy_files["ResultPath"] is None
     assert copy_files["ItemProcessor"]["StartAt"] == item_state
     assert set(copy_files["ItemProcessor"]["States"]) == {item_state}
+
+
+def test_each_map_runs_as_many_items_at_once_as_its_setting(
+    template_json: dict[str, Any],
+) -> None:
+    # Given cdk.json, which leaves the fanout concurrency settings at their defaults
+    states = _definition(template_json)["States"]
+    assert states[HASH_FILES]["MaxConcurrency"] == DEFAULT_FANOUT_HASH_CONCURRENCY
+    assert states[COPY_FILES]["MaxConcurrency"] == DEFAULT_FANOUT_COPY_CONCURRENCY
+    # Given settings that differ for each map, then each map carries its own
+    context = cdk_json_context()
+    settings = {**context["wheelgate"]["fanout"], "hash_concurrency": 120, "copy_concurrency": 340}
+    context["wheelgate"] = {**context["wheelgate"], "fanout": settings}
+    app = cdk.App(context=context, analytics_reporting=False)
+    stack = cdk.Stack(app, "Concurrency")
+    WheelGate(stack, "Default", props_from_context(context), layer_dir=LAYER_DIR)
+    states = _definition(Template.from_stack(stack).to_json())["States"]
+    assert (states[HASH_FILES]["MaxConcurrency"], states[COPY_FILES]["MaxConcurrency"]) == (
+        120,
+        340,
+    )
 
 
 def test_each_step_invokes_the_promoter_function_with_its_step(

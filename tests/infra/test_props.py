@@ -330,6 +330,11 @@ def test_fanout_thresholds_are_read_and_default_to_the_settings() -> None:
         ({"min_files": "100", "min_bytes": 1}, r"wheelgate\.fanout\.min_files must be a positive"),
         ({"min_files": True, "min_bytes": 1}, r"wheelgate\.fanout\.min_files must be a positive"),
         (100, r"wheelgate\.fanout must be an object or null"),
+        ({"hash_concurrency": 0}, r"wheelgate\.fanout\.hash_concurrency must be an integer from 1"),
+        (
+            {"copy_concurrency": 10_001},
+            r"wheelgate\.fanout\.copy_concurrency must be an integer from 1 to 10,000",
+        ),
     ],
 )
 def test_bad_fanout_thresholds_are_refused_naming_the_key(fanout: object, message: str) -> None:

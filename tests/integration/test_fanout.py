@@ -104,7 +104,8 @@ class Fanout:
         self.launcher = InProcessLauncher(
             staging=self.staging,
             run_step=self._run_step,
-            concurrency=4,
+            hash_concurrency=4,
+            copy_concurrency=4,
             sleep=self.waits.append,
         )
         self.decisions = Decisions()

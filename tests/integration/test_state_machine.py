@@ -645,8 +645,13 @@ def test_local_modes_engine_has_the_definitions_steps_and_map_concurrency(
     engine.start(**launch)
     engine.wait(launch["job_id"])
     # Then they are the same four, and the engine runs each map at most as many items at once
-    # as the definition's MaxConcurrency.
+    # as the definition's MaxConcurrency for it.
     assert steps == {step for step, _ in local.phases()} == {"hash", "copy", "publish", "conclude"}
-    maps = [s for s in definition["States"].values() if s["Type"] == "Map"]
-    assert len(maps) == 2
-    assert {m["MaxConcurrency"] for m in maps} == {engine.concurrency}
+    maps = {
+        s["ItemProcessor"]["States"][s["ItemProcessor"]["StartAt"]]["Parameters"]["Payload"][
+            FANOUT_STEP_FIELD
+        ]: s["MaxConcurrency"]
+        for s in definition["States"].values()
+        if s["Type"] == "Map"
+    }
+    assert maps == engine.concurrency

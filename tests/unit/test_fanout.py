@@ -222,7 +222,8 @@ def engine(
     launcher = InProcessLauncher(
         staging=Items(count, hashed),  # type: ignore[arg-type]
         run_step=run_step,
-        concurrency=2,
+        hash_concurrency=2,
+        copy_concurrency=2,
         sleep=waits.append,
     )
     return launcher, waits
@@ -417,14 +418,14 @@ def test_local_mode_runs_executions_in_process_and_the_function_on_step_function
     handler, monkeypatch = handler_env
     monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
     # When local mode builds its service, and then the function builds its own
-    local_service, _ = in_process_parts(concurrency=3)()
+    local_service, _ = in_process_parts(hash_concurrency=3, copy_concurrency=4)()
     service, _ = handler.promoter()
     # Then local mode's executions run in this process and step through its own service...
     assert local_service is not service
     assert local_service.fanout is not None
     launcher = local_service.fanout.launcher
     assert isinstance(launcher, InProcessLauncher)
-    assert launcher.concurrency == 3
+    assert launcher.concurrency == {"hash": 3, "copy": 4}
     heard: list[dict[str, Any]] = []
     monkeypatch.setattr(local_service.fanout, "step", lambda event: heard.append(event) or {})
     launcher.run_step({"fanout_step": "publish", "job_id": "j"})

@@ -129,8 +129,15 @@ FANOUT_LEASE_SECONDS = FANOUT_TIMEOUT_SECONDS + 5 * 60
 #: kept for other failures; ``MAX_RECEIVE_COUNT`` in stacks/promoter_function.py) outlast the
 #: longest such lease (16 x 16 min >= ``FANOUT_LEASE_SECONDS``).
 FANOUT_LEASE_BUSY_RETRY_SECONDS = 16 * 60
-#: Files the state machine copies at once (the Distributed Map's MaxConcurrency).
-FANOUT_MAP_CONCURRENCY = 50
+#: Files the state machine hashes, and copies, at once: each Distributed Map's MaxConcurrency
+#: (the ``fanout`` setting's ``hash_concurrency`` and ``copy_concurrency``). 200 promotes 2,000
+#: files of 2-8 GB in about 10 minutes in bench/fanout_cost.py's model (20 at half its assumed
+#: throughputs) with a fifth of Lambda's default account concurrency of 1,000; docs/deploy.md
+#: weighs them against the quotas they touch.
+DEFAULT_FANOUT_HASH_CONCURRENCY = 200
+DEFAULT_FANOUT_COPY_CONCURRENCY = 200
+#: The most child executions a Distributed Map runs at once (a hard Step Functions quota).
+MAX_MAP_CONCURRENCY = 10_000
 #: Retries of one file's copy (Step Functions Retry: attempts after the first, first interval,
 #: backoff rate); local mode retries with the same numbers.
 FANOUT_ITEM_RETRY_ATTEMPTS = 4

@@ -23,10 +23,11 @@ from typing import Any, Literal
 
 from wheelgate.core.errors import TransientError
 from wheelgate.core.settings import (
+    DEFAULT_FANOUT_COPY_CONCURRENCY,
+    DEFAULT_FANOUT_HASH_CONCURRENCY,
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-    FANOUT_MAP_CONCURRENCY,
     FANOUT_REJECTED_ERROR,
     FANOUT_STEP_FIELD,
     PromoterSettings,
@@ -57,9 +58,10 @@ def step_error(exc: BaseException) -> dict[str, str]:
 
 class InProcessLauncher:
     """Runs fan-out executions in this process, as the state machine does: the hash items,
-    then the copy items (each map at most ``concurrency`` at a time, and the second only once
-    the first has succeeded), each step retried with the state machine's numbers (a
-    ``PromotionRejected`` never), then publish; conclude when a map or publish failed.
+    then the copy items (at most ``hash_concurrency`` and ``copy_concurrency`` at a time, by
+    default the state machine's maps' defaults; the second only once the first has
+    succeeded), each step retried with the state machine's numbers (a ``PromotionRejected``
+    never), then publish; conclude when a map or publish failed.
 
     ``run_step`` is the promoter function's step entry; ``sleep`` waits between retries.
     """
@@ -69,7 +71,8 @@ class InProcessLauncher:
         *,
         staging: Bucket,
         run_step: Callable[[dict[str, Any]], Any],
-        concurrency: int = FANOUT_MAP_CONCURRENCY,
+        hash_concurrency: int = DEFAULT_FANOUT_HASH_CONCURRENCY,
+        copy_concurrency: int = DEFAULT_FANOUT_COPY_CONCURRENCY,
         retry_attempts: int = FANOUT_ITEM_RETRY_ATTEMPTS,
         retry_interval: float = FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
         retry_backoff: float = FANOUT_ITEM_RETRY_BACKOFF,
@@ -77,7 +80,7 @@ class InProcessLauncher:
     ) -> None:
         self.staging = staging
         self.run_step = run_step
-        self.concurrency = concurrency
+        self.concurrency = {"hash": hash_concurrency, "copy": copy_concurrency}
         self.retry_attempts = retry_attempts
         self.retry_interval = retry_interval
         self.retry_backoff = retry_backoff
@@ -135,7 +138,7 @@ class InProcessLauncher:
         def run(item: int) -> None:
             self._task({FANOUT_STEP_FIELD: step, "job_id": job_id, "item": item})
 
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+        with ThreadPoolExecutor(max_workers=self.concurrency[step]) as pool:
             futures = [pool.submit(run, item) for item in items]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [exc for f in done if (exc := f.exception()) is not None]
