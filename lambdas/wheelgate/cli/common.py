@@ -32,7 +32,8 @@ from wheelgate.core.settings import (
     allowed_indexes_from_env,
     test_url_hosts_from_env,
 )
-from wheelgate.storage.bucket import AccessError, Bucket
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.errors import AccessError, translated
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -43,6 +44,14 @@ EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
 EXIT_BROKEN_PIPE = 141
 #: The commit GitHub Actions runs for; ``--commit`` defaults to it.
 ENV_GITHUB_SHA = "GITHUB_SHA"
+#: botocore's own variable for the attempts per request, which ``--storage-attempts`` defaults
+#: to (the client's explicit configuration would otherwise override it).
+ENV_MAX_ATTEMPTS = "AWS_MAX_ATTEMPTS"
+#: Attempts per storage request, the first included: adaptive retries (8) absorb S3's 503
+#: SlowDown.
+DEFAULT_STORAGE_ATTEMPTS = 9
+#: Seconds a storage connect or read may take (botocore's default for both).
+DEFAULT_STORAGE_TIMEOUT = 60.0
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -121,14 +130,53 @@ def validated(model: type[M], data: Mapping[str, object], options: Mapping[str, 
 
 
 def s3_client(args: argparse.Namespace) -> S3Client:
-    """An S3 client for ``--endpoint-url`` (or boto3's default), retrying adaptively."""
+    """An S3 client for ``--endpoint-url`` (or boto3's default), retrying adaptively up to
+    ``--storage-attempts`` times, each connect or read waiting ``--storage-timeout`` seconds.
+    A configuration botocore refuses (an unknown profile...) is an
+    :class:`~wheelgate.storage.errors.AccessError`."""
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=32)
-    if args.endpoint_url:
-        return boto3.client("s3", endpoint_url=args.endpoint_url, config=config)
-    return boto3.client("s3", config=config)
+    attempts = args.storage_attempts
+    if attempts is None:
+        attempts = checked(ENV_MAX_ATTEMPTS, os.environ.get(ENV_MAX_ATTEMPTS, ""), _attempts)
+    config = Config(
+        retries={"mode": "adaptive", "total_max_attempts": attempts},
+        connect_timeout=args.storage_timeout,
+        read_timeout=args.storage_timeout,
+        max_pool_connections=32,
+    )
+    endpoint = args.endpoint_url or None
+    with translated("creating the S3 client", "s3", endpoint):
+        return boto3.client("s3", endpoint_url=endpoint, config=config)
+
+
+def _attempts(value: str) -> int:
+    """``AWS_MAX_ATTEMPTS``: a positive whole number, or empty for the default."""
+    if not value:
+        return DEFAULT_STORAGE_ATTEMPTS
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{value!r} is not a positive whole number of attempts")
+    return int(value)
+
+
+def _positive_attempts(text: str) -> int:
+    """``--storage-attempts``: a positive whole number (an argparse type)."""
+    try:
+        return _attempts(text or "0")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _positive_seconds(text: str) -> float:
+    """``--storage-timeout``: a positive number of seconds (an argparse type)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
 
 
 def required(args: argparse.Namespace, attr: str, env: str, option: str) -> str:
@@ -167,6 +215,21 @@ def storage_options(parser: argparse.ArgumentParser, *, nightly: bool) -> None:
         )
     group.add_argument(
         "--endpoint-url", help="S3 endpoint (default: boto3's, e.g. $AWS_ENDPOINT_URL)"
+    )
+    group.add_argument(
+        "--storage-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_STORAGE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds each storage connect or read may take before it is retried "
+        f"(default {DEFAULT_STORAGE_TIMEOUT:g}, botocore's)",
+    )
+    group.add_argument(
+        "--storage-attempts",
+        type=_positive_attempts,
+        metavar="N",
+        help=f"attempts per storage request, the first and the retries of throttling, server "
+        f"errors and timeouts (default: ${ENV_MAX_ATTEMPTS}, else {DEFAULT_STORAGE_ATTEMPTS})",
     )
 
 

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import IO, Literal
 from urllib.parse import urlsplit
 
-from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import InstalledFile, Outcome
 from wheelgate.core.objects import ObjectInfo
@@ -47,7 +46,8 @@ from wheelgate.staging.stage import (
     stage,
     staged_sets,
 )
-from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT, AccessError, Bucket, PreconditionFailed
+from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 #: Download read size: large enough for throughput, small enough to keep memory flat.
 CHUNK_BYTES = 1024 * 1024
@@ -283,8 +283,10 @@ def sync_file(
     progress: Progress | None = None,
     single_request_limit: int = SINGLE_REQUEST_LIMIT,
 ) -> Row:
-    """Cache one file (see the module docstring); never raises for the entry's own failure,
-    which is returned as a ``failed`` row."""
+    """Cache one file (see the module docstring); never raises for the entry's own failure (a
+    download that failed, other bytes at its key), which is returned as a ``failed`` row. A
+    storage error (:mod:`wheelgate.storage.errors`) is raised: it is the bucket's, not the
+    entry's, and ends the sync with exit 4."""
     started = time.monotonic()
     where = f"s3://{bucket.name}/{target.key}"
 
@@ -329,8 +331,6 @@ def sync_file(
         return row("uploaded", size)
     except DownloadError as exc:
         return row("failed", detail=str(exc))
-    except (AccessError, TransientError) as exc:
-        return row("failed", detail=f"storage: {exc}")
 
 
 def sync_files(

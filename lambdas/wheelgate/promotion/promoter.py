@@ -53,12 +53,8 @@ from wheelgate.promotion.recorder import (
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verify import SetVerifier
-from wheelgate.storage.bucket import (
-    MULTIPART_PART_SIZE,
-    SINGLE_REQUEST_LIMIT,
-    Bucket,
-    PreconditionFailed,
-)
+from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 
 @dataclass(frozen=True)

@@ -56,12 +56,8 @@ from wheelgate.index.pages import (
     upload_time,
 )
 from wheelgate.index.store import IndexStore, PageWrites
-from wheelgate.storage.bucket import (
-    MULTIPART_PART_SIZE,
-    SINGLE_REQUEST_LIMIT,
-    Bucket,
-    PreconditionFailed,
-)
+from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 _HASH_CHUNK = 8 * 1024 * 1024
