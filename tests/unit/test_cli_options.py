@@ -149,6 +149,8 @@ def report(*tests: str) -> list[str]:
           "--platform=--extra-index-url=https://x"],
          "wheelgate pins: error: --platform: '--extra-index-url=https://x' is not a platform"),
         (["status", "x y"], "wheelgate status: error: RUN_ID: run id 'x y' is not valid"),
+        (["status", "1", "--manifest-sha256", "ABC"],
+         "wheelgate status: error: --manifest-sha256: 'ABC' is not a SHA-256 (64 lowercase hex"),
         (["yank", "--index", "..", WHEEL, "--reason", "broken"],
          "wheelgate yank: error: --index: index directory '..' has an invalid segment"),
         (["yank", "--index", INDEX, "torch.whl", "--reason", "broken"],

@@ -9,6 +9,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -233,12 +234,52 @@ def storage_options(parser: argparse.ArgumentParser, *, nightly: bool) -> None:
     )
 
 
-def status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
-    """The run's record as JSON, or a pending document saying whether a manifest exists."""
+@dataclass(frozen=True)
+class RunStatus:
+    """A run's status as ``wheelgate status`` shows it.
+
+    ``document`` is the JSON it prints (the record, or a pending document when there is none;
+    with a manifest waited for, ``manifest_decision`` says what became of it), ``record`` the
+    record itself, ``state`` what the exit code follows (the decision about the manifest
+    waited for, when one was given), and ``settled`` whether waiting longer can change it.
+    """
+
+    document: dict[str, Any]
+    record: PromotionRecord | None
+    state: str
+    settled: bool
+
+
+def read_status(staging: Bucket, run_id: str, manifest_sha256: str | None = None) -> RunStatus:
+    """The run's status now. With ``manifest_sha256``, it is the status of that manifest:
+    pending until the record holds a decision about those bytes, whatever was decided before
+    (:meth:`PromotionRecord.decision_about`)."""
     found = staging.get(STAGING.record(run_id))
-    if found is not None:
-        record = PromotionRecord.model_validate_json(found[0])
-        return record.model_dump(mode="json", by_alias=True)
+    record = PromotionRecord.model_validate_json(found[0]) if found is not None else None
+    if record is not None:
+        document = record.model_dump(mode="json", by_alias=True)
+    else:
+        document = _no_record_document(staging, run_id)
+    if manifest_sha256 is None:
+        state = document["state"]
+        return RunStatus(document, record, state, settled=state != State.PENDING.value)
+    entry = record.decision_about(manifest_sha256) if record is not None else None
+    state = entry.state.value if entry is not None else State.PENDING.value
+    document["manifest_decision"] = {
+        "manifest_sha256": manifest_sha256,
+        "state": state,
+        "reason": entry.reason if entry is not None else None,
+        "message": entry.message if entry is not None else _NOT_DECIDED,
+    }
+    return RunStatus(document, record, state, settled=entry is not None)
+
+
+#: What ``manifest_decision`` says of a manifest the record holds no decision about yet.
+_NOT_DECIDED = "no decision about this manifest yet; waiting for the promoter"
+
+
+def _no_record_document(staging: Bucket, run_id: str) -> dict[str, Any]:
+    """The pending document of a run without a record, saying whether a manifest exists."""
     try:
         has_manifest: bool | None = staging.head(STAGING.manifest(run_id)) is not None
     except AccessError:
@@ -257,13 +298,21 @@ def status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
     }
 
 
-def wait_for_decision(staging: Bucket, run_id: str, wait: float, interval: float) -> dict[str, Any]:
-    """The run's status document once it is decided, or as it stands after ``wait`` seconds."""
+def wait_for_decision(
+    staging: Bucket,
+    run_id: str,
+    wait: float,
+    interval: float,
+    manifest_sha256: str | None = None,
+) -> RunStatus:
+    """The run's status once it is settled (:func:`read_status`: decided, or with
+    ``manifest_sha256``, decided about that manifest), or as it stands after ``wait``
+    seconds."""
     deadline = time.monotonic() + wait
     while True:
-        document = status_document(staging, run_id)
-        if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
-            return document
+        status = read_status(staging, run_id, manifest_sha256)
+        if status.settled or time.monotonic() >= deadline:
+            return status
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
 
@@ -275,12 +324,18 @@ def decision_exit_code(state: str) -> int:
     }.get(state, EXIT_PENDING)
 
 
-def wait_for_record(staging: Bucket, run_id: str, wait: float, interval: float) -> int:
+def wait_for_record(
+    staging: Bucket,
+    run_id: str,
+    wait: float,
+    interval: float,
+    manifest_sha256: str | None = None,
+) -> int:
     """Wait for the run's decision (:func:`wait_for_decision`), print its document and return
     its exit code."""
-    document = wait_for_decision(staging, run_id, wait, interval)
-    print(json.dumps(document, indent=2))
-    return decision_exit_code(document["state"])
+    status = wait_for_decision(staging, run_id, wait, interval, manifest_sha256)
+    print(json.dumps(status.document, indent=2))
+    return decision_exit_code(status.state)
 
 
 def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:

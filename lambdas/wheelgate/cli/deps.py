@@ -28,12 +28,13 @@ from typing import Any
 from wheelgate.cli.common import (
     ENV_GITHUB_SHA,
     EXIT_OK,
-    EXIT_PENDING,
     EXIT_REJECTED,
+    RunStatus,
     UsageError,
     checked,
     commit_option,
     configured_indexes,
+    decision_exit_code,
     nightly_url,
     required,
     s3_client,
@@ -41,7 +42,6 @@ from wheelgate.cli.common import (
     test_url_option,
     wait_for_decision,
 )
-from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.deps.config import (
     Deps,
@@ -250,7 +250,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     )
     progress = SyncProgress()
     rows: list[Row] = []
-    promotion: dict[str, Any] | None = None
+    promotion: RunStatus | None = None
     with tempfile.TemporaryDirectory(prefix="wheelgate-deps-", dir=args.workdir) as tmp:
         workdir = Path(tmp)
         if files and upload:
@@ -285,37 +285,31 @@ def cmd_sync(args: argparse.Namespace) -> int:
             else:
                 failed = False
             if report and not failed and (staged_now or args.step == "report"):
-                sets = report_mirror(
+                manifest_sha256 = report_mirror(
                     staging=staging,
                     run_id=run_id,
                     commit=commit,
                     review_url=review_url,
                     wheels=deps.wheels,
                 )
-                if sets:
+                if manifest_sha256 is not None:
                     print(
                         f"manifest for {run_id} written; waiting for the promoter", file=sys.stderr
                     )
-                    promotion = wait_for_decision(staging, run_id, args.wait, args.interval)
+                    promotion = wait_for_decision(
+                        staging, run_id, args.wait, args.interval, manifest_sha256
+                    )
     progress.finish()
-    summary = (
-        {
-            "state": promotion["state"],
-            "reason": promotion.get("reason"),
-            "message": promotion.get("message"),
-        }
-        if promotion
-        else None
-    )
+    summary = None
+    if promotion is not None:
+        decision = promotion.document["manifest_decision"]
+        summary = {key: decision[key] for key in ("state", "reason", "message")}
     _emit(args, rows, {"run_id": run_id, "promotion": summary}, timing=True)
     if any(r.action in ("failed", "held") for r in rows):
         return EXIT_REJECTED
     if promotion is None:
         return EXIT_OK
-    return {
-        State.PROMOTED.value: EXIT_OK,
-        State.REJECTED.value: EXIT_REJECTED,
-    }.get(promotion["state"], EXIT_PENDING)
+    return decision_exit_code(promotion.state)
 
 
 def register(subparsers: Any) -> None:

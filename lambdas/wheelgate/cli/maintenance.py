@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -29,7 +30,8 @@ def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -
     staging, _ = buckets(args, nightly=False)
     staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
     print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
-    return wait_for_record(staging, run_id, args.wait, 1.0)
+    sha256 = hashlib.sha256(body.encode()).hexdigest()
+    return wait_for_record(staging, run_id, args.wait, 1.0, manifest_sha256=sha256)
 
 
 def cmd_yank(args: argparse.Namespace) -> int:

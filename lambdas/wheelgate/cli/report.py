@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from typing import Any
@@ -51,7 +52,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(body, end="")
         return EXIT_OK
     staging.put(key, body.encode(), content_type="application/json")
-    print(json.dumps({"manifest": f"s3://{staging.name}/{key}", "sets": len(manifest.sets)}))
+    written = {
+        "manifest": f"s3://{staging.name}/{key}",
+        # What `wheelgate status --manifest-sha256` waits for: the decision about these bytes.
+        "manifest_sha256": hashlib.sha256(body.encode()).hexdigest(),
+        "sets": len(manifest.sets),
+    }
+    print(json.dumps(written))
     return EXIT_OK
 
 
@@ -81,7 +88,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Build manifests/<run_id>.json from what is staged for the run plus the test "
             "results given with --test and what each test installed (--installed), and write "
-            "it. Writing it triggers the promoter."
+            "it. Writing it triggers the promoter. Prints the manifest's key and its SHA-256 "
+            "(manifest_sha256), which wheelgate status --manifest-sha256 waits for."
         ),
     )
     report.add_argument("--run-id", required=True)

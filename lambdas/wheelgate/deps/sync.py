@@ -507,16 +507,16 @@ def report_mirror(
     commit: str,
     review_url: str,
     wheels: Sequence[WheelTarget],
-) -> int:
+) -> str | None:
     """Write the mirror run's manifest: everything staged for ``run_id``, each set with the one
     test ``deps-review`` passed at ``review_url``. A mirror run installs nothing: the review's
     evidence is the reviewed pins, the SHA-256 of each of ``wheels`` bound for the set's index
-    directory (the promoter releases only staged files of those bytes). Returns the number of
-    sets (0: nothing staged, no manifest written). Raises ``ValueError`` for an invalid commit
-    or URL."""
+    directory (the promoter releases only staged files of those bytes). Returns the manifest's
+    SHA-256, whose decision to wait for (``None``: nothing staged, no manifest written). Raises
+    ``ValueError`` for an invalid commit or URL."""
     staged = staged_sets(staging, run_id)
     if not staged:
-        return 0
+        return None
     tests = [
         TestSpec(
             index,
@@ -533,8 +533,6 @@ def report_mirror(
         )
         for index in staged
     ]
-    manifest = build_manifest(run_id=run_id, commit=commit, staged=staged, tests=tests)
-    staging.put(
-        STAGING.manifest(run_id), manifest.to_json().encode(), content_type="application/json"
-    )
-    return len(manifest.sets)
+    body = build_manifest(run_id=run_id, commit=commit, staged=staged, tests=tests).to_json()
+    staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
+    return hashlib.sha256(body.encode()).hexdigest()
