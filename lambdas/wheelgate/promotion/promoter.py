@@ -340,8 +340,11 @@ class Promoter:
             actor=actor,
         )
         if existing is not None and existing.state is not State.PENDING:
-            return self.records.save(existing.with_entry(note))
-        return self.records.save(build_record(existing, note, run_id=run_id))
+            noted = self.records.save(existing.with_entry(note))
+        else:
+            noted = self.records.save(build_record(existing, note, run_id=run_id))
+        self.observer.ignored(noted)
+        return noted
 
     def _reject(
         self,
