@@ -110,16 +110,18 @@ class Monitoring(Construct):
             ),
             self._alarm(
                 "FanOutExecutionsTimedOut",
-                "A fan-out promotion execution timed out: no conclude step ran, so the run stays "
-                "pending and its index directories leased until FANOUT_LEASE_SECONDS pass "
-                "(docs/operations.md, Alarms).",
+                "A fan-out promotion execution timed out, so the state machine's catch did not "
+                "run; the EndedWithoutConclude rule ran its conclude step: the leases are given "
+                "back and the manifest is re-queued. If that invocation failed (promoter logs), "
+                "the directories stay leased until FANOUT_LEASE_SECONDS pass (docs/operations.md, "
+                "Alarms).",
                 state_machine.metric_timed_out(period=PERIOD, statistic="Sum"),
             ),
             self._alarm(
                 "FanOutExecutionsAborted",
-                "A fan-out promotion execution was stopped by hand: no conclude step ran, so the "
-                "run stays pending and its index directories leased until FANOUT_LEASE_SECONDS "
-                "pass.",
+                "A fan-out promotion execution was stopped by hand. As for a timeout, the "
+                "EndedWithoutConclude rule ran its conclude step: the leases are given back and "
+                "the manifest is re-queued (up to FANOUT_MAX_EXECUTIONS executions, then the DLQ).",
                 state_machine.metric_aborted(period=PERIOD, statistic="Sum"),
             ),
         )

@@ -90,6 +90,20 @@ def test_report_refuses_the_commit_stage_used_to_accept(
     )
 
 
+def test_report_takes_the_commit_from_github_sha(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    test = f"--test={INDEX}:smoke=passed"
+    # Without --commit nor GITHUB_SHA, it is refused naming both...
+    assert refused(["report", "--run-id", "1", test], capsys) == (
+        "wheelgate report: error: --commit is required (or set GITHUB_SHA)"
+    )
+    # ...and with GITHUB_SHA set, as in GitHub Actions, it goes on to storage
+    monkeypatch.setenv("GITHUB_SHA", COMMIT)
+    with pytest.raises(StorageCalled):
+        main(["report", "--run-id", "1", test])
+
+
 def report(*tests: str) -> list[str]:
     return ["report", "--run-id", "1", "--commit", COMMIT, *(f"--test={t}" for t in tests)]
 

@@ -5,8 +5,8 @@
 reads the nightly pages) and prints what ``sync`` would do. ``sync`` caches the files and
 mirrors the wheels through the gate: it stages them under the mirror run, writes the run's
 manifest (its one test is the review of deps.yml) and waits for the promoter's decision.
-In CI the two halves run with two roles: ``--step upload`` with the build role, then
-``--step report`` with the reporter role.
+In CI both halves run with the deps role, the only writer whose mirror runs (``deps-*``) the
+promoter accepts; ``--step upload`` and ``--step report`` split them into two steps.
 
 Exit codes: 0 done, 1 an entry failed or the promoter rejected the run, 2 invalid deps.yml or
 options, 3 promotion still pending, 4 storage error.
@@ -312,12 +312,26 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return decision_exit_code(promotion.state)
 
 
+#: ``wheelgate deps --help``: what the module docstring says, as plain text.
+DESCRIPTION = """\
+check validates deps.yml and needs no credentials. plan also HEADs every target (and reads the
+nightly pages) and prints what sync would do. sync caches the files and mirrors the wheels
+through the gate: it stages them under the mirror run, writes the run's manifest (its one
+test is the review of deps.yml) and waits for the promoter's decision. Run sync with the deps
+role, the only writer whose mirror runs (deps-*) the promoter accepts; --step upload and
+--step report split it into two steps.
+
+Exit codes: 0 done, 1 an entry failed or the promoter rejected the run, 2 invalid deps.yml or
+options, 3 promotion still pending, 4 storage error.
+"""
+
+
 def register(subparsers: Any) -> None:
     """Add ``deps check|plan|sync`` to the ``wheelgate`` command."""
     deps = subparsers.add_parser(
         "deps",
         help="cache third-party files and mirror pinned wheels from a reviewed deps.yml",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = deps.add_subparsers(dest="deps_command", required=True, metavar="ACTION")
@@ -353,8 +367,8 @@ def register(subparsers: Any) -> None:
             "--step",
             choices=["all", "upload", "report"],
             default="all",
-            help="upload: cache files and stage wheels (build role); report: write the mirror "
-            "run's manifest and wait (reporter role); all: both (default)",
+            help="upload: cache files and stage wheels; report: write the mirror run's manifest "
+            "and wait; all: both (default). Each with the deps role",
         )
         action.add_argument(
             "--run-id",

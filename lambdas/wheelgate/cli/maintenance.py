@@ -38,7 +38,8 @@ def cmd_yank(args: argparse.Namespace) -> int:
     from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
 
     yanked = args.command == "yank"
-    if yanked and not args.reason.strip():
+    reason = args.reason if yanked else ""
+    if yanked and not reason.strip():
         raise UsageError("--reason is required: users see it when pip skips the file")
     index_option(args)
     checked("FILE", args.filename, parse_distribution_filename)
@@ -50,7 +51,7 @@ def cmd_yank(args: argparse.Namespace) -> int:
             "index": args.index,
             "filename": args.filename,
             "yanked": yanked,
-            "reason": args.reason if yanked else "",
+            "reason": reason,
         },
         {"index": "--index", "filename": "FILE", "reason": "--reason"},
     )
@@ -134,14 +135,16 @@ def register(subparsers: Any) -> None:
             name,
             help=what,
             description=(
-                f"Ask the promoter to {what}, on the nightly and staging pages (HTML and JSON). "
-                "The request is written where manifests go, so run it with the reporter role. "
-                "Exit 0 done, 1 refused, 3 pending."
+                f"Ask the promoter to {what}, on nightly's pages (HTML and JSON). A run's "
+                "staging index shows it once that run is staged again (wheelgate stage with the "
+                "same files). The request is written where manifests go, so run it with the "
+                "reporter role. Exit 0 done, 1 refused, 3 pending."
             ),
         )
         yank.add_argument("--index", required=True, metavar="DIR")
         yank.add_argument("filename", metavar="FILE", help="the released file name")
-        yank.add_argument("--reason", default="", required=name == "yank")
+        if name == "yank":
+            yank.add_argument("--reason", required=True, help="why; pip shows it to users")
         yank.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
         storage_options(yank, nightly=False)
         yank.set_defaults(func=cmd_yank)

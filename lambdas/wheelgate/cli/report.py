@@ -93,7 +93,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     report.add_argument("--run-id", required=True)
-    report.add_argument("--commit", required=True, help="40-hex commit of the run")
+    report.add_argument("--commit", help="40-hex commit of the run (default: $GITHUB_SHA)")
     report.add_argument(
         "--test",
         action="append",
