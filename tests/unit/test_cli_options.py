@@ -179,6 +179,15 @@ def report(*tests: str) -> list[str]:
          "wheelgate promote: error: --run-id: 'yank-20261130T040000Z-ab' is a request, not a run"),
         (["promote", "--run-id", "1", "--override", "--reason", "r" * 1001],
          "wheelgate promote: error: --reason: String should have at most 1000 characters"),
+        (["local", "--listing-retention", "{keep_versions: 2}"],
+         "wheelgate local: error: --listing-retention is not JSON: Expecting property name"),
+        (["local", "--listing-retention", '{"default": {"keep_versions": 0}}'],
+         "wheelgate local: error: --listing-retention.default.keep_versions is 0; use a "
+         "positive integer"),
+        (["local", "--index", INDEX, "--listing-retention",
+          '{"indexes": {"v2/other": {"keep_days": 7}}}'],
+         "wheelgate local: error: --listing-retention names 'v2/other', which is not one of "
+         f"the --index directories ({INDEX})"),
         (["index", "rebuild", "--index", "status/x"],
          "wheelgate index: error: --index: index directory 'status/x' starts with 'status'"),
     ],
