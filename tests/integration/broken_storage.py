@@ -16,6 +16,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
 #: S3's answer to a client that sends too many requests.
 SLOW_DOWN = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
@@ -51,6 +55,13 @@ class BrokenStorage:
     endpoint: str
     error: str
     env: Mapping[str, str | None] = field(default_factory=dict)
+    #: Seconds a client waits per connect or read: short only where nothing ever answers,
+    #: so that a loaded machine never turns another failure into a timeout.
+    timeout: float = 10.0
+
+    def quick(self) -> list[str]:
+        """Options that make a command give up quickly: two attempts, ``timeout`` each."""
+        return ["--storage-attempts", "2", "--storage-timeout", str(self.timeout)]
 
 
 def free_port() -> int:
@@ -119,7 +130,21 @@ def never_answering() -> Iterator[BrokenStorage]:
         # Room for every connection the tests make, so none waits in SYN (a connect timeout).
         listener.listen(4096)
         endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        yield BrokenStorage("timeout", endpoint, "ReadTimeoutError", TEST_KEYS)
+        yield BrokenStorage("timeout", endpoint, "ReadTimeoutError", TEST_KEYS, timeout=0.5)
+
+
+def warm_up(endpoint: str) -> None:
+    """One request with the made-up keys, which moto refuses (and patiently: its first)."""
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=MADE_UP_KEYS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=MADE_UP_KEYS["AWS_SECRET_ACCESS_KEY"],
+        config=Config(read_timeout=60, retries={"total_max_attempts": 1}),
+    )
+    with contextlib.suppress(ClientError):
+        client.list_objects_v2(Bucket="warm-up")
 
 
 @contextlib.contextmanager
@@ -140,6 +165,9 @@ def refusing_made_up_keys() -> Iterator[BrokenStorage]:
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError("the moto server did not start")
             time.sleep(0.1)
+        # moto builds its backends on the first request, which can outlast the tests' short
+        # timeouts: take that request here, and its refusal.
+        warm_up(f"http://127.0.0.1:{port}")
         yield BrokenStorage(
             "bad-credentials",
             f"http://127.0.0.1:{port}",

@@ -42,8 +42,6 @@ from wheelgate.storage.workflow import SqsSender, StepFunctionsLauncher
 
 BROKEN_STAGING, BROKEN_NIGHTLY = "broken-staging", "broken-nightly"
 INDEX = "v2/gfx94X-dcgpu"
-#: Quick to give up: two attempts, half a second per connect or read.
-FAST = ["--storage-attempts", "2", "--storage-timeout", "0.5"]
 DEPS_YML = f"""\
 schema: wheelgate/deps/v1
 validation:
@@ -76,6 +74,7 @@ COMMANDS = (
     "report",
     "status",
     "status --wait",
+    "runs",
     "pins",
     "yank",
     "unyank",
@@ -101,6 +100,7 @@ def commands(tmp: Path) -> dict[str, list[str]]:
         "report": ["report", "--run-id", "7", "--commit", COMMIT, "--test", test],
         "status": ["status", "7"],
         "status --wait": ["status", "7", "--wait", "5"],
+        "runs": ["runs", "--state", "rejected"],
         "pins": ["pins", "--run-id", "7", "--index", INDEX, "--staging-url", "http://s/"],
         "yank": ["yank", "--index", INDEX, built.name, "--reason", "broken build"],
         "unyank": ["unyank", "--index", INDEX, built.name],
@@ -200,7 +200,7 @@ def test_every_command_ends_a_storage_error_with_exit_4_and_one_line(
     # Given storage that fails this way
     argv = commands(tmp_path)[command]
     # When the command runs against it
-    code = main([*argv, "--endpoint-url", broken.endpoint, *FAST])
+    code = main([*argv, "--endpoint-url", broken.endpoint, *broken.quick()])
     captured = capsys.readouterr()
     # Then it ends with exit 4 and one line naming the operation, bucket, endpoint and error
     assert_one_storage_line(code, captured.err, captured.out, command, broken)
@@ -209,8 +209,9 @@ def test_every_command_ends_a_storage_error_with_exit_4_and_one_line(
 def wheelgate(storage: BrokenStorage, *argv: str) -> subprocess.CompletedProcess[str]:
     """``python -m wheelgate ARGV`` in its own process, against ``storage``."""
     env = {**os.environ, **{k: v for k, v in storage.env.items() if v is not None}}
+    command = [sys.executable, "-m", "wheelgate", *argv, "--endpoint-url", storage.endpoint]
     return subprocess.run(
-        [sys.executable, "-m", "wheelgate", *argv, "--endpoint-url", storage.endpoint, *FAST],
+        [*command, *storage.quick()],
         env=env,
         capture_output=True,
         text=True,
@@ -253,8 +254,8 @@ def broken_client(storage: BrokenStorage) -> Any:
         aws_secret_access_key=keys.get("AWS_SECRET_ACCESS_KEY"),
         config=Config(
             retries={"mode": "adaptive", "total_max_attempts": 2},
-            connect_timeout=0.5,
-            read_timeout=0.5,
+            connect_timeout=storage.timeout,
+            read_timeout=storage.timeout,
         ),
     )
 
