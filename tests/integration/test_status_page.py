@@ -19,8 +19,8 @@ import pytest
 from tests.integration.test_promoter import Run, wheel
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import ENV_DASHBOARD_URL
+from wheelgate.lambda_function import handler
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
-from wheelgate.promoter import handler
 from wheelgate.status.page import STATE_KEY, parse_state
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket

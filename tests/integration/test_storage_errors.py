@@ -30,10 +30,10 @@ from wheelgate.cli.common import EXIT_STORAGE
 from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import PromoterSettings
+from wheelgate.lambda_function import handler
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
-from wheelgate.promoter import handler
-from wheelgate.promotion.promoter import Promoter
+from wheelgate.promotion.service import PromotionService
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
@@ -269,7 +269,7 @@ def promoter_meeting(
 
     def install(storage: BrokenStorage) -> None:
         staging = Bucket(boto3.client("s3"), STAGING_BUCKET)
-        service = Promoter(
+        service = PromotionService(
             settings=PromoterSettings.from_env(os.environ),
             staging=staging,
             nightly=Bucket(broken_client(storage), NIGHTLY_BUCKET),
