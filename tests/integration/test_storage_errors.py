@@ -26,6 +26,7 @@ from botocore.config import Config
 from tests.integration import broken_storage
 from tests.integration.broken_storage import BrokenStorage
 from tests.integration.test_promoter import COMMIT, Run, deliver, wheel
+from tests.unit.samples import DEPS_FILELOCK
 from wheelgate.cli.common import EXIT_STORAGE
 from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING
@@ -57,14 +58,7 @@ files:
   - url: https://files.example.org/tools/tool-1.0.tar.gz
     key: cache/tool-1.0.tar.gz
     sha256: {"ab" * 32}
-python:
-  - requirement: filelock==3.18.0
-    indexes: all
-    wheels:
-      - url: https://files.example.org/wheels/filelock-3.18.0-py3-none-any.whl
-        sha256: e97ec1ff7ef0cd1f7a6b2ec5b58ea8a4c62a28d51bd7462fb1c60da8bc5ae9e5
-        size: 16215
-"""
+{DEPS_FILELOCK}"""
 REVIEW = "https://github.com/example/project/pull/1"
 
 

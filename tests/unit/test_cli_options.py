@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.samples import COMMIT, INDEX, SHA_A
+from tests.unit.samples import COMMIT, DEPS_FILELOCK, INDEX, SHA_A
 from wheelgate.cli import common, deps
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import MAX_FILES_PER_SET, ManifestFile
@@ -16,21 +16,14 @@ from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_TEST_URL_HOSTS
 from wheelgate.staging.stage import build_manifest
 
 WHEEL = "torch-2.7.0-py3-none-any.whl"
-DEPS_YML = """\
+DEPS_YML = f"""\
 schema: wheelgate/deps/v1
 validation:
   hosts: [files.example.org]
   indexes: [v2/gfx94X-dcgpu]
   python_tags: [py3]
   platforms: [any]
-python:
-  - requirement: filelock==3.18.0
-    indexes: all
-    wheels:
-      - url: https://files.example.org/wheels/filelock-3.18.0-py3-none-any.whl
-        sha256: e97ec1ff7ef0cd1f7a6b2ec5b58ea8a4c62a28d51bd7462fb1c60da8bc5ae9e5
-        size: 16215
-"""
+{DEPS_FILELOCK}"""
 #: What pydantic adds to its own messages, which users should never have to read.
 PYDANTIC_BOILERPLATE = ("validation error for", "For further information visit", "input_value")
 

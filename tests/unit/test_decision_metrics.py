@@ -193,14 +193,19 @@ def test_only_an_integrity_reason_counts_for_the_alarm(
     assert values(out, METRIC_INTEGRITY_REJECTIONS) == ([1] if integrity else [])
 
 
-def test_an_untrusted_write_counts_one_integrity_rejection(
-    metrics: Metrics, capsys: pytest.CaptureFixture[str]
-) -> None:
-    record = PromotionRecord(
-        run_id="r5",
+def untrusted_note(run_id: str) -> PromotionRecord:
+    """The record of a run whose only entry notes an untrusted write."""
+    return PromotionRecord(
+        run_id=run_id,
         state=State.PENDING,
         history=[HistoryEntry(at=PUBLISHED, state=State.PENDING, reason="untrusted-writer")],
     )
+
+
+def test_an_untrusted_write_counts_one_integrity_rejection(
+    metrics: Metrics, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = untrusted_note("r5")
     DecisionMetrics(metrics, namespace=METRICS_NAMESPACE).ignored(record)
     metrics.flush_metrics()
     out = capsys.readouterr().out
@@ -212,10 +217,6 @@ def test_an_untrusted_write_counts_one_integrity_rejection(
 def test_a_pending_entry_emits_nothing(
     metrics: Metrics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    record = PromotionRecord(
-        run_id="r3",
-        state=State.PENDING,
-        history=[HistoryEntry(at=PUBLISHED, state=State.PENDING, reason="untrusted-writer")],
-    )
+    record = untrusted_note("r3")
     emit(metrics, record, DecisionStats())
     assert emitted(capsys.readouterr().out) == []

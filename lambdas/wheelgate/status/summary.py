@@ -52,14 +52,7 @@ def recent_decisions(
     most ``limit``."""
     rows: dict[tuple[str, str, str | None], RecentDecision] = {
         (d.run_id, d.at, directory): RecentDecision(
-            at=d.at,
-            run_id=d.run_id,
-            kind=d.kind,
-            index=directory,
-            state=d.state,
-            reason=d.reason,
-            message=d.message,
-            commit=d.commit,
+            index=directory, **d.model_dump(exclude={"links"})
         )
         for directory, status in state.directories.items()
         for d in status.decisions
@@ -67,16 +60,7 @@ def recent_decisions(
     for rejection in state.rejections:
         key = (rejection.run_id, rejection.at, rejection.index)
         rows.setdefault(
-            key,
-            RecentDecision(
-                at=rejection.at,
-                run_id=rejection.run_id,
-                kind=rejection.kind,
-                index=rejection.index,
-                state=State.REJECTED,
-                reason=rejection.reason,
-                message=rejection.message,
-            ),
+            key, RecentDecision(state=State.REJECTED, **rejection.model_dump(exclude={"links"}))
         )
     chosen = [
         row
