@@ -25,7 +25,7 @@ from botocore.config import Config
 
 from tests.integration import broken_storage
 from tests.integration.broken_storage import BrokenStorage
-from tests.integration.test_promoter import COMMIT, Run, deliver, wheel
+from tests.integration.test_promoter import COMMIT, Context, Run, sqs_event, wheel
 from tests.unit.samples import DEPS_FILELOCK
 from wheelgate.cli.common import EXIT_STORAGE
 from wheelgate.cli.main import main
@@ -33,7 +33,12 @@ from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function import handler
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.local.stack import (
+    LOCAL_REPORTER_PRINCIPAL,
+    NIGHTLY_BUCKET,
+    STAGING_BUCKET,
+    LocalStack,
+)
 from wheelgate.promotion.service import PromotionService
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
@@ -254,30 +259,23 @@ def broken_client(storage: BrokenStorage) -> Any:
     )
 
 
-@pytest.fixture
-def promoter_meeting(
-    stack: LocalStack, monkeypatch: pytest.MonkeyPatch
-) -> Callable[[BrokenStorage], None]:
-    """Make the handler's promoter read and write nightly through a broken endpoint (staging,
-    where manifests and records live, stays healthy)."""
-
-    def install(storage: BrokenStorage) -> None:
-        staging = Bucket(boto3.client("s3"), STAGING_BUCKET)
-        service = PromotionService(
-            settings=PromoterSettings.from_env(os.environ),
-            staging=staging,
-            nightly=Bucket(broken_client(storage), NIGHTLY_BUCKET),
-        )
-        monkeypatch.setattr(handler, "promoter", lambda: (service, StatusStore(staging)))
-
-    return install
+def handler_meeting(storage: BrokenStorage) -> handler.LambdaHandler:
+    """The promoter function's handler over a service that reads and writes nightly through
+    ``storage`` (staging, where manifests and records live, stays healthy)."""
+    staging = Bucket(boto3.client("s3"), STAGING_BUCKET)
+    service = PromotionService(
+        settings=PromoterSettings.from_env(os.environ),
+        staging=staging,
+        nightly=Bucket(broken_client(storage), NIGHTLY_BUCKET),
+    )
+    return handler.entry_point(lambda: (service, StatusStore(staging)))
 
 
 @pytest.mark.parametrize("kind", ["unreachable", "bad-credentials", "slow-down", "timeout"])
 def test_the_promoter_retries_a_storage_error_and_rejects_nothing(
     kind: str,
     request: pytest.FixtureRequest,
-    promoter_meeting: Callable[[BrokenStorage], None],
+    stack: LocalStack,
     buckets: tuple[Bucket, Bucket],
     tmp_path: Path,
 ) -> None:
@@ -293,9 +291,8 @@ def test_the_promoter_retries_a_storage_error_and_rejects_nothing(
     run.stage(wheel(tmp_path))
     key = STAGING.manifest(run.run_id)
     run.staging.put(key, json.dumps(run.manifest()).encode(), content_type="application/json")
-    promoter_meeting(storage)
     # When the manifest's message is handled
-    response = deliver(key)
+    response = handler_meeting(storage)(sqs_event(key, LOCAL_REPORTER_PRINCIPAL), Context())
     # Then the message fails, for SQS to deliver it again...
     assert response == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
     # ...and the run is pending with the storage error noted, not rejected

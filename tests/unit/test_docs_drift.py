@@ -45,7 +45,7 @@ DOCS = sorted(
     ]
 )
 ACTIONS_DOC = REPO / "examples" / "github" / "README.md"
-GLOBAL_OPTIONS = frozenset({"--help", "--version", "--debug"})
+GLOBAL_OPTIONS = frozenset({"-h", "--help", "--version", "--debug"})
 
 # -- the parser ---------------------------------------------------------------------------
 
@@ -64,15 +64,20 @@ def every_parser(
 PARSERS = dict(every_parser(build_parser()))
 
 
-def options(parser: argparse.ArgumentParser) -> set[str]:
-    """The long options of a command that ``--help`` shows (hidden ones are not documented)."""
-    return {
-        flag
+def option_spellings(parser: argparse.ArgumentParser) -> list[frozenset[str]]:
+    """Each option of a command that ``--help`` shows (hidden ones are not documented), as all
+    its spellings (``{"-o", "--output"}``)."""
+    return [
+        frozenset(action.option_strings)
         for action in parser._actions
-        if action.help != argparse.SUPPRESS
-        for flag in action.option_strings
-        if flag.startswith("--") and flag != "--help"
-    }
+        if action.option_strings and action.help != argparse.SUPPRESS
+        and "--help" not in action.option_strings
+    ]  # fmt: skip
+
+
+def options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every spelling of every option of a command (see :func:`option_spellings`)."""
+    return {flag for spellings in option_spellings(parser) for flag in spellings}
 
 
 def shared_storage_options() -> set[str]:
@@ -93,11 +98,12 @@ COMMANDS = {
 
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 INLINE = re.compile(r"`([^`\n]+)`")
-#: Where an invocation ends: a pipe, a command list, a subshell's end, a comment.
-INVOCATION_END = re.compile(r" \| | *&&|;|\)|\s#")
+#: Where an invocation ends: a pipe (not a synopsis' ``[--a X | --b Y]``), a command list, a
+#: subshell's start or end, a comment.
+INVOCATION_END = re.compile(r" \| (?!-)| *&&|;|\$\(|\)|\s#")
 #: A shell comment, which a synopsis line may end with before its continuation.
 COMMENT = re.compile(r"\s#.*$")
-OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+OPTION = re.compile(r"(?<![\w-])(?:--[a-z][a-z0-9-]*|-[a-zA-Z]\b)")
 COMMAND_WORDS = sorted({name.split()[0] for name in COMMANDS}, key=len, reverse=True)
 INVOKED = re.compile(
     r"\bwheelgate(?:\s+--debug)?\s+(?P<command>"
@@ -176,7 +182,11 @@ def test_every_option_the_docs_give_a_command_is_one_of_its_options() -> None:
 def test_every_option_of_every_command_is_documented(command: str) -> None:
     shared = shared_storage_options()
     documented = {o for i in INVOCATIONS if command in i.commands for o in i.options}
-    undocumented = sorted(options(COMMANDS[command]) - shared - documented)
+    undocumented = sorted(
+        max(spellings, key=len)
+        for spellings in option_spellings(COMMANDS[command])
+        if not spellings & (shared | documented)
+    )
     assert undocumented == [], (
         f"wheelgate {command}: no invocation in the docs shows {undocumented}"
     )
