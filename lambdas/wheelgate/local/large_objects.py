@@ -5,7 +5,8 @@ disk past 5 MiB), but three of its paths read a whole object into memory first:
 
 - ``CompleteMultipartUpload`` builds the object in one ``bytearray`` beside the parts it holds
   (``total.extend(part.value)``, then ``bytes(total)``): a 6 GiB object needs over 12 GB;
-- a ranged ``GetObject`` and an ``UploadPartCopy`` read the whole source and then slice it;
+- a ranged ``GetObject`` and an ``UploadPartCopy`` read the whole source and then slice it
+  (and a part copy then holds its range in memory);
 - a ``GetObject`` answers with the whole object as one ``bytes``;
 
 and every request's body stays in memory until Python's cyclic garbage collector runs, as
@@ -13,7 +14,8 @@ the server's request object and its WSGI environ refer to each other.
 
 :func:`install` changes these in the embedded server's process: a part's and an object's
 bytes on disk are read through a read-only memory map (so a range reads only its pages, and
-the pages read leave the process again), a part's checksum is computed as it arrives, a
+the pages read leave the process again), a part copy's range is copied by the kernel into
+the part's file, a part's checksum is computed as it arrives, a
 completed upload is assembled by the kernel copying each part into the object's own
 temporary file (so that completing a 6 GiB upload takes seconds, within a client's read
 timeout), the server streams a body it reads from such a map in 1 MiB
@@ -127,18 +129,55 @@ def install() -> None:
     original_set_part = models.FakeMultipart.set_part
 
     def set_part(self: Any, part_id: int, value: bytes) -> Any:
-        # Its checksum now, while its bytes are in memory, so that completing the upload
-        # need not read every part again.
-        from moto.s3.utils import compute_checksum
-
+        # Its checksum now, while its bytes are fresh, so that completing the upload need
+        # not read every part again.
         key = original_set_part(self, part_id, value)
         checksum = _checksum_builder(self)
         if checksum.checksum_type == "COMPOSITE":
-            digest = compute_checksum(value, checksum.checksum_algorithm, encode_base64=False)
-            setattr(key, PART_CHECKSUM, digest)
+            setattr(key, PART_CHECKSUM, _part_checksum(key, checksum))
         return key
 
     models.FakeMultipart.set_part = set_part  # type: ignore[method-assign]
+
+    original_part_copy = models.S3Backend.upload_part_copy
+
+    def upload_part_copy(
+        self: Any,
+        dest_bucket_name: str,
+        multipart_id: str,
+        part_id: int,
+        src_bucket_name: str,
+        src_key_name: str,
+        src_version_id: str | None,
+        start_byte: int | None,
+        end_byte: int | None,
+    ) -> Any:
+        # A range of a source on disk is copied by the kernel into the part's own file, not
+        # read into memory (a promoter copies 512 MiB parts, 8 at a time).
+        source = self.get_object(src_bucket_name, src_key_name, version_id=src_version_id)
+        if source is None or start_byte is None or end_byte is None:
+            return original_part_copy(
+                self,
+                dest_bucket_name,
+                multipart_id,
+                part_id,
+                src_bucket_name,
+                src_key_name,
+                src_version_id,
+                start_byte,  # type: ignore[arg-type]
+                end_byte,  # type: ignore[arg-type]
+            )
+        end = min(end_byte + 1, source.contentsize)
+        part = tempfile.SpooledTemporaryFile(get_s3_default_key_buffer_size())  # noqa: SIM115
+        try:
+            size = _copy_range(source, start_byte, end, part)
+        except BaseException:
+            part.close()
+            raise
+        multipart = self.get_bucket(dest_bucket_name).multiparts[multipart_id]
+        return multipart.set_part(part_id, AssembledObject(part, size))
+
+    models.S3Backend.upload_part_copy = upload_part_copy  # type: ignore[method-assign]
 
     original_call = core_utils.convert_to_flask_response.__call__
 
@@ -212,7 +251,8 @@ def _checksum_builder(upload: Any) -> Any:
 
 
 def _part_checksum(part: Any, checksum: Any) -> bytes:
-    """A part's checksum: the one computed when it arrived, else read from its bytes now."""
+    """A part's checksum: the one computed when it arrived, else read from its bytes now
+    (from memory, or through a map of its file)."""
     from moto.s3.utils import compute_checksum
 
     known: bytes | None = getattr(part, PART_CHECKSUM, None)
@@ -222,6 +262,33 @@ def _part_checksum(part: Any, checksum: Any) -> bytes:
     digest: bytes = compute_checksum(value, checksum.checksum_algorithm, encode_base64=False)
     _release(value)
     return digest
+
+
+def _copy_range(source: Any, start: int, end: int, target: Any) -> int:
+    """Copy bytes ``start`` to ``end`` of ``source`` (a key) to ``target`` (an empty spooled
+    file); their count."""
+    buffer, size = source._value_buffer, max(0, end - start)
+    if _on_disk(buffer) and size:
+        with source.lock:
+            buffer.flush()
+            _kernel_copy(buffer.fileno(), target.fileno(), size, start, 0)
+        target.seek(size)
+        return size
+    value = source.value
+    target.write(value[start:end])
+    _release(value)
+    return size
+
+
+def _kernel_copy(source: int, target: int, size: int, offset: int, at: int) -> None:
+    """``size`` bytes of file ``source`` from ``offset`` to file ``target`` at ``at``, copied by
+    the kernel."""
+    copied = 0
+    while copied < size:
+        n = os.copy_file_range(source, target, size - copied, offset + copied, at + copied)
+        if n == 0:
+            raise OSError(f"{size} bytes to copy, the file ended after {copied}")
+        copied += n
 
 
 def _append(assembled: Any, part: Any) -> int:
@@ -234,14 +301,7 @@ def _append(assembled: Any, part: Any) -> int:
             target = assembled.fileno()  # moves a spooled file to disk first
             assembled.flush()
             offset = assembled.tell()
-            copied = 0
-            while copied < size:
-                n = os.copy_file_range(
-                    buffer.fileno(), target, size - copied, copied, offset + copied
-                )
-                if n == 0:
-                    raise OSError(f"part of {size} bytes ended after {copied}")
-                copied += n
+            _kernel_copy(buffer.fileno(), target, size, 0, offset)
             assembled.seek(offset + size)
         return int(size)
     value = part.value
