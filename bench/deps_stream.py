@@ -1,8 +1,8 @@
 """Streaming sync: ``wheelgate deps sync`` of one large file keeps its memory flat.
 
 Generates a file locally (default 1 GiB of random bytes), serves it from a local HTTPS server
-standing in for a third-party host, starts ``wheelgate local`` in its own process (moto keeps
-objects in memory: its RSS is not ours), and runs ``wheelgate deps sync`` as a subprocess
+standing in for a third-party host, starts the local S3 in its own process
+(``bench/local_s3.py``: its RSS is not ours), and runs ``wheelgate deps sync`` as a subprocess
 whose peak RSS is read from ``wait4``'s rusage. For comparison it also measures ``deps plan``
 on the same file (same imports and clients, no transfer): the difference is what streaming
 costs. Prints a table; docs/benchmarks.md ("Streaming sync") records a run.
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from local_s3 import local_s3
 
 from tests.integration.thirdparty import ThirdPartyServer
 
@@ -62,16 +64,8 @@ def main() -> int:
     parser.add_argument("--mb", type=int, default=1024, help="file size in MiB")
     args = parser.parse_args()
     size = args.mb * 1024 * 1024
-    local = subprocess.Popen(
-        [sys.executable, "-m", "wheelgate", "local"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert local.stdout is not None
-    ready = json.loads(local.stdout.readline())
-    env = {**os.environ, **ready["env"]}
-    try:
+    with local_s3() as ready:
+        env = {**os.environ, **ready["env"]}
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
             source = directory / "big.bin"
@@ -137,9 +131,6 @@ def main() -> int:
             assert head["ContentLength"] == size
             assert head["Metadata"]["wheelgate-sha256"] == sha256
             server.stop()
-    finally:
-        local.terminate()
-        local.wait(timeout=30)
     print(f"\nfile: {args.mb} MiB, one PutObject with ChecksumSHA256, HTTPS download\n")
     print("| run | exit | action | wall s | throughput MB/s | peak RSS MiB |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -17,34 +17,22 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-import boto3
-from botocore.config import Config
+from local_s3 import Object, counting_client, local_s3, page_objects, put_nightly, root_objects
 
 from wheelgate.core.settings import ENV_TRUSTED_REPORTER_ID, PromoterSettings
-from wheelgate.index.pages import (
-    IndexEntry,
-    ProjectPage,
-    render_project_html,
-    render_project_json,
-    render_root_html,
-    render_root_json,
-)
+from wheelgate.index.pages import IndexEntry, ProjectPage
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import (
     LOCAL_REPORTER_ID,
     LOCAL_REPORTER_PRINCIPAL,
     NIGHTLY_BUCKET,
     STAGING_BUCKET,
-    install_moto_compatibility,
 )
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
@@ -58,9 +46,8 @@ FILES_PER_OTHER_PROJECT = 50
 
 def fill_directory(index: str, m_files: int) -> None:
     """M released files of M/50 other projects, with their pages, written over HTTP."""
-    s3 = boto3.client("s3", config=Config(max_pool_connections=32))
     projects = [f"other{i:05d}" for i in range(m_files // FILES_PER_OTHER_PROJECT)]
-    objects: list[tuple[str, bytes]] = []
+    objects: list[Object] = []
     for p in projects:
         entries = []
         for v in range(FILES_PER_OTHER_PROJECT):
@@ -69,28 +56,9 @@ def fill_directory(index: str, m_files: int) -> None:
             entries.append(
                 IndexEntry(name, f"../{name}", "a" * 64, 1, "2026-01-01T00:00:00.000000Z")
             )
-        page = ProjectPage(p, tuple(entries))
-        objects.append((f"{index}/{p}/index.json", render_project_json(page).encode()))
-        objects.append((f"{index}/{p}/index.html", render_project_html(page).encode()))
-    names = [*projects, *PROJECTS]
-    objects.append((f"{index}/index.json", render_root_json(names).encode()))
-    objects.append((f"{index}/index.html", render_root_html(names).encode()))
-
-    def put(item: tuple[str, bytes]) -> None:
-        s3.put_object(Bucket=NIGHTLY_BUCKET, Key=item[0], Body=item[1], ChecksumAlgorithm="SHA256")
-
-    with ThreadPoolExecutor(max_workers=24) as pool:
-        list(pool.map(put, objects))
-
-
-def counting_client(counter: Counter[str]) -> Any:
-    client = boto3.client("s3")  # the default session carries local mode's fix-ups
-
-    def count(model: Any, **_: Any) -> None:
-        counter[model.name] += 1
-
-    client.meta.events.register("before-call.s3", count)
-    return client
+        objects += page_objects(index, ProjectPage(p, tuple(entries)))
+    objects += root_objects(index, [*projects, *PROJECTS])
+    put_nightly(objects)
 
 
 def one_round(
@@ -133,26 +101,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    local = subprocess.Popen(
-        [sys.executable, "-m", "wheelgate", "local", "--no-promoter"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert local.stdout is not None
-    ready = json.loads(local.stdout.readline())
-    os.environ.update(ready["env"])
-    # This process talks to the local S3 itself: it needs local mode's request fix-ups.
-    os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
-    install_moto_compatibility()
     sizes = {1_000: "bench/m1k", 100_000: "bench/m100k"}
     setup = {}
-    for m, index in sizes.items():
-        started = time.perf_counter()
-        fill_directory(index, m)
-        setup[m] = time.perf_counter() - started
     results: dict[int, list[tuple[Counter[str], float, int]]] = {m: [] for m in sizes}
-    with tempfile.TemporaryDirectory() as tmp:
+    with local_s3() as ready, tempfile.TemporaryDirectory() as tmp:
+        # This process runs the promoter itself, which trusts the local reporter's manifests.
+        os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
+        for m, index in sizes.items():
+            started = time.perf_counter()
+            fill_directory(index, m)
+            setup[m] = time.perf_counter() - started
         for r in range(args.rounds):
             for m, index in sizes.items():
                 wheels = [
@@ -160,11 +118,6 @@ def main() -> int:
                     for i in range(N_FILES)
                 ]
                 results[m].append(one_round(ready["nightly_url"], index, f"bench-{m}-{r}", wheels))
-    local.terminate()
-    try:
-        local.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        local.kill()
     p = len(PROJECTS)
     print(
         f"Promote N={N_FILES} files of P={p} projects into a directory holding M other files "

@@ -18,31 +18,20 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import boto3
-from botocore.config import Config
+from local_s3 import Object, counting_client, local_s3, page_objects, put_nightly, root_objects
 
-from wheelgate.index.pages import (
-    IndexEntry,
-    ProjectPage,
-    render_project_html,
-    render_project_json,
-    render_root_html,
-    render_root_json,
-)
+from wheelgate.index.pages import IndexEntry, ProjectPage
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, install_moto_compatibility
+from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 
@@ -73,9 +62,8 @@ def metadata_text(name: str, version: str, requires: list[str]) -> bytes:
 def fill_directory(index: str, projects: int) -> None:
     """The directory's files (one byte each: stage never reads them), their metadata files and
     pages, written over HTTP."""
-    s3 = boto3.client("s3", config=Config(max_pool_connections=32))
-    objects: list[tuple[str, bytes]] = []
-    released = {**{p: r for p, r in RUN_PROJECTS.items()}, **DEPENDENCIES}
+    objects: list[Object] = []
+    released = {**RUN_PROJECTS, **DEPENDENCIES}
     others = [f"other{i:05d}" for i in range(projects - len(released))]
     for name in [*released, *others]:
         versions = 1 if name in released else FILES_PER_OTHER_PROJECT
@@ -96,28 +84,9 @@ def fill_directory(index: str, projects: int) -> None:
                     metadata_sha256=hashlib.sha256(metadata).hexdigest(),
                 )
             )
-        page = ProjectPage(name, tuple(entries))
-        objects.append((f"{index}/{name}/index.json", render_project_json(page).encode()))
-        objects.append((f"{index}/{name}/index.html", render_project_html(page).encode()))
-    names = sorted([*released, *others])
-    objects.append((f"{index}/index.json", render_root_json(names).encode()))
-    objects.append((f"{index}/index.html", render_root_html(names).encode()))
-
-    def put(item: tuple[str, bytes]) -> None:
-        s3.put_object(Bucket=NIGHTLY_BUCKET, Key=item[0], Body=item[1], ChecksumAlgorithm="SHA256")
-
-    with ThreadPoolExecutor(max_workers=24) as pool:
-        list(pool.map(put, objects))
-
-
-def counting_client(counter: Counter[str]) -> Any:
-    client = boto3.client("s3")  # the default session carries local mode's fix-ups
-
-    def count(model: Any, **_: Any) -> None:
-        counter[model.name] += 1
-
-    client.meta.events.register("before-call.s3", count)
-    return client
+        objects += page_objects(index, ProjectPage(name, tuple(entries)))
+    objects += root_objects(index, sorted([*released, *others]))
+    put_nightly(objects)
 
 
 def one_round(
@@ -149,24 +118,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    local = subprocess.Popen(
-        [sys.executable, "-m", "wheelgate", "local", "--no-promoter"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert local.stdout is not None
-    ready = json.loads(local.stdout.readline())
-    os.environ.update(ready["env"])
-    install_moto_compatibility()
     indexes = {n: f"bench/stage{n}" for n in SIZES}
     setup = {}
-    for n, index in indexes.items():
-        started = time.perf_counter()
-        fill_directory(index, n)
-        setup[n] = time.perf_counter() - started
     results: dict[int, list[tuple[Counter[str], float, list[str]]]] = {n: [] for n in SIZES}
-    with tempfile.TemporaryDirectory() as tmp:
+    with local_s3() as ready, tempfile.TemporaryDirectory() as tmp:
+        for n, index in indexes.items():
+            started = time.perf_counter()
+            fill_directory(index, n)
+            setup[n] = time.perf_counter() - started
         for r in range(args.rounds):
             for n, index in indexes.items():
                 wheels = [
@@ -174,11 +133,6 @@ def main() -> int:
                     for name, requires in RUN_PROJECTS.items()
                 ]
                 results[n].append(one_round(ready, index, f"bench-stage-{n}-{r}", wheels))
-    local.terminate()
-    try:
-        local.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        local.kill()
     print(
         f"`stage` of a run of {len(RUN_PROJECTS)} projects with {len(DEPENDENCIES)} "
         f"dependencies (median of {args.rounds} rounds)"

@@ -38,6 +38,21 @@ MB = 1024 * 1024
 LIMIT = 5 * MB  # S3's smallest part size
 
 
+def stage_in_parts(client: Any, stack: LocalStack, wheel: Path, run: str, index: str) -> None:
+    """``wheelgate stage`` of ``wheel`` through ``client``, in parts of ``LIMIT``."""
+    stage(
+        staging=Bucket(client, STAGING_BUCKET),
+        nightly=Bucket(client, NIGHTLY_BUCKET),
+        nightly_base_url=stack.nightly_url,
+        run_id=run,
+        index=index,
+        commit="6" * 40,
+        artifacts=inspect_files([wheel]),
+        single_request_limit=LIMIT,
+        part_size=LIMIT,
+    )
+
+
 def stage_multipart(
     stack: LocalStack,
     wheel: Path,
@@ -50,18 +65,8 @@ def stage_multipart(
     write a manifest that gives it ``claimed_sha256`` (default: its real one); returns its
     staged key."""
     s3: Any = boto3.client("s3")
-    staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
-    stage(
-        staging=staging,
-        nightly=nightly,
-        nightly_base_url=stack.nightly_url,
-        run_id=run,
-        index=index,
-        commit="6" * 40,
-        artifacts=inspect_files([wheel]),
-        single_request_limit=LIMIT,
-        part_size=LIMIT,
-    )
+    staging = Bucket(s3, STAGING_BUCKET)
+    stage_in_parts(s3, stack, wheel, run, index)
     manifest = manifest_for(run, "6" * 40, index, [wheel])
     if claimed_sha256 is not None:
         [listed] = manifest["sets"]
@@ -226,17 +231,7 @@ def test_a_failed_completion_is_reported_not_the_cleanup_that_failed_after_it(
     key = STAGING.artifact(run, index, wheel.name)
     # When a file over the single-request limit is staged...
     with pytest.raises(TransientError) as staging_failed:
-        stage(
-            staging=Bucket(failing, STAGING_BUCKET),
-            nightly=Bucket(failing, NIGHTLY_BUCKET),
-            nightly_base_url=stack.nightly_url,
-            run_id=run,
-            index=index,
-            commit="6" * 40,
-            artifacts=inspect_files([wheel]),
-            single_request_limit=LIMIT,
-            part_size=LIMIT,
-        )
+        stage_in_parts(failing, stack, wheel, run, index)
     # Then the error is the completion's, not the abort's, and nothing is staged.
     assert "InternalError" in str(staging_failed.value)
     assert "NoSuchUpload" not in str(staging_failed.value)

@@ -22,9 +22,10 @@ INDEX = "v2/per-run"
 NIGHTLY_VERSION = "1.0.dev20261130"
 
 
-def imported_build(venv: Path, module: str) -> str:
+def imported_build(venv: Path, module: str, attribute: str = "BUILD") -> str:
+    """``module.attribute`` as ``venv``'s Python imports it (what a test installed there)."""
     probe = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", f"import {module}; print({module}.BUILD)"],
+        [str(venv / "bin" / "python"), "-c", f"import {module}; print({module}.{attribute})"],
         capture_output=True,
         text=True,
         check=False,
@@ -215,7 +216,7 @@ def test_a_run_index_offers_its_dependency_closure_and_pip_and_uv_install_from_i
         # Then both levels of dependencies come from nightly, with the one this platform's
         # marker selects.
         for module in ("cl_app", "cl_mid", "cl_leaf", "cl_linux"):
-            assert imported_version(venv, module) == "1.0", (install, module)
+            assert imported_build(venv, module, "__version__") == "1.0", (install, module)
 
 
 def test_a_second_stage_call_extends_the_run_index_and_pins_cover_every_platform(
@@ -250,14 +251,3 @@ def test_a_second_stage_call_extends_the_run_index_and_pins_cover_every_platform
     )
     pinned = sorted(line.split("==")[0] for line in pins.splitlines() if "==" in line)
     assert pinned == ["cl-app", "cl-leaf", "cl-mid", "cl-other", "cl-tool", "cl-win"]
-
-
-def imported_version(venv: Path, module: str) -> str:
-    probe = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", f"import {module}; print({module}.__version__)"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert probe.returncode == 0, probe.stderr
-    return probe.stdout.strip()

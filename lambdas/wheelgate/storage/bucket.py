@@ -48,9 +48,14 @@ SINGLE_REQUEST_LIMIT = 5 * 1024**3
 #: are server-side, so a part costs a request and no memory.
 MULTIPART_PART_SIZE = 512 * 1024**2
 #: Part size for multipart uploads of larger files: the parts in flight are held in memory,
-#: so UPLOAD_CONCURRENCY parts of 32 MiB keep an upload's buffers near 256 MiB (a 6 GiB file
-#: is 192 parts; s3transfer raises the size where 10,000 parts would not hold the file).
-UPLOAD_PART_SIZE = 32 * 1024**2
+#: so UPLOAD_CONCURRENCY parts of 16 MiB keep an upload's buffers near 128 MiB (a 6 GiB file
+#: is 384 parts; s3transfer raises the size where 10,000 parts would not hold the file).
+UPLOAD_PART_SIZE = 16 * 1024**2
+#: Each part's checksum, which S3 verifies as the part arrives. Not SHA-256: a multipart
+#: object keeps only a composite of its parts' checksums, which nothing here reads (the file's
+#: SHA-256 is computed from the same single read), and a SHA-256 per part would hash every
+#: byte once more in the client and once more in the server (zlib's CRC32 costs far less).
+UPLOAD_PART_CHECKSUM = "CRC32"
 #: Parts uploading at once, and held in memory at once.
 UPLOAD_CONCURRENCY = 8
 
@@ -378,12 +383,12 @@ class Bucket:
         Up to ``single_request_limit`` bytes go in one PutObject carrying the full-object
         SHA-256 (``sha256``, computed first when ``None``), which S3 verifies; it is also kept
         in user metadata. A larger file is uploaded in parts of ``part_size``,
-        :data:`UPLOAD_CONCURRENCY` at a time, each with its own SHA-256 that S3 verifies, and
-        the file's SHA-256 is computed from the same single read: with ``sha256`` given it is
-        kept in user metadata and the upload is abandoned before it completes if the file's
-        bytes are not those; without it, user metadata cannot carry it (S3 takes an object's
-        metadata when the upload starts, and keeps only a composite checksum of a multipart
-        object) and the caller records the returned hash.
+        :data:`UPLOAD_CONCURRENCY` at a time, each with its own :data:`UPLOAD_PART_CHECKSUM`
+        that S3 verifies, and the file's SHA-256 is computed from the same single read: with
+        ``sha256`` given it is kept in user metadata and the upload is abandoned before it
+        completes if the file's bytes are not those; without it, user metadata cannot carry
+        it (S3 takes an object's metadata when the upload starts, and keeps only a composite
+        checksum of a multipart object) and the caller records the returned hash.
 
         With ``if_none_match`` the write never replaces an object: if ``key`` exists (or is
         written concurrently) it raises :class:`PreconditionFailed`. Raises
@@ -426,7 +431,7 @@ class Bucket:
         if_none_match: bool,
     ) -> str:
         """s3transfer's TransferManager uploads the parts: concurrency, the parts held in
-        memory (bounded by ``max_in_memory_upload_chunks``), each part's SHA-256 (botocore
+        memory (bounded by ``max_in_memory_upload_chunks``), each part's checksum (botocore
         computes it from the bytes it sends, and S3 checks it), and the AbortMultipartUpload
         after a failure, whose own failure it logs rather than raising in place of the first
         error. Given an open file, it reads the parts in order in one thread, so
@@ -459,7 +464,7 @@ class Bucket:
                         key,
                         extra_args={
                             "ContentType": content_type,
-                            "ChecksumAlgorithm": "SHA256",
+                            "ChecksumAlgorithm": UPLOAD_PART_CHECKSUM,
                             "Metadata": dict(metadata),
                         },
                         subscribers=[_Progress(progress)] if progress else None,
