@@ -78,6 +78,7 @@ def stage_multipart(
     return f"runs/{run}/{index}/{wheel.name}"
 
 
+@pytest.mark.slow
 def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     stack: LocalStack, tmp_path: Path
 ) -> None:
@@ -124,6 +125,7 @@ def nightly_snapshot(s3: Any) -> dict[str, bytes]:
     return {k: s3.get_object(Bucket=NIGHTLY_BUCKET, Key=k)["Body"].read() for k in keys}
 
 
+@pytest.mark.slow
 def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
     stack: LocalStack, tmp_path: Path
 ) -> None:
@@ -311,6 +313,7 @@ class AnonymousMemory:
         return max(self.peak, self.now()) - self.start
 
 
+@pytest.mark.slow
 def test_local_mode_holds_an_object_larger_than_the_memory_it_grows_by(tmp_path: Path) -> None:
     # Given `wheelgate local` in its own process, and a file of 256 MiB...
     size = 256 * MB
@@ -344,3 +347,25 @@ def test_local_mode_holds_an_object_larger_than_the_memory_it_grows_by(tmp_path:
     assert read.hexdigest() == digest
     assert copied["ContentLength"] == size
     assert grown < size / 2, f"the local S3's memory grew by {grown / MB:.0f} MiB"
+
+
+def test_versions_are_listed_beside_an_object_held_on_disk(stack: LocalStack, s3: Any) -> None:
+    # Given a bucket holding an object over moto's in-memory buffer (local mode maps it from
+    # its file)...
+    bucket = f"held-{os.getpid()}"
+    s3.create_bucket(Bucket=bucket)
+    body = os.urandom(6 * MB)
+    s3.put_object(Bucket=bucket, Key="held/big", Body=body)
+    s3.put_object(Bucket=bucket, Key="held/small", Body=b"x")
+    # When its versions are listed (moto copies each version it lists)...
+    listing = s3.list_object_versions(Bucket=bucket)
+    # Then both are listed, and the object on disk still reads back whole.
+    assert {(v["Key"], v["Size"]) for v in listing["Versions"]} == {
+        ("held/big", 6 * MB),
+        ("held/small", 1),
+    }
+    assert s3.get_object(Bucket=bucket, Key="held/big")["Body"].read() == body
+    s3.delete_objects(
+        Bucket=bucket, Delete={"Objects": [{"Key": "held/big"}, {"Key": "held/small"}]}
+    )
+    s3.delete_bucket(Bucket=bucket)

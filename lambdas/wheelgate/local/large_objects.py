@@ -115,6 +115,20 @@ def install() -> None:
 
     models.FakeKey.value = property(get_value, set_value)  # type: ignore[method-assign,assignment]
 
+    original_getstate = models.FakeKey.__getstate__
+
+    def getstate(self: Any) -> dict[str, Any]:
+        # ListObjectVersions deep-copies every version it lists, through this state; a map
+        # cannot be pickled, so the copy takes the bytes, as moto copies any object's.
+        state: dict[str, Any] = original_getstate(self)
+        view = state.get("value")
+        if isinstance(view, mmap.mmap):
+            state["value"] = view[:]
+            view.close()
+        return state
+
+    models.FakeKey.__getstate__ = getstate  # type: ignore[method-assign]
+
     def complete(self: Any, body: Iterator[tuple[int, str]]) -> tuple[Any, str, Any]:
         # The file is handed to the object's key, which closes it when it is disposed of.
         assembled = tempfile.SpooledTemporaryFile(get_s3_default_key_buffer_size())  # noqa: SIM115
