@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: all venv test unit infra integration lint typecheck demo synth layer bench clean node
+.PHONY: all venv test quick unit infra integration lint typecheck demo synth layer bench clean node
 
 all: test
 
@@ -52,6 +52,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Tests run on one pytest-xdist worker per core (at most 4); each module, and each group of
+# tests sharing a costly session fixture, stays on one worker (tests/conftest.py).
+# `make test PARALLEL=` runs them in this process, one at a time.
+PARALLEL ?= -n auto --maxprocesses=4 --dist loadscope
+
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit -q
 
@@ -60,10 +65,16 @@ infra: $(STAMP) layer
 
 # The integration tier executes the synthesized fan-out state machine: synthesis needs the layer.
 integration: $(STAMP) layer
-	$(BIN)/pytest tests/integration -q
+	$(BIN)/pytest tests/integration -q $(PARALLEL)
 
 test: $(STAMP) layer lint typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PARALLEL)
+
+# The inner loop: every unit test and every integration test not marked slow, under 90 s on
+# two cores (docs/benchmarks.md). Tests that synthesize, build virtualenvs or start Ceph or
+# Chromium are marked slow; `make test` runs everything.
+quick: $(STAMP)
+	$(BIN)/pytest -q $(PARALLEL) -m "not slow" tests/unit tests/integration
 
 demo: $(STAMP)
 	$(BIN)/python -m wheelgate.local.demo

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.infra.summary import SUMMARY_KEY
 from tests.infra.synth import (
     REPO_ROOT,
     TEST_WORKFLOWS,
@@ -31,14 +30,6 @@ if TYPE_CHECKING:
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 ARTIFACTS = REPO_ROOT / "test-artifacts"
-
-
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, config: pytest.Config
-) -> None:
-    for title, text in config.stash.get(SUMMARY_KEY, {}).items():
-        terminalreporter.write_sep("-", title)
-        terminalreporter.write_line(text.rstrip())
 
 
 @pytest.fixture(scope="session")

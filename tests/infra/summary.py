@@ -1,4 +1,4 @@
-"""Key under which infra tests leave tables for the terminal summary (see conftest)."""
+"""Key under which infra tests leave tables for the terminal summary (tests/conftest.py)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,9 @@ from tests.integration.conftest import LocalProcess, uv_binary
 from wheelgate import __version__
 from wheelgate.local.sample_wheels import build_wheel
 
+# The composite actions, each installing wheelgate into a fresh virtualenv: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "v2/gfx-actions"
 COMMIT = "a" * 40
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"

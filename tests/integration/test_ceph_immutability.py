@@ -33,6 +33,9 @@ from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 
+# A Ceph RGW cluster started for the session: `make test` only.
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 

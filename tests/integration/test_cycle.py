@@ -16,6 +16,9 @@ from tests.integration.conftest import LocalProcess, installed, uv_binary
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.staging.hermetic import hermetic_env
 
+# Real pip and uv installs into fresh virtualenvs: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "v2/gfx94X-dcgpu"
 
 

@@ -25,6 +25,9 @@ from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 
+# A mirrored wheel installed with pip through the gate: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "v2/gfx94X-dcgpu"
 COMMIT = "d" * 40
 SIZES = {"tiny.txt": 1, "small.json": 2_000, "medium.tar.gz": 3_000_000}

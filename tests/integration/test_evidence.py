@@ -9,11 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.conftest import LocalProcess, installed
 from tests.integration.test_cycle import pip, run_ok
 from wheelgate.core.layout import STAGING
 from wheelgate.core.objects import META_COMMIT
 from wheelgate.local.sample_wheels import build_wheel
+
+# Real pip installs into fresh virtualenvs: `make test` only.
+pytestmark = pytest.mark.slow
 
 INDEX = "v2/evidence"
 

@@ -14,9 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.conftest import LocalProcess, installed
 from tests.integration.test_cycle import pip, run_ok, uv_install
 from wheelgate.local.sample_wheels import build_wheel
+
+# Real pip and uv installs into fresh virtualenvs: `make test` only.
+pytestmark = pytest.mark.slow
 
 INDEX = "v2/exact"
 URL = "https://github.com/ROCm/TheRock/actions/runs/1"

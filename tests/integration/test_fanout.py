@@ -780,6 +780,7 @@ def test_a_multipart_file_is_hashed_by_its_step_before_any_copy_then_promoted(
     assert page["files"][0]["hashes"]["sha256"] == sha
 
 
+@pytest.mark.slow
 def test_a_multipart_file_with_other_bytes_is_refused_by_its_hash_step_before_any_copy(
     fanout: Fanout, s3: Any, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

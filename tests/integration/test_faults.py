@@ -154,6 +154,7 @@ def assert_never_lists_an_incomplete_set(run: Run) -> None:
 
 
 @pytest.mark.parametrize("fault_name", list(FAULTS))
+@pytest.mark.slow
 def test_redelivery_converges_after_a_fault(
     fault_name: str,
     hooks: Callable[[Fault], Copies],

@@ -13,6 +13,9 @@ from tests.integration.conftest import LocalProcess, installed
 from tests.integration.test_cycle import pip, run_ok
 from wheelgate.local.sample_wheels import build_wheel
 
+# Pip installs from the served index: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "v2/maint"
 
 
@@ -115,8 +118,9 @@ def test_rebuild_restores_a_lost_page_and_dry_run_writes_nothing(
 def test_restaging_uploads_nothing_and_refreshes_the_run_index(
     local: LocalProcess, released: dict[str, Path], tmp_path: Path
 ) -> None:
-    # Given a run staged before a release was yanked in nightly...
-    other = build_wheel(tmp_path, "maint-other", "1.0")
+    # Given a run staged before a release was yanked in nightly (a run's index offers the
+    # nightly projects its own depend on)...
+    other = build_wheel(tmp_path, "maint-other", "1.0", requires=["maint-pkg"])
     stage = ("stage", "--run-id", "maint-3", "--index", INDEX, "--commit", "6" * 40, str(other))
     run_ok(local, *stage)
     page = local.run_index("maint-3", INDEX) + "maint-pkg/"

@@ -23,6 +23,9 @@ from tests.integration.test_index_maintenance import fetch
 from wheelgate.core.settings import ENV_LISTING_RETENTION
 from wheelgate.local.sample_wheels import build_wheel
 
+# Real pip and uv installs into fresh virtualenvs: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "v2/retained"
 ARCHIVE = f"{INDEX}/_archive"
 VERSIONS = ("1.0", "1.1", "1.2", "1.3")
@@ -235,8 +238,9 @@ def test_index_rebuild_applies_a_changed_rule_and_dry_run_says_what_would_change
 def test_a_runs_staging_index_offers_what_the_listing_lists(
     local_k2: LocalProcess, promoted: dict[str, Any], tmp_path: Path
 ) -> None:
-    # Given a later run of another project staged into the directory...
-    other = build_wheel(tmp_path, "ret-other", "1.0")
+    # Given a later run of another project, which depends on ret-pkg, staged into the
+    # directory...
+    other = build_wheel(tmp_path, "ret-other", "1.0", requires=["ret-pkg"])
     run_ok(
         local_k2, "stage", "--run-id", "ret-run", "--index", INDEX, "--commit", COMMIT, str(other)
     )

@@ -12,6 +12,9 @@ import pytest
 from tests.integration.conftest import LocalProcess, installed, local_process
 from wheelgate.local.sample_wheels import build_wheel
 
+# A large run through local mode's execution: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "v2/fanout"
 
 

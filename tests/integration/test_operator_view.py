@@ -17,6 +17,9 @@ from tests.integration.conftest import LocalProcess, installed
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import STAGING_BUCKET
 
+# Wheelgate local and the command in processes of their own: `make test` only.
+pytestmark = pytest.mark.slow
+
 FIRST, SECOND = "ops-view/a", "ops-view/b"
 URL = "https://github.com/example/project/actions/runs/{run}"
 

@@ -18,6 +18,9 @@ from tests.integration.test_index_maintenance import fetch
 from wheelgate.core.layout import STAGING
 from wheelgate.local.sample_wheels import build_wheel
 
+# Real pip and uv installs into fresh virtualenvs: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "v2/per-run"
 NIGHTLY_VERSION = "1.0.dev20261130"
 

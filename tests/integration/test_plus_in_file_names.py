@@ -22,6 +22,9 @@ from tests.integration.test_index_maintenance import fetch
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.staging.hermetic import hermetic_env
 
+# Real pip and uv installs against wheelgate local: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "v2/plus"
 VERSION = "1.0+rocm6.4"
 REQUIREMENT = f"pluspkg=={VERSION}"

@@ -89,6 +89,7 @@ def test_botocore_debug_log_would_leak_the_access_key_id(stack: LocalStack) -> N
     assert SESSION_TOKEN in result.stderr
 
 
+@pytest.mark.slow
 def test_cli_and_promoter_debug_output_contains_no_secret(
     stack: LocalStack, tmp_path: Path
 ) -> None:

@@ -67,6 +67,9 @@ from wheelgate.promotion.fanout import fanout_job_id
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
 
+# A synthesis of the app (a minute or more): `make test` only.
+pytestmark = pytest.mark.slow
+
 #: The index HTML and JSON pages of nightly (what "no page written" looks for).
 PAGE_SUFFIXES = ("index.html", "index.json")
 

@@ -25,6 +25,9 @@ from wheelgate.status.page import STATE_KEY, parse_state
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 
+# Headless Chromium: `make test` only.
+pytestmark = pytest.mark.slow
+
 INDEX = "st/gfx94X-dcgpu"
 REPO_URL = "https://github.com/example/project"
 TEST_URL = f"{REPO_URL}/actions/runs/4242/job/7?attempt=1&job=smoke"

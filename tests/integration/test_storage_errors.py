@@ -46,6 +46,9 @@ from wheelgate.storage.cdn import CloudFrontInvalidator
 from wheelgate.storage.errors import StorageUnavailable
 from wheelgate.storage.workflow import SqsSender, StepFunctionsLauncher
 
+# Every command against failing endpoints, each in a process of its own: `make test` only.
+pytestmark = pytest.mark.slow
+
 BROKEN_STAGING, BROKEN_NIGHTLY = "broken-staging", "broken-nightly"
 INDEX = "v2/gfx94X-dcgpu"
 DEPS_YML = f"""\

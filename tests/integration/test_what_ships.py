@@ -167,6 +167,7 @@ def test_an_unreadable_wheel_leaves_nightly_untouched_even_after_good_files(
     rejected(run, s3, "metadata-unreadable", manifest_of(run, files))
 
 
+@pytest.mark.slow
 def test_a_metadata_bomb_is_refused_within_bounded_memory(run: Run, s3: Any) -> None:
     # Given a wheel of a few MB whose METADATA inflates to 1 GiB (a header that lies about
     # the size is tests/unit/test_wheelmeta.py's case)...
