@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from wheelgate.core.layout import METADATA_SUFFIX, PAGES, check_index, href
+from wheelgate.core.layout import METADATA_SUFFIX, PAGES, check_index
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.settings import PageRetention, RetentionRule
@@ -85,14 +85,14 @@ def _entry(bucket: Bucket, obj: ListedObject, filename: str, page_dir: str) -> I
     if filename.endswith(".whl"):
         found = bucket.get(obj.key + METADATA_SUFFIX)
         metadata = core_metadata(found[0]) if found else None
-    return IndexEntry(
-        filename=filename,
-        url=href(page_dir, obj.key),
+    return IndexEntry.for_file(
+        filename,
+        key=obj.key,
+        page_dir=page_dir,
         sha256=head.sha256,
         size=head.size,
-        upload_time=upload_time(obj.last_modified) if obj.last_modified else "",
-        requires_python=metadata.requires_python if metadata else None,
-        metadata_sha256=metadata.sha256 if metadata else None,
+        uploaded=upload_time(obj.last_modified) if obj.last_modified else "",
+        metadata=metadata,
     )
 
 

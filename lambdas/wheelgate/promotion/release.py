@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import NIGHTLY, PAGES, href
+from wheelgate.core.layout import NIGHTLY, PAGES
 from wheelgate.core.planning import FileStep
 from wheelgate.core.wheelmeta import CoreMetadata
 from wheelgate.index.pages import METADATA_CONTENT_TYPE, IndexEntry, upload_time
@@ -79,15 +79,14 @@ class Releaser:
             self._copy(step, in_nightly=in_nightly)
         if metadata is not None:
             self._core_metadata(step, metadata)
-        page_dir = PAGES.project_dir(step.index, step.file.distribution.project)
-        return IndexEntry(
-            filename=step.file.filename,
-            url=href(page_dir, step.target_key),
+        return IndexEntry.for_file(
+            step.file.filename,
+            key=step.target_key,
+            page_dir=PAGES.project_dir(step.index, step.file.distribution.project),
             sha256=step.file.sha256,
             size=step.file.size,
-            upload_time=upload_time(self.clock()),
-            requires_python=metadata.requires_python if metadata else None,
-            metadata_sha256=metadata.sha256 if metadata else None,
+            uploaded=upload_time(self.clock()),
+            metadata=metadata,
         )
 
     def _copy(self, step: FileStep, *, in_nightly: bool) -> None:

@@ -21,7 +21,6 @@ from wheelgate.core.layout import (
     STAGING,
     check_index,
     check_run_id,
-    href,
     key_url,
     project_dir,
 )
@@ -368,14 +367,14 @@ def publish_run_index(
         page_dir = PAGES.project_dir(index, project)
         run_page_dir = run_pages.prefix + page_dir
         entries = [
-            IndexEntry(
-                filename=a.filename,
-                url=href(run_page_dir, STAGING.artifact(run_id, index, a.filename)),
+            IndexEntry.for_file(
+                a.filename,
+                key=STAGING.artifact(run_id, index, a.filename),
+                page_dir=run_page_dir,
                 sha256=a.sha256,
                 size=a.size,
-                upload_time=now,
-                requires_python=a.metadata.requires_python if a.metadata else None,
-                metadata_sha256=a.metadata.sha256 if a.metadata else None,
+                uploaded=now,
+                metadata=a.metadata,
             )
             for a in by_project.get(project, ())
         ]
