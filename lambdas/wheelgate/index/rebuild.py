@@ -5,7 +5,9 @@ Promotion keeps pages current incrementally; this is for the day a page is lost 
 the directory's retention rule changed. The archive pages are rebuilt from every file in the
 directory, the listing pages from what the rule keeps of them
 (:func:`~wheelgate.index.history.update_history`). Yank state and upload times already on a
-page are kept for files whose bytes are unchanged.
+page are kept for files whose bytes are unchanged. The command runs it under the directory's
+lease, as a promotion runs; without the lease it still loses nothing a concurrent writer adds:
+each page write reconciles the scan with the page as it then stands (:func:`rescanned`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from wheelgate.core.layout import METADATA_SUFFIX, PAGES, check_index
+from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGES, check_index
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.settings import PageRetention, RetentionRule
@@ -135,11 +137,23 @@ def reconcile(current: tuple[IndexEntry, ...], scanned: list[IndexEntry]) -> tup
     return merge_entries([], result)
 
 
-def _replace_with(
-    entries: tuple[IndexEntry, ...],
+def rescanned(
+    bucket: Bucket, index: str, scanned: list[IndexEntry]
 ) -> Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]:
-    def transform(_current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
-        return entries
+    """Archive transform of a rebuild of ``index``: the ``scanned`` entries reconciled with the
+    page as it stands at each write (:func:`reconcile`: its yank states and upload times), plus
+    each entry of that page whose file the scan did not see but ``bucket`` now holds (released
+    after the scan, by a promotion the rebuild raced). An entry whose file is gone is dropped."""
+    names = {e.filename for e in scanned}
+
+    def transform(current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
+        later = [
+            e
+            for e in current
+            if e.filename not in names
+            and bucket.head(NIGHTLY.artifact(index, e.filename)) is not None
+        ]
+        return merge_entries(reconcile(current, scanned), later)
 
     return transform
 
@@ -188,7 +202,13 @@ def rebuild(
         changes.append(change)
         if change.any and not dry_run:
             written = update_history(
-                store, index, project, _replace_with(entries), rule=rule, now=now, known=history
+                store,
+                index,
+                project,
+                rescanned(target, index, scanned.get(project, [])),
+                rule=rule,
+                now=now,
+                known=history,
             )
             writes.extend(written)
     if not dry_run:

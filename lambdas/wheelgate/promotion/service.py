@@ -148,7 +148,9 @@ class PromotionService:
                 workers=workers,
             )
         )
-        self.yanks = YankRoute(publisher=self.publisher, records=self.records, clock=clock)
+        self.yanks = YankRoute(
+            publisher=self.publisher, records=self.records, leases=self.leases, clock=clock
+        )
         self.overrides = OverrideRoute(
             settings=settings,
             staging=staging,
