@@ -108,15 +108,18 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
 
     def run() -> tuple[list[ProjectChange], PageWrites]:
-        return rebuild(
-            target=nightly,
-            index=args.index,
-            scanned=scan_nightly(nightly, args.index),
-            dry_run=args.dry_run,
-            rule=rule,
-            now=datetime.now(UTC),
-            retention=retention,
-        )
+        try:
+            return rebuild(
+                target=nightly,
+                index=args.index,
+                scanned=scan_nightly(nightly, args.index),
+                dry_run=args.dry_run,
+                rule=rule,
+                now=datetime.now(UTC),
+                retention=retention,
+            )
+        except ValueError as exc:  # a file without a SHA-256, a page that is not a page
+            raise UsageError(str(exc)) from exc
 
     if args.dry_run:
         changes, writes = run()

@@ -40,6 +40,9 @@ class Reason(StrEnum):
     UNTESTED_FILE = "untested-file"
     #: A manifest (v1) that does not say what its tests installed.
     EVIDENCE_MISSING = "evidence-missing"
+    #: A nightly index page the promotion must change is not the page it should be (one index
+    #: directory inside another, without an allow-list to refuse it first).
+    PAGE_UNREADABLE = "page-unreadable"
 
 
 class PromotionRejected(Exception):

@@ -21,10 +21,13 @@ takes entries linked as from the listing's pages, so entries of both compare equ
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
+from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import PAGES, project_dir
 from wheelgate.core.settings import PageRetention
 from wheelgate.index.pages import (
@@ -32,6 +35,7 @@ from wheelgate.index.pages import (
     JSON_CONTENT_TYPE,
     PAGE_CACHE_CONTROL,
     IndexEntry,
+    PageFormatError,
     ProjectPage,
     parse_project_json,
     parse_root_json,
@@ -50,6 +54,7 @@ from wheelgate.storage.conditional import (
     read_modify_write,
 )
 
+P = TypeVar("P")
 EntriesTransform = Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]
 
 
@@ -160,15 +165,16 @@ class IndexStore:
         )
 
     def read_project(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
-        """The current page (empty if none) and the ETag of its JSON form."""
+        """The current page (empty if none) and the ETag of its JSON form. Raises
+        :class:`~wheelgate.index.pages.PageFormatError` naming the key of a page that is not a
+        project page."""
         name = project_dir(project)
-        found = self.bucket.get(
-            self.prefix + PAGES.project_page(index, name, json=True, archive=self.archive)
-        )
+        key = self.prefix + PAGES.project_page(index, name, json=True, archive=self.archive)
+        found = self.bucket.get(key)
         if found is None:
             return ProjectPage(name=name, entries=()), None
         body, etag = found
-        return self._loaded(index, parse_project_json(body)), etag
+        return self._loaded(index, _parsed(key, body, parse_project_json)), etag
 
     def read_history(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
         """Every released file of a project: its archive page and that page's ETag (on an
@@ -224,13 +230,15 @@ class IndexStore:
         return PageWrites([json_key, html_key] if outcome.written else [], page=outcome.result)
 
     def read_root(self, index: str) -> tuple[tuple[str, ...], str | None]:
-        found = self.bucket.get(
-            self.prefix + PAGES.root_page(index, json=True, archive=self.archive)
-        )
+        """The projects the root page lists (none if there is no page) and its ETag. Raises
+        :class:`~wheelgate.index.pages.PageFormatError` naming the key of a page that is not a
+        root page."""
+        key = self.prefix + PAGES.root_page(index, json=True, archive=self.archive)
+        found = self.bucket.get(key)
         if found is None:
             return (), None
         body, etag = found
-        return parse_root_json(body), etag
+        return _parsed(key, body, parse_root_json), etag
 
     def add_projects(self, index: str, projects: Iterable[str]) -> PageWrites:
         """Make sure the root page lists ``projects``; write only if the set changes."""
@@ -256,3 +264,29 @@ class IndexStore:
             sleep=self._sleep,
         )
         return PageWrites([json_key, html_key] if outcome.written else [])
+
+
+def _parsed(key: str, body: bytes, parse: Callable[[bytes], P]) -> P:
+    """``parse(body)``, with the page's key in the :class:`PageFormatError` it may raise."""
+    try:
+        return parse(body)
+    except PageFormatError as exc:
+        raise PageFormatError(f"{key}: {exc}") from exc
+
+
+@contextmanager
+def pages_must_parse(index: str) -> Iterator[None]:
+    """Refuse a change to ``index`` whose pages cannot be read back (``page-unreadable``): a
+    page that is not the page its key says (one index directory inside another, whose pages
+    would overwrite each other's) never becomes better on a retry, so it is a decision, not
+    a transient error. Raises :class:`~wheelgate.core.errors.PromotionRejected`."""
+    try:
+        yield
+    except PageFormatError as exc:
+        raise PromotionRejected(
+            Reason.PAGE_UNREADABLE,
+            f"nightly's pages of {index!r} cannot be read as index pages ({exc}): is one index "
+            "directory inside another? Its pages would overwrite the other's; list the "
+            "directories in WHEELGATE_ALLOWED_INDEXES (index_dirs), which refuses nesting",
+            index=index,
+        ) from exc

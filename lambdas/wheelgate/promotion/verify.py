@@ -13,9 +13,10 @@ For each accepted set, all read before the first copy of the run:
   wheel must be what its file name says, and a staged ``.metadata`` sidecar must be byte for
   byte the wheel's own METADATA (the sidecar is what nightly serves to resolvers);
 - the nightly archive pages of the set's projects (every file ever released, not the listing
-  that retention trims) and the nightly keys of their files: a file released under its own name
-  must have the same bytes, and no file may re-release a released release under another name
-  (:func:`wheelgate.core.planning.check_release_conflicts`).
+  that retention trims), the directory's root page (it must be one: a directory nested in
+  another finds the other's project page there), and the nightly keys of their files: a file
+  released under its own name must have the same bytes, and no file may re-release a released
+  release under another name (:func:`wheelgate.core.planning.check_release_conflicts`).
 
 :func:`wheelgate.core.planning.plan_set` checks these against the manifest and decides each
 copy. Nothing here writes.
@@ -49,7 +50,7 @@ from wheelgate.core.wheelmeta import (
     read_core_metadata,
 )
 from wheelgate.index.pages import IndexEntry, ProjectPage
-from wheelgate.index.store import IndexStore
+from wheelgate.index.store import IndexStore, pages_must_parse
 from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
 
 
@@ -112,8 +113,9 @@ class SetVerifier:
         Raises :class:`~wheelgate.core.errors.PromotionRejected` when the staged files do not
         match the set (see :func:`~wheelgate.core.planning.plan_set`), a wheel is not what its
         name says (``wheel-name-mismatch``) or unreadable (``metadata-unreadable``), a sidecar
-        differs from its wheel's METADATA (``metadata-mismatch``), or the set would re-release a
-        release with other bytes (``release-conflict``).
+        differs from its wheel's METADATA (``metadata-mismatch``), the set would re-release a
+        release with other bytes (``release-conflict``), or a page of the directory is not the
+        page its key says (``page-unreadable``: one directory inside another).
         """
         index = artifact_set.index
         prefix = STAGING.run_index_prefix(manifest.run_id, index)
@@ -143,7 +145,11 @@ class SetVerifier:
         }
         for name in unhashed_names:
             staged[name] = replace(staged[name], s3_sha256=manifest_sha256[name])
-        pages = self._read_pages(artifact_set)
+        with pages_must_parse(index):
+            pages = self._read_pages(artifact_set)
+            # The root page is written after the copies: one that is not a root page (another
+            # directory's project page, this directory being inside it) must refuse now.
+            self.nightly_pages.read_root(index)
         check_release_conflicts(
             artifact_set,
             [(e.filename, e.sha256) for page, _ in pages.values() for e in page.entries],
