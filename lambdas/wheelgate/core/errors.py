@@ -36,6 +36,8 @@ class Reason(StrEnum):
     METADATA_MISMATCH = "metadata-mismatch"
     WHEEL_NAME_MISMATCH = "wheel-name-mismatch"
     RELEASE_CONFLICT = "release-conflict"
+    #: A file would change what ``==<public version>`` installs through a local version label.
+    LOCAL_LABEL_CONFLICT = "local-label-conflict"
     #: A staged file whose bytes no passed test of its set installed.
     UNTESTED_FILE = "untested-file"
     #: A manifest (v1) that does not say what its tests installed.

@@ -164,17 +164,27 @@ def check_release_conflicts(
     released: Iterable[tuple[str, str]],
     *,
     allow_build_tag_rereleases: bool,
+    allow_new_local_labels: bool = False,
 ) -> None:
-    """Refuse a set that would re-release a release with other bytes.
+    """Refuse a set that would re-release a release with other bytes, or change what a
+    public version's ``==`` pin installs.
 
     ``released`` are (file name, SHA-256) of the files nightly already lists for the set's
     projects. A set file is refused when a released file, or another file of the set, is the
     same :class:`Release` under another name with other bytes: another spelling of the
     version, or another build tag unless ``allow_build_tag_rereleases``. A file released under
-    its own name is :func:`plan_set`'s to judge.
+    its own name is :func:`plan_set`'s to judge. Then :func:`check_local_labels`, with
+    ``allow_new_local_labels``.
 
-    Raises :class:`PromotionRejected` (``release-conflict``) naming the first conflict.
+    Raises :class:`PromotionRejected` (``release-conflict`` or ``local-label-conflict``)
+    naming the first conflict.
     """
+    released = tuple(released)
+    check_local_labels(
+        artifact_set,
+        [name for name, _sha in released],
+        allow_new_local_labels=allow_new_local_labels,
+    )
     index = artifact_set.index
     known: dict[Release, list[tuple[str, str, BuildTag]]] = {}
     for filename, sha256 in released:
@@ -202,3 +212,75 @@ def check_release_conflicts(
                 index=index,
             )
         known.setdefault(release, []).append((f.filename, f.sha256, build))
+
+
+def _public_and_label(filename: str) -> tuple[tuple[str, Version], str | None]:
+    """``((project, public version), local label or None)`` of a distribution file."""
+    dist = parse_distribution_filename(filename)
+    return (dist.project, Version(dist.version.public)), dist.version.local
+
+
+def check_local_labels(
+    artifact_set: ArtifactSet, released: Iterable[str], *, allow_new_local_labels: bool
+) -> None:
+    """Refuse a file that would change what ``pip install <project>==<public version>``
+    installs through a local version label.
+
+    PEP 440 ``==1.0`` matches ``1.0+anything``, and pip and uv prefer the highest local
+    version. ``released`` are the file names nightly already holds for the set's projects. Per
+    project and public version:
+
+    - released without a local label (``lab-1.0``): it never gains a labelled file
+      (``lab-1.0+evil`` would become what ``==1.0`` installs);
+    - released with local labels only (``2.7.0+rocm6.3``): it never gains an unlabelled file
+      (a build of another kind, which ``==2.7.0`` would install wherever the labelled builds do
+      not), and gains a new label (``+rocm6.4``, then what ``==2.7.0`` installs) only with
+      ``allow_new_local_labels``; a released label may gain files for other tags;
+    - a version first released by this set may carry several labels, or none, not both.
+
+    Raises :class:`PromotionRejected` (``local-label-conflict``) naming the first conflict.
+    """
+    index = artifact_set.index
+    before: dict[tuple[str, Version], dict[str | None, str]] = {}
+    for filename in released:
+        try:
+            version, label = _public_and_label(filename)
+        except ValueError:
+            continue
+        before.setdefault(version, {}).setdefault(label, filename)
+    seen = {version: dict(labels) for version, labels in before.items()}
+    for f in artifact_set.files:
+        (project, public), label = _public_and_label(f.filename)
+        labels = seen.setdefault((project, public), {})
+        pin = f"`pip install {project}=={public}`"
+        if label is not None and None in labels:
+            raise PromotionRejected(
+                Reason.LOCAL_LABEL_CONFLICT,
+                f"{f.filename}: {project} {public} has a file without a local version label "
+                f"({labels[None]}); {pin} matches {public}+{label} too and installers prefer "
+                "it, so the bytes every such pin installs would change. A public version "
+                "released without a label never gains one: release a new version",
+                index=index,
+            )
+        if label is None and labels and None not in labels:
+            named = ", ".join(f"+{other}" for other in sorted(filter(None, labels)))
+            raise PromotionRejected(
+                Reason.LOCAL_LABEL_CONFLICT,
+                f"{f.filename}: {project} {public} has files with local version label(s) "
+                f"{named} only; an unlabelled file is another kind of build, which {pin} "
+                "would install wherever those are not installable. A public version released "
+                "with labels never gains an unlabelled file",
+                index=index,
+            )
+        known = before.get((project, public), {})
+        if label is not None and known and label not in known and not allow_new_local_labels:
+            named = ", ".join(f"+{other}" for other in sorted(filter(None, known)))
+            raise PromotionRejected(
+                Reason.LOCAL_LABEL_CONFLICT,
+                f"{f.filename}: {project} {public} is released with local version label(s) "
+                f"{named}, not +{label}: {pin} would install the new build where its label "
+                f"sorts highest. New labels of a released version are allowed only where "
+                f"allow_new_local_labels lists the directory ({index!r})",
+                index=index,
+            )
+        labels.setdefault(label, f.filename)

@@ -115,6 +115,7 @@ class PromotionService:
             nightly_pages=nightly_pages,
             workers=workers,
             allow_build_tag_rereleases=settings.allow_build_tag_rereleases,
+            allow_new_local_labels=settings.allow_new_local_labels,
         )
         self.releaser = Releaser(
             staging=staging,

@@ -16,7 +16,8 @@ For each accepted set, all read before the first copy of the run:
   that retention trims), the directory's root page (it must be one: a directory nested in
   another finds the other's project page there), and the nightly keys of their files: a file
   released under its own name must have the same bytes, and no file may re-release a released
-  release under another name (:func:`wheelgate.core.planning.check_release_conflicts`).
+  release under another name, nor give a public version a local label that would change what
+  its ``==`` pin installs (:func:`wheelgate.core.planning.check_release_conflicts`).
 
 :func:`wheelgate.core.planning.plan_set` checks these against the manifest and decides each
 copy. Nothing here writes.
@@ -43,6 +44,7 @@ from wheelgate.core.planning import (
     checksum_mismatch,
     plan_set,
 )
+from wheelgate.core.settings import NewLocalLabels
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
     WheelIdentityError,
@@ -80,8 +82,8 @@ class VerifiedSet:
 class SetVerifier:
     """Reads what verifying a set needs from both buckets, ``workers`` requests at a time.
 
-    ``allow_build_tag_rereleases`` is the deployment's setting (see
-    :func:`~wheelgate.core.planning.check_release_conflicts`).
+    ``allow_build_tag_rereleases`` and ``allow_new_local_labels`` are the deployment's
+    settings (see :func:`~wheelgate.core.planning.check_release_conflicts`).
     """
 
     def __init__(
@@ -92,12 +94,14 @@ class SetVerifier:
         nightly_pages: IndexStore,
         workers: int,
         allow_build_tag_rereleases: bool,
+        allow_new_local_labels: NewLocalLabels,
     ) -> None:
         self.staging = staging
         self.nightly = nightly
         self.nightly_pages = nightly_pages
         self.workers = workers
         self.allow_build_tag_rereleases = allow_build_tag_rereleases
+        self.allow_new_local_labels = allow_new_local_labels
 
     def verify(self, manifest: Manifest, artifact_set: ArtifactSet) -> VerifiedSet:
         """Verify one set of ``manifest`` and plan its copies.
@@ -114,7 +118,8 @@ class SetVerifier:
         match the set (see :func:`~wheelgate.core.planning.plan_set`), a wheel is not what its
         name says (``wheel-name-mismatch``) or unreadable (``metadata-unreadable``), a sidecar
         differs from its wheel's METADATA (``metadata-mismatch``), the set would re-release a
-        release with other bytes (``release-conflict``), or a page of the directory is not the
+        release with other bytes (``release-conflict``) or change what a public version's
+        ``==`` installs (``local-label-conflict``), or a page of the directory is not the
         page its key says (``page-unreadable``: one directory inside another).
         """
         index = artifact_set.index
@@ -154,6 +159,7 @@ class SetVerifier:
             artifact_set,
             [(e.filename, e.sha256) for page, _ in pages.values() for e in page.entries],
             allow_build_tag_rereleases=self.allow_build_tag_rereleases,
+            allow_new_local_labels=self.allow_new_local_labels.allowed_in(index),
         )
         # Every nightly key of these projects' files (one listing per file-name prefix, so the
         # cost follows the project's own files, not the directory's): catches a file that an
