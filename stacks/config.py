@@ -6,7 +6,8 @@ nullable keys (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_ro
 ``waf_web_acl_arn``) may be ``null`` or left out (CDK drops
 ``null`` context values anyway), ``release_tags`` defaults to none (tags release only when
 listed), ``block_all_on_failure`` defaults to ``true``,
-``staging_versioned`` to ``false``, ``fanout`` (``min_files``, ``min_bytes``) to
+``staging_versioned`` and ``allow_new_local_labels`` to ``false``, ``fanout`` (``min_files``,
+``min_bytes``) to
 :data:`~wheelgate.core.settings.DEFAULT_FANOUT_MIN_FILES` and ``DEFAULT_FANOUT_MIN_BYTES``,
 and ``listing_retention`` to keeping every version listed.
 
@@ -29,6 +30,7 @@ from wheelgate.core.settings import (
     DEFAULT_TEST_URL_HOSTS,
     RETENTION_MODES,
     ListingRetention,
+    NewLocalLabels,
     SettingsError,
     run_stage_window_days,
 )
@@ -107,6 +109,8 @@ class WheelGateConfig:
     break_glass_role_id: str | None
     block_all_on_failure: bool
     allow_build_tag_rereleases: bool
+    #: Where a labelled version may gain a new local label (WHEELGATE_ALLOW_NEW_LOCAL_LABELS).
+    allow_new_local_labels: NewLocalLabels
     #: Hosts test URLs may point to (``WHEELGATE_TEST_URL_HOSTS``); default ``github.com``.
     test_url_hosts: tuple[str, ...]
     cache_bucket_name: str | None
@@ -361,6 +365,7 @@ class WheelGateConfig:
             break_glass_role_id=break_glass_role_id,
             block_all_on_failure=reader.boolean("block_all_on_failure", default=True),
             allow_build_tag_rereleases=reader.boolean("allow_build_tag_rereleases", default=False),
+            allow_new_local_labels=reader.new_local_labels("allow_new_local_labels"),
             test_url_hosts=reader.strings_or("test_url_hosts", default=DEFAULT_TEST_URL_HOSTS),
             cache_bucket_name=reader.optional_string("cache_bucket_name"),
             cache_prefixes=cache_prefixes,
@@ -544,6 +549,16 @@ class _Reader:
         value = self._lookup(*path, nullable=True)
         try:
             return ListingRetention.from_value(
+                value, name=f"context key {CONTEXT_KEY}.{'.'.join(path)}"
+            )
+        except SettingsError as exc:
+            raise ConfigError(str(exc)) from exc
+
+    def new_local_labels(self, *path: str) -> NewLocalLabels:
+        """``true``, ``false`` or a list of index directories; ``false`` when left out."""
+        value = self._lookup(*path, nullable=True)
+        try:
+            return NewLocalLabels.from_value(
                 value, name=f"context key {CONTEXT_KEY}.{'.'.join(path)}"
             )
         except SettingsError as exc:

@@ -21,6 +21,7 @@ from stacks.storage import Storage
 from stacks.waf import RateLimitAcl
 from wheelgate.core.settings import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
@@ -133,6 +134,7 @@ class WheelGateStack(Stack):
                 ENV_ALLOW_BUILD_TAG_RERELEASES: (
                     "true" if config.allow_build_tag_rereleases else "false"
                 ),
+                ENV_ALLOW_NEW_LOCAL_LABELS: config.allow_new_local_labels.to_json(),
                 ENV_TEST_URL_HOSTS: test_url_hosts,
                 # From the region and the dashboard's fixed name, not the dashboard resource:
                 # the dashboard graphs this function, so a reference back would be a cycle.
