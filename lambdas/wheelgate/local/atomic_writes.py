@@ -13,7 +13,10 @@ processes showed it: two PutObject requests with the same ``If-Match`` (or
 CopyObject, CompleteMultipartUpload) in a lock per bucket and key, so each one's check and
 write happen together. It also applies a CopyObject's own ``If-None-Match`` and ``If-Match``
 (conditions on the destination, which S3 honours and moto ignores), inside the same lock.
-Parts of a multipart upload are not locked: they write no object version.
+Parts of a multipart upload are not locked: they write no object version. GetObject takes the
+same lock: in a bucket without versioning moto closes the replaced object's buffer as the new
+one is stored, and a GET reading it at that moment failed with a 500 ("I/O operation on closed
+file"), where S3 returns the old bytes or the new ones.
 
 It patches moto's classes in this process; ``wheelgate local`` and the test stacks install it
 before the server starts. Nothing in the promoter's code path imports this module.
@@ -28,7 +31,7 @@ from functools import wraps
 from typing import Any
 
 _guard = threading.Lock()
-_locks: dict[tuple[str, str], threading.Lock] = {}
+_locks: dict[tuple[str, str], threading.RLock] = {}
 _INSTALLED = "_wheelgate_atomic_writes"
 
 
@@ -37,7 +40,7 @@ def _key_lock(bucket: str, key: str) -> Iterator[None]:
     """Hold the lock of one object key; locks are kept for the process's life (local mode
     writes a few thousand keys at most)."""
     with _guard:
-        lock = _locks.setdefault((bucket, key), threading.Lock())
+        lock = _locks.setdefault((bucket, key), threading.RLock())
     with lock:
         yield
 
@@ -63,13 +66,19 @@ def _destination_conditions(response: Any, key_name: str) -> None:
 
 def install() -> None:
     """Make moto's PutObject, CopyObject and CompleteMultipartUpload check their conditions
-    and write under one lock per key (idempotent)."""
+    and write, and its GetObject read, under one lock per key (idempotent)."""
     from moto.s3.responses import S3Response
 
     if getattr(S3Response, _INSTALLED, False):
         return
+    get: Callable[..., Any] = S3Response._key_response_get
     put: Callable[..., Any] = S3Response._key_response_put
     post: Callable[..., Any] = S3Response._key_response_post
+
+    @wraps(get)
+    def locked_get(self: Any, query: dict[str, Any], key_name: str) -> Any:
+        with _key_lock(self.bucket_name, key_name):
+            return get(self, query, key_name)
 
     @wraps(put)
     def locked_put(self: Any, query: dict[str, Any], key_name: str) -> Any:
@@ -90,6 +99,7 @@ def install() -> None:
         with _key_lock(bucket_name, key):
             return post(self, request, body, bucket_name, query, key)
 
-    setattr(S3Response, "_key_response_put", locked_put)  # noqa: B010 (a method, patched)
+    setattr(S3Response, "_key_response_get", locked_get)  # noqa: B010 (a method, patched)
+    setattr(S3Response, "_key_response_put", locked_put)  # noqa: B010
     setattr(S3Response, "_key_response_post", locked_post)  # noqa: B010
     setattr(S3Response, _INSTALLED, True)
