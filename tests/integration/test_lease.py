@@ -10,6 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 
 from tests.integration.test_promoter import (
     Context,
@@ -221,3 +222,37 @@ def test_a_rebuild_waits_for_the_lease_and_gives_up_with_a_message(
     assert main(rebuild) == EXIT_OK
     assert run.nightly.get(f"{run.index}/rebuilt/index.json") is not None
     assert IndexLeases(run.staging).holder(run.index) is None
+
+
+def test_a_rebuild_refused_the_lease_by_s3_warns_and_still_repairs(
+    buckets: tuple[Bucket, Bucket],
+    tmp_path: Path,
+    s3: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given credentials the staging bucket refuses a lease write (the deployed policy lets only
+    # the promoter write records/, and the break-glass role runs rebuilds)...
+    run = Run(buckets, tmp_path, "lease-refused-run", "lease/refused")
+    assert run.stage(wheel(tmp_path, "refused")).report(run.manifest())["state"] == "promoted"
+    s3.delete_object(Bucket=run.nightly.name, Key=f"{run.index}/refused/index.json")
+
+    def refuse(model: Any, params: dict[str, Any], **_: Any) -> Any:
+        if model.name == "PutObject" and "/_leases/" in str(params.get("url", "")):
+            response = AWSResponse(url="", status_code=403, headers={}, raw=None)  # type: ignore[arg-type]
+            return response, {"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}
+        return None
+
+    session = boto3.DEFAULT_SESSION
+    assert session is not None
+    session.events.register("before-call.s3", refuse)
+    try:
+        code = main(
+            ["index", "rebuild", "--index", run.index, "--staging-bucket", run.staging.name,
+             "--nightly-bucket", run.nightly.name]
+        )  # fmt: skip
+    finally:
+        session.events.unregister("before-call.s3", refuse)
+    # Then it says so, rebuilds without the lease, and the page is back.
+    assert code == EXIT_OK
+    assert "cannot take the lease of lease/refused" in capsys.readouterr().err
+    assert run.nightly.get(f"{run.index}/refused/index.json") is not None

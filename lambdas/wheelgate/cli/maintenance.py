@@ -161,14 +161,26 @@ class DirectoryBusy(Exception):
 @contextmanager
 def _leased(leases: IndexLeases, index: str, wait: float) -> Iterator[None]:
     """Hold ``index``'s lease for the block, waiting up to ``wait`` seconds while a promotion
-    holds it; then :class:`DirectoryBusy` naming the holder."""
+    holds it; then :class:`DirectoryBusy` naming the holder. Credentials that may not write
+    the lease (S3 refuses) run the block without it, with a warning."""
     from wheelgate.promotion.lease import LeaseBusy
+    from wheelgate.storage.bucket import AccessError
 
     deadline = time.monotonic() + wait
     with ExitStack() as held:
         while True:
             try:
                 held.enter_context(leases.hold([index], run_id=REBUILD_HOLDER))
+                break
+            except AccessError as refused:
+                # The deployed staging bucket lets only the promoter write records/, the
+                # leases' prefix; the pages stay right without it (each write reconciles).
+                print(
+                    f"wheelgate index rebuild: warning: cannot take the lease of {index} "
+                    f"({refused}); rebuilding without it: no entry is lost, but a promotion "
+                    "may publish to the directory meanwhile",
+                    file=sys.stderr,
+                )
                 break
             except LeaseBusy as busy:
                 if time.monotonic() + LEASE_POLL_SECONDS > deadline:
