@@ -95,7 +95,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from wheelgate.core.settings import listing_retention_from_env, page_retention_from_env
-    from wheelgate.index.rebuild import rebuild, scan_nightly
+    from wheelgate.index.rebuild import left_in_nightly, rebuild, scan_nightly
     from wheelgate.promotion.lease import IndexLeases
 
     index_option(args)
@@ -107,6 +107,8 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
 
+    left = left_in_nightly(staging, args.index)
+
     def run() -> tuple[list[ProjectChange], PageWrites]:
         try:
             return rebuild(
@@ -117,6 +119,7 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
                 rule=rule,
                 now=datetime.now(UTC),
                 retention=retention,
+                left=left,
             )
         except ValueError as exc:  # a file without a SHA-256, a page that is not a page
             raise UsageError(str(exc)) from exc
@@ -140,6 +143,12 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
                 "listing_retention": rule.to_value(),
                 "projects": [c.__dict__ for c in changes if c.any],
                 "unchanged_projects": sum(1 for c in changes if not c.any),
+                # Found in nightly, never listed: a rejected run's earlier attempt copied them.
+                "left_in_nightly": [
+                    left[name].model_dump(mode="json")
+                    for c in changes
+                    for name in c.left_in_nightly
+                ],
                 "pages_written": writes.keys,
             },
             indent=2,
@@ -243,6 +252,8 @@ def register(subparsers: Any) -> None:
             "(<DIR>/_archive/: every file), then every project page and the root pages, listing "
             "what DIR's listing retention (WHEELGATE_LISTING_RETENTION, as the promoter reads "
             "it) keeps. Yank state and upload times of unchanged files are kept. "
+            "Files a rejected run left in nightly (left_in_nightly, noted in staging's "
+            "records/_left/) are reported and never listed. "
             "--dry-run prints what would change (delisted: files the rule takes off the "
             "listing) and writes nothing. Writing nightly pages needs the promoter's (or the "
             "break-glass) permissions; with $WHEELGATE_NIGHTLY_RETENTION_MODE and "

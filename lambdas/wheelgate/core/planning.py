@@ -16,7 +16,12 @@ from wheelgate.core.objects import META_COMMIT, ObjectInfo
 
 @dataclass(frozen=True)
 class FileStep:
-    """One file of a set: copy it, or it is already released with the same bytes."""
+    """One file of a set: copy it, or it is already released with the same bytes.
+
+    ``from_nightly``: the staged file is gone, and its bytes are the copy an earlier attempt
+    made in nightly (S3's SHA-256 of that copy is the manifest's): ``source_key`` is then the
+    nightly key, which is read instead of staging's (see :func:`plan_set`).
+    """
 
     index: str
     file: ManifestFile
@@ -24,6 +29,7 @@ class FileStep:
     source_etag: str
     target_key: str
     copy: bool
+    from_nightly: bool = False
 
     @property
     def is_wheel(self) -> bool:
@@ -57,12 +63,16 @@ def plan_set(
     commit: str,
     staged: Mapping[str, ObjectInfo],
     released: Mapping[str, ObjectInfo | None],
+    copied_before: Mapping[str, ObjectInfo] | None = None,
 ) -> SetPlan:
     """Verify one accepted set and plan its copies.
 
     ``staged`` maps every file name found under ``runs/<run_id>/<index>/`` to its HEAD (the
     run index's own root pages are not files of the set);
     ``released`` maps each listed file name to the HEAD of its nightly key (``None`` if absent).
+    ``copied_before`` maps a listed file that is no longer staged to the HEAD of its nightly
+    copy, made by an earlier attempt: it stands for the staged file (same checks: size, S3's
+    SHA-256, commit) and the step reads it there (:attr:`FileStep.from_nightly`).
 
     Raises :class:`PromotionRejected` when a listed file is missing, an unlisted file is staged,
     a size or SHA-256 differs, the staged file's commit is not the manifest's, or a nightly file
@@ -84,8 +94,10 @@ def plan_set(
             index=index,
         )
     steps = []
+    copied_before = copied_before or {}
     for f in artifact_set.files:
-        info = staged.get(f.filename)
+        from_nightly = f.filename not in staged and f.filename in copied_before
+        info = copied_before[f.filename] if from_nightly else staged.get(f.filename)
         key = STAGING.artifact(run_id, index, f.filename)
         if info is None:
             raise PromotionRejected(
@@ -129,10 +141,11 @@ def plan_set(
             FileStep(
                 index=index,
                 file=f,
-                source_key=key,
+                source_key=target if from_nightly else key,
                 source_etag=info.etag,
                 target_key=target,
                 copy=existing is None,
+                from_nightly=from_nightly,
             )
         )
     return SetPlan(index=index, steps=tuple(steps))

@@ -43,6 +43,9 @@ class SetOutcome(BaseModel):
     #: Files the promotion took off the directory's listing pages (listing retention): still
     #: in nightly and on its archive pages (``<index>/_archive/``).
     delisted: list[str] = []
+    #: Of a rejected set: nightly keys an earlier attempt copied (files and their core
+    #: metadata) that no page lists, and no page will (see :class:`LeftInNightly`).
+    left_in_nightly: list[str] = []
 
 
 def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:
@@ -135,3 +138,20 @@ class PromotionRecord(BaseModel):
     def with_entry(self, entry: HistoryEntry) -> PromotionRecord:
         """This record with ``entry`` appended to its history (the last 50 are kept)."""
         return self.model_copy(update={"history": [*self.history, entry][-50:]})
+
+
+class LeftInNightly(BaseModel):
+    """``records/_left/<index>/<filename>.json``: a file an earlier attempt of ``run_id``
+    copied into nightly (Object Lock: it stays) before the run was rejected (``reason``, at
+    ``at``), with the nightly ``keys`` it left (the file, its core metadata). No index page
+    lists it, and ``wheelgate index rebuild`` does not list it either, unless a later promotion
+    released those very bytes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    index: str
+    filename: str
+    keys: list[str]
+    reason: str
+    at: str

@@ -18,9 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGES, check_index
+from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGES, STAGING, check_index
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
+from wheelgate.core.records import LeftInNightly
 from wheelgate.core.settings import PageRetention, RetentionRule
 from wheelgate.core.wheelmeta import core_metadata
 from wheelgate.index.history import add_projects, update_history
@@ -35,7 +36,8 @@ class ProjectChange:
     """What a rebuild changes on a project's pages, by file name: ``added``, ``removed`` and
     ``changed`` on its listing page, of which ``delisted`` are removed by the retention rule
     alone (still in nightly and on the archive); ``archive_added``, ``archive_removed`` and
-    ``archive_changed`` on its archive page."""
+    ``archive_changed`` on its archive page; and ``left_in_nightly``, files found that no page
+    lists and none will (a rejected run's copies, :func:`left_in_nightly`)."""
 
     project: str
     added: list[str] = field(default_factory=list)
@@ -45,6 +47,8 @@ class ProjectChange:
     archive_added: list[str] = field(default_factory=list)
     archive_removed: list[str] = field(default_factory=list)
     archive_changed: list[str] = field(default_factory=list)
+    #: Files in nightly that a rejected run's earlier attempt left there: never listed.
+    left_in_nightly: list[str] = field(default_factory=list)
 
     @property
     def any(self) -> bool:
@@ -158,6 +162,19 @@ def rescanned(
     return transform
 
 
+def left_in_nightly(staging: Bucket, index: str) -> dict[str, LeftInNightly]:
+    """The files of ``index`` that rejected runs left in nightly, by file name: the notes the
+    promoter keeps in ``staging`` (``records/_left/<index>/``, see
+    :mod:`wheelgate.promotion.leftovers`)."""
+    notes: dict[str, LeftInNightly] = {}
+    for obj in staging.list(STAGING.left_in_nightly_prefix(index)):
+        found = staging.get(obj.key)
+        if found is not None:
+            note = LeftInNightly.model_validate_json(found[0])
+            notes[note.filename] = note
+    return notes
+
+
 def rebuild(
     *,
     target: Bucket,
@@ -167,10 +184,13 @@ def rebuild(
     rule: RetentionRule,
     now: datetime,
     retention: PageRetention | None = None,
+    left: Mapping[str, LeftInNightly] | None = None,
 ) -> tuple[list[ProjectChange], PageWrites]:
     """Rewrite every project's archive page of ``index`` in ``target`` from ``scanned``
     entries, and its listing page from what ``rule`` keeps of them at ``now``, each page
-    version locked with ``retention`` when given (as the promoter writes them).
+    version locked with ``retention`` when given (as the promoter writes them). A scanned file
+    ``left`` names (:func:`left_in_nightly`) is not listed unless its archive page lists it
+    already (a later promotion released it); it is reported instead.
 
     Returns the per-project changes and (unless ``dry_run``) the pages written. Raises
     :class:`~wheelgate.core.errors.TransientError` when a page keeps changing under it.
@@ -180,11 +200,19 @@ def rebuild(
     projects = set(scanned)
     changes: list[ProjectChange] = []
     writes = PageWrites()
+    left = left or {}
     for project in sorted(projects):
         history = store.read_history(index, project)
         archived, _ = archive.read_project(index, project)
         listing, _ = store.read_project(index, project)
-        entries = reconcile(history[0].entries, scanned.get(project, []))
+        on_archive = {e.filename for e in history[0].entries}
+        unlisted = sorted(
+            e.filename
+            for e in scanned.get(project, [])
+            if e.filename in left and e.filename not in on_archive
+        )
+        found = [e for e in scanned.get(project, []) if e.filename not in unlisted]
+        entries = reconcile(history[0].entries, found)
         listed = retain(entries, rule, now=now).listed
         added, removed, changed = _diff(listing.entries, listed)
         archive_added, archive_removed, archive_changed = _diff(archived.entries, entries)
@@ -198,6 +226,7 @@ def rebuild(
             archive_added=archive_added,
             archive_removed=archive_removed,
             archive_changed=archive_changed,
+            left_in_nightly=unlisted,
         )
         changes.append(change)
         if change.any and not dry_run:
@@ -205,7 +234,7 @@ def rebuild(
                 store,
                 index,
                 project,
-                rescanned(target, index, scanned.get(project, [])),
+                rescanned(target, index, found),
                 rule=rule,
                 now=now,
                 known=history,

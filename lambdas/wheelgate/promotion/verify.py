@@ -29,13 +29,13 @@ reads over its execution's steps instead of one invocation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
-from wheelgate.core.manifest import ArtifactSet, Manifest
+from wheelgate.core.manifest import ArtifactSet, Manifest, parse_distribution_filename
 from wheelgate.core.objects import ObjectInfo
 from wheelgate.core.planning import (
     FileStep,
@@ -51,7 +51,7 @@ from wheelgate.core.wheelmeta import (
     WheelMetadataError,
     read_core_metadata,
 )
-from wheelgate.index.pages import IndexEntry, ProjectPage
+from wheelgate.index.pages import IndexEntry, PageFormatError, ProjectPage
 from wheelgate.index.store import IndexStore, pages_must_parse
 from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
 
@@ -171,6 +171,7 @@ class SetVerifier:
             for obj in self.nightly.list(NIGHTLY.artifact(index, prefix))
         }
         released: dict[str, ObjectInfo | None] = {}
+        copied_before: dict[str, ObjectInfo] = {}
         for f in artifact_set.files:
             key = NIGHTLY.artifact(index, f.filename)
             listed = nightly_entry(pages[f.distribution.project], f.filename)
@@ -182,12 +183,20 @@ class SetVerifier:
                 released[f.filename] = self.nightly.head(key)
             else:
                 released[f.filename] = None
+            if f.filename not in staged and (listed is not None or key in nightly_keys):
+                # Staged once, copied by an earlier attempt, then gone from staging (expired,
+                # removed): the copy stands for it when S3's own SHA-256 of it is the
+                # manifest's, so the promotion completes instead of leaving it unlisted.
+                copy = self.nightly.head(key)
+                if copy is not None and copy.s3_sha256 == f.sha256:
+                    copied_before[f.filename] = copy
         plan = plan_set(
             artifact_set,
             run_id=manifest.run_id,
             commit=manifest.commit,
             staged=staged,
             released=released,
+            copied_before=copied_before,
         )
         wheels = [step for step in plan.steps if step.is_wheel]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
@@ -229,10 +238,13 @@ class SetVerifier:
 
     def wheel_metadata(self, step: FileStep) -> CoreMetadata:
         """The staged wheel's own METADATA (bounded ranged reads of the exact version whose
-        SHA-256 was checked), which its staged ``.metadata`` sidecar, if any, must equal."""
+        SHA-256 was checked), which its staged ``.metadata`` sidecar, if any, must equal. For a
+        step :attr:`~wheelgate.core.planning.FileStep.from_nightly`, the nightly copy's (the
+        released ``.metadata`` beside it is then checked against it on release)."""
+        source = self.nightly if step.from_nightly else self.staging
         reader = S3RangeReader(
-            self.staging.client,
-            self.staging.name,
+            source.client,
+            source.name,
             step.source_key,
             step.file.size,
             step.source_etag,
@@ -245,7 +257,7 @@ class SetVerifier:
             raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=step.index) from exc
         except PreconditionFailed:
             raise TransientError(f"{step.source_key} changed while it was being read") from None
-        sidecar = self.staging.get(step.source_key + METADATA_SUFFIX)
+        sidecar = None if step.from_nightly else self.staging.get(step.source_key + METADATA_SUFFIX)
         if sidecar is not None and sidecar[0] != metadata.content:
             raise PromotionRejected(
                 Reason.METADATA_MISMATCH,
@@ -255,6 +267,34 @@ class SetVerifier:
                 index=step.index,
             )
         return metadata
+
+    def unlisted_copies(self, index: str, filenames: Iterable[str]) -> list[str]:
+        """Nightly keys of ``filenames`` in ``index`` (the files and their core metadata) that
+        nightly holds but no archive page lists: copies an interrupted attempt made, which a
+        rejection leaves behind (Object Lock keeps them). A page that cannot be read lists
+        nothing."""
+        names = sorted(set(filenames))
+        projects = {parse_distribution_filename(n).project for n in names}
+        listed: set[str] = set()
+        for project in projects:
+            try:
+                page, _ = self.nightly_pages.read_history(index, project)
+            except PageFormatError:
+                continue
+            listed.update(e.filename for e in page.entries)
+        prefixes = sorted({n.split("-", 1)[0] + "-" for n in names})
+        held = {
+            obj.key
+            for prefix in prefixes
+            for obj in self.nightly.list(NIGHTLY.artifact(index, prefix))
+        }
+        left = []
+        for name in names:
+            if name in listed:
+                continue
+            key = NIGHTLY.artifact(index, name)
+            left += [k for k in (key, key + METADATA_SUFFIX) if k in held]
+        return left
 
     def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, tuple[ProjectPage, str | None]]:
         """The nightly history of each project of a set (one request a project; two for a
