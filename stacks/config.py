@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from wheelgate.core.layout import LayoutError, check_index_dirs
 from wheelgate.core.settings import (
@@ -36,6 +36,7 @@ from wheelgate.core.settings import (
 )
 
 CONTEXT_KEY = "wheelgate"
+_S = TypeVar("_S")
 
 #: The repository's OIDC subject template (``include_claim_keys``, set through GitHub's REST API
 #: ``PUT /repos/{owner}/{repo}/actions/oidc/customization/sub``; see docs/deploy.md). GitHub
@@ -218,7 +219,7 @@ class WheelGateConfig:
                 f"context keys {CONTEXT_KEY}.staging_run_page_expiry_days and "
                 f"{CONTEXT_KEY}.staging_run_expiry_days: {exc}"
             ) from exc
-        listing_retention = reader.listing_retention("listing_retention")
+        listing_retention = reader.setting(ListingRetention.from_value, "listing_retention")
         unknown = sorted(set(listing_retention.indexes) - set(index_dirs))
         if unknown:
             raise ConfigError(
@@ -365,7 +366,9 @@ class WheelGateConfig:
             break_glass_role_id=break_glass_role_id,
             block_all_on_failure=reader.boolean("block_all_on_failure", default=True),
             allow_build_tag_rereleases=reader.boolean("allow_build_tag_rereleases", default=False),
-            allow_new_local_labels=reader.new_local_labels("allow_new_local_labels"),
+            allow_new_local_labels=reader.setting(
+                NewLocalLabels.from_value, "allow_new_local_labels"
+            ),
             test_url_hosts=reader.strings_or("test_url_hosts", default=DEFAULT_TEST_URL_HOSTS),
             cache_bucket_name=reader.optional_string("cache_bucket_name"),
             cache_prefixes=cache_prefixes,
@@ -544,23 +547,12 @@ class _Reader:
             raise self._fail(path, "an object or null")
         return value
 
-    def listing_retention(self, *path: str) -> ListingRetention:
-        """Retention rules (see :class:`ListingRetention`); every version when left out."""
+    def setting(self, parse: Callable[..., _S], *path: str) -> _S:
+        """A promoter setting read by its own ``from_value`` (``parse``), which takes ``None``
+        for a key left out: :class:`ListingRetention`, :class:`NewLocalLabels`."""
         value = self._lookup(*path, nullable=True)
         try:
-            return ListingRetention.from_value(
-                value, name=f"context key {CONTEXT_KEY}.{'.'.join(path)}"
-            )
-        except SettingsError as exc:
-            raise ConfigError(str(exc)) from exc
-
-    def new_local_labels(self, *path: str) -> NewLocalLabels:
-        """``true``, ``false`` or a list of index directories; ``false`` when left out."""
-        value = self._lookup(*path, nullable=True)
-        try:
-            return NewLocalLabels.from_value(
-                value, name=f"context key {CONTEXT_KEY}.{'.'.join(path)}"
-            )
+            return parse(value, name=f"context key {CONTEXT_KEY}.{'.'.join(path)}")
         except SettingsError as exc:
             raise ConfigError(str(exc)) from exc
 

@@ -13,7 +13,7 @@ import pytest
 from tests.integration.test_promoter import COMMIT, Run, nightly_versions, wheel
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.settings import ENV_ALLOWED_INDEXES
-from wheelgate.staging.stage import StageError, inspect_files, stage
+from wheelgate.staging.stage import StageError
 from wheelgate.storage.bucket import Bucket
 
 
@@ -53,16 +53,7 @@ def test_without_an_allow_list_a_nested_directory_is_rejected_not_retried(
     with pytest.raises(StageError, match=r"is .* inside another index directory"):
         second.stage(later)
     # ...and when its files were staged anyway (without pages) and a manifest written...
-    stage(
-        staging=second.staging,
-        nightly=second.nightly,
-        nightly_base_url="http://nightly/",
-        run_id=second.run_id,
-        index=second.index,
-        commit=COMMIT,
-        artifacts=inspect_files([later]),
-        publish_pages=False,
-    )
+    second.stage(later, pages=False)
     before = nightly_versions(s3)
     record = second.report(second.manifest([later]))  # asserts the message is done: no retry
     # Then it is decided on its first delivery: rejected, naming the page, nightly untouched.
