@@ -110,7 +110,7 @@ SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
 VERIFY_CODE = Source(
     "lambdas/wheelgate/promotion/verify.py (VerifiedSet.unhashed, SetVerifier.check_hash)"
 )
-STACK_CODE = Source("stacks/promoter.py FUNCTION_MEMORY_MB (arm64)")
+STACK_CODE = Source("stacks/promoter_function.py FUNCTION_MEMORY_MB (arm64)")
 
 # --- Facts of the code the model follows ----------------------------------------------------
 
@@ -118,7 +118,8 @@ STACK_CODE = Source("stacks/promoter.py FUNCTION_MEMORY_MB (arm64)")
 PROMOTER_WORKERS: int = inspect.signature(PromotionService).parameters["workers"].default
 #: Parts of one file ``Bucket._multipart_copy`` copies at once (its thread pool's max_workers).
 PART_WORKERS = 8
-#: The promoter function's memory (stacks/promoter.py FUNCTION_MEMORY_MB; checked by a test).
+#: The promoter function's memory (stacks/promoter_function.py FUNCTION_MEMORY_MB; checked by
+#: a test).
 FUNCTION_MEMORY_MB = 1024
 #: Sequential round trips before verification (manifest, record, the lease's GET and
 #: conditional PUT, the run directory's listing, the project pages) and after the copies (pages

@@ -10,7 +10,8 @@ import pytest
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Match, Template
 
-from stacks.config import WheelGateConfig
+from app import LAYER_DIR
+from stacks.context import props_from_context
 from stacks.fanout import (
     ANY_TO_HASH,
     CONCLUDE,
@@ -25,7 +26,7 @@ from stacks.fanout import (
     PUBLISH,
     state_machine_name,
 )
-from stacks.wheelgate_stack import WheelGateStack
+from stacks.wheelgate import WheelGate
 from tests.infra.resolve import ACCOUNT, PARTITION, REGION, Resolver
 from tests.infra.synth import Synthesis, cdk_json_context
 from tests.infra.test_nag import _acknowledgements
@@ -381,11 +382,14 @@ def test_an_execution_ended_without_its_catch_is_concluded_by_the_promoter(
 def test_stack_exposes_the_state_machine_and_its_arn(template_json: dict[str, Any]) -> None:
     # The dashboard graphs ExecutionsStarted/Succeeded/Failed of stack.fanout.state_machine.
     app = cdk.App(context=cdk_json_context(), analytics_reporting=False)
-    stack = WheelGateStack(
-        app, "Exposed", config=WheelGateConfig.from_context(app.node.try_get_context)
+    gate = WheelGate(
+        cdk.Stack(app, "Exposed"),
+        "Default",
+        props_from_context(app.node.get_all_context()),
+        layer_dir=LAYER_DIR,
     )
-    assert isinstance(stack.fanout.state_machine, sfn.StateMachine)
-    assert stack.fanout.state_machine.metric_started().metric_name == "ExecutionsStarted"
+    assert isinstance(gate.fanout.state_machine, sfn.StateMachine)
+    assert gate.fanout.state_machine.metric_started().metric_name == "ExecutionsStarted"
     machine_id, _ = _state_machine(template_json)
     outputs = template_json["Outputs"]
     assert outputs["FanOutStateMachineArn"]["Value"] == {"Ref": machine_id}
@@ -400,9 +404,9 @@ def test_a_stack_name_too_long_for_the_state_machine_is_refused() -> None:
 
 def test_nag_acknowledgements_are_on_the_fanout_policies_alone(synthesis: Synthesis) -> None:
     acknowledged = {
-        (path.removeprefix("/WheelGate/FanOut/"), rule)
+        (path.removeprefix("/WheelGate/Default/FanOut/"), rule)
         for path, rule, _ in _acknowledgements(synthesis.outdir)
-        if path.startswith("/WheelGate/FanOut/")
+        if path.startswith("/WheelGate/Default/FanOut/")
     }
     function_id, _ = _promoter_function(synthesis.template)
     machine_id, _ = _state_machine(synthesis.template)
@@ -416,3 +420,19 @@ def test_nag_acknowledgements_are_on_the_fanout_policies_alone(synthesis: Synthe
         ("StateMachine/DistributedMapPolicy", f"AwsSolutions-IAM5[Resource::{executions}:*]"),
         ("StateMachine/DistributedMapPolicy", f"AwsSolutions-IAM5[Resource::{executions}/*:*]"),
     }
+
+
+def test_the_alarms_on_ended_executions_say_the_rule_concludes_them(
+    template_json: dict[str, Any],
+) -> None:
+    # A timed-out or stopped execution is concluded by the EndedWithoutConclude rule: its
+    # alarm must not tell on-call that the run stays leased with nothing to run the conclude.
+    alarms = Resolver(template_json).of_type("AWS::CloudWatch::Alarm").values()
+    said = {
+        a["Properties"]["MetricName"]: a["Properties"]["AlarmDescription"]
+        for a in alarms
+        if a["Properties"].get("Namespace") == "AWS/States"
+    }
+    for metric in ("ExecutionsTimedOut", "ExecutionsAborted"):
+        assert "EndedWithoutConclude rule ran its conclude step" in said[metric], said[metric]
+        assert "re-queued" in said[metric]

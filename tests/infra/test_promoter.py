@@ -11,12 +11,14 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.assertions import Match, Template
 
-from stacks.config import WheelGateConfig
+from app import LAYER_DIR
+from stacks.context import props_from_context
 from stacks.lambda_asset import asset_files, handler_module
-from stacks.promoter import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
-from stacks.wheelgate_stack import LAMBDA_CODE_DIR, WheelGateStack
+from stacks.promoter_function import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
+from stacks.wheelgate import WheelGate, package_code_dir
 from tests.infra.resolve import Resolver
-from tests.infra.synth import STACK_NAME, Synthesis, cdk_json_context
+from tests.infra.synth import STACK_NAME, Synthesis, asset_dir, cdk_json_context
+from wheelgate.core.errors import INTEGRITY_REASONS, Reason
 from wheelgate.core.settings import (
     ALL_ENV_NAMES,
     ENV_ALLOWED_INDEXES,
@@ -29,14 +31,18 @@ from wheelgate.core.settings import (
     ENV_TRUSTED_REPORTER_ID,
     LEASE_BUSY_RETRY_SECONDS,
     LEASE_SECONDS,
+    METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
+    METRIC_REJECTIONS_BY_REASON,
     METRICS_NAMESPACE,
     SERVICE_NAME,
     ListingRetention,
     RetentionRule,
     listing_retention_from_env,
 )
+
+CODE_DIR = package_code_dir()
 
 
 def _function(template_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -178,15 +184,18 @@ def test_log_group_has_retention(template: Template) -> None:
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
 
 
-def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
+def test_alarms_on_dlq_errors_and_integrity_rejections(template: Template) -> None:
     alarm_topic = {"Ref": Match.string_like_regexp("^MonitoringAlarmTopic")}
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
             "Namespace": METRICS_NAMESPACE,
-            "MetricName": METRIC_PROMOTIONS_REJECTED,
+            "MetricName": METRIC_INTEGRITY_REJECTIONS,
             "Dimensions": [{"Name": "service", "Value": SERVICE_NAME}],
             "AlarmActions": [alarm_topic],
+            "AlarmDescription": Match.string_like_regexp(
+                ".*".join(sorted(r.value for r in INTEGRITY_REASONS))
+            ),
         },
     )
     template.has_resource_properties(
@@ -216,9 +225,21 @@ def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
     template.resource_count_is("AWS::SNS::Subscription", 0)
 
 
+def test_routine_rejections_page_nobody(template_json: dict[str, Any]) -> None:
+    # Every rejection counts in PromotionsRejected (tests-failed included): on the dashboard
+    # only. No alarm watches it, nor the by-reason counts.
+    alarmed = {
+        alarm["Properties"].get("MetricName")
+        for alarm in Resolver(template_json).of_type("AWS::CloudWatch::Alarm").values()
+    }
+    assert METRIC_INTEGRITY_REJECTIONS in alarmed
+    assert not alarmed & {METRIC_PROMOTIONS_REJECTED, METRIC_REJECTIONS_BY_REASON}
+    assert Reason.TESTS_FAILED not in INTEGRITY_REASONS
+
+
 def test_handler_named_by_the_stack_exists_in_the_code_asset() -> None:
     function = HANDLER.rpartition(".")[2]
-    path = LAMBDA_CODE_DIR.joinpath(*handler_module(HANDLER).split(".")).with_suffix(".py")
+    path = CODE_DIR.joinpath(*handler_module(HANDLER).split(".")).with_suffix(".py")
     tree = ast.parse(path.read_text())
     # Decorated functions are still plain (async) function definitions at module level.
     names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -235,24 +256,13 @@ NON_RUNTIME = (
 )
 
 
-def _asset_dir(outdir: Path, s3_key: str) -> Path:
-    """The folder the cloud assembly in ``outdir`` uploads (zipped) as ``s3_key``."""
-    assets = json.loads((outdir / f"{STACK_NAME}.assets.json").read_text())
-    (path,) = (
-        asset["source"]["path"]
-        for asset in assets["files"].values()
-        if any(d["objectKey"] == s3_key for d in asset["destinations"].values())
-    )
-    return outdir / path
-
-
 def _files(directory: Path) -> list[str]:
     return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
 
 
 def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis) -> None:
     _, props = _function(synthesis.template)
-    files = _files(_asset_dir(synthesis.outdir, props["Code"]["S3Key"]))
+    files = _files(asset_dir(synthesis.outdir, STACK_NAME, props["Code"]["S3Key"]))
     assert "wheelgate/lambda_function/handler.py" in files
     assert "wheelgate/promotion/service.py" in files
     leaked = [
@@ -262,20 +272,20 @@ def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis
     ]
     assert leaked == []
     # Exactly the import closure: CDK's exclude patterns drop __pycache__ and the egg-info too.
-    assert files == list(asset_files(LAMBDA_CODE_DIR, handler_module(HANDLER)))
+    assert files == list(asset_files(CODE_DIR, handler_module(HANDLER)))
 
 
 def test_only_runtime_edits_change_the_function_asset(synthesis: Synthesis, tmp_path: Path) -> None:
     # Given a copy of the code with the CLI edited, a CLI module added and an editor's swap file
     # (`*` alone does not match dot files), and a copy with the handler edited
     cli_edited = tmp_path / "cli-edited"
-    shutil.copytree(LAMBDA_CODE_DIR, cli_edited)
+    shutil.copytree(CODE_DIR, cli_edited)
     with (cli_edited / "wheelgate" / "cli" / "main.py").open("a") as main:
         main.write("\n# A new CLI message.\n")
     (cli_edited / "wheelgate" / "cli" / "extra.py").write_text('"""A new CLI command."""\n')
     (cli_edited / "wheelgate" / "core" / ".layout.py.swp").write_bytes(b"\0swap")
     handler_edited = tmp_path / "handler-edited"
-    shutil.copytree(LAMBDA_CODE_DIR, handler_edited)
+    shutil.copytree(CODE_DIR, handler_edited)
     with (handler_edited / "wheelgate" / "lambda_function" / "handler.py").open("a") as handler:
         handler.write("\n# A handler change.\n")
 
@@ -283,10 +293,10 @@ def test_only_runtime_edits_change_the_function_asset(synthesis: Synthesis, tmp_
     app = cdk.App(
         context=cdk_json_context(), outdir=str(tmp_path / "cdk.out"), analytics_reporting=False
     )
-    config = WheelGateConfig.from_context(app.node.try_get_context)
+    props = props_from_context(app.node.get_all_context())
     code_dirs = {"CliEdited": cli_edited, "HandlerEdited": handler_edited}
     for name, code_dir in code_dirs.items():
-        WheelGateStack(app, name, config=config, code_dir=code_dir)
+        WheelGate(cdk.Stack(app, name), "Default", props, layer_dir=LAYER_DIR, code_dir=code_dir)
     assembly = app.synth()
     keys = {
         name: _function(assembly.get_stack_by_name(name).template)[1]["Code"]["S3Key"]

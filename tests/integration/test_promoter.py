@@ -55,12 +55,17 @@ def sqs_event(key: str, principal: str | None) -> dict[str, Any]:
         },
     }
     record["userIdentity"] = {"principalId": principal} if principal else {"principalId": ""}
+    return sqs_batch(json.dumps({"Records": [record]}))
+
+
+def sqs_batch(body: str) -> dict[str, Any]:
+    """The event Lambda's SQS event source delivers for one message with ``body``."""
     return {
         "Records": [
             {
                 "messageId": "m-1",
                 "receiptHandle": "h",
-                "body": json.dumps({"Records": [record]}),
+                "body": body,
                 "attributes": {"ApproximateReceiveCount": "1"},
                 "messageAttributes": {},
                 "md5OfBody": "",
@@ -84,9 +89,15 @@ def deliver(key: str, principal: str | None = LOCAL_REPORTER_PRINCIPAL) -> dict[
 
 
 def nightly_versions(s3: Any) -> dict[str, str]:
-    """Every object version in nightly with its ETag: equal snapshots, equal bytes."""
-    listing = s3.list_object_versions(Bucket=NIGHTLY_BUCKET)
-    return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+    """Every object version and delete marker in nightly, each listing page of it, with its
+    ETag: equal snapshots, equal bytes."""
+    versions: dict[str, str] = {}
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=NIGHTLY_BUCKET):
+        for v in page.get("Versions", []):
+            versions[f"{v['Key']}@{v['VersionId']}"] = v["ETag"]
+        for marker in page.get("DeleteMarkers", []):
+            versions[f"{marker['Key']}@{marker['VersionId']}"] = "delete-marker"
+    return versions
 
 
 class Run:

@@ -4,7 +4,9 @@ retries) and its handler, and the handler's dispatch of step events."""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -184,7 +186,9 @@ def test_an_execution_of_the_same_name_counts_as_started() -> None:
             job_id="j", bucket="b", items_key="k", hash_items_key="h", hash_items=1
         )
         assert started == execution_arn(MACHINE, "j")
-        with pytest.raises(TransientError, match="execution j not started"):
+        with pytest.raises(
+            TransientError, match=r"StartExecution execution j of .*: ThrottlingException"
+        ):
             launcher.start(job_id="j", bucket="b", items_key="k", hash_items_key="h", hash_items=1)
 
 
@@ -369,6 +373,43 @@ def test_the_handler_dispatches_step_events_and_names_what_is_wrong(
     monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
     with pytest.raises(StepError, match=re.escape(problem)):
         handler.lambda_handler(event, Context())
+
+
+def test_a_steps_log_keys_do_not_label_the_next_invocation(handler_env: Any) -> None:
+    # Given a warm container that ran a fan-out step of job "j-earlier"
+    handler, monkeypatch = handler_env
+    monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
+    with pytest.raises(StepError):
+        handler.lambda_handler({"fanout_step": "paste", "job_id": "j-earlier"}, Context())
+    # When the next invocation is an SQS batch (a poison message, which logs an error)
+    written = io.StringIO()
+    captured = logging.StreamHandler(written)
+    captured.setFormatter(handler.logger.registered_formatter)
+    handler.logger.addHandler(captured)
+    batch = {
+        "Records": [
+            {
+                "messageId": "m1",
+                "receiptHandle": "r",
+                "body": "not json",
+                "attributes": {},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:q",
+                "awsRegion": "us-east-1",
+            }
+        ]
+    }
+    try:
+        result = handler.lambda_handler(batch, Context())
+    finally:
+        handler.logger.removeHandler(captured)
+    # Then its log lines name no job of the earlier step
+    logged = [json.loads(line) for line in written.getvalue().splitlines()]
+    assert result["batchItemFailures"] == [{"itemIdentifier": "m1"}]
+    assert any(entry["message"].startswith("poison message") for entry in logged)
+    assert all("job_id" not in entry and "fanout_step" not in entry for entry in logged)
 
 
 def test_local_mode_runs_executions_in_process_and_the_function_on_step_functions(

@@ -13,8 +13,7 @@ import pytest
 from stacks.lambda_asset import asset_files
 
 LAMBDA_CODE_DIR = Path(__file__).resolve().parents[2] / "lambdas"
-# As the stack names it (the promoter function's construct in stacks/), named here so the test
-# needs no CDK.
+# As stacks/promoter_function.py names it, named here so the test needs no CDK.
 HANDLER = "wheelgate.lambda_function.handler.lambda_handler"
 
 # Not in the promoter asset (wheelgate.*) or not in its layer (moto, PyYAML).

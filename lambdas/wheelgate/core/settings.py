@@ -113,6 +113,30 @@ METRIC_BYTES_COPIED = "BytesCopied"
 #: above carry only the service dimension, which the alarms rely on).
 METRIC_REJECTIONS_BY_REASON = "RejectionsByReason"
 METRIC_REASON_DIMENSION = "reason"
+#: A manifest refused for an integrity reason (``wheelgate.core.errors.INTEGRITY_REASONS``): a
+#: rejection with one of them, or a write by a writer not trusted for it (noted, not decided).
+#: The one rejection metric that pages; ``tests-failed`` and the like are routine.
+METRIC_INTEGRITY_REJECTIONS = "IntegrityRejections"
+#: A promotion that found its index directory leased (retried soon; no alarm watches it).
+METRIC_INDEX_BUSY = "IndexBusy"
+#: A message whose body is not an S3 event (retried, then dead-lettered).
+METRIC_POISON_MESSAGES = "PoisonMessages"
+#: A decision the status page could not be updated with (best effort; never retried).
+METRIC_STATUS_PAGE_ERRORS = "StatusPageErrors"
+#: Every metric the promoter emits, in the namespace above.
+METRIC_NAMES = (
+    METRIC_PROMOTIONS_SUCCEEDED,
+    METRIC_PROMOTIONS_REJECTED,
+    METRIC_REJECTIONS_BY_REASON,
+    METRIC_INTEGRITY_REJECTIONS,
+    METRIC_FILES_COPIED,
+    METRIC_BYTES_COPIED,
+    METRIC_PROMOTION_LATENCY,
+    METRIC_PROMOTION_ERRORS,
+    METRIC_INDEX_BUSY,
+    METRIC_POISON_MESSAGES,
+    METRIC_STATUS_PAGE_ERRORS,
+)
 
 #: ARN of the fan-out promotion state machine (Step Functions); unset: every run is promoted
 #: in one invocation.
@@ -130,8 +154,8 @@ FANOUT_TIMEOUT_SECONDS = 4 * 60 * 60
 FANOUT_LEASE_SECONDS = FANOUT_TIMEOUT_SECONDS + 5 * 60
 #: A message whose index directory is leased by a fan-out job is made visible again after this
 #: long: the receives the manifest queue allows before its dead-letter queue (21, five of them
-#: kept for other failures; ``MAX_RECEIVE_COUNT`` in stacks/promoter.py) outlast the longest
-#: such lease (16 x 16 min >= ``FANOUT_LEASE_SECONDS``).
+#: kept for other failures; ``MAX_RECEIVE_COUNT`` in stacks/promoter_function.py) outlast the
+#: longest such lease (16 x 16 min >= ``FANOUT_LEASE_SECONDS``).
 FANOUT_LEASE_BUSY_RETRY_SECONDS = 16 * 60
 #: Files the state machine copies at once (the Distributed Map's MaxConcurrency).
 FANOUT_MAP_CONCURRENCY = 50

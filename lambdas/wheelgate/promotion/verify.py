@@ -53,7 +53,8 @@ from wheelgate.core.wheelmeta import (
 )
 from wheelgate.index.pages import IndexEntry, PageFormatError, ProjectPage
 from wheelgate.index.store import IndexStore, pages_must_parse
-from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
+from wheelgate.storage.bucket import Bucket, S3RangeReader
+from wheelgate.storage.errors import PreconditionFailed
 
 
 def nightly_entry(page: tuple[ProjectPage, str | None], filename: str) -> IndexEntry | None:
