@@ -176,7 +176,7 @@ def _leased(leases: IndexLeases, index: str, wait: float) -> Iterator[None]:
     holds it; then :class:`DirectoryBusy` naming the holder. Credentials that may not write
     the lease (S3 refuses) run the block without it, with a warning."""
     from wheelgate.promotion.lease import LeaseBusy
-    from wheelgate.storage.bucket import AccessError
+    from wheelgate.storage.errors import AccessError
 
     deadline = time.monotonic() + wait
     with ExitStack() as held:

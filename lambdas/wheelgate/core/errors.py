@@ -66,6 +66,7 @@ INTEGRITY_REASONS = frozenset(
         Reason.METADATA_UNREADABLE,
         Reason.WHEEL_NAME_MISMATCH,
         Reason.RELEASE_CONFLICT,
+        Reason.LOCAL_LABEL_CONFLICT,
         Reason.NIGHTLY_CONFLICT,
         Reason.REPLAY_CONFLICT,
         Reason.UNTRUSTED_WRITER,
