@@ -21,6 +21,7 @@ import pytest
 
 from wheelgate.core.layout import STAGING
 from wheelgate.local.sample_wheels import hashed_requirements
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.local.stack import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
 from wheelgate.storage.bucket import Bucket
 
@@ -76,15 +77,9 @@ class LocalProcess:
         raise TimeoutError("promoter loop did not drain the queue")
 
     def nightly_versions(self) -> dict[str, str]:
-        """Every object version in nightly with its ETag: equal snapshots, equal bytes."""
-        s3 = self.client("s3")
-        versions: dict[str, str] = {}
-        for page in s3.get_paginator("list_object_versions").paginate(
-            Bucket=self.env["WHEELGATE_NIGHTLY_BUCKET"]
-        ):
-            for v in page.get("Versions", []):
-                versions[f"{v['Key']}@{v['VersionId']}"] = v["ETag"]
-        return versions
+        """Every object version and delete marker in nightly: equal snapshots, nothing
+        written."""
+        return version_snapshot(self.client("s3"), self.env["WHEELGATE_NIGHTLY_BUCKET"])
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ from tests.integration.ceph import INSTALL_SCRIPT, CephCluster, CephEndpoint, mi
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import PageRetention, PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.promotion.promoter import ManifestEvent, Promoter
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
@@ -157,8 +158,7 @@ def promote(
 
 
 def versions(s3: S3Client, bucket: str = NIGHTLY) -> dict[str, str]:
-    listing = s3.list_object_versions(Bucket=bucket)
-    return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+    return version_snapshot(s3, bucket)
 
 
 def error_code(exc: pytest.ExceptionInfo[ClientError]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.integration.test_promoter import Context, sqs_event
+from tests.integration.test_promoter import Context, nightly_versions, sqs_event
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.override import new_request_id
@@ -327,13 +327,13 @@ def test_every_check_runs_before_the_first_copy(
         ChecksumAlgorithm="SHA256",
         Metadata={"wheelgate-commit": COMMIT},
     )
-    before = nightly_objects(s3, "")
+    before = nightly_versions(s3)
     # When it is reported, Then it is rejected by verification: no job, no copy, no execution.
     record = run.report()
     assert (record["state"], record["reason"]) == ("rejected", "checksum-mismatch")
     assert not list(fanout.staging.list(STAGING.job_prefix(run.job())))
     assert fanout.steps == []
-    assert nightly_objects(s3, "") == before
+    assert nightly_versions(s3) == before
     assert leases_free(fanout.staging, run.index)
 
 
@@ -752,7 +752,7 @@ def test_a_multipart_file_with_other_bytes_is_refused_by_its_hash_step_before_an
     # Given a large set whose manifest gives a multipart-staged file another SHA-256 than its
     # staged bytes have (S3 has none of its own to compare at verification)...
     run = multipart_run(fanout, tmp_path, request, claim_other_bytes=True)
-    before = nightly_objects(s3, "")
+    before = nightly_versions(s3)
     # When it is reported, it is handed to an execution (verification reads no file in full)...
     pending = run.report()
     assert (pending["state"], pending["reason"]) == ("pending", None)
@@ -771,7 +771,7 @@ def test_a_multipart_file_with_other_bytes_is_refused_by_its_hash_step_before_an
         in (record["message"])
     )
     # And nightly is byte for byte what it was, the leases are back, nothing is re-queued.
-    assert nightly_objects(s3, "") == before
+    assert nightly_versions(s3) == before
     assert leases_free(fanout.staging, run.index)
     assert fanout.received(fanout.queue_url) == []
     assert [state for state, _ in fanout.decisions.heard if state != "pending"] == ["rejected"]

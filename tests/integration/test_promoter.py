@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from wheelgate.core.errors import TransientError
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
     NIGHTLY_BUCKET,
@@ -84,9 +85,8 @@ def deliver(key: str, principal: str | None = LOCAL_REPORTER_PRINCIPAL) -> dict[
 
 
 def nightly_versions(s3: Any) -> dict[str, str]:
-    """Every object version in nightly with its ETag: equal snapshots, equal bytes."""
-    listing = s3.list_object_versions(Bucket=NIGHTLY_BUCKET)
-    return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+    """Every object version and delete marker in nightly: equal snapshots, nothing written."""
+    return version_snapshot(s3, NIGHTLY_BUCKET)
 
 
 class Run:
