@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from tests.infra.synth import REPO_ROOT
+from tests.tools import require_tool
 
 EXAMPLES = REPO_ROOT / "examples" / "github"
 ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
@@ -45,6 +46,7 @@ LONG_LIVED_KEY = re.compile(
     r"secrets\.AWS|aws[-_]access[-_]key[-_]id|aws[-_]secret[-_]access[-_]key|AKIA[0-9A-Z]{16}",
     re.IGNORECASE,
 )
+SHELLCHECK_INSTALL = "apt-get install shellcheck; .ci/run installs it"
 PINNED_USES = re.compile(r"^\s*(?:-\s*)?uses:\s*[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*\s*$")
 
 
@@ -264,9 +266,7 @@ def test_actions_pass_input_output_and_script_checks(path: Path) -> None:
 
 
 def test_action_scripts_pass_shellcheck(tmp_path: Path) -> None:
-    shellcheck = shutil.which("shellcheck")
-    if shellcheck is None:
-        pytest.skip("shellcheck is not installed (.ci/run installs it)")
+    shellcheck = require_tool("shellcheck", shutil.which("shellcheck"), SHELLCHECK_INSTALL)
     # Each run script written where its action is, beside the lib.sh it sources
     shutil.copy2(ACTIONS / "lib.sh", tmp_path / "lib.sh")
     scripts = [tmp_path / "lib.sh"]
@@ -287,8 +287,8 @@ def test_action_scripts_pass_shellcheck(tmp_path: Path) -> None:
 
 
 def test_example_scripts_pass_shellcheck() -> None:
-    if shutil.which("shellcheck") is None:
-        pytest.skip("shellcheck is not installed; actionlint checks the run: scripts with it")
+    # actionlint checks the run: scripts with shellcheck.
+    require_tool("shellcheck", shutil.which("shellcheck"), SHELLCHECK_INSTALL)
     result = run_actionlint(*WORKFLOWS, shellcheck=True)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -25,6 +25,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.integration.ceph import INSTALL_SCRIPT, CephCluster, CephEndpoint, missing_binaries
+from tests.tools import missing_tool
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import PageRetention, PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
@@ -56,9 +57,10 @@ def ceph() -> Iterator[CephEndpoint]:
     """A single-node Ceph cluster with RGW, started for the session and deleted after it."""
     missing = missing_binaries()
     if missing:
-        pytest.skip(
-            f"Ceph is not installed (missing {', '.join(missing)}); "
-            f"run {INSTALL_SCRIPT} to install ceph-mon, ceph-osd and radosgw"
+        missing_tool(
+            "Ceph RGW",
+            f"missing {', '.join(missing)}; {INSTALL_SCRIPT} installs ceph-mon, ceph-osd and "
+            "radosgw",
         )
     with CephCluster(Path(tempfile.mkdtemp(prefix="wheelgate-ceph-"))) as cluster:
         endpoint = cluster.start()

@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 from tests.integration.test_promoter import Run, wheel
+from tests.tools import require_tool
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import ENV_DASHBOARD_URL
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
@@ -46,9 +47,7 @@ def chromium_binary() -> str:
             timeout=600,
         )
         found = shutil.which("chromium")
-    if found is None:
-        pytest.skip("chromium is not installed and .ci/chromium-install.sh could not install it")
-    return found
+    return require_tool("Chromium", found, ".ci/chromium-install.sh could not install it")
 
 
 def chromium(url: str, profile: Path, *extra: str) -> str:
