@@ -11,11 +11,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.integration.composite import ACTIONS, REPO, ActionResult, run_action
 from tests.integration.conftest import LocalProcess, uv_binary
+from tests.integration.decoy import Decoy
+from tests.integration.installs import pip
 from wheelgate import __version__
 from wheelgate.local.sample_wheels import build_wheel
 
@@ -53,19 +56,34 @@ def job(local: LocalProcess, tmp_path: Path) -> Job:
     return Job(tmp_path, {**os.environ, **local.env, "PATH": f"{bin_dir}{os.pathsep}{SYSTEM_PATH}"})
 
 
-def test_stage_pins_report_and_status_drive_a_run_to_promotion(job: Job) -> None:
+def test_stage_pins_report_and_status_drive_a_run_to_promotion(job: Job, venv_factory: Any) -> None:
     # Given a wheel in dist/, staged with a glob as a build job would
     staged = job.ok("stage", "actions-1", index=INDEX, files="\n  dist/*.whl  \n")
     summary = json.loads(staged.outputs["summary"])
     assert summary["run_id"] == "actions-1"
     assert summary["uploaded"] == ["actions_demo-1.0-py3-none-any.whl"]
 
-    # When the pins, report and status actions run for the same run
+    # When the pins action runs, and the test installs with those pins and --require-hashes
+    # from the run's index...
     pins = job.ok("pins", "actions-1", index=INDEX)
     requirements = Path(pins.outputs["requirements"]).read_text()
     assert "actions-demo==1.0" in requirements
     assert "--hash=sha256:" in requirements
-    # (the test installed with those pins and --require-hashes: they are its evidence)
+    venv = venv_factory("actions-test")
+    installed = pip(
+        venv,
+        *("install", "--require-hashes", "--index-url", summary["index_url"]),
+        *("-r", pins.outputs["requirements"]),
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    probe = [
+        str(venv / "bin" / "python"),
+        "-c",
+        "import actions_demo; print(actions_demo.__version__)",
+    ]
+    assert subprocess.run(probe, capture_output=True, text=True, check=True).stdout == "1.0\n"
+    # ...and the report action passes on the pins it installed with as its evidence, and the
+    # status action waits for the decision
     reported = job.ok(
         "report",
         "actions-1",
@@ -129,7 +147,7 @@ def action_checkout(dest: Path) -> Path:
 
 
 @pytest.mark.parametrize("installer", ["pip", "uv"])
-def test_setup_puts_the_base_install_on_path(tmp_path: Path, installer: str) -> None:
+def test_setup_puts_the_base_install_on_path(tmp_path: Path, installer: str, decoy: Decoy) -> None:
     # Given the action's checkout, and a runner with or without uv
     checkout = tmp_path / "checkout"
     checkout.mkdir()
@@ -140,12 +158,13 @@ def test_setup_puts_the_base_install_on_path(tmp_path: Path, installer: str) -> 
         (tools / "uv").symlink_to(uv_binary())
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    # When the setup action runs
+    # When the setup action runs (it installs from the package registry with the runner's own
+    # pip and uv configuration, as users' jobs do: the decoy is no part of it)
     result = run_action(
         "setup",
         {"python": sys.executable},
         workspace=workspace,
-        env={**os.environ, "PATH": f"{tools}{os.pathsep}{SYSTEM_PATH}"},
+        env={**decoy.unplanted(os.environ), "PATH": f"{tools}{os.pathsep}{SYSTEM_PATH}"},
         action_root=actions,
         timeout=600,
     )
