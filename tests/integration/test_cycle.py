@@ -122,30 +122,6 @@ def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
     assert "cyc-torch==2.7.0" in result.stderr
 
 
-def test_dry_run_resolution_reads_metadata_not_the_wheel(
-    local: LocalProcess, promoted: dict[str, Any], venv_factory: Any, tmp_path: Path
-) -> None:
-    venv = venv_factory("dry-run")
-    report = tmp_path / "report.json"
-    result = pip(
-        venv,
-        "install",
-        "--dry-run",
-        "--report",
-        str(report),
-        "-v",
-        "--index-url",
-        f"{local.nightly_url}{INDEX}/",
-        "cyc-torch==2.7.0",
-    )
-    assert result.returncode == 0, result.stderr
-    resolved = {i["metadata"]["name"]: i for i in json.loads(report.read_text())["install"]}
-    assert set(resolved) == {"cyc-torch", "cyc-filelock"}
-    # pip fetched the PEP 658 file and never downloaded the 2 MB wheel.
-    assert "cyc_torch-2.7.0-py3-none-any.whl.metadata" in result.stdout
-    assert "cyc_torch-2.7.0-py3-none-any.whl (" not in result.stdout
-
-
 def test_failed_run_is_rejected_and_nightly_keeps_every_byte(
     local: LocalProcess, promoted: dict[str, Any], venv_factory: Any, tmp_path: Path
 ) -> None:

@@ -121,11 +121,19 @@ def test_a_pinned_old_version_installs_from_the_archive_only(
         "pip": lambda venv, *args: pip(venv, "install", "--no-cache-dir", *args),
         "uv": lambda venv, *args: uv_install(venv, "--no-cache", *args),
     }
+    # (what each says when the index lists the project but not the version: pip names the
+    # versions the listing offers)
+    not_listed = {
+        "pip": "Could not find a version that satisfies the requirement ret-pkg==1.0 "
+        "(from versions: 1.2, 1.3)",
+        "uv": "Because there is no version of ret-pkg==1.0",
+    }
     for name, installer in installers.items():
         venv = venv_factory(f"ret-{name}")
-        # When the old version is pinned against the listing, it is not found...
+        # When the old version is pinned against the listing, it is not found there...
         result = installer(venv, "--index-url", listing, "ret-pkg==1.0")
         assert result.returncode != 0, f"{name} installed a delisted version: {result.stdout}"
+        assert not_listed[name] in " ".join(result.stderr.split()), result.stderr
         # ...and against the archive it installs, with its dependency.
         result = installer(venv, "--index-url", archive, "ret-pkg==1.0")
         assert result.returncode == 0, f"{name}: {result.stdout}{result.stderr}"

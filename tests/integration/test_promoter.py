@@ -412,6 +412,36 @@ def test_uv_resolves_through_the_json_api(
     assert (target / "uvpkg" / "__init__.py").exists()
 
 
+def test_dry_run_resolution_reads_metadata_not_the_wheel(
+    stack: LocalStack, buckets: tuple[Bucket, Bucket], tmp_path: Path, venv_factory: Any
+) -> None:
+    from tests.integration.installs import installs, pip
+
+    # Given a 2 MB wheel and its dependency promoted to nightly...
+    run = Run(buckets, tmp_path, "dry-run", "t/dry-run")
+    dep = wheel(tmp_path, "dry-filelock", "3.18.0")
+    big = wheel(
+        tmp_path, "dry-torch", "2.7.0", requires=["dry-filelock>=3"], payload_bytes=2_000_000
+    )
+    assert run.stage(dep, big).report(run.manifest())["state"] == "promoted"
+    stack.nightly_server.bytes_sent.clear()
+    # When pip resolves it with --dry-run against the nightly index...
+    report = tmp_path / "report.json"
+    result = pip(
+        venv_factory("dry-run"),
+        *("install", "--dry-run", "--report", str(report)),
+        *("--index-url", f"{stack.nightly_url}{run.index}/", "dry-torch==2.7.0"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert {i["metadata"]["name"] for i in installs(report)} == {"dry-torch", "dry-filelock"}
+    # Then the server sent each wheel's PEP 658 metadata file and not one byte of a wheel.
+    served = dict(stack.nightly_server.bytes_sent)
+    for path in (big, dep):
+        key = f"{run.index}/{path.name}"
+        assert served.get(f"{key}.metadata", 0) > 0, served
+        assert served.get(key, 0) == 0, served
+
+
 def test_a_run_never_restages_a_file_name_with_other_bytes(
     buckets: tuple[Bucket, Bucket], tmp_path: Path
 ) -> None:
