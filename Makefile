@@ -23,12 +23,12 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 venv: $(STAMP)
 
-# Promoter dependencies for Lambda (arm64, Python 3.13), bundled without Docker.
+# Promoter dependencies for Lambda (arm64, Python 3.13), bundled without Docker by the pip
+# command of stacks/promoter_layer.py (the one an app without this checkout runs at synthesis).
 LAYER := build/layer
-$(LAYER)/.built: lambdas/requirements.txt | $(STAMP)
+$(LAYER)/.built: stacks/layer/requirements.txt stacks/promoter_layer.py | $(STAMP)
 	rm -rf $(LAYER)
-	$(BIN)/pip install --quiet --platform manylinux2014_aarch64 --implementation cp \
-	  --python-version 3.13 --only-binary=:all: --target $(LAYER)/python -r lambdas/requirements.txt
+	$(BIN)/python -m stacks.promoter_layer $(LAYER)
 	touch $@
 
 layer: $(LAYER)/.built
@@ -58,7 +58,8 @@ unit: $(STAMP)
 infra: $(STAMP) layer
 	$(BIN)/pytest tests/infra -q
 
-integration: $(STAMP)
+# The integration tier executes the synthesized fan-out state machine: synthesis needs the layer.
+integration: $(STAMP) layer
 	$(BIN)/pytest tests/integration -q
 
 test: $(STAMP) layer lint typecheck

@@ -46,7 +46,8 @@ from wheelgate.local.stack import (
     STAGING_BUCKET,
     install_moto_compatibility,
 )
-from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.promotion.event import ManifestEvent
+from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 
@@ -115,7 +116,7 @@ def one_round(
     )
     counter: Counter[str] = Counter()
     client = counting_client(counter)
-    promoter = Promoter(
+    promoter = PromotionService(
         settings=PromoterSettings.from_env(__import__("os").environ),
         staging=Bucket(client, STAGING_BUCKET),
         nightly=Bucket(client, NIGHTLY_BUCKET),

@@ -9,7 +9,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from stacks.nag import acknowledge_resource_wildcards
 from wheelgate.core.layout import (
     HTML_PAGE,
     JSON_PAGE,
@@ -22,6 +21,8 @@ from wheelgate.core.layout import (
     RUNS_PREFIX,
     STATUS_PREFIX,
 )
+
+from .nag import acknowledge_resource_wildcards
 
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"

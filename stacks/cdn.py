@@ -12,9 +12,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from stacks.config import CustomDomain
-from stacks.nag import acknowledge
 from wheelgate.core.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX, STATUS_PREFIX
+
+from .nag import acknowledge
+from .props import CustomDomain
 
 INDEX_ROUTER_SOURCE = Path(__file__).parent / "functions" / "index_router.js"
 

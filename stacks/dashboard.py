@@ -12,7 +12,6 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from stacks.monitoring import PERIOD, promoter_metric
 from wheelgate.core.settings import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
@@ -26,6 +25,8 @@ from wheelgate.core.settings import (
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
+
+from .monitoring import PERIOD, promoter_metric
 
 #: Suffix of the dashboard's name after the stack's.
 DASHBOARD_SUFFIX = "-promotion"

@@ -25,8 +25,6 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from stacks.log_groups import retained_log_group
-from stacks.nag import acknowledge, acknowledge_resource_wildcards, nag_text
 from wheelgate.core.layout import JOBS_DIR, RECORDS_PREFIX
 from wheelgate.core.settings import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
@@ -37,6 +35,9 @@ from wheelgate.core.settings import (
     FANOUT_STEP_FIELD,
     FANOUT_TIMEOUT_SECONDS,
 )
+
+from .log_groups import retained_log_group
+from .nag import acknowledge, acknowledge_resource_wildcards, nag_text
 
 #: The state machine's name is the stack's name with this suffix: fixed, so that the promoter's
 #: environment and policy can name it before it exists (see :func:`state_machine_arn`).
@@ -321,7 +322,12 @@ class FanOut(Construct):
             },
             separators=(",", ":"),
         )
-        executions = f"arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:{name}"
+        stack = Stack.of(self)
+        # <AWS::Region> and <AWS::AccountId>, or their values in a stack with an environment.
+        partition, region, account = (
+            nag_text(self, value) for value in (stack.partition, stack.region, stack.account)
+        )
+        executions = f"arn:{partition}:states:{region}:{account}:execution:{name}"
         for suffix, what in ((":*", "its executions"), ("/*:*", "its map runs' executions")):
             acknowledge(
                 policy,

@@ -5,31 +5,7 @@ from __future__ import annotations
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-# The periods CloudWatch Logs accepts for RetentionInDays.
-LOG_RETENTION_DAYS = (
-    1,
-    3,
-    5,
-    7,
-    14,
-    30,
-    60,
-    90,
-    120,
-    150,
-    180,
-    365,
-    400,
-    545,
-    731,
-    1096,
-    1827,
-    2192,
-    2557,
-    2922,
-    3288,
-    3653,
-)
+from .props import LOG_RETENTION_DAYS
 
 
 def retained_log_group(

@@ -143,7 +143,8 @@ def promoter_metric(
 ) -> cloudwatch.Metric:
     """A metric the promoter emits through Powertools Metrics, per ``PERIOD`` (a count, summed,
     unless ``statistic`` says otherwise). Powertools adds the service name as a dimension to
-    every metric, and the promoter adds no other to these (see ``promoter/telemetry.py``)."""
+    every metric, and the promoter adds no other to these (see
+    ``lambdas/wheelgate/lambda_function/telemetry.py``)."""
     return cloudwatch.Metric(
         namespace=METRICS_NAMESPACE,
         metric_name=name,

@@ -7,9 +7,12 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from stacks.nag import acknowledge
 from wheelgate.core.layout import RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, RUNS_PREFIX
 
+from .nag import acknowledge
+
+#: The CDK feature flag (cdk.json of a new app sets it) for the bucket policy way of logging.
+SERVER_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
 # Incomplete multipart uploads of multi-GB wheels are billed until aborted.
 _ABORT_MULTIPART_AFTER = Duration.days(7)
 
@@ -53,6 +56,9 @@ class Storage(Construct):
         cache_bucket_name: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
+        # S3 server access logs are delivered by bucket policy, whatever the app's feature
+        # flags say: the ACL way fails on buckets with ACLs disabled, every new bucket's default.
+        self.node.set_context(SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, True)
 
         self.log_bucket = s3.Bucket(
             self,

@@ -1,15 +1,32 @@
-"""Synthesize the stack once per test session; every infra test reads that template."""
+"""Synthesize each app once per test session; every infra test reads those templates.
+
+``synthesis``: this repository's app as cdk.json configures it. ``matrix_template``: the same
+with a break-glass role, as the matrices of docs/security.md show it. ``stage_syntheses``: one
+app with the stages ``prod`` and ``test`` (tests/infra/synth.py ``STAGES``) over the matrix's
+settings. ``another_app``: the construct installed with pip into a fresh virtualenv and composed
+by another app (tests/infra/another_app.py), over the matrix's settings too; the slowest.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.infra.summary import SUMMARY_KEY
-from tests.infra.synth import REPO_ROOT, Synthesis, synthesize
+from tests.infra.synth import (
+    REPO_ROOT,
+    TEST_WORKFLOWS,
+    Deployed,
+    Synthesis,
+    synthesize,
+    synthesize_stages,
+)
+
+if TYPE_CHECKING:
+    from tests.infra.another_app import AnotherApp
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -50,6 +67,44 @@ def matrix_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from tests.infra.iam_matrix import matrix_context
 
     return synthesize(tmp_path_factory.mktemp("matrix.out"), matrix_context()).template
+
+
+@pytest.fixture(scope="session")
+def stage_syntheses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synthesis]:
+    """The stages ``prod`` and ``test`` in one app, over the matrix's settings."""
+    from tests.infra.iam_matrix import matrix_context
+
+    return synthesize_stages(tmp_path_factory.mktemp("stages.out"), matrix_context())
+
+
+@pytest.fixture(scope="session")
+def another_app(tmp_path_factory: pytest.TempPathFactory) -> AnotherApp:
+    """The construct as another app installs and composes it, over the matrix's settings."""
+    from tests.infra.another_app import synthesize_another_app
+    from tests.infra.iam_matrix import matrix_context
+
+    return synthesize_another_app(tmp_path_factory.mktemp("another-app"), matrix_context())
+
+
+#: What the IAM and OIDC matrices cover: this repository's app, another app that installed the
+#: construct with pip, and each of two stages synthesized in one app.
+DEPLOYMENTS = ("this app", "another app", "stage prod", "stage test")
+
+
+@pytest.fixture(scope="session", params=DEPLOYMENTS)
+def deployed(request: pytest.FixtureRequest) -> Deployed:
+    from tests.infra.oidc_matrix import WORKFLOWS
+
+    name: str = request.param
+    if name == "this app":
+        return Deployed(name, request.getfixturevalue("matrix_template"), WORKFLOWS)
+    if name == "another app":
+        another: AnotherApp = request.getfixturevalue("another_app")
+        return Deployed(name, another.synthesis.template, WORKFLOWS)
+    stage = name.removeprefix("stage ")
+    syntheses: dict[str, Synthesis] = request.getfixturevalue("stage_syntheses")
+    workflows = TEST_WORKFLOWS if stage == "test" else WORKFLOWS
+    return Deployed(name, syntheses[stage].template, workflows)
 
 
 @pytest.fixture(scope="session")

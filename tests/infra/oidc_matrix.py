@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stacks.config import OIDC_SUBJECT_CLAIM_KEYS
-from tests.infra.resolve import Resolver
+from stacks.props import OIDC_SUBJECT_CLAIM_KEYS
+from tests.infra.resolve import OIDC_PROVIDER_ARN, Resolver
 
 MARK_START = "<!-- oidc-matrix:start -->"
 MARK_END = "<!-- oidc-matrix:end -->"
@@ -39,8 +39,9 @@ ASSUME = "sts:AssumeRoleWithWebIdentity"
 GITHUB_ROLES = ("build", "reporter", "dev", "deps")
 
 REPO = "ROCm/TheRock"
+Workflows = Mapping[str, str]
 #: Matrix label -> workflow file (as cdk.json names them).
-WORKFLOWS = {
+WORKFLOWS: Workflows = {
     "release": ".github/workflows/release-nightly.yml",
     "reporter": ".github/workflows/report.yml",
     "dev": ".github/workflows/dev.yml",
@@ -95,16 +96,17 @@ def _escape(value: str) -> str:
     return value.replace(":", "%3A")
 
 
-def jobs() -> list[Job]:
-    """Every row: each workflow file x event with its jobs' own ``job_workflow_ref`` (a
-    reusable file is named at the caller's ref), then a branch run calling the reporter's
-    workflow pinned to main, and a token with GitHub's default audience."""
+def jobs(workflows: Workflows = WORKFLOWS) -> list[Job]:
+    """Every row: each workflow file (of ``workflows``, label -> file) x event with its jobs'
+    own ``job_workflow_ref`` (a reusable file is named at the caller's ref), then a branch run
+    calling the reporter's workflow pinned to main, and a token with GitHub's default
+    audience."""
     rows = [
         Job(workflow, label, event, ref, context, f"{REPO}/{path}@{ref}")
-        for workflow, path in WORKFLOWS.items()
+        for workflow, path in workflows.items()
         for label, event, ref, context in EVENTS
     ]
-    reporter_on_main = f"{REPO}/{WORKFLOWS['reporter']}@{MAIN}"
+    reporter_on_main = f"{REPO}/{workflows['reporter']}@{MAIN}"
     rows.append(
         Job("reporter", "push (branch)", "push", FEATURE, f"ref:{FEATURE}", reporter_on_main)
     )
@@ -115,7 +117,7 @@ def jobs() -> list[Job]:
             "schedule",
             MAIN,
             f"ref:{MAIN}",
-            f"{REPO}/{WORKFLOWS['release']}@{MAIN}",
+            f"{REPO}/{workflows['release']}@{MAIN}",
             aud=f"https://github.com/{REPO.split('/')[0]}",
         )
     )
@@ -165,12 +167,13 @@ def trusts(trust: Mapping[str, Any], provider: str, job: Job) -> bool:
 
 
 def roles_trusting(template: dict[str, Any], job: Job) -> set[str]:
-    """The WheelGate roles whose trust policies accept ``job``'s token from the stack's GitHub
-    OIDC provider."""
+    """The WheelGate roles whose trust policies accept ``job``'s token from the account's
+    GitHub OIDC provider (:data:`OIDC_PROVIDER_ARN`: the one the stack creates, or the one it
+    names in ``oidc_provider_arn``)."""
     resolver = Resolver(template)
-    (provider,) = resolver.of_type("AWS::IAM::OIDCProvider")
-    issuer = resolver.physical_name(provider)
-    return {role for role in GITHUB_ROLES if trusts(resolver.trust_policy(role), issuer, job)}
+    return {
+        role for role in GITHUB_ROLES if trusts(resolver.trust_policy(role), OIDC_PROVIDER_ARN, job)
+    }
 
 
 @dataclass(frozen=True)
@@ -179,9 +182,10 @@ class Row:
     roles: frozenset[str]
 
 
-def compute(template: dict[str, Any]) -> list[Row]:
-    """Evaluate every row of :func:`jobs` against ``template``'s trust policies."""
-    return [Row(job, frozenset(roles_trusting(template, job))) for job in jobs()]
+def compute(template: dict[str, Any], workflows: Workflows = WORKFLOWS) -> list[Row]:
+    """Evaluate every row of :func:`jobs` of ``workflows`` against ``template``'s trust
+    policies."""
+    return [Row(job, frozenset(roles_trusting(template, job))) for job in jobs(workflows)]
 
 
 def render(rows: Sequence[Row]) -> str:

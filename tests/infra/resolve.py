@@ -2,7 +2,10 @@
 
 Policies in the template reference buckets and roles with ``Ref``/``Fn::GetAtt``/``Fn::Join``.
 For assertions and the offline IAM evaluation they are resolved with a fixed account, region
-and readable physical names (``wheelgate-staging``, ``role/build``...).
+and readable physical names (``wheelgate-staging``, ``role/build``...). The WheelGate construct
+may sit under any id in its stack (``Default`` in this repository's app, which CDK leaves out of
+logical ids; ``Wheels`` in another app, which prefixes them): the prefix is found from the
+staging bucket.
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ FRIENDLY_NAMES = {
 }
 #: Names a template may lack: the cache bucket is not created when cache_bucket_name is set.
 OPTIONAL_NAMES = frozenset({"wheelgate-cache"})
+#: The logical id of the staging bucket, under the construct's prefix.
+_STAGING_BUCKET = re.compile(r"(?P<prefix>[A-Za-z0-9]*?)StorageStaging[0-9A-F]{8}")
+#: GitHub's OIDC issuer; an IAM OIDC provider's ARN ends with its URL's host and path.
+OIDC_PROVIDER_ARN = (
+    f"arn:{PARTITION}:iam::{ACCOUNT}:oidc-provider/token.actions.githubusercontent.com"
+)
 _PSEUDO = {
     "AWS::Partition": PARTITION,
     "AWS::AccountId": ACCOUNT,
@@ -50,9 +59,12 @@ class Resolver:
     def __init__(self, template: dict[str, Any]) -> None:
         self.resources: dict[str, Any] = template["Resources"]
         self.names: dict[str, str] = {}
+        found = (_STAGING_BUCKET.fullmatch(lid) for lid in self.resources)
+        #: The construct's logical id prefix ("" for the id ``Default``).
+        self.prefix = next((m.group("prefix") for m in found if m), "")
         for logical_id in self.resources:
-            for prefix, name in FRIENDLY_NAMES.items():
-                if re.fullmatch(rf"{prefix}[0-9A-F]{{8}}", logical_id):
+            for path, name in FRIENDLY_NAMES.items():
+                if re.fullmatch(rf"{self.prefix}{path}[0-9A-F]{{8}}", logical_id):
                     self.names[logical_id] = name
         missing = set(FRIENDLY_NAMES.values()) - set(self.names.values()) - OPTIONAL_NAMES
         if missing:
@@ -72,6 +84,9 @@ class Resolver:
         if logical_id in _PSEUDO:
             return _PSEUDO[logical_id]
         name = self.physical_name(logical_id)
+        if self._type(logical_id) == "AWS::IAM::OIDCProvider":
+            url = self.resources[logical_id]["Properties"]["Url"]
+            return f"arn:{PARTITION}:iam::{ACCOUNT}:oidc-provider/{url.removeprefix('https://')}"
         if self._type(logical_id) == "AWS::SNS::Topic":
             return f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}"
         if self._type(logical_id) == "AWS::SQS::Queue":
@@ -94,6 +109,8 @@ class Resolver:
                 return f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:{name}"
             if kind == "AWS::Logs::LogGroup":
                 return f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{name}:*"
+            if kind == "AWS::Lambda::Function":
+                return f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{name}"
             service = kind.split("::")[1].lower()
             return f"arn:{PARTITION}:{service}:{REGION}:{ACCOUNT}:{name}"
         if attribute == "RoleId":

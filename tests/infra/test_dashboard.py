@@ -14,7 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
 
 from stacks.dashboard import PromotionDashboard, dashboard_name, dashboard_url
-from stacks.promoter import HANDLER
+from stacks.promoter_function import HANDLER
 from tests.infra.resolve import REGION, Resolver
 from tests.infra.synth import STACK_NAME
 from wheelgate.core.settings import (

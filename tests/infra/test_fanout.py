@@ -10,7 +10,8 @@ import pytest
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Match, Template
 
-from stacks.config import WheelGateConfig
+from app import LAYER_DIR
+from stacks.context import props_from_context
 from stacks.fanout import (
     ANY_TO_HASH,
     CONCLUDE,
@@ -25,7 +26,7 @@ from stacks.fanout import (
     PUBLISH,
     state_machine_name,
 )
-from stacks.wheelgate_stack import WheelGateStack
+from stacks.wheelgate import WheelGate
 from tests.infra.resolve import ACCOUNT, PARTITION, REGION, Resolver
 from tests.infra.synth import Synthesis, cdk_json_context
 from tests.infra.test_nag import _acknowledgements
@@ -352,7 +353,7 @@ def test_an_execution_ended_without_its_catch_is_concluded_by_the_promoter(
     [function_id] = [
         lid
         for lid, r in resolver.of_type("AWS::Lambda::Function").items()
-        if r["Properties"].get("Handler") == "wheelgate.promoter.handler.lambda_handler"
+        if r["Properties"].get("Handler") == "wheelgate.lambda_function.handler.lambda_handler"
     ]
     assert target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
     transformer = target["InputTransformer"]
@@ -381,11 +382,14 @@ def test_an_execution_ended_without_its_catch_is_concluded_by_the_promoter(
 def test_stack_exposes_the_state_machine_and_its_arn(template_json: dict[str, Any]) -> None:
     # The dashboard graphs ExecutionsStarted/Succeeded/Failed of stack.fanout.state_machine.
     app = cdk.App(context=cdk_json_context(), analytics_reporting=False)
-    stack = WheelGateStack(
-        app, "Exposed", config=WheelGateConfig.from_context(app.node.try_get_context)
+    gate = WheelGate(
+        cdk.Stack(app, "Exposed"),
+        "Default",
+        props_from_context(app.node.get_all_context()),
+        layer_dir=LAYER_DIR,
     )
-    assert isinstance(stack.fanout.state_machine, sfn.StateMachine)
-    assert stack.fanout.state_machine.metric_started().metric_name == "ExecutionsStarted"
+    assert isinstance(gate.fanout.state_machine, sfn.StateMachine)
+    assert gate.fanout.state_machine.metric_started().metric_name == "ExecutionsStarted"
     machine_id, _ = _state_machine(template_json)
     outputs = template_json["Outputs"]
     assert outputs["FanOutStateMachineArn"]["Value"] == {"Ref": machine_id}
@@ -400,9 +404,9 @@ def test_a_stack_name_too_long_for_the_state_machine_is_refused() -> None:
 
 def test_nag_acknowledgements_are_on_the_fanout_policies_alone(synthesis: Synthesis) -> None:
     acknowledged = {
-        (path.removeprefix("/WheelGate/FanOut/"), rule)
+        (path.removeprefix("/WheelGate/Default/FanOut/"), rule)
         for path, rule, _ in _acknowledgements(synthesis.outdir)
-        if path.startswith("/WheelGate/FanOut/")
+        if path.startswith("/WheelGate/Default/FanOut/")
     }
     function_id, _ = _promoter_function(synthesis.template)
     machine_id, _ = _state_machine(synthesis.template)

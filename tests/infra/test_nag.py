@@ -53,8 +53,8 @@ def test_acknowledgements_are_narrow_and_reasoned(synthesis: Synthesis) -> None:
     xray = [a for a in acknowledged if a[1] == "AwsSolutions-IAM5[Resource::*]"]
     # Tracing (both) and vended log delivery (the state machine's): no resource-level permissions.
     assert sorted(path for path, _, _ in xray) == [
-        "/WheelGate/Access/PromoterRole/DefaultPolicy",
-        "/WheelGate/FanOut/Role/DefaultPolicy",
+        "/WheelGate/Default/Access/PromoterRole/DefaultPolicy",
+        "/WheelGate/Default/FanOut/Role/DefaultPolicy",
     ]
 
 

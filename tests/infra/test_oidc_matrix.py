@@ -1,4 +1,9 @@
-"""OIDC claims matrix over the synthesized trust policies: which job can assume which role."""
+"""OIDC claims matrix over the synthesized trust policies: which job can assume which role.
+
+Computed for each way WheelGate is deployed (``deployed``), with the workflow files that
+deployment's settings name: every role decision must be the same in each. Across the two
+stages of one app, see tests/infra/test_environments.py.
+"""
 
 from __future__ import annotations
 
@@ -23,17 +28,17 @@ from tests.infra.oidc_matrix import (
 )
 from tests.infra.resolve import Resolver
 from tests.infra.summary import publish
-from tests.infra.synth import REPO_ROOT
+from tests.infra.synth import REPO_ROOT, Deployed
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
 
 
 @pytest.fixture(scope="module")
-def rows(
-    matrix_template: dict[str, Any], artifacts_dir: Path, request: pytest.FixtureRequest
-) -> list[Row]:
-    rows = compute(matrix_template)
-    publish(request.config, artifacts_dir, "oidc-matrix.md", "OIDC claims matrix", render(rows))
+def rows(deployed: Deployed, artifacts_dir: Path, request: pytest.FixtureRequest) -> list[Row]:
+    rows = compute(deployed.template, deployed.workflows)
+    if deployed.name == "this app":
+        title = "OIDC claims matrix"
+        publish(request.config, artifacts_dir, "oidc-matrix.md", title, render(rows))
     return rows
 
 
@@ -110,12 +115,17 @@ def test_a_token_for_another_audience_is_refused(rows: list[Row]) -> None:
     assert row.roles == frozenset()
 
 
-def test_every_row_is_evaluated(rows: list[Row]) -> None:
-    assert [r.job for r in rows] == jobs()
+def test_every_row_is_evaluated(rows: list[Row], deployed: Deployed) -> None:
+    assert [r.job for r in rows] == jobs(deployed.workflows)
 
 
-def test_security_doc_shows_the_current_oidc_matrix(rows: list[Row]) -> None:
-    assert between(SECURITY_DOC.read_text(), MARK_START, MARK_END) == render(rows).strip(), (
+def test_security_doc_shows_the_current_oidc_matrix(rows: list[Row], deployed: Deployed) -> None:
+    # Each row under the documented job of the same label and event (a deployment with other
+    # workflow files must give its own jobs the documented roles)
+    pairs = list(zip(jobs(), rows, strict=True))
+    assert all((j.workflow, j.event) == (r.job.workflow, r.job.event) for j, r in pairs)
+    documented = render([Row(job, row.roles) for job, row in pairs])
+    assert between(SECURITY_DOC.read_text(), MARK_START, MARK_END) == documented.strip(), (
         "docs/security.md is stale: run `.venv/bin/python -m tests.infra.oidc_matrix "
         "--write docs/security.md`"
     )

@@ -11,12 +11,13 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.assertions import Match, Template
 
-from stacks.config import WheelGateConfig
+from app import LAYER_DIR
+from stacks.context import props_from_context
 from stacks.lambda_asset import asset_files, handler_module
-from stacks.promoter import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
-from stacks.wheelgate_stack import LAMBDA_CODE_DIR, WheelGateStack
+from stacks.promoter_function import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
+from stacks.wheelgate import WheelGate, package_code_dir
 from tests.infra.resolve import Resolver
-from tests.infra.synth import STACK_NAME, Synthesis, cdk_json_context
+from tests.infra.synth import STACK_NAME, Synthesis, asset_dir, cdk_json_context
 from wheelgate.core.settings import (
     ALL_ENV_NAMES,
     ENV_ALLOWED_INDEXES,
@@ -38,6 +39,8 @@ from wheelgate.core.settings import (
     listing_retention_from_env,
 )
 
+CODE_DIR = package_code_dir()
+
 
 def _function(template_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     functions = {
@@ -53,7 +56,7 @@ def test_function_runtime_and_sizing(template: Template) -> None:
     template.has_resource_properties(
         "AWS::Lambda::Function",
         {
-            "Handler": "wheelgate.promoter.handler.lambda_handler",
+            "Handler": "wheelgate.lambda_function.handler.lambda_handler",
             "Runtime": "python3.13",
             "Architectures": ["arm64"],
             "Timeout": 900,
@@ -218,7 +221,7 @@ def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
 
 def test_handler_named_by_the_stack_exists_in_the_code_asset() -> None:
     function = HANDLER.rpartition(".")[2]
-    path = LAMBDA_CODE_DIR.joinpath(*handler_module(HANDLER).split(".")).with_suffix(".py")
+    path = CODE_DIR.joinpath(*handler_module(HANDLER).split(".")).with_suffix(".py")
     tree = ast.parse(path.read_text())
     # Decorated functions are still plain (async) function definitions at module level.
     names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -235,26 +238,15 @@ NON_RUNTIME = (
 )
 
 
-def _asset_dir(outdir: Path, s3_key: str) -> Path:
-    """The folder the cloud assembly in ``outdir`` uploads (zipped) as ``s3_key``."""
-    assets = json.loads((outdir / f"{STACK_NAME}.assets.json").read_text())
-    (path,) = (
-        asset["source"]["path"]
-        for asset in assets["files"].values()
-        if any(d["objectKey"] == s3_key for d in asset["destinations"].values())
-    )
-    return outdir / path
-
-
 def _files(directory: Path) -> list[str]:
     return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
 
 
 def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis) -> None:
     _, props = _function(synthesis.template)
-    files = _files(_asset_dir(synthesis.outdir, props["Code"]["S3Key"]))
-    assert "wheelgate/promoter/handler.py" in files
-    assert "wheelgate/promotion/promoter.py" in files
+    files = _files(asset_dir(synthesis.outdir, STACK_NAME, props["Code"]["S3Key"]))
+    assert "wheelgate/lambda_function/handler.py" in files
+    assert "wheelgate/promotion/service.py" in files
     leaked = [
         f
         for f in files
@@ -262,31 +254,31 @@ def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis
     ]
     assert leaked == []
     # Exactly the import closure: CDK's exclude patterns drop __pycache__ and the egg-info too.
-    assert files == list(asset_files(LAMBDA_CODE_DIR, handler_module(HANDLER)))
+    assert files == list(asset_files(CODE_DIR, handler_module(HANDLER)))
 
 
 def test_only_runtime_edits_change_the_function_asset(synthesis: Synthesis, tmp_path: Path) -> None:
     # Given a copy of the code with the CLI edited, a CLI module added and an editor's swap file
     # (`*` alone does not match dot files), and a copy with the handler edited
     cli_edited = tmp_path / "cli-edited"
-    shutil.copytree(LAMBDA_CODE_DIR, cli_edited)
+    shutil.copytree(CODE_DIR, cli_edited)
     with (cli_edited / "wheelgate" / "cli" / "main.py").open("a") as main:
         main.write("\n# A new CLI message.\n")
     (cli_edited / "wheelgate" / "cli" / "extra.py").write_text('"""A new CLI command."""\n')
     (cli_edited / "wheelgate" / "core" / ".layout.py.swp").write_bytes(b"\0swap")
     handler_edited = tmp_path / "handler-edited"
-    shutil.copytree(LAMBDA_CODE_DIR, handler_edited)
-    with (handler_edited / "wheelgate" / "promoter" / "handler.py").open("a") as handler:
+    shutil.copytree(CODE_DIR, handler_edited)
+    with (handler_edited / "wheelgate" / "lambda_function" / "handler.py").open("a") as handler:
         handler.write("\n# A handler change.\n")
 
     # When both are synthesized (one app, no cdk-nag: only the asset hashes matter here)
     app = cdk.App(
         context=cdk_json_context(), outdir=str(tmp_path / "cdk.out"), analytics_reporting=False
     )
-    config = WheelGateConfig.from_context(app.node.try_get_context)
+    props = props_from_context(app.node.get_all_context())
     code_dirs = {"CliEdited": cli_edited, "HandlerEdited": handler_edited}
     for name, code_dir in code_dirs.items():
-        WheelGateStack(app, name, config=config, code_dir=code_dir)
+        WheelGate(cdk.Stack(app, name), "Default", props, layer_dir=LAYER_DIR, code_dir=code_dir)
     assembly = app.synth()
     keys = {
         name: _function(assembly.get_stack_by_name(name).template)[1]["Code"]["S3Key"]

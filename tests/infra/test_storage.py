@@ -212,7 +212,7 @@ def test_operators_get_the_listing_retention_the_promoter_applies(
         r["Properties"]
         for r in template_json["Resources"].values()
         if r["Type"] == "AWS::Lambda::Function"
-        and r["Properties"].get("Handler") == "wheelgate.promoter.handler.lambda_handler"
+        and r["Properties"].get("Handler") == "wheelgate.lambda_function.handler.lambda_handler"
     ]
     env = function["Environment"]["Variables"]
     assert outputs["ListingRetention"] == env[ENV_LISTING_RETENTION]

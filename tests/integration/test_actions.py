@@ -63,10 +63,17 @@ def test_stage_pins_report_and_status_drive_a_run_to_promotion(job: Job, venv_fa
     assert summary["run_id"] == "actions-1"
     assert summary["uploaded"] == ["actions_demo-1.0-py3-none-any.whl"]
 
-    # When the pins action runs, and the test installs with those pins and --require-hashes
-    # from the run's index...
-    pins = job.ok("pins", "actions-1", index=INDEX)
+    # When the pins action runs for the test's target, and the test installs with those pins
+    # and --require-hashes from the run's index...
+    pins = job.ok(
+        "pins",
+        "actions-1",
+        index=INDEX,
+        target="cp311-manylinux_2_28_x86_64",
+        projects="\n  actions-demo \n",
+    )
     requirements = Path(pins.outputs["requirements"]).read_text()
+    assert "for target cp311-manylinux_2_28_x86_64: actions-demo and" in requirements
     assert "actions-demo==1.0" in requirements
     assert "--hash=sha256:" in requirements
     venv = venv_factory("actions-test")
@@ -139,9 +146,11 @@ def action_checkout(dest: Path) -> Path:
     """What the runner downloads for `uses: <owner>/wheelgate/actions/setup@<commit>`: the
     repository at that commit (here, the files the install reads and the actions)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("pyproject.toml", "README.md", "requirements.txt"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "requirements.txt"):
         shutil.copy2(REPO / name, dest / name)
     shutil.copytree(REPO / "lambdas" / "wheelgate", dest / "lambdas" / "wheelgate", ignore=ignore)
+    # setup.py ships the CDK construct in stacks/ as wheelgate.cdk.
+    shutil.copytree(REPO / "stacks", dest / "stacks", ignore=ignore)
     shutil.copytree(ACTIONS, dest / "actions", ignore=ignore)
     return dest / "actions"
 

@@ -30,7 +30,8 @@ from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import PageRetention, PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.snapshot import version_snapshot
-from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.promotion.event import ManifestEvent
+from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 
@@ -119,8 +120,8 @@ def spy(s3: S3Client) -> Iterator[WriteSpy]:
 
 def promoter(
     s3: S3Client, nightly: str = NIGHTLY, page_retention: PageRetention | None = None
-) -> Promoter:
-    return Promoter(
+) -> PromotionService:
+    return PromotionService(
         settings=PromoterSettings(
             staging_bucket=STAGING,
             nightly_bucket=nightly,

@@ -12,7 +12,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import boto3
 import pytest
@@ -37,6 +37,9 @@ from wheelgate.core.settings import (
     LEASE_BUSY_RETRY_SECONDS,
     PromoterSettings,
 )
+from wheelgate.lambda_function import handler
+from wheelgate.lambda_function.handler import manifest_events
+from wheelgate.local.fanout import InProcessLauncher
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
@@ -44,12 +47,10 @@ from wheelgate.local.stack import (
     LocalStack,
     sqs_lambda_event,
 )
-from wheelgate.promoter import handler
-from wheelgate.promoter.handler import manifest_events
-from wheelgate.promotion.fanout import FanoutIncomplete, InProcessLauncher, fanout_job_id
+from wheelgate.promotion.fanout import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
-from wheelgate.promotion.promoter import Promoter
+from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.workflow import SqsSender
@@ -115,7 +116,7 @@ class Fanout:
             sleep=self.waits.append,
         )
         self.decisions = Decisions()
-        self.promoter = Promoter(
+        self.promoter = PromotionService(
             settings=settings,
             staging=self.staging,
             nightly=self.nightly,
@@ -173,6 +174,23 @@ def fanout(stack: LocalStack, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout
         fixture.gate.open()
 
 
+class Promotions(Protocol):
+    """What promotes a :class:`Run`: its buckets, the delivery of its manifest's message and the
+    wait for its execution (an in-process engine here, moto's Step Functions in
+    ``test_state_machine.py``)."""
+
+    staging: Bucket
+    nightly: Bucket
+
+    def deliver(self, body: str) -> dict[str, Any]:
+        """Hand one SQS message body to the promoter; return the run's record."""
+        ...
+
+    def wait(self, run_id: str, digest: str, attempt: int = 1) -> dict[str, Any]:
+        """The run's record once execution ``attempt`` has ended."""
+        ...
+
+
 class Run:
     """A run of ``wheels`` staged through the same code as ``wheelgate stage``.
 
@@ -182,7 +200,7 @@ class Run:
 
     def __init__(
         self,
-        fanout: Fanout,
+        fanout: Promotions,
         run_id: str,
         index: str,
         wheels: list[Path],
@@ -229,7 +247,7 @@ class Run:
         return fanout_job_id(self.run_id, self.digest, attempt)
 
 
-def make_run(fanout: Fanout, tmp: Path, request: pytest.FixtureRequest, count: int = 3) -> Run:
+def make_run(fanout: Promotions, tmp: Path, request: pytest.FixtureRequest, count: int = 3) -> Run:
     name = request.node.name.replace("_", "-")[-50:].strip("-")
     wheels = [build_wheel(tmp, f"fan{n}", "1.0") for n in range(count)]
     return Run(fanout, name, f"f/{name}", wheels)
@@ -259,6 +277,40 @@ def leases_free(staging: Bucket, index: str) -> bool:
     return IndexLeases(staging).holder(index) is None
 
 
+def single_path(buckets: tuple[Bucket, Bucket], run: Run, **options: Any) -> Run:
+    """``run``'s wheels staged again (with ``options``) by a run of its own into a directory of
+    its own, for a promoter that never fans out: the single invocation's path."""
+    promotions = Fanout(buckets, min_files=1_000_000)
+    return Run(promotions, run.run_id + "-one", run.index + "-one", run.wheels, **options)
+
+
+def assert_promoted_alike(
+    s3: Any, fanned: Run, record: dict[str, Any], single: Run, baseline: dict[str, Any]
+) -> None:
+    """``record``, ``fanned``'s promotion through an execution, and ``baseline``, ``single``'s in
+    one invocation (:func:`single_path`), leave nightly with the same bytes and pages (upload
+    times aside) and are records of the same shape; the first has its pending hand-over in its
+    history."""
+    assert record["state"] == "promoted", record["message"]
+    assert [h["state"] for h in record["history"]] == ["pending", "promoted"]
+    assert baseline["state"] == "promoted", baseline["message"]
+    assert [h["state"] for h in baseline["history"]] == ["promoted"]
+    assert not list(single.fanout.staging.list(STAGING.job_prefix(single.job())))
+    fanned_objects = nightly_objects(s3, fanned.index + "/")
+    single_objects = nightly_objects(s3, single.index + "/")
+    assert sorted(fanned_objects) == sorted(single_objects)
+    assert {k: without_times(v) for k, v in fanned_objects.items()} == {
+        k: without_times(v) for k, v in single_objects.items()
+    }
+    for field in ("message", "commit", "invalidations", "override", "actor"):
+        assert record[field] == baseline[field], field
+    strip = len(fanned.index), len(single.index)
+    assert [p[strip[0] :] for p in record["pages"]] == [p[strip[1] :] for p in baseline["pages"]]
+    assert [dict(s, index="") for s in record["sets"]] == [
+        dict(s, index="") for s in baseline["sets"]
+    ]
+
+
 def test_a_large_set_ends_as_a_single_invocation_would_leave_it(
     fanout: Fanout,
     buckets: tuple[Bucket, Bucket],
@@ -268,8 +320,7 @@ def test_a_large_set_ends_as_a_single_invocation_would_leave_it(
 ) -> None:
     # Given the same three wheels staged by two runs into two index directories...
     large = make_run(fanout, tmp_path, request)
-    small_index = large.index + "-one"
-    small = Run(Fanout(buckets, min_files=1000), large.run_id + "-one", small_index, large.wheels)
+    small = single_path(buckets, large)
     puts: list[tuple[str, str]] = []
 
     def spy(params: dict[str, Any], **_: Any) -> None:
@@ -277,36 +328,18 @@ def test_a_large_set_ends_as_a_single_invocation_would_leave_it(
 
     fanout.staging.client.meta.events.register("provide-client-params.s3.PutObject", spy)
     try:
-        # When one crosses the fan-out threshold and the other (threshold 1000) does not...
+        # When one crosses the fan-out threshold and the other does not...
         pending = large.report()
         record = large.done()
     finally:
         fanout.staging.client.meta.events.unregister("provide-client-params.s3.PutObject", spy)
     baseline = small.report()
-    # Then the first was handed to an execution, which promoted it...
+    # Then the first was handed to an execution, which promoted it, while the second took the
+    # single invocation's path (no job written); both leave nightly with the same bytes and
+    # the same pages, and records of the same shape.
     assert (pending["state"], pending["reason"]) == ("pending", None)
     assert f"through execution {large.job()}" in pending["message"]
-    assert record["state"] == "promoted", record["message"]
-    assert [h["state"] for h in record["history"]] == ["pending", "promoted"]
-    # ...while the second took the single invocation's path (no job written).
-    assert baseline["state"] == "promoted"
-    assert [h["state"] for h in baseline["history"]] == ["promoted"]
-    assert not list(fanout.staging.list(STAGING.job_prefix(small.job())))
-    # And both leave nightly with the same bytes and the same pages...
-    fanned = nightly_objects(s3, large.index + "/")
-    single = nightly_objects(s3, small_index + "/")
-    assert sorted(fanned) == sorted(single)
-    assert {k: without_times(v) for k, v in fanned.items()} == {
-        k: without_times(v) for k, v in single.items()
-    }
-    # ...and records of the same shape.
-    for field in ("message", "commit", "invalidations", "override", "actor"):
-        assert record[field] == baseline[field], field
-    strip = len(large.index), len(small_index)
-    assert [p[strip[0] :] for p in record["pages"]] == [p[strip[1] :] for p in baseline["pages"]]
-    assert [dict(s, index="") for s in record["sets"]] == [
-        dict(s, index="") for s in baseline["sets"]
-    ]
+    assert_promoted_alike(s3, large, record, small, baseline)
     # And no page was written before the last item's done marker.
     done = [n for n, (_, key) in enumerate(puts) if "/done/" in key]
     pages = [
@@ -719,7 +752,7 @@ PART = 5 * MB
 
 
 def multipart_run(
-    fanout: Fanout, tmp: Path, request: pytest.FixtureRequest, *, claim_other_bytes: bool
+    fanout: Promotions, tmp: Path, request: pytest.FixtureRequest, *, claim_other_bytes: bool
 ) -> Run:
     """Three wheels, the second one multipart-staged; with ``claim_other_bytes`` the manifest
     gives it another SHA-256 than its bytes have."""

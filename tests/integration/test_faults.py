@@ -22,13 +22,13 @@ from tests.integration.test_override import BREAK_GLASS, BREAK_GLASS_ID, put_ove
 from tests.integration.test_promoter import Context, Run, deliver, wheel
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import ENV_BREAK_GLASS_ID
+from wheelgate.lambda_function import handler
 from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
     LocalStack,
     sqs_lambda_event,
     stamp_identity,
 )
-from wheelgate.promoter import handler
 from wheelgate.storage.bucket import Bucket
 
 FILES = 4

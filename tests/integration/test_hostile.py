@@ -21,9 +21,9 @@ from tests.integration.test_promoter import (
     wheel,
 )
 from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_REQUIRED_TESTS
+from wheelgate.lambda_function import handler
 from wheelgate.local.sample_wheels import manifest_for
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
-from wheelgate.promoter import handler
 from wheelgate.storage.bucket import Bucket
 
 Body = dict[str, Any] | bytes

@@ -24,7 +24,8 @@ from wheelgate.local.stack import (
     STAGING_BUCKET,
     LocalStack,
 )
-from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.promotion.event import ManifestEvent
+from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 
@@ -78,7 +79,7 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     key = stage_multipart(stack, big, run, index)
     staged = s3.head_object(Bucket=STAGING_BUCKET, Key=key)
     assert staged["ETag"].endswith('-3"')  # three parts
-    promoter = Promoter(
+    promoter = PromotionService(
         settings=PromoterSettings.from_env(os.environ),
         staging=staging,
         nightly=nightly,
@@ -110,7 +111,7 @@ def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
     key = stage_multipart(stack, wheel, run, f"v2/{run}", claimed_sha256="1" * 64)
     assert s3.head_object(Bucket=STAGING_BUCKET, Key=key)["ETag"].endswith('-2"')
     before = nightly_versions(s3)
-    promoter = Promoter(
+    promoter = PromotionService(
         settings=PromoterSettings.from_env(os.environ),
         staging=Bucket(s3, STAGING_BUCKET),
         nightly=Bucket(s3, NIGHTLY_BUCKET),
@@ -150,7 +151,7 @@ def test_a_staged_file_changed_since_verification_is_not_hashed(
     wheel = build_wheel(tmp_path, "mpart", "1.0", payload_bytes=6 * MB)
     key = stage_multipart(stack, wheel, run, f"v2/{run}")
     settings = PromoterSettings.from_env(os.environ)
-    promoter = Promoter(
+    promoter = PromotionService(
         settings=settings,
         staging=Bucket(s3, STAGING_BUCKET),
         nightly=Bucket(s3, NIGHTLY_BUCKET),

@@ -21,8 +21,8 @@ from tests.integration.test_promoter import (
     wheel,
 )
 from wheelgate.core.layout import STAGING
+from wheelgate.lambda_function import handler
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
-from wheelgate.promoter import handler
 from wheelgate.promotion.lease import IndexLeases, LeaseBusy
 from wheelgate.storage.bucket import Bucket
 

@@ -17,8 +17,8 @@ from tests.integration.test_promoter import (
 )
 from wheelgate.core.override import new_request_id
 from wheelgate.core.settings import ENV_BREAK_GLASS_ID
+from wheelgate.lambda_function import handler
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
-from wheelgate.promoter import handler
 from wheelgate.storage.bucket import Bucket
 
 BREAK_GLASS_ID = "AROABREAKGLASS000001"

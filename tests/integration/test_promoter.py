@@ -13,6 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from wheelgate.core.errors import TransientError
+from wheelgate.lambda_function import handler
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.snapshot import version_snapshot
 from wheelgate.local.stack import (
@@ -21,7 +22,6 @@ from wheelgate.local.stack import (
     STAGING_BUCKET,
     LocalStack,
 )
-from wheelgate.promoter import handler
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 
@@ -56,12 +56,17 @@ def sqs_event(key: str, principal: str | None) -> dict[str, Any]:
         },
     }
     record["userIdentity"] = {"principalId": principal} if principal else {"principalId": ""}
+    return sqs_batch(json.dumps({"Records": [record]}))
+
+
+def sqs_batch(body: str) -> dict[str, Any]:
+    """The event Lambda's SQS event source delivers for one message with ``body``."""
     return {
         "Records": [
             {
                 "messageId": "m-1",
                 "receiptHandle": "h",
-                "body": json.dumps({"Records": [record]}),
+                "body": body,
                 "attributes": {"ApproximateReceiveCount": "1"},
                 "messageAttributes": {},
                 "md5OfBody": "",

@@ -23,8 +23,8 @@ from wheelgate.core.settings import (
     METRIC_REJECTIONS_BY_REASON,
     SERVICE_NAME,
 )
+from wheelgate.lambda_function import handler
 from wheelgate.local.stack import LocalStack
-from wheelgate.promoter import handler
 from wheelgate.storage.bucket import Bucket
 
 #: The event time ``sqs_event`` gives every manifest write.

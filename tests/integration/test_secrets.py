@@ -44,7 +44,7 @@ HANDLER_DRIVER = """
 import json, logging, sys
 logging.basicConfig(level=logging.DEBUG)
 from wheelgate.local.stack import install_moto_compatibility
-from wheelgate.promoter import handler
+from wheelgate.lambda_function import handler
 install_moto_compatibility()
 
 class Context:

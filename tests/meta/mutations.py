@@ -45,6 +45,7 @@ INSTALL_TESTS = (
     "tests/integration/test_cycle.py",
     "tests/integration/test_per_run_staging.py",
     "tests/integration/test_evidence.py",
+    "tests/integration/test_exact_evidence.py",
     "tests/integration/test_plus_in_file_names.py",
     "tests/integration/test_listing_retention.py",
     "tests/integration/test_index_maintenance.py",

@@ -21,7 +21,7 @@ from wheelgate.core.settings import (
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
-from wheelgate.promoter.telemetry import DecisionMetrics
+from wheelgate.lambda_function.telemetry import DecisionMetrics
 from wheelgate.promotion.observer import DecisionStats, decision_stats, latest_decision
 
 WRITTEN = datetime(2026, 11, 30, 4, 0, 0, tzinfo=UTC)

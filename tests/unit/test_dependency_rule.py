@@ -3,9 +3,9 @@ the settings.
 
 The layers (README, Layout): ``core`` (domain rules, no I/O) <- ``storage`` (S3 and CloudFront
 adapters) <- ``index`` (pages, their store, yank and rebuild) <- ``status``, ``staging``,
-``promotion`` (services) <- ``deps`` <- ``promoter`` (the Lambda handler) <- ``local`` (the
-embedded stack, the demo, sample wheels) <- ``cli``. Every import counts, including those made
-inside a function.
+``promotion`` (services) <- ``deps`` <- ``lambda_function`` (the promoter function's handler)
+<- ``local`` (the embedded stack, the demo, sample wheels) <- ``cli``. Every import counts,
+including those made inside a function.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "staging": frozenset({"core", "storage", "index"}),
     "promotion": frozenset({"core", "storage", "index"}),
     "deps": frozenset({"core", "storage", "index", "staging"}),
-    "promoter": frozenset({"core", "storage", "index", "status", "promotion"}),
-    "local": frozenset({"core", "storage", "index", "status", "staging", "promoter"}),
+    "lambda_function": frozenset({"core", "storage", "index", "status", "promotion"}),
+    "local": frozenset({"core", "storage", "index", "status", "staging", "lambda_function"}),
     "cli": frozenset(
         {"core", "storage", "index", "status", "staging", "promotion", "deps", "local"}
     ),
@@ -115,8 +115,8 @@ def test_imports_point_one_way() -> None:
     ("module", "target"),
     [
         ("wheelgate.core.manifest", "wheelgate.index.pages"),
-        ("wheelgate.promotion.promoter", "wheelgate.staging.stage"),
-        ("wheelgate.promoter.handler", "wheelgate.cli.main"),
+        ("wheelgate.promotion.service", "wheelgate.staging.stage"),
+        ("wheelgate.lambda_function.handler", "wheelgate.cli.main"),
         ("wheelgate.core.layout", "boto3"),
     ],
 )

@@ -6,8 +6,8 @@ import pytest
 
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import Outcome
+from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.stack import Redirect, choose_page, prefers_json, stamp_identity
-from wheelgate.promoter.handler import manifest_events
 from wheelgate.staging.stage import parse_test_spec
 
 

@@ -1,10 +1,12 @@
 """Fan-out promotion's pure parts: the threshold, job and execution names, the settings, the
-Step Functions adapter (botocore's Stubber), the in-process engine's order and retries, and the
-handler's dispatch of step events."""
+Step Functions adapter (botocore's Stubber), local mode's in-process engine (its order and
+retries) and its handler, and the handler's dispatch of step events."""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -33,13 +35,13 @@ from wheelgate.core.settings import (
     PromoterSettings,
     SettingsError,
 )
-from wheelgate.promotion.fanout import (
+from wheelgate.local.fanout import (
     MAP_FAILED_ERROR,
     InProcessLauncher,
-    StepError,
-    fanout_job_id,
-    fanout_wanted,
+    in_process_handler,
+    in_process_parts,
 )
+from wheelgate.promotion.fanout import StepError, fanout_job_id, fanout_wanted
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
 
 BASE_ENV = {
@@ -330,7 +332,7 @@ class Context:
 
 @pytest.fixture
 def handler_env(monkeypatch: pytest.MonkeyPatch) -> Any:
-    from wheelgate.promoter import handler
+    from wheelgate.lambda_function import handler
 
     for name, value in {**BASE_ENV, "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
@@ -369,3 +371,76 @@ def test_the_handler_dispatches_step_events_and_names_what_is_wrong(
     monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
     with pytest.raises(StepError, match=re.escape(problem)):
         handler.lambda_handler(event, Context())
+
+
+def test_a_steps_log_keys_do_not_label_the_next_invocation(handler_env: Any) -> None:
+    # Given a warm container that ran a fan-out step of job "j-earlier"
+    handler, monkeypatch = handler_env
+    monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
+    with pytest.raises(StepError):
+        handler.lambda_handler({"fanout_step": "paste", "job_id": "j-earlier"}, Context())
+    # When the next invocation is an SQS batch (a poison message, which logs an error)
+    written = io.StringIO()
+    captured = logging.StreamHandler(written)
+    captured.setFormatter(handler.logger.registered_formatter)
+    handler.logger.addHandler(captured)
+    batch = {
+        "Records": [
+            {
+                "messageId": "m1",
+                "receiptHandle": "r",
+                "body": "not json",
+                "attributes": {},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:q",
+                "awsRegion": "us-east-1",
+            }
+        ]
+    }
+    try:
+        result = handler.lambda_handler(batch, Context())
+    finally:
+        handler.logger.removeHandler(captured)
+    # Then its log lines name no job of the earlier step
+    logged = [json.loads(line) for line in written.getvalue().splitlines()]
+    assert result["batchItemFailures"] == [{"itemIdentifier": "m1"}]
+    assert any(entry["message"].startswith("poison message") for entry in logged)
+    assert all("job_id" not in entry and "fanout_step" not in entry for entry in logged)
+
+
+def test_local_mode_runs_executions_in_process_and_the_function_on_step_functions(
+    handler_env: Any,
+) -> None:
+    # Given settings naming a state machine
+    handler, monkeypatch = handler_env
+    monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
+    # When local mode builds its service, and then the function builds its own
+    local_service, _ = in_process_parts(concurrency=3)()
+    service, _ = handler.promoter()
+    # Then local mode's executions run in this process and step through its own service...
+    assert local_service is not service
+    assert local_service.fanout is not None
+    launcher = local_service.fanout.launcher
+    assert isinstance(launcher, InProcessLauncher)
+    assert launcher.concurrency == 3
+    heard: list[dict[str, Any]] = []
+    monkeypatch.setattr(local_service.fanout, "step", lambda event: heard.append(event) or {})
+    launcher.run_step({"fanout_step": "publish", "job_id": "j"})
+    assert heard == [{"fanout_step": "publish", "job_id": "j"}]
+    # ...while the function starts them on Step Functions, local mode built or not
+    assert service.fanout is not None
+    assert isinstance(service.fanout.launcher, StepFunctionsLauncher)
+
+
+def test_local_modes_handler_dispatches_step_events_to_its_own_service(
+    handler_env: Any,
+) -> None:
+    # Given local mode's handler, with a state machine named in the settings
+    _, monkeypatch = handler_env
+    monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
+    local_handler = in_process_handler()
+    # When it is given a step event that is not the contract's, then its service refuses it
+    with pytest.raises(StepError, match="must be 'hash', 'copy', 'publish' or 'conclude'"):
+        local_handler({"fanout_step": "paste", "job_id": "j"}, Context())  # type: ignore[arg-type]

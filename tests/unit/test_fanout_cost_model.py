@@ -251,7 +251,7 @@ def test_an_impossible_assumption_is_refused_by_name(change: dict[str, float], n
 
 def test_the_code_derived_defaults_match_the_code() -> None:
     # The promoter function's memory, read from the stack without importing the CDK
-    tree = ast.parse((ROOT / "stacks" / "promoter.py").read_text())
+    tree = ast.parse((ROOT / "stacks" / "promoter_function.py").read_text())
     memory = next(
         node.value.value
         for node in ast.walk(tree)

@@ -30,10 +30,10 @@ def pins(path: Path) -> dict[str, str]:
 
 
 def test_layer_pins_boto3_and_botocore_as_the_cli_does() -> None:
-    layer = pins(ROOT / "lambdas" / "requirements.txt")
+    layer = pins(ROOT / "stacks" / "layer" / "requirements.txt")
     cli = pins(ROOT / "requirements.txt")
     for name in PINNED_TOGETHER:
-        assert layer.get(name), f"lambdas/requirements.txt must pin {name} with =="
+        assert layer.get(name), f"stacks/layer/requirements.txt must pin {name} with =="
         assert layer[name] == cli.get(name), (
             f"{name}: layer {layer[name]}, requirements.txt {cli.get(name) or 'not pinned'}"
         )

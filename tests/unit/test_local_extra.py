@@ -107,11 +107,11 @@ def test_a_missing_module_of_the_package_itself_is_not_blamed_on_the_extra(
     # Given a broken install where the package's own promoter is missing
     result = run_without(
         tmp_path,
-        "wheelgate.promoter",
+        "wheelgate.lambda_function",
         "-c",
         "from wheelgate.local.extra import require_local_extra; require_local_extra()",
     )
     # Then the import error propagates instead of advice to install the extra
     assert result.returncode == 1
-    assert "ModuleNotFoundError: No module named 'wheelgate.promoter'" in result.stderr
+    assert "ModuleNotFoundError: No module named 'wheelgate.lambda_function'" in result.stderr
     assert LOCAL_EXTRA_INSTALL not in result.stderr

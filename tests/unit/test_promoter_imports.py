@@ -1,5 +1,5 @@
-"""What the promoter imports: the handler runs without the CLI's modules, and the stack's import
-closure (``stacks.lambda_asset``) follows the imports that run and only those."""
+"""What the promoter function imports: the handler runs without the CLI's modules, and the
+stack's import closure (``stacks.lambda_asset``) follows the imports that run and only those."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from stacks.lambda_asset import asset_files
 
 LAMBDA_CODE_DIR = Path(__file__).resolve().parents[2] / "lambdas"
-# As in stacks/promoter.py, named here so the test needs no CDK.
-HANDLER = "wheelgate.promoter.handler.lambda_handler"
+# As stacks/promoter_function.py names it, named here so the test needs no CDK.
+HANDLER = "wheelgate.lambda_function.handler.lambda_handler"
 
 # Not in the promoter asset (wheelgate.*) or not in its layer (moto, PyYAML).
 UNAVAILABLE = (

@@ -1,10 +1,11 @@
 """What every `wheelgate` command shares: exit codes, usage errors, checked option values, S3
-clients and buckets from options or the environment, storage options, and waiting for a run's
-decision."""
+clients and buckets from options or the environment, storage options, what is staged for a run,
+and waiting for a run's decision."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from wheelgate.core.errors import Reason
 from wheelgate.core.layout import STAGING, base_url, check_index
 from wheelgate.core.manifest import (
+    ManifestFile,
     check_commit,
     check_test_url,
     check_test_url_host,
@@ -200,3 +202,31 @@ def wait_for_decision(staging: Bucket, run_id: str, wait: float, interval: float
         if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
             return document
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+
+
+def decision_exit_code(state: str) -> int:
+    """The exit code of a run in ``state``: 0 promoted, 1 rejected, 3 still pending."""
+    return {
+        State.PROMOTED.value: EXIT_OK,
+        State.REJECTED.value: EXIT_REJECTED,
+    }.get(state, EXIT_PENDING)
+
+
+def wait_for_record(staging: Bucket, run_id: str, wait: float, interval: float) -> int:
+    """Wait for the run's decision (:func:`wait_for_decision`), print its document and return
+    its exit code."""
+    document = wait_for_decision(staging, run_id, wait, interval)
+    print(json.dumps(document, indent=2))
+    return decision_exit_code(document["state"])
+
+
+def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
+    """What is staged for ``run_id``, per index directory; a staging layout the manifest cannot
+    describe is a UsageError."""
+    from wheelgate.staging.stage import StageError
+    from wheelgate.staging.stage import staged_sets as listed
+
+    try:
+        return listed(staging, run_id)
+    except StageError as exc:
+        raise UsageError(str(exc)) from exc

@@ -126,8 +126,8 @@ FANOUT_TIMEOUT_SECONDS = 4 * 60 * 60
 FANOUT_LEASE_SECONDS = FANOUT_TIMEOUT_SECONDS + 5 * 60
 #: A message whose index directory is leased by a fan-out job is made visible again after this
 #: long: the receives the manifest queue allows before its dead-letter queue (21, five of them
-#: kept for other failures; ``MAX_RECEIVE_COUNT`` in stacks/promoter.py) outlast the longest
-#: such lease (16 x 16 min >= ``FANOUT_LEASE_SECONDS``).
+#: kept for other failures; ``MAX_RECEIVE_COUNT`` in stacks/promoter_function.py) outlast the
+#: longest such lease (16 x 16 min >= ``FANOUT_LEASE_SECONDS``).
 FANOUT_LEASE_BUSY_RETRY_SECONDS = 16 * 60
 #: Files the state machine copies at once (the Distributed Map's MaxConcurrency).
 FANOUT_MAP_CONCURRENCY = 50

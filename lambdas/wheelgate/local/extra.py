@@ -11,7 +11,7 @@ import importlib
 LOCAL_EXTRA_INSTALL = "pip install 'wheelgate[local]'"
 #: Imported up front so that a missing extra is reported before anything starts: the embedded
 #: S3/SQS, and the handler the promoter loop runs (which imports Powertools and X-Ray).
-LOCAL_MODULES = ("moto.server", "wheelgate.promoter.handler")
+LOCAL_MODULES = ("moto.server", "wheelgate.lambda_function.handler")
 
 
 class LocalExtraMissing(Exception):

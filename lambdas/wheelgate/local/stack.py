@@ -72,8 +72,10 @@ LOCAL_DEPS_PRINCIPAL = f"AWS:{LOCAL_DEPS_ID}:wheelgate-local"
 MIRROR_MANIFEST_PREFIX = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}"
 #: The state machine local mode names: its executions run in the promoter's process.
 LOCAL_FANOUT_STATE_MACHINE = f"arn:aws:states:{REGION}:000000000000:stateMachine:wheelgate-fanout"
+#: A Lambda handler as the loop calls it: the SQS event and a context (duck-typed) in.
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 #: After this many failed receives a message moves to the DLQ: fewer than the stack's five
-#: (``stacks/promoter.py``), so a poison message reaches the local DLQ within seconds.
+#: (``stacks/promoter_function.py``), so a poison message reaches the local DLQ within seconds.
 MAX_RECEIVE_COUNT = 3
 # The media types stacks/functions/index_router.js ranks (tests/infra/index_router_cases.json).
 _JSON_TYPES = (JSON_CONTENT_TYPE, "application/vnd.pypi.simple.latest+json")
@@ -300,10 +302,11 @@ def stamp_identity(body: str, principal: str) -> str:
 class LocalStack:
     """Local S3/SQS, the promoter loop and the two index servers.
 
-    ``handler`` defaults to the promoter Lambda's ``lambda_handler``. ``principal`` is the
-    identity the loop stamps on manifest events. Without ``run_loop`` nothing consumes the
-    queue (tests deliver events to the handler themselves). ``fanout_min_files`` turns fan-out
-    promotion on from that many files to copy (``None``: off, every run in one invocation).
+    ``handler`` defaults to the promoter function's own handler (see
+    :meth:`promoter_handler`). ``principal`` is the identity the loop stamps on manifest events.
+    Without ``run_loop`` nothing consumes the queue (tests deliver events to the handler
+    themselves). ``fanout_min_files`` turns fan-out promotion on from that many files to copy,
+    its executions run in this process (``None``: off, every run in one invocation).
     """
 
     s3_port: int = 0
@@ -317,7 +320,7 @@ class LocalStack:
     verbose: bool = False
     run_loop: bool = True
     fanout_min_files: int | None = None
-    handler: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
+    handler: LambdaHandler | None = None
     env: dict[str, str] = field(default_factory=dict)
     staging_url: str = ""
     nightly_url: str = ""
@@ -390,10 +393,9 @@ class LocalStack:
         return self
 
     def _fan_out(self, min_files: int) -> None:
-        """Fan out from ``min_files`` files, executions run in this process; a failed one
-        sends its manifest's event back to the local queue (or its dead-letter queue)."""
-        from wheelgate.promoter.handler import run_fanout_in_process
-
+        """Fan out from ``min_files`` files, executions run in this process (see
+        :meth:`promoter_handler`); a failed one sends its manifest's event back to the local
+        queue (or its dead-letter queue)."""
         if min_files < 0:
             raise ValueError(f"the fan-out threshold must be 0 or more files, not {min_files}")
         self.env.update(
@@ -404,7 +406,6 @@ class LocalStack:
                 ENV_DEAD_LETTER_QUEUE_URL: self.dlq_url,
             }
         )
-        run_fanout_in_process()
 
     def _spawn(self, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, daemon=True)
@@ -464,12 +465,22 @@ class LocalStack:
         self.queue_url, self.dlq_url = queue_url, dlq_url
         return queue_url, queue_arn
 
-    def _loop(self, sqs: SQSClient, queue_url: str, queue_arn: str) -> None:
-        handler = self.handler
-        if handler is None:
-            from wheelgate.promoter.handler import lambda_handler
+    def promoter_handler(self) -> LambdaHandler:
+        """What the loop calls with each batch: ``handler`` if given, else the promoter
+        function's own handler, with its fan-out executions run in this process when
+        ``fanout_min_files`` is set."""
+        if self.handler is not None:
+            return self.handler
+        if self.fanout_min_files is not None:
+            from wheelgate.local.fanout import in_process_handler
 
-            handler = lambda_handler
+            return in_process_handler()
+        from wheelgate.lambda_function.handler import lambda_handler
+
+        return lambda_handler
+
+    def _loop(self, sqs: SQSClient, queue_url: str, queue_arn: str) -> None:
+        handler = self.promoter_handler()
         while not self._stop.is_set():
             try:
                 received = sqs.receive_message(

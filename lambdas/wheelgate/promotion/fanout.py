@@ -25,21 +25,16 @@ execution. The same promoter function then runs the execution's steps (:meth:`Fa
 A step that refuses permanently raises :class:`~wheelgate.core.errors.PromotionRejected` (the
 state machine does not retry it) after writing the refusal to the job: a failed Distributed Map
 reports its own error name, not its item's, so the concluding step reads the reason there.
-
-:class:`InProcessLauncher` runs an execution in this process with the state machine's order and
-retry numbers (local mode).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -52,13 +47,8 @@ from wheelgate.core.manifest import ManifestFile
 from wheelgate.core.planning import FileStep, SetPlan
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.core.settings import (
-    FANOUT_ITEM_RETRY_ATTEMPTS,
-    FANOUT_ITEM_RETRY_BACKOFF,
-    FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
     FANOUT_LEASE_SECONDS,
-    FANOUT_MAP_CONCURRENCY,
     FANOUT_MAX_EXECUTIONS,
-    FANOUT_REJECTED_ERROR,
     FANOUT_STEP_FIELD,
     PromoterSettings,
 )
@@ -78,20 +68,16 @@ from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verify import SetVerifier, VerifiedSet
 from wheelgate.storage.bucket import Bucket, PreconditionFailed
 
-logger = logging.getLogger(__name__)
-
 _JSON = "application/json"
 #: Step Functions execution names: at most 80 characters of these.
 _EXECUTION_NAME_MAX = 80
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: A done marker holds the item's page entry.
 _ENTRY = TypeAdapter(IndexEntry)
-#: The error a Distributed Map reports when an item failed (no failure is tolerated).
-MAP_FAILED_ERROR = "States.ExceedToleratedFailureThreshold"
 
 
 class Launcher(Protocol):
-    """Starts a fan-out execution (Step Functions, or in-process in local mode)."""
+    """Starts a fan-out execution (:class:`~wheelgate.storage.workflow.StepFunctionsLauncher`)."""
 
     def start(
         self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str, hash_items: int
@@ -621,123 +607,3 @@ class FanoutJobs:
                     if_none_match=True,
                 )
             raise
-
-
-class StepFailed(Exception):
-    """A task of an in-process execution failed after its retries: ``error`` is what Step
-    Functions would pass to the Catch (``Error``, ``Cause``)."""
-
-    def __init__(self, error: dict[str, str]) -> None:
-        super().__init__(error["Error"])
-        self.error = error
-
-
-def step_error(exc: BaseException) -> dict[str, str]:
-    """The Catch input Step Functions builds from a Lambda task's exception."""
-    name = type(exc).__name__
-    return {"Error": name, "Cause": json.dumps({"errorMessage": str(exc), "errorType": name})}
-
-
-class InProcessLauncher:
-    """Runs fan-out executions in this process, as the state machine does: the hash items,
-    then the copy items (each map at most ``concurrency`` at a time, and the second only once
-    the first has succeeded), each step retried with the state machine's numbers (a
-    ``PromotionRejected`` never), then publish; conclude when a map or publish failed.
-
-    ``run_step`` is the promoter function's step entry; ``sleep`` waits between retries.
-    """
-
-    def __init__(
-        self,
-        *,
-        staging: Bucket,
-        run_step: Callable[[dict[str, Any]], Any],
-        concurrency: int = FANOUT_MAP_CONCURRENCY,
-        retry_attempts: int = FANOUT_ITEM_RETRY_ATTEMPTS,
-        retry_interval: float = FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-        retry_backoff: float = FANOUT_ITEM_RETRY_BACKOFF,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.staging = staging
-        self.run_step = run_step
-        self.concurrency = concurrency
-        self.retry_attempts = retry_attempts
-        self.retry_interval = retry_interval
-        self.retry_backoff = retry_backoff
-        self.sleep = sleep
-        self._executions: dict[str, threading.Thread] = {}
-        self._lock = threading.Lock()
-
-    def start(
-        self, *, job_id: str, bucket: str, items_key: str, hash_items_key: str, hash_items: int
-    ) -> str:
-        """Start the execution in a thread (once per ``job_id``); return its id."""
-        if bucket != self.staging.name:
-            raise ValueError(f"items are in {bucket!r}, not in staging ({self.staging.name!r})")
-        with self._lock:
-            if job_id not in self._executions:
-                thread = threading.Thread(
-                    target=self._execute,
-                    args=(job_id, items_key, hash_items_key if hash_items else None),
-                    daemon=True,
-                )
-                self._executions[job_id] = thread
-                thread.start()
-        return f"in-process:{job_id}"
-
-    def wait(self, job_id: str, timeout: float = 60) -> None:
-        """Until execution ``job_id`` has ended. Raises ``TimeoutError`` if it has not."""
-        with self._lock:
-            thread = self._executions[job_id]
-        thread.join(timeout)
-        if thread.is_alive():
-            raise TimeoutError(f"execution {job_id} still running after {timeout}s")
-
-    def _execute(self, job_id: str, items_key: str, hash_items_key: str | None) -> None:
-        try:
-            try:
-                # As the state machine's choice: no hash items, no hash map.
-                if hash_items_key is not None:
-                    self._map(job_id, "hash", self._items(hash_items_key))
-                self._map(job_id, "copy", self._items(items_key))
-                self._task({FANOUT_STEP_FIELD: "publish", "job_id": job_id})
-            except StepFailed as failed:
-                self._task({FANOUT_STEP_FIELD: "conclude", "job_id": job_id, "error": failed.error})
-        except Exception:
-            # Step Functions' Fail state: the execution ends failed.
-            logger.exception("fan-out execution %s failed", job_id)
-
-    def _items(self, key: str) -> list[int]:
-        """A map's items (its item reader)."""
-        found = self.staging.get(key)
-        if found is None:
-            raise TransientError(f"{key} not found")
-        return [int(i["item"]) for i in json.loads(found[0])]
-
-    def _map(self, job_id: str, step: Literal["hash", "copy"], items: Sequence[int]) -> None:
-        def run(item: int) -> None:
-            self._task({FANOUT_STEP_FIELD: step, "job_id": job_id, "item": item})
-
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = [pool.submit(run, item) for item in items]
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            failed = [exc for f in done if (exc := f.exception()) is not None]
-            if failed:
-                for future in futures:
-                    future.cancel()
-                first = failed[0]
-                cause = first.error if isinstance(first, StepFailed) else step_error(first)
-                raise StepFailed({"Error": MAP_FAILED_ERROR, "Cause": json.dumps(cause)})
-
-    def _task(self, payload: dict[str, Any]) -> None:
-        attempt = 0
-        while True:
-            try:
-                self.run_step(payload)
-                return
-            except Exception as exc:
-                rejected = type(exc).__name__ == FANOUT_REJECTED_ERROR
-                if rejected or attempt >= self.retry_attempts:
-                    raise StepFailed(step_error(exc)) from exc
-                self.sleep(self.retry_interval * self.retry_backoff**attempt)
-                attempt += 1

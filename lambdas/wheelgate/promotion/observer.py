@@ -4,8 +4,8 @@ The promoter tells its observer of every new promoted or rejected decision exact
 the point the decision is recorded: a run promoted or rejected, a yank applied, an override
 request decided. It tells nothing of a redelivered manifest whose decision is already recorded,
 of an untrusted write noted as pending, or of a transient failure (the message is retried and
-decided later). Metrics hang off this interface (``wheelgate.promoter.telemetry``), so every
-flow that decides a run, the fan-out state machine's steps included, counts the same way.
+decided later). Metrics hang off this interface (``wheelgate.lambda_function.telemetry``), so
+every flow that decides a run, the fan-out state machine's steps included, counts the same way.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ class DecisionObserver(Protocol):
     ``decided(record, stats)`` is called after ``record`` (whose last history entry is the new
     decision) was saved. It must not raise: the decision is made and recorded, and a failing
     observer must not turn it into a retry. A flow that records a decision outside
-    :class:`~wheelgate.promotion.promoter.Promoter`'s one-invocation path (for instance a step
-    of a fan-out promotion that publishes a run's pages and records it) calls the promoter's
-    ``observer`` the same way, exactly once per decision, with the stats it knows.
+    :class:`~wheelgate.promotion.service.PromotionService`'s one-invocation path (for instance a
+    step of a fan-out promotion that publishes a run's pages and records it) calls the
+    service's ``observer`` the same way, exactly once per decision, with the stats it knows.
     """
 
     def decided(self, record: PromotionRecord, stats: DecisionStats) -> None: ...

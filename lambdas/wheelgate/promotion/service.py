@@ -1,11 +1,12 @@
 """Promotion of one manifest: the flow from a manifest event to the run's record.
 
-:class:`Promoter` routes a manifest to its flow: a run's promotion, a yank request, or a
-break-glass override. A promotion takes its steps in an order that is the product's promise:
-every set is verified (:mod:`~wheelgate.promotion.verify`, including the hash read of each
-file S3 has no SHA-256 of) before the first copy; every copy
-is verified (:mod:`~wheelgate.promotion.release`) before any index page changes
-(:mod:`~wheelgate.promotion.publish`); the record is written last
+:class:`PromotionService` routes a manifest to its flow: a run's promotion (here), a yank
+request (:mod:`~wheelgate.promotion.yanking`) or a break-glass override
+(:mod:`~wheelgate.promotion.override`, which promotes its target through this flow). A
+promotion takes its steps in an order that is the product's promise: every set is verified
+(:mod:`~wheelgate.promotion.verify`, including the hash read of each file S3 has no SHA-256
+of) before the first copy; every copy is verified (:mod:`~wheelgate.promotion.release`) before
+any index page changes (:mod:`~wheelgate.promotion.publish`); the record is written last
 (:mod:`~wheelgate.promotion.recorder`). Each step is idempotent (a released file with the same
 bytes is skipped, a page that already lists a file is left alone), so a redelivered or retried
 message converges on the same final state.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
@@ -27,7 +27,6 @@ from wheelgate.core.layout import (
     LayoutError,
 )
 from wheelgate.core.manifest import Manifest, manifest_test_url_problems, parse_manifest
-from wheelgate.core.override import parse_override
 from wheelgate.core.records import (
     HistoryEntry,
     PromotionRecord,
@@ -38,10 +37,11 @@ from wheelgate.core.records import (
 from wheelgate.core.settings import FANOUT_LEASE_SECONDS, PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
-from wheelgate.index.yank import YankRequest, parse_yank
+from wheelgate.promotion.event import ManifestEvent, written_by
 from wheelgate.promotion.fanout import FanoutJobs, Launcher, MessageSender
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionObserver, NoObserver, decision_stats
+from wheelgate.promotion.override import OverrideRoute
 from wheelgate.promotion.publish import Invalidator, Publisher
 from wheelgate.promotion.recorder import (
     RecordStore,
@@ -53,6 +53,7 @@ from wheelgate.promotion.recorder import (
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verify import SetVerifier
+from wheelgate.promotion.yanking import YankRoute
 from wheelgate.storage.bucket import (
     MULTIPART_PART_SIZE,
     SINGLE_REQUEST_LIMIT,
@@ -61,34 +62,11 @@ from wheelgate.storage.bucket import (
 )
 
 
-@dataclass(frozen=True)
-class ManifestEvent:
-    """An S3 ObjectCreated event for a manifest key: ``principal_id`` is who wrote it, and
-    ``etag`` the ETag of what that writer wrote (so a later write by someone else is never
-    taken for this writer's). ``event_time`` is when S3 says the manifest was written."""
-
-    key: str
-    principal_id: str | None = None
-    etag: str | None = None
-    #: The SQS message body that carried the event (a failed fan-out execution sends it back
-    #: to the queue) and the event's time; ``None`` where the event came from elsewhere.
-    body: str | None = None
-    event_time: datetime | None = None
-
-
-def written_by(principal_id: str | None, role_id: str) -> bool:
-    """Whether an S3 event's ``principalId`` is the role with unique id ``role_id`` (any of
-    its sessions: ``AWS:<role id>:<session>``)."""
-    return principal_id is not None and (
-        principal_id == f"AWS:{role_id}" or principal_id.startswith(f"AWS:{role_id}:")
-    )
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Promoter:
+class PromotionService:
     """Promotes manifests from the staging bucket into the nightly bucket.
 
     ``invalidator`` drops the CDN's copies of changed pages (``None``: no CDN). ``workers``
@@ -98,6 +76,8 @@ class Promoter:
     :class:`~wheelgate.promotion.observer.DecisionObserver`).
     ``launcher`` starts fan-out executions (``None``: every run is promoted in one invocation;
     the thresholds are the settings'); ``queue`` sends a failed execution's manifest event back.
+    Yank requests go to ``yanks`` (:class:`~wheelgate.promotion.yanking.YankRoute`), override
+    requests to ``overrides`` (:class:`~wheelgate.promotion.override.OverrideRoute`).
     """
 
     def __init__(
@@ -168,6 +148,16 @@ class Promoter:
                 workers=workers,
             )
         )
+        self.yanks = YankRoute(publisher=self.publisher, records=self.records, clock=clock)
+        self.overrides = OverrideRoute(
+            settings=settings,
+            staging=staging,
+            records=self.records,
+            fanout=self.fanout,
+            clock=clock,
+            promote=self._promote,
+            reject=self._reject,
+        )
 
     def load_record(self, run_id: str) -> PromotionRecord | None:
         """The record of ``run_id``, or ``None`` when no decision was recorded yet."""
@@ -223,7 +213,8 @@ class Promoter:
             return existing
         actor = event.principal_id
         if run_id.startswith(OVERRIDE_RUN_PREFIX):
-            override, target = self._override(run_id, raw, digest, actor, existing, event)
+            # The override route checks its own writer, the break-glass role.
+            override, target = self.overrides.apply(run_id, raw, digest, actor, existing, event)
             return self._decided(event, override, copies_from=target)
         try:
             self._check_writer(actor, run_id)
@@ -231,8 +222,7 @@ class Promoter:
             return self._ignore(run_id, untrusted, digest, actor, existing)
         try:
             if run_id.startswith(YANK_RUN_PREFIX):
-                request = parse_yank(raw, expected_run_id=run_id)
-                return self._decided(event, self._yank(request, digest, actor, existing))
+                return self._decided(event, self.yanks.apply(run_id, raw, digest, actor, existing))
             manifest = parse_manifest(raw, expected_run_id=run_id)
             off_host = manifest_test_url_problems(manifest, self.settings.test_url_hosts)
             if off_host:
@@ -266,37 +256,6 @@ class Promoter:
         stats = decision_stats(copies_from or record, manifest_written_at=event.event_time)
         self.observer.decided(record, stats)
         return record
-
-    def _yank(
-        self,
-        request: YankRequest,
-        digest: str,
-        actor: str | None,
-        existing: PromotionRecord | None,
-    ) -> PromotionRecord:
-        """Set a released file's yank state on its nightly pages."""
-        nightly = self.publisher.yank(request)
-        invalidations = self.publisher.invalidate(nightly)
-        verb = "yanked" if request.yanked else "unyanked"
-        message = f"{verb} {request.index}/{request.filename}" + (
-            f": {request.reason}" if request.reason else ""
-        )
-        decision = HistoryEntry(
-            at=upload_time(self.clock()),
-            state=State.PROMOTED,
-            message=message,
-            manifest_sha256=digest,
-            actor=actor,
-        )
-        return self.records.save(
-            build_record(
-                existing,
-                decision,
-                run_id=request.run_id,
-                pages=nightly.keys,
-                invalidations=invalidations,
-            )
-        )
 
     def _check_writer(self, principal_id: str | None, run_id: str) -> None:
         """The reporter writes run manifests; a dependency-mirror run (``deps-*``), which the
@@ -367,76 +326,6 @@ class Promoter:
                 sets=sets,
             )
         )
-
-    def _override(
-        self,
-        run_id: str,
-        raw: bytes,
-        digest: str,
-        actor: str | None,
-        existing: PromotionRecord | None,
-        event: ManifestEvent,
-    ) -> tuple[PromotionRecord, PromotionRecord | None]:
-        """Apply a break-glass override request to its target run; record both.
-
-        Returns the request's record and the target run's (``None`` when the request was
-        refused before the target was touched)."""
-        try:
-            trusted = self.settings.break_glass_id
-            if trusted is None or not written_by(actor, trusted):
-                raise PromotionRejected(
-                    Reason.UNTRUSTED_WRITER,
-                    f"override requested by {actor or 'an unknown principal'}, which is not the "
-                    "break-glass role" + ("" if trusted else " (no break-glass role configured)"),
-                )
-            request = parse_override(raw, expected_run_id=run_id)
-            target = request.target_run_id
-            found = self.staging.get(STAGING.manifest(target))
-            target_record = self.load_record(target)
-            if found is None or target_record is None:
-                raise PromotionRejected(
-                    Reason.OVERRIDE_NOT_APPLICABLE,
-                    f"run {target} has no manifest or no decision yet; nothing to override",
-                )
-            target_raw = found[0]
-            target_digest = hashlib.sha256(target_raw).hexdigest()
-            # A redelivered request whose fan-out promotion is still running applies again
-            # (it changes nothing): the target is pending only because of that request.
-            running = self.fanout is not None and self.fanout.running(target, target_digest)
-            if target_record.state is not State.REJECTED and not running:
-                raise PromotionRejected(
-                    Reason.OVERRIDE_NOT_APPLICABLE,
-                    f"run {target} is {target_record.state.value}; only a rejected run can be "
-                    "overridden",
-                )
-            manifest = parse_manifest(target_raw, expected_run_id=target)
-        except PromotionRejected as rejection:
-            return self._reject(run_id, rejection, digest, actor, existing), None
-        override = {"by": actor or "", "reason": request.reason, "request": run_id}
-        result = self._promote(
-            manifest,
-            target_digest,
-            actor,
-            target_record,
-            override=override,
-            event=event,
-        )
-        at = upload_time(self.clock())
-        outcome = f"override applied: run {target} {result.state.value}" + (
-            f" ({result.reason}: {result.message})" if result.reason else ""
-        )
-        decision = HistoryEntry(
-            at=at,
-            state=result.state,
-            reason=result.reason,
-            message=outcome,
-            manifest_sha256=digest,
-            actor=actor,
-        )
-        saved = self.records.save(
-            build_record(existing, decision, run_id=run_id, override=override)
-        )
-        return saved, result
 
     def _promote(
         self,

@@ -1,13 +1,17 @@
-"""cdk.json context -> WheelGateConfig: clear errors naming the missing or bad key."""
+"""cdk.json context -> WheelGateProps: clear errors naming the missing or bad key."""
 
 from __future__ import annotations
 
+import ast
+import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stacks.config import ConfigError, CustomDomain, WheelGateConfig
+from stacks.context import props_from_context
+from stacks.props import ConfigError, CustomDomain, WheelGateProps
 from tests.infra.synth import cdk_json_context
 from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_BYTES,
@@ -17,10 +21,10 @@ from wheelgate.core.settings import (
 )
 
 
-def _config(**changes: Any) -> WheelGateConfig:
+def _config(**changes: Any) -> WheelGateProps:
     values = {**cdk_json_context()["wheelgate"], **changes}
     values = {k: v for k, v in values.items() if v is not ...}
-    return WheelGateConfig.from_context({"wheelgate": values}.get)
+    return props_from_context({"wheelgate": values})
 
 
 RELEASE = "ROCm/TheRock/.github/workflows/release-nightly.yml"
@@ -75,7 +79,7 @@ def test_nested_missing_key_is_named() -> None:
 
 def test_no_context_at_all_names_the_first_key() -> None:
     with pytest.raises(ConfigError, match="is missing"):
-        WheelGateConfig.from_context({}.get)
+        props_from_context({})
 
 
 def test_command_line_override_wins_and_is_parsed_as_json() -> None:
@@ -83,7 +87,7 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
         "wheelgate": cdk_json_context()["wheelgate"],
         "wheelgate.staging_run_expiry_days": "30",
     }
-    assert WheelGateConfig.from_context(context.get).staging_run_expiry_days == 30
+    assert props_from_context(context).staging_run_expiry_days == 30
 
 
 @pytest.mark.parametrize(
@@ -266,7 +270,8 @@ def test_custom_domain_is_read() -> None:
         }
     )
     assert config.nightly_domain == CustomDomain(
-        "nightly.example.org", "arn:aws:acm:us-east-1:111122223333:certificate/abc"
+        domain_name="nightly.example.org",
+        certificate_arn="arn:aws:acm:us-east-1:111122223333:certificate/abc",
     )
     assert config.staging_domain is None
 
@@ -274,18 +279,18 @@ def test_custom_domain_is_read() -> None:
 def test_missing_layer_says_to_run_make_layer(tmp_path: Path) -> None:
     import aws_cdk as cdk
 
-    from stacks.wheelgate_stack import WheelGateStack
+    from stacks.wheelgate import WheelGate
 
-    app = cdk.App()
+    stack = cdk.Stack(cdk.App(), "NoLayer")
     with pytest.raises(FileNotFoundError, match="make layer"):
-        WheelGateStack(app, "NoLayer", config=_config(), layer_dir=tmp_path / "missing")
+        WheelGate(stack, "Default", _config(), layer_dir=tmp_path / "missing")
 
 
 def test_deploy_doc_sets_the_subject_template_the_trust_expects() -> None:
     import json
     import re
 
-    from stacks.config import OIDC_SUBJECT_CLAIM_KEYS
+    from stacks.props import OIDC_SUBJECT_CLAIM_KEYS
     from tests.infra.synth import REPO_ROOT
 
     document = (REPO_ROOT / "docs" / "deploy.md").read_text()
@@ -314,7 +319,7 @@ def test_fanout_thresholds_are_read_and_default_to_the_settings() -> None:
     # And a command-line override of one key wins
     values = {**cdk_json_context()["wheelgate"], "fanout": {"min_files": 7, "min_bytes": 9}}
     context = {"wheelgate": values, "wheelgate.fanout.min_bytes": "4096"}
-    assert WheelGateConfig.from_context(context.get).fanout_min_bytes == 4096
+    assert props_from_context(context).fanout_min_bytes == 4096
 
 
 @pytest.mark.parametrize(
@@ -330,3 +335,115 @@ def test_fanout_thresholds_are_read_and_default_to_the_settings() -> None:
 def test_bad_fanout_thresholds_are_refused_naming_the_key(fanout: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         _config(fanout=fanout)
+
+
+def test_props_in_code_raise_config_error_naming_every_bad_key() -> None:
+    # Given settings built in an app's own code (no cdk.json), with three mistakes
+    values = {**cdk_json_context()["wheelgate"], "index_dirs": [], "alarm_emial": "x@y"}
+    del values["github_repo"]
+    # Then one ConfigError (not pydantic's error) names each key as cdk.json spells it
+    with pytest.raises(ConfigError) as error:
+        WheelGateProps(**values)
+    assert [(p.key, p.missing) for p in error.value.problems] == [
+        ("wheelgate.github_repo", True),
+        ("wheelgate.index_dirs", False),
+        ("wheelgate.alarm_emial", False),
+    ]
+    assert str(error.value).splitlines() == [
+        "wheelgate.github_repo is missing",
+        "wheelgate.index_dirs must be a non-empty list of strings",
+        "wheelgate.alarm_emial is not a WheelGate setting (docs/deploy.md)",
+    ]
+    # And a rule between keys is a ConfigError too
+    with pytest.raises(ConfigError, match="set both or neither"):
+        WheelGateProps.model_validate(
+            {**cdk_json_context()["wheelgate"], "break_glass_role_id": "AROABREAKGLASS0000001"}
+        )
+
+
+def test_props_are_frozen_and_round_trip_through_plain_values() -> None:
+    props = _config(listing_retention={"default": {"keep_versions": 3}, "indexes": {}})
+    with pytest.raises(ValueError, match="frozen"):
+        props.github_repo = "other/repo"  # type: ignore[misc]
+    # What model_dump gives is what cdk.json would hold, and reads back to the same settings.
+    assert WheelGateProps.model_validate(props.model_dump()) == props
+    assert props.model_dump()["listing_retention"] == {
+        "default": {"keep_days": None, "keep_versions": 3},
+        "indexes": {},
+    }
+
+
+def test_a_log_retention_cloudwatch_does_not_offer_is_refused() -> None:
+    # Before, synthesis stopped with a traceback from the log group; now the key is named.
+    with pytest.raises(ConfigError, match=r"wheelgate\.log_retention_days is 42, not a period"):
+        _config(log_retention_days=42)
+
+
+def _settings_table(document: str) -> dict[str, str]:
+    """The rows of docs/deploy.md's settings table: key -> meaning."""
+    section = document.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z_]+)` \| (.+) \|$", section, flags=re.MULTILINE)
+    return dict(rows)
+
+
+def test_deploy_doc_lists_every_setting_with_its_default() -> None:
+    # Given the settings table of docs/deploy.md and the model
+    from tests.infra.synth import REPO_ROOT
+
+    table = _settings_table((REPO_ROOT / "docs" / "deploy.md").read_text())
+    fields = WheelGateProps.model_fields
+    # Then it has one row per setting, in the model's order
+    assert list(table) == list(fields)
+    defaults = WheelGateProps.model_validate(cdk_json_context()["wheelgate"]).model_dump()
+    for name, field in fields.items():
+        meaning = table[name]
+        if field.is_required():
+            assert not meaning.startswith(("optional", "nullable")), name
+        elif field.default is None:
+            assert meaning.startswith("nullable"), name
+        else:
+            # "optional, default `<JSON>`": the model's default, as cdk.json would spell it
+            found = re.match(r"optional, default `([^`]+)`", meaning)
+            assert found, f"{name}: {meaning[:60]}"
+            assert json.loads(found.group(1)) == _default_value(name, defaults), name
+
+
+def _default_value(name: str, values: dict[str, Any]) -> Any:
+    field = WheelGateProps.model_fields[name]
+    # Dumped through the model, as model_dump would write the default.
+    probe = WheelGateProps.model_validate({**values, name: field.get_default()})
+    return probe.model_dump(mode="json")[name]
+
+
+def test_deploy_doc_example_app_builds_valid_props() -> None:
+    # Given the example app of docs/deploy.md ("Your own CDK app")
+    from tests.infra.synth import REPO_ROOT
+
+    document = (REPO_ROOT / "docs" / "deploy.md").read_text()
+    section = document.split("## Your own CDK app", 1)[1]
+    (source,) = [
+        block
+        for block in re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+        if "WheelGateProps(" in block
+    ]
+    # When its WheelGateProps(...) call runs with the package's names (its imports, as
+    # installed, are wheelgate.cdk: stacks here)
+    tree = ast.parse(source)
+    (call,) = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "WheelGateProps"
+    ]
+    import stacks
+
+    (imported,) = [
+        n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "wheelgate.cdk"
+    ]
+    names = {alias.name: getattr(stacks, alias.name) for alias in imported.names}
+    props = eval(compile(ast.Expression(call), "deploy.md", "eval"), names)  # noqa: S307
+    # Then it gives every required setting, and each is valid
+    assert isinstance(props, WheelGateProps)
+    assert props.github_repo == "my-org/my-project"
+    assert {k.arg for k in call.keywords} >= {
+        name for name, field in WheelGateProps.model_fields.items() if field.is_required()
+    }

@@ -1,14 +1,15 @@
-"""Promoter Lambda: SQS messages carrying S3 events for ``manifests/<run_id>.json``.
+"""The promoter function's handler: SQS messages carrying S3 events for
+``manifests/<run_id>.json``.
 
 Thin by design: parse the event, build the adapters once per container, hand each manifest to
-:class:`wheelgate.promotion.promoter.Promoter`. A permanent rejection is recorded and the message is
-done; a transient error fails only that message (partial batch response) so SQS retries it
-and, after the redrive limit, moves it to the dead-letter queue. Decision metrics are counted by
-:class:`wheelgate.promoter.telemetry.DecisionMetrics`, which the promoter tells of each new
-decision once (a redelivered manifest counts nothing). A message whose index directory
-is leased by another promotion is made visible again after ``LEASE_BUSY_RETRY_SECONDS`` rather
-than the queue's whole visibility timeout (a fan-out job's lease:
-``FANOUT_LEASE_BUSY_RETRY_SECONDS``).
+:class:`wheelgate.promotion.service.PromotionService`. A permanent rejection is recorded and the
+message is done; a transient error fails only that message (partial batch response) so SQS
+retries it and, after the redrive limit, moves it to the dead-letter queue. Decision metrics
+are counted by :class:`wheelgate.lambda_function.telemetry.DecisionMetrics`, which the service tells
+of each new decision once (a redelivered manifest counts nothing). A message whose index
+directory is leased by another promotion is made visible again after
+``LEASE_BUSY_RETRY_SECONDS`` rather than the queue's whole visibility timeout (a fan-out job's
+lease: ``FANOUT_LEASE_BUSY_RETRY_SECONDS``).
 
 The same function runs the fan-out state machine's steps: an event with ``FANOUT_STEP_FIELD``
 is a step (:meth:`wheelgate.promotion.fanout.FanoutJobs.step`), not an SQS batch; its
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
@@ -50,10 +52,11 @@ from wheelgate.core.settings import (
     SERVICE_NAME,
     PromoterSettings,
 )
-from wheelgate.promoter.telemetry import DecisionMetrics
-from wheelgate.promotion.fanout import InProcessLauncher, Launcher
+from wheelgate.lambda_function.telemetry import DecisionMetrics
+from wheelgate.promotion.event import ManifestEvent
+from wheelgate.promotion.fanout import Launcher
 from wheelgate.promotion.lease import LeaseBusy
-from wheelgate.promotion.promoter import ManifestEvent, Promoter
+from wheelgate.promotion.service import PromotionService
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
@@ -76,34 +79,25 @@ S3_TEST_EVENT = "s3:TestEvent"
 METRIC_INDEX_BUSY = "IndexBusy"
 
 
-#: Local mode runs fan-out executions in this process (see :func:`run_fanout_in_process`).
-_in_process: dict[str, Any] = {}
+#: What the handler works with: the promotion service and the status site's store.
+Parts = tuple[PromotionService, StatusStore]
+#: What starts fan-out executions, given the settings and the staging bucket (``None``: every
+#: run is promoted in one invocation).
+LauncherFactory = Callable[[PromoterSettings, Bucket], Launcher | None]
+#: A Lambda handler: the event and the context in, the response out.
+LambdaHandler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def run_fanout_in_process(**options: Any) -> None:
-    """Local mode: run fan-out executions in this process (``InProcessLauncher`` with
-    ``options``) rather than on the state machine the settings name. Takes effect for the
-    promoter built next."""
-    _in_process.clear()
-    _in_process.update(options, enabled=True)
-    promoter.cache_clear()
-
-
-def fanout_launcher(settings: PromoterSettings, staging: Bucket) -> Launcher | None:
-    """What starts fan-out executions: none without a state machine, else Step Functions (or
-    this process, in local mode)."""
+def state_machine_launcher(settings: PromoterSettings, staging: Bucket) -> Launcher | None:
+    """What starts fan-out executions: none without a state machine, else Step Functions."""
     if not settings.fanout_state_machine_arn:
         return None
-    if _in_process.get("enabled"):
-        options = {k: v for k, v in _in_process.items() if k != "enabled"}
-        return InProcessLauncher(staging=staging, run_step=fanout_step, **options)
     return StepFunctionsLauncher(boto3.client("stepfunctions"), settings.fanout_state_machine_arn)
 
 
-@cache
-def promoter() -> tuple[Promoter, StatusStore]:
-    """The promoter and the status site updater, built on first use and kept for the
-    container's life (no work at import)."""
+def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
+    """The promotion service and the status site updater, from the environment's settings;
+    ``launchers`` builds what starts the service's fan-out executions."""
     redact.install(streams=False)
     settings = PromoterSettings.from_env(os.environ)
     # Adaptive retries absorb S3 503 SlowDown before a message has to be redelivered.
@@ -113,11 +107,11 @@ def promoter() -> tuple[Promoter, StatusStore]:
     if settings.nightly_distribution_id:
         invalidator = CloudFrontInvalidator(boto3.client("cloudfront", config=config))
     staging = Bucket(s3, settings.staging_bucket)
-    launcher = fanout_launcher(settings, staging)
+    launcher = launchers(settings, staging)
     queue = None
     if launcher is not None and (settings.manifest_queue_url or settings.dead_letter_queue_url):
         queue = SqsSender(queue_client())
-    service = Promoter(
+    service = PromotionService(
         settings=settings,
         staging=staging,
         nightly=Bucket(s3, settings.nightly_bucket),
@@ -129,6 +123,13 @@ def promoter() -> tuple[Promoter, StatusStore]:
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.
     return service, StatusStore(staging, dashboard_url=settings.dashboard_url)
+
+
+@cache
+def promoter() -> Parts:
+    """The function's :data:`Parts`, built on first use and kept for the container's life (no
+    work at import)."""
+    return build_parts()
 
 
 @cache
@@ -212,8 +213,10 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
 
 
 @tracer.capture_method
-def record_handler(record: SQSRecord) -> None:
-    service, status = promoter()
+def record_handler(record: SQSRecord, parts: Callable[[], Parts] = promoter) -> None:
+    """Hand each manifest event of one SQS message to the service of ``parts``; raise (and so
+    fail only this message) on a poison body or a transient error."""
+    service, status = parts()
     try:
         events = manifest_events(record.body, service.settings.staging_bucket)
     except ValueError:
@@ -267,22 +270,45 @@ def record_handler(record: SQSRecord) -> None:
             logger.warning("rejected", extra=decision)
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    if FANOUT_STEP_FIELD in event:
-        return fanout_step(event)
-    return dict(
-        process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
+def entry_point(parts: Callable[[], Parts]) -> LambdaHandler:
+    """A handler of SQS batches and fan-out steps over the service and status store that
+    ``parts`` returns (called once per message or step, so a cached ``parts`` builds them on
+    the first), with the function's logging, tracing and metrics."""
+
+    # Named as the function's entry point: X-Ray names the handler's subsegment after it.
+    # clear_state: keys a step appended (its job id) must not label a later invocation's logs
+    # in the same warm container.
+    @logger.inject_lambda_context(clear_state=True)
+    @tracer.capture_lambda_handler
+    @metrics.log_metrics
+    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        if FANOUT_STEP_FIELD in event:
+            return fanout_step(event, parts)
+        return dict(
+            process_partial_response(
+                event=event,
+                record_handler=partial(record_handler, parts=parts),
+                processor=processor,
+                context=context,
+            )
         )
-    )
+
+    return lambda_handler
 
 
-def fanout_step(event: dict[str, Any]) -> dict[str, Any]:
+#: The function's handler over the container's own :func:`promoter`.
+_container_handler = entry_point(promoter)
+
+
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The promoter function's entry point, which the stack names: SQS batches of manifest
+    events, and the fan-out state machine's steps."""
+    return _container_handler(event, context)
+
+
+def fanout_step(event: dict[str, Any], parts: Callable[[], Parts] = promoter) -> dict[str, Any]:
     """Run one step of a fan-out execution; its exception is the step's error."""
-    service, status = promoter()
+    service, status = parts()
     if service.fanout is None:
         raise ValueError(
             "fan-out step received, but no fan-out state machine is configured "

@@ -14,9 +14,6 @@ from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from stacks.lambda_asset import asset_files, glob_excludes_keeping, handler_module
-from stacks.log_groups import retained_log_group
-from stacks.nag import acknowledge
 from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
 from wheelgate.core.settings import (
     ENV_DEAD_LETTER_QUEUE_URL,
@@ -28,7 +25,11 @@ from wheelgate.core.settings import (
     SERVICE_NAME,
 )
 
-HANDLER = "wheelgate.promoter.handler.lambda_handler"
+from .lambda_asset import asset_files, glob_excludes_keeping, handler_module
+from .log_groups import retained_log_group
+from .nag import acknowledge
+
+HANDLER = "wheelgate.lambda_function.handler.lambda_handler"
 
 # A 1,000-file set is 1,000 server-side copies (multi-GB wheels are multipart copies) plus the
 # index rewrite; 15 minutes is the Lambda maximum and leaves headroom.
@@ -53,10 +54,8 @@ MAX_RECEIVE_COUNT = BUSY_RECEIVES + 5
 # Construct id CDK gives the singleton Lambda behind bucket notifications.
 NOTIFICATIONS_HANDLER_ID = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 
-ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "*.egg-info"]
 
-
-class Promoter(Construct):
+class PromoterFunction(Construct):
     """Staging manifest notifications, their queue and DLQ, and the promoter function.
 
     Attributes:
@@ -69,7 +68,7 @@ class Promoter(Construct):
             ``ENV_DEAD_LETTER_QUEUE_URL``), for failed fan-out executions.
         log_group: the function's log group.
 
-    Raises ``FileNotFoundError`` naming ``make layer`` when ``layer_dir`` does not exist.
+    The dependency layer's code is ``layer_code`` (:func:`stacks.promoter_layer.layer_code`).
     """
 
     def __init__(
@@ -80,15 +79,11 @@ class Promoter(Construct):
         staging: s3.IBucket,
         role: iam.IRole,
         code_dir: Path,
-        layer_dir: Path,
+        layer_code: lambda_.Code,
         environment: Mapping[str, str],
         log_retention_days: int,
     ) -> None:
         super().__init__(scope, construct_id)
-        if not (layer_dir / "python").is_dir():
-            raise FileNotFoundError(
-                f"promoter dependency layer {layer_dir / 'python'} is missing: run `make layer`"
-            )
 
         self.dead_letter_queue = sqs.Queue(
             self,
@@ -125,7 +120,7 @@ class Promoter(Construct):
         layer = lambda_.LayerVersion(
             self,
             "Dependencies",
-            code=lambda_.Code.from_asset(str(layer_dir), exclude=[*ASSET_EXCLUDES, ".built"]),
+            code=layer_code,
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
             compatible_architectures=[lambda_.Architecture.ARM_64],
             description="boto3, Powertools, pydantic and packaging for the WheelGate promoter",

@@ -1,12 +1,12 @@
-"""The promoter's decision metrics: what each new decision adds to CloudWatch (EMF via
+"""The promoter function's decision metrics: what each new decision adds to CloudWatch (EMF via
 Powertools).
 
-:class:`DecisionMetrics` is the promoter's :class:`~wheelgate.promotion.observer.DecisionObserver`,
-so a metric counts a decision once, when it is recorded, never a redelivery of it. Counts that
-alarms watch (``PromotionsSucceeded``, ``PromotionsRejected``) and the copy and latency metrics go
-into the invocation's metric set, which carries only the ``service`` dimension; the count by
-reason is written as a metric of its own (``single_metric``) so its ``reason`` dimension never
-lands on the others.
+:class:`DecisionMetrics` is the service's
+:class:`~wheelgate.promotion.observer.DecisionObserver`, so a metric counts a decision once,
+when it is recorded, never a redelivery of it. Counts that alarms watch (``PromotionsSucceeded``,
+``PromotionsRejected``) and the copy and latency metrics go into the invocation's metric set,
+which carries only the ``service`` dimension; the count by reason is written as a metric of its
+own (``single_metric``) so its ``reason`` dimension never lands on the others.
 """
 
 from __future__ import annotations

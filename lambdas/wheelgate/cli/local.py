@@ -1,0 +1,102 @@
+"""``wheelgate local``: the whole stack on this machine (needs the ``local`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from wheelgate.cli.common import EXIT_OK, UsageError, checked
+from wheelgate.core.layout import check_index_dirs
+from wheelgate.core.settings import ENV_ALLOWED_INDEXES
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    from wheelgate.local.extra import LocalExtraMissing, require_local_extra
+    from wheelgate.local.stack import LocalStack
+
+    try:
+        require_local_extra()
+    except LocalExtraMissing as exc:
+        raise UsageError(str(exc)) from exc
+
+    required: dict[str, list[str]] = {}
+    for spec in args.require_test:
+        index, sep, name = spec.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--require-test {spec!r} is not DIR=NAME")
+        required.setdefault(index, []).append(name)
+    if args.fanout_min_files is not None and args.fanout_min_files < 0:
+        raise UsageError(f"--fanout-min-files must be 0 or more, not {args.fanout_min_files}")
+    stack = LocalStack(
+        s3_port=args.s3_port,
+        staging_port=args.staging_port,
+        nightly_port=args.nightly_port,
+        required_tests=required,
+        allowed_indexes=checked("--index", args.index, check_index_dirs),
+        verbose=args.verbose,
+        run_loop=not args.no_promoter,
+        fanout_min_files=args.fanout_min_files,
+    ).start()
+    sys.stdout.write(stack.ready_line() + "\n")
+    sys.stdout.flush()
+    # Exactly one line on stdout: everything after it (handler logs, metrics) goes to stderr.
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stopped.wait()
+    stack.stop()
+    return EXIT_OK
+
+
+def register(subparsers: Any) -> None:
+    """Add ``local`` to the ``wheelgate`` command."""
+    local = subparsers.add_parser(
+        "local",
+        help="run the whole stack locally (embedded S3, promoter loop, index servers)",
+        description=(
+            "Start an embedded S3/SQS on 127.0.0.1 laid out like the deployed stack, a loop "
+            "feeding manifest events to the promoter handler, and HTTP servers for the staging "
+            "and nightly indexes. Prints one JSON line with the environment to use, then runs "
+            "until interrupted."
+        ),
+    )
+    local.add_argument("--s3-port", type=int, default=0, help="default: any free port")
+    local.add_argument("--staging-port", type=int, default=0)
+    local.add_argument("--nightly-port", type=int, default=0)
+    local.add_argument(
+        "--require-test",
+        action="append",
+        default=[],
+        metavar="DIR=NAME",
+        help="a test that must pass for sets of DIR",
+    )
+    local.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help=f"an index directory that may be staged and promoted to, as index_dirs in "
+        f"cdk.json (repeatable; printed in the environment as {ENV_ALLOWED_INDEXES}); "
+        "none: any directory",
+    )
+    local.add_argument(
+        "--fanout-min-files",
+        type=int,
+        default=None,
+        metavar="N",
+        help="promote runs with N or more files to copy through fan-out executions, run in "
+        "this process like the state machine (default: off, every run in one invocation)",
+    )
+    local.add_argument("--verbose", action="store_true", help="log every HTTP request")
+    local.add_argument(
+        "--no-promoter",
+        action="store_true",
+        help="do not consume the manifest queue (benchmarks run the promoter themselves)",
+    )
+    local.set_defaults(func=cmd_local)

@@ -1,0 +1,185 @@
+"""Requests to the promoter and index repair: ``wheelgate yank``, ``unyank``, ``promote
+--override`` and ``index rebuild``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from wheelgate.cli.common import (
+    EXIT_OK,
+    UsageError,
+    buckets,
+    checked,
+    index_option,
+    storage_options,
+    validated,
+    wait_for_record,
+)
+from wheelgate.core.layout import STAGING
+from wheelgate.core.manifest import parse_distribution_filename
+
+
+def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -> int:
+    """Write a request where manifests go (the promoter's inbox) and wait for its record."""
+    staging, _ = buckets(args, nightly=False)
+    staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
+    print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
+    return wait_for_record(staging, run_id, args.wait, 1.0)
+
+
+def cmd_yank(args: argparse.Namespace) -> int:
+    from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
+
+    yanked = args.command == "yank"
+    if yanked and not args.reason.strip():
+        raise UsageError("--reason is required: users see it when pip skips the file")
+    index_option(args)
+    checked("FILE", args.filename, parse_distribution_filename)
+    request = validated(
+        YankRequest,
+        {
+            "schema": SCHEMA_YANK_V1,
+            "run_id": new_request_id(),
+            "index": args.index,
+            "filename": args.filename,
+            "yanked": yanked,
+            "reason": args.reason if yanked else "",
+        },
+        {"index": "--index", "filename": "FILE", "reason": "--reason"},
+    )
+    return _send_request(args, request.run_id, request.to_json(), "request")
+
+
+def cmd_promote(args: argparse.Namespace) -> int:
+    from wheelgate.core.override import (
+        SCHEMA_OVERRIDE_V1,
+        OverrideRequest,
+        check_override_target,
+        new_request_id,
+    )
+
+    if not args.override:
+        raise UsageError(
+            "a run is promoted when its manifest is written (wheelgate report); "
+            "promote only exists as a break-glass --override of a rejected run"
+        )
+    if len(args.reason.strip()) < 10:
+        raise UsageError("--reason must say why (at least 10 characters): it goes in the record")
+    checked("--run-id", args.run_id, check_override_target)
+    request = validated(
+        OverrideRequest,
+        {
+            "schema": SCHEMA_OVERRIDE_V1,
+            "run_id": new_request_id(args.run_id),
+            "target_run_id": args.run_id,
+            "reason": args.reason.strip(),
+        },
+        {"target_run_id": "--run-id", "reason": "--reason"},
+    )
+    return _send_request(args, request.run_id, request.to_json(), "override request")
+
+
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from wheelgate.core.settings import listing_retention_from_env, page_retention_from_env
+    from wheelgate.index.rebuild import rebuild, scan_nightly
+
+    index_option(args)
+    _, nightly = buckets(args, nightly=True)
+    assert nightly is not None
+    try:
+        rule = listing_retention_from_env(os.environ).rule_for(args.index)
+        changes, writes = rebuild(
+            target=nightly,
+            index=args.index,
+            scanned=scan_nightly(nightly, args.index),
+            dry_run=args.dry_run,
+            rule=rule,
+            now=datetime.now(UTC),
+            retention=page_retention_from_env(os.environ),
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    print(
+        json.dumps(
+            {
+                "index": args.index,
+                "bucket": "nightly",
+                "dry_run": args.dry_run,
+                "listing_retention": rule.to_value(),
+                "projects": [c.__dict__ for c in changes if c.any],
+                "unchanged_projects": sum(1 for c in changes if not c.any),
+                "pages_written": writes.keys,
+            },
+            indent=2,
+        )
+    )
+    return EXIT_OK
+
+
+def register(subparsers: Any) -> None:
+    """Add ``yank``, ``unyank``, ``promote`` and ``index rebuild`` to the ``wheelgate``
+    command."""
+    for name, what in (
+        ("yank", "mark a released file as yanked (PEP 592); nothing is deleted"),
+        ("unyank", "clear the yanked mark of a released file"),
+    ):
+        yank = subparsers.add_parser(
+            name,
+            help=what,
+            description=(
+                f"Ask the promoter to {what}, on the nightly and staging pages (HTML and JSON). "
+                "The request is written where manifests go, so run it with the reporter role. "
+                "Exit 0 done, 1 refused, 3 pending."
+            ),
+        )
+        yank.add_argument("--index", required=True, metavar="DIR")
+        yank.add_argument("filename", metavar="FILE", help="the released file name")
+        yank.add_argument("--reason", default="", required=name == "yank")
+        yank.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
+        storage_options(yank, nightly=False)
+        yank.set_defaults(func=cmd_yank)
+
+    promote = subparsers.add_parser(
+        "promote",
+        help="break-glass: promote a rejected run despite its tests (--override)",
+        description=(
+            "Ask the promoter to promote RUN although its tests did not pass. Only the "
+            "break-glass role may do this (run it with that role's credentials); every integrity "
+            "check (completeness, sizes, SHA-256, commit, conflicts) still applies, and the run's "
+            "record names who overrode it and why. Exit 0 promoted, 1 refused, 3 pending."
+        ),
+    )
+    promote.add_argument("--run-id", required=True)
+    promote.add_argument("--override", action="store_true", help="required: say you mean it")
+    promote.add_argument("--reason", required=True, help="why; recorded with your identity")
+    promote.add_argument("--wait", type=float, default=300.0, metavar="SECONDS")
+    storage_options(promote, nightly=False)
+    promote.set_defaults(func=cmd_promote)
+
+    index = subparsers.add_parser("index", help="index maintenance")
+    index_sub = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")
+    rebuild = index_sub.add_parser(
+        "rebuild",
+        help="rewrite an index directory's pages from the files in the bucket",
+        description=(
+            "Repair: scan nightly's files of DIR (<DIR>/<file>) and rewrite every archive page "
+            "(<DIR>/_archive/: every file), then every project page and the root pages, listing "
+            "what DIR's listing retention (WHEELGATE_LISTING_RETENTION, as the promoter reads "
+            "it) keeps. Yank state and upload times of unchanged files are kept. "
+            "--dry-run prints what would change (delisted: files the rule takes off the "
+            "listing) and writes nothing. Writing nightly pages needs the promoter's (or the "
+            "break-glass) permissions; with $WHEELGATE_NIGHTLY_RETENTION_MODE and "
+            "$WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS set (the stack's outputs), pages get the "
+            "promoter's short lock. A run's staging index is "
+            "refreshed by running wheelgate stage again with the same files."
+        ),
+    )
+    rebuild.add_argument("--index", required=True, metavar="DIR")
+    rebuild.add_argument("--dry-run", action="store_true")
+    storage_options(rebuild, nightly=True)
+    rebuild.set_defaults(func=cmd_index_rebuild)

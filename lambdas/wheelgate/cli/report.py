@@ -1,0 +1,113 @@
+"""``wheelgate report``: write the run's test-result manifest, which triggers promotion."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from wheelgate.cli.common import (
+    EXIT_OK,
+    UsageError,
+    buckets,
+    checked,
+    commit_option,
+    configured_indexes,
+    staged_sets,
+    storage_options,
+    test_url_option,
+)
+from wheelgate.core.errors import PromotionRejected
+from wheelgate.core.layout import STAGING, check_run_id
+from wheelgate.core.manifest import ManifestV2
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from wheelgate.staging.environment import StagedWheelMatcher
+    from wheelgate.staging.installs import read_evidence, with_installs
+    from wheelgate.staging.stage import build_manifest, parse_test_specs
+
+    checked("--run-id", args.run_id, check_run_id)
+    commit = commit_option(args)
+    specs = checked("--test", args.test, parse_test_specs)
+    for spec in specs:
+        if spec.url is not None:
+            test_url_option("--test", spec.url)
+    evidence = checked("--installed", args.installed, lambda given: read_evidence(specs, given))
+    staging, _ = buckets(args, nightly=False)
+    staged = staged_sets(staging, args.run_id)
+    if not staged:
+        raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
+    configured_indexes(staged, f"run {args.run_id} has files staged in")
+    matcher = StagedWheelMatcher(staging, args.run_id, staged)
+    tests = checked("--installed", evidence, lambda e: with_installs(specs, e, matcher.installs))
+    for warning in matcher.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    try:
+        manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
+    except ValueError as exc:
+        raise UsageError(f"cannot build the manifest: {exc}") from exc
+    for warning in _rejections_foreseen(manifest):
+        print(f"warning: {warning}; the promoter will reject this run", file=sys.stderr)
+    body = manifest.to_json()
+    key = STAGING.manifest(args.run_id)
+    if args.dry_run:
+        print(body, end="")
+        return EXIT_OK
+    staging.put(key, body.encode(), content_type="application/json")
+    print(json.dumps({"manifest": f"s3://{staging.name}/{key}", "sets": len(manifest.sets)}))
+    return EXIT_OK
+
+
+def _rejections_foreseen(manifest: ManifestV2) -> list[str]:
+    """Why the promoter will reject sets whose tests all passed: no test results, or files
+    no passed test installed (``core/evidence.py``)."""
+    from wheelgate.core.evidence import check_evidence
+    from wheelgate.core.manifest import Outcome
+
+    foreseen = []
+    for artifact_set in manifest.sets:
+        if not artifact_set.tests:
+            foreseen.append(f"no test results for {artifact_set.index}")
+        elif all(t.result is Outcome.PASSED for t in artifact_set.tests):
+            try:
+                check_evidence(artifact_set)
+            except PromotionRejected as rejection:
+                foreseen.append(rejection.message)
+    return foreseen
+
+
+def register(subparsers: Any) -> None:
+    """Add ``report`` to the ``wheelgate`` command."""
+    report = subparsers.add_parser(
+        "report",
+        help="write the run's test-result manifest (triggers promotion)",
+        description=(
+            "Build manifests/<run_id>.json from what is staged for the run plus the test "
+            "results given with --test and what each test installed (--installed), and write "
+            "it. Writing it triggers the promoter."
+        ),
+    )
+    report.add_argument("--run-id", required=True)
+    report.add_argument("--commit", required=True, help="40-hex commit of the run")
+    report.add_argument(
+        "--test",
+        action="append",
+        default=[],
+        metavar="DIR:NAME=RESULT[@URL]",
+        help="a test outcome: passed, failed or skipped (repeat for each test)",
+    )
+    report.add_argument(
+        "--installed",
+        action="append",
+        default=[],
+        metavar="DIR:NAME=PATH",
+        help="what test NAME of DIR installed: pip's installation report "
+        "(pip install --report PATH), the requirements it installed with --require-hashes "
+        "(exactly one hash each: wheelgate pins), or its environment (wheelgate installed, "
+        "any installer) (repeatable). The promoter releases only files a passed test installed",
+    )
+    report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
+    storage_options(report, nightly=False)
+    report.set_defaults(func=cmd_report)

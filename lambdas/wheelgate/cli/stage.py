@@ -1,0 +1,133 @@
+"""``wheelgate stage``: upload a run's files to staging and write the run's own index."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from wheelgate.cli.common import (
+    EXIT_OK,
+    UsageError,
+    buckets,
+    checked,
+    commit_option,
+    index_option,
+    nightly_url,
+    storage_options,
+)
+from wheelgate.core.layout import STAGING, check_run_id, key_url
+from wheelgate.core.settings import (
+    ENV_NIGHTLY_BASE_URL,
+    ENV_STAGING_BASE_URL,
+    SettingsError,
+    run_stage_window_from_env,
+)
+
+
+class Progress:
+    """Upload progress on stderr: a bar on a terminal, a line per 10 % in CI logs."""
+
+    def __init__(self) -> None:
+        self._tty = sys.stderr.isatty()
+        self._last: dict[str, float] = {}
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        if self._tty:
+            width = 30
+            bar = "#" * int(width * fraction)
+            sys.stderr.write(
+                f"\r{name[:50]:50} [{bar:{width}}] {fraction:6.1%} "
+                f"{done / 1e6:,.1f}/{total / 1e6:,.1f} MB"
+            )
+            if done >= total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+            return
+        step = int(fraction * 10)
+        if step > self._last.get(name, -1):
+            self._last[name] = step
+            print(f"upload {name}: {fraction:.0%} of {total:,} bytes", file=sys.stderr)
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    from wheelgate.staging.stage import StageError, inspect_files, stage
+
+    checked("--run-id", args.run_id, check_run_id)
+    index_option(args)
+    commit = commit_option(args)
+    nightly_base_url = nightly_url(args)
+    try:
+        artifacts = inspect_files([Path(p) for p in args.files])
+    except StageError as exc:
+        raise UsageError(str(exc)) from exc
+    staging, nightly = buckets(args, nightly=True)
+    assert nightly is not None
+    try:
+        window_days = run_stage_window_from_env(os.environ)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from exc
+    try:
+        result = stage(
+            staging=staging,
+            nightly=nightly,
+            nightly_base_url=nightly_base_url,
+            run_id=args.run_id,
+            index=args.index,
+            commit=commit,
+            artifacts=artifacts,
+            progress=Progress(),
+            window_days=window_days,
+        )
+    except StageError as exc:
+        raise UsageError(str(exc)) from exc
+    run_index = STAGING.run_index_prefix(args.run_id, args.index)
+    staging_base = args.staging_url or os.environ.get(ENV_STAGING_BASE_URL, "")
+    summary = {
+        "run_id": args.run_id,
+        "index": args.index,
+        # What the run's tests install from (`pip install --index-url <index_url>`).
+        "index_url": key_url(staging_base, run_index) if staging_base else None,
+        "index_key": run_index,
+        "uploaded": result.uploaded,
+        "unchanged": result.unchanged,
+        "pages": result.pages.keys,
+    }
+    print(json.dumps(summary, indent=2))
+    return EXIT_OK
+
+
+def register(subparsers: Any) -> None:
+    """Add ``stage`` to the ``wheelgate`` command."""
+    stage = subparsers.add_parser(
+        "stage",
+        help="upload a run's files to staging and write the run's own index",
+        description=(
+            "Upload wheels/sdists to runs/<run_id>/<index>/ with SHA-256 checksums, never "
+            "replacing a staged object, write each wheel's PEP 658 .metadata, and write the "
+            "run's index (its files over nightly's) at the same place, so the run's test jobs "
+            "install with --index-url <index_url> exactly as users install from nightly. "
+            "Everything is checked before the first upload; staging the same files again "
+            "uploads nothing and refreshes the run's index."
+        ),
+    )
+    stage.add_argument("--run-id", required=True, help="CI run id, e.g. $GITHUB_RUN_ID")
+    stage.add_argument("--index", required=True, help="index directory, e.g. v2/gfx94X-dcgpu")
+    stage.add_argument("--commit", help="commit the files were built from (default: $GITHUB_SHA)")
+    stage.add_argument(
+        "--nightly-url",
+        help=f"public URL of the nightly index, for links to nightly files "
+        f"(default: ${ENV_NIGHTLY_BASE_URL})",
+    )
+    stage.add_argument(
+        "--staging-url",
+        help=f"public URL of the staging distribution, to print the run's index URL "
+        f"(default: ${ENV_STAGING_BASE_URL})",
+    )
+    stage.add_argument("files", nargs="+", metavar="FILE")
+    storage_options(stage, nightly=True)
+    stage.set_defaults(func=cmd_stage)

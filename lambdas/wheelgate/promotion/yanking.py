@@ -1,0 +1,73 @@
+"""The yank route: a yank or unyank request (``manifests/yank-*.json``) applied to nightly.
+
+A request travels as a manifest does, so it reaches this route only after the service's writer
+check (the reporter role, as for a run's manifest). The request is parsed, the released file's
+yank state (PEP 592) set on its nightly pages through the
+:class:`~wheelgate.promotion.publish.Publisher` (nothing is deleted; a file nightly never
+released is a rejection), the changed pages invalidated, and the request's record written last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.index.pages import upload_time
+from wheelgate.index.yank import parse_yank
+from wheelgate.promotion.publish import Publisher
+from wheelgate.promotion.recorder import RecordStore, build_record
+
+
+class YankRoute:
+    """Applies yank and unyank requests to the nightly pages and records each one."""
+
+    def __init__(
+        self,
+        *,
+        publisher: Publisher,
+        records: RecordStore,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.publisher = publisher
+        self.records = records
+        self.clock = clock
+
+    def apply(
+        self,
+        run_id: str,
+        raw: bytes,
+        digest: str,
+        actor: str | None,
+        existing: PromotionRecord | None,
+    ) -> PromotionRecord:
+        """Set the yank state a request asks for on its released file's nightly pages.
+
+        ``raw`` is the request as written under ``run_id`` (SHA-256 ``digest``, by ``actor``);
+        ``existing`` is the request's record so far. Returns the record saved. Raises
+        :class:`~wheelgate.core.errors.PromotionRejected` for a request that is invalid or
+        names a file nightly never released (the service records the rejection).
+        """
+        request = parse_yank(raw, expected_run_id=run_id)
+        nightly = self.publisher.yank(request)
+        invalidations = self.publisher.invalidate(nightly)
+        verb = "yanked" if request.yanked else "unyanked"
+        message = f"{verb} {request.index}/{request.filename}" + (
+            f": {request.reason}" if request.reason else ""
+        )
+        decision = HistoryEntry(
+            at=upload_time(self.clock()),
+            state=State.PROMOTED,
+            message=message,
+            manifest_sha256=digest,
+            actor=actor,
+        )
+        return self.records.save(
+            build_record(
+                existing,
+                decision,
+                run_id=request.run_id,
+                pages=nightly.keys,
+                invalidations=invalidations,
+            )
+        )

@@ -1,0 +1,633 @@
+"""WheelGate's settings: the typed properties of the :class:`~stacks.wheelgate.WheelGate`
+construct, which this repository's ``cdk.json`` holds as its ``wheelgate`` context object.
+
+Every setting is required, so a deployment states all of its choices in one place; only the
+nullable ones (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_role_id``,
+``cache_bucket_name``, ``alarm_email``, ``custom_domain``, ``waf_rate_limit``,
+``waf_web_acl_arn``) may be ``None`` or left out, and a few have a default: ``release_tags``
+(none: tags release only when listed), ``staging_versioned`` (``false``),
+``block_all_on_failure`` (``true``), ``allow_build_tag_rereleases`` (``false``),
+``test_url_hosts`` (``github.com``), ``fanout`` (:data:`~wheelgate.core.settings.
+DEFAULT_FANOUT_MIN_FILES` files or ``DEFAULT_FANOUT_MIN_BYTES`` bytes) and
+``listing_retention`` (every version listed). ``None`` for a setting with a default means the
+default (CDK drops ``null`` context values anyway).
+
+A bad value raises :class:`ConfigError`, whose :class:`Problem` s name each key as
+``cdk.json`` spells it (``wheelgate.index_dirs``), whether the settings came from a CDK app's
+own code or from ``cdk.json`` (:mod:`stacks.context` adds how to set a key there).
+
+This module needs pydantic and ``wheelgate.core`` alone, not the CDK. A new setting is one
+field here (typed with one of the annotated types below, or with an :class:`Expect` phrase of
+its own) and one row of the table in docs/deploy.md, which tests/infra/test_props.py checks
+against :class:`WheelGateProps`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from annotated_types import Gt, MinLen
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    PlainValidator,
+    Strict,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
+from wheelgate.core.layout import LayoutError, check_index_dirs
+from wheelgate.core.settings import (
+    DEFAULT_FANOUT_MIN_BYTES,
+    DEFAULT_FANOUT_MIN_FILES,
+    DEFAULT_TEST_URL_HOSTS,
+    RETENTION_MODES,
+    ListingRetention,
+    SettingsError,
+    run_stage_window_days,
+)
+
+#: The name of the settings object: the ``cdk.json`` context key, and the first part of every
+#: key an error names.
+CONTEXT_KEY = "wheelgate"
+
+#: The repository's OIDC subject template (``include_claim_keys``, set through GitHub's REST API
+#: ``PUT /repos/{owner}/{repo}/actions/oidc/customization/sub``; see docs/deploy.md). GitHub
+#: joins the claims in this order as ``key:value`` (``repo`` and ``context`` as in the default
+#: subject) and writes any ``:`` inside a value as ``%3A``.
+OIDC_SUBJECT_CLAIM_KEYS = ("repo", "context", "job_workflow_ref", "event_name")
+#: Events whose runs may build and report. Never ``workflow_dispatch`` (anyone with write access
+#: can start it on main), ``repository_dispatch``, ``workflow_call`` or pull request events.
+RELEASE_EVENTS = ("push", "release", "schedule")
+#: A workflow file directly under .github/workflows (GitHub reads no subdirectories).
+_WORKFLOW_FILE = re.compile(r"\.github/workflows/[A-Za-z0-9._-]+\.ya?ml")
+#: Events whose runs of a deps workflow may assume the deps role: pushes to the default branch.
+DEPS_EVENTS = ("push",)
+#: Refs of tags: only ``release_tags`` may name them, never ``build_refs``.
+TAG_REFS = "refs/tags/"
+#: A role's unique id as IAM reports it (``aws iam get-role ... --query Role.RoleId``).
+_ROLE_ID = re.compile(r"AROA[A-Z0-9]{16,}")
+#: A cache key prefix: ``/``-separated segments of the characters deps.yml keys allow, each
+#: ending in ``/``; no ``*`` or ``?``, which would be wildcards in the IAM resource ARN.
+_CACHE_PREFIX = re.compile(r"(?:(?!\.{1,2}/)[A-Za-z0-9!_.'()+=@,~-]+/)+")
+#: AWS WAF's bounds for a rate-based rule's limit (requests per client IP in 5 minutes).
+WAF_RATE_LIMIT_RANGE = (100, 2_000_000_000)
+#: IAM's default quota for a role trust policy is 2,048 characters; keep the build patterns
+#: well under it so that the aud condition and the JSON around them fit too.
+MAX_TRUST_PATTERN_CHARS = 1600
+#: The periods CloudWatch Logs accepts for ``RetentionInDays``.
+LOG_RETENTION_DAYS = (
+    *(1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731),
+    *(1096, 1827, 2192, 2557, 2922, 3288, 3653),
+)
+
+
+def key(*path: str) -> str:
+    """A setting's name as errors and ``cdk.json`` spell it: ``wheelgate.fanout.min_files``."""
+    return ".".join((CONTEXT_KEY, *path))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the settings.
+
+    ``message`` is a whole sentence naming the key(s); ``key`` is the one setting it is about
+    (``wheelgate.index_dirs``), ``None`` for a rule between several; ``missing`` says a
+    required setting was left out.
+    """
+
+    message: str
+    key: str | None = None
+    missing: bool = False
+
+
+class ConfigError(Exception):
+    """The settings do not describe a deployable WheelGate; :attr:`problems` says what.
+
+    Not a ``ValueError``: pydantic would fold one raised inside validation into its own error.
+    """
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(problem.message for problem in self.problems))
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a setting must be, in the words of its error: ``wheelgate.<key> must be <phrase>``
+    (annotated on the field's type; pydantic keeps it in the field's metadata)."""
+
+    phrase: str
+
+
+def _empty_is_none(value: object) -> object:
+    return None if value == "" else value
+
+
+def _workflow_file(value: str, info: ValidationInfo) -> str:
+    if not _WORKFLOW_FILE.fullmatch(value):
+        raise ValueError(
+            f"{key(str(info.field_name))}: {value} is not a workflow file path such as "
+            ".github/workflows/release-nightly.yml"
+        )
+    return value
+
+
+def _listing_retention(value: object) -> ListingRetention:
+    if isinstance(value, ListingRetention):
+        return value
+    try:
+        return ListingRetention.from_value(value, name=key("listing_retention"))
+    except SettingsError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+_String = Annotated[str, Strict(), MinLen(1)]
+NonEmptyString = Annotated[str, Strict(), MinLen(1), Expect("a non-empty string")]
+NullableString = Annotated[
+    str | None, Strict(), BeforeValidator(_empty_is_none), Expect("a string or null")
+]
+PositiveInt = Annotated[int, Strict(), Gt(0), Expect("a positive integer")]
+NullableInt = Annotated[int | None, Strict(), Expect("an integer or null")]
+Flag = Annotated[bool, Strict(), Expect("true or false")]
+Strings = Annotated[tuple[_String, ...], MinLen(1), Expect("a non-empty list of strings")]
+WorkflowFile = Annotated[
+    str, Strict(), MinLen(1), AfterValidator(_workflow_file), Expect("a workflow file path")
+]
+WorkflowFiles = Annotated[
+    tuple[Annotated[str, Strict(), AfterValidator(_workflow_file)], ...],
+    MinLen(1),
+    Expect("a non-empty list of strings"),
+]
+TestsByIndex = Annotated[
+    Mapping[str, tuple[Annotated[str, Strict()], ...]],
+    Expect("an object mapping index directories to lists of test names"),
+]
+Retention = Annotated[
+    ListingRetention,
+    PlainValidator(_listing_retention),
+    PlainSerializer(lambda value: json.loads(value.to_json())),
+    Expect("an object with 'default' and 'indexes'"),
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+
+class _Settings(BaseModel):
+    """A settings object: ``None`` for a setting that has a default means that default."""
+
+    model_config = _FROZEN
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _null_is_the_default(cls, value: object, info: ValidationInfo) -> object:
+        field = cls.model_fields[str(info.field_name)]
+        if value is None and not field.is_required():
+            return field.get_default(call_default_factory=True)
+        return value
+
+
+class NightlyRetention(_Settings):
+    """Object Lock default retention of nightly (``nightly_retention``)."""
+
+    mode: NonEmptyString
+    days: PositiveInt
+
+    @field_validator("mode")
+    @classmethod
+    def _known_mode(cls, mode: str) -> str:
+        if mode not in RETENTION_MODES:
+            raise ValueError(
+                f"{key('nightly_retention', 'mode')} is {mode!r}; use one of "
+                f"{', '.join(RETENTION_MODES)}"
+            )
+        return mode
+
+
+class FanOutThresholds(_Settings):
+    """A promotion copying at least ``min_files`` files, or ``min_bytes`` bytes, goes through
+    the fan-out state machine (``WHEELGATE_FANOUT_MIN_FILES`` / ``_MIN_BYTES``)."""
+
+    min_files: PositiveInt = DEFAULT_FANOUT_MIN_FILES
+    min_bytes: PositiveInt = DEFAULT_FANOUT_MIN_BYTES
+
+
+class CustomDomain(_Settings):
+    """A domain name served by a distribution and its ACM certificate (in us-east-1)."""
+
+    domain_name: NonEmptyString
+    certificate_arn: NonEmptyString
+
+
+class CustomDomains(_Settings):
+    """The custom domain of each distribution, if any (``custom_domain``)."""
+
+    nightly: Annotated[CustomDomain | None, Expect("an object or null")] = None
+    staging: Annotated[CustomDomain | None, Expect("an object or null")] = None
+
+
+class WheelGateProps(_Settings):
+    """The settings of one WheelGate: the ``wheelgate`` object of ``cdk.json``, key for key.
+
+    See docs/deploy.md for each key. Built from keywords or a mapping
+    (``WheelGateProps.model_validate(values)``), it raises :class:`ConfigError` naming every
+    bad key (cross-key rules are checked once each key is valid). Frozen: derive another
+    deployment's settings with ``props.model_copy(update={...})`` and then validate them again
+    (``WheelGateProps.model_validate({**props.model_dump(), ...})``).
+    """
+
+    github_repo: NonEmptyString
+    default_branch: NonEmptyString
+    build_refs: Strings
+    release_tags: Annotated[tuple[_String, ...], Expect("a list of strings")] = ()
+    release_workflows: WorkflowFiles
+    reporter_workflow: WorkflowFile
+    release_events: Strings
+    deps_workflows: WorkflowFiles
+    dev_sub_patterns: Strings
+    staging_run_expiry_days: PositiveInt
+    #: Days a run's index pages live (they are tagged; a shorter rule than the run's files).
+    staging_run_page_expiry_days: PositiveInt
+    staging_versioned: Flag = False
+    nightly_retention: Annotated[NightlyRetention, Expect("an object with mode and days")]
+    nightly_noncurrent_version_days: PositiveInt
+    #: Days each nightly index page version is locked (the files keep ``nightly_retention``).
+    nightly_page_retention_days: PositiveInt
+    access_log_expiry_days: PositiveInt
+    log_retention_days: PositiveInt
+    index_dirs: Strings
+    required_tests: TestsByIndex
+    allow_build_tag_rereleases: Flag = False
+    #: Hosts test URLs may point to (``WHEELGATE_TEST_URL_HOSTS``).
+    test_url_hosts: Strings = DEFAULT_TEST_URL_HOSTS
+    fanout: Annotated[FanOutThresholds, Expect("an object or null")] = FanOutThresholds()
+    #: Which versions index pages list, per index directory (``WHEELGATE_LISTING_RETENTION``).
+    listing_retention: Retention = ListingRetention()
+    block_all_on_failure: Flag = True
+    dev_bucket_name: NonEmptyString
+    oidc_provider_arn: NullableString = None
+    cache_bucket_name: NullableString = None
+    cache_prefixes: Strings
+    break_glass_role_arn: NullableString = None
+    break_glass_role_id: NullableString = None
+    alarm_email: NullableString = None
+    custom_domain: Annotated[CustomDomains | None, Expect("an object or null")] = None
+    waf_rate_limit: NullableInt = None
+    waf_web_acl_arn: NullableString = None
+
+    # --- one key at a time -------------------------------------------------------------------
+
+    @field_validator("default_branch")
+    @classmethod
+    def _branch_name(cls, branch: str) -> str:
+        if branch.startswith("refs/") or "*" in branch:
+            raise ValueError(
+                f"{key('default_branch')} is {branch!r}: give the branch name alone, such as main"
+            )
+        return branch
+
+    @field_validator("build_refs")
+    @classmethod
+    def _no_tags(cls, refs: tuple[str, ...]) -> tuple[str, ...]:
+        tags = [r for r in refs if r.startswith(TAG_REFS)]
+        if tags:
+            raise ValueError(
+                f"{key('build_refs')}: {', '.join(tags)} is a tag; tags may release only "
+                f"through {key('release_tags')}, after a tag protection rule guards them "
+                "(docs/deploy.md)"
+            )
+        return refs
+
+    @field_validator("release_tags")
+    @classmethod
+    def _tags_only(cls, refs: tuple[str, ...]) -> tuple[str, ...]:
+        not_tags = [r for r in refs if not r.startswith(TAG_REFS)]
+        if not_tags:
+            raise ValueError(
+                f"{key('release_tags')}: {', '.join(not_tags)} is not a tag ref pattern such "
+                f"as {TAG_REFS}v*"
+            )
+        return refs
+
+    @field_validator("release_events")
+    @classmethod
+    def _release_events(cls, events: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [e for e in events if e not in RELEASE_EVENTS]
+        if bad:
+            raise ValueError(
+                f"{key('release_events')}: {', '.join(bad)} may not build or report (manual and "
+                "pull request runs must not get the build and reporter roles); use some of "
+                f"{', '.join(RELEASE_EVENTS)}"
+            )
+        return events
+
+    @field_validator("index_dirs")
+    @classmethod
+    def _index_dirs(cls, indexes: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            return check_index_dirs(indexes)
+        except LayoutError as exc:
+            raise ValueError(f"{key('index_dirs')}: {exc}") from exc
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _log_retention(cls, days: int) -> int:
+        if days not in LOG_RETENTION_DAYS:
+            raise ValueError(
+                f"{key('log_retention_days')} is {days}, not a period CloudWatch Logs offers: "
+                f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
+            )
+        return days
+
+    @field_validator("cache_prefixes")
+    @classmethod
+    def _cache_prefixes(cls, prefixes: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [p for p in prefixes if not _CACHE_PREFIX.fullmatch(p)]
+        if bad:
+            raise ValueError(
+                f"{key('cache_prefixes')}: {', '.join(bad)} is not a key prefix such as "
+                "third-party/ (segments of letters, digits and ! _ . ' ( ) + = @ , ~ -, each "
+                "followed by '/'; no '..')"
+            )
+        return prefixes
+
+    @field_validator("break_glass_role_id")
+    @classmethod
+    def _role_id(cls, role_id: str | None) -> str | None:
+        if role_id is not None and not _ROLE_ID.fullmatch(role_id):
+            raise ValueError(
+                f"{key('break_glass_role_id')} is {role_id!r}, not a role's unique id (AROA "
+                "followed by at least 16 upper-case letters or digits; aws iam get-role "
+                "--role-name <name> --query Role.RoleId)"
+            )
+        return role_id
+
+    @field_validator("waf_rate_limit")
+    @classmethod
+    def _waf_rate_limit(cls, limit: int | None) -> int | None:
+        low, high = WAF_RATE_LIMIT_RANGE
+        if limit is not None and not low <= limit <= high:
+            raise ValueError(
+                f"{key('waf_rate_limit')} is {limit}; AWS WAF takes {low:,} to {high:,} "
+                "requests per IP in 5 minutes"
+            )
+        return limit
+
+    # --- rules between keys --------------------------------------------------------------------
+
+    @model_validator(mode="after")
+    def _indexes_are_allowed(self) -> WheelGateProps:
+        for name, indexes in (
+            ("required_tests", set(self.required_tests)),
+            ("listing_retention.indexes", set(self.listing_retention.indexes)),
+        ):
+            unknown = sorted(indexes - set(self.index_dirs))
+            if unknown:
+                raise ValueError(
+                    f"{key(name)} names index directories that are not in "
+                    f"{key('index_dirs')}: {', '.join(unknown)}"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _retention_periods_fit(self) -> WheelGateProps:
+        noncurrent_days = self.nightly_noncurrent_version_days
+        retention_days = self.nightly_retention.days
+        if self.nightly_page_retention_days > min(noncurrent_days, retention_days):
+            raise ValueError(
+                f"{key('nightly_page_retention_days')} is {self.nightly_page_retention_days}: "
+                f"it must be at most {key('nightly_noncurrent_version_days')} "
+                f"({noncurrent_days}), so a replaced page version is unlocked by the time the "
+                f"lifecycle rule expires it, and at most {key('nightly_retention', 'days')} "
+                f"({retention_days}), the files' lock"
+            )
+        try:
+            run_stage_window_days(self.staging_run_expiry_days, self.staging_run_page_expiry_days)
+        except SettingsError as exc:
+            raise ValueError(
+                f"{key('staging_run_page_expiry_days')} and {key('staging_run_expiry_days')}: {exc}"
+            ) from exc
+        return self
+
+    @model_validator(mode="after")
+    def _trust_is_narrow(self) -> WheelGateProps:
+        shared = sorted({self.reporter_workflow} & {*self.release_workflows, *self.deps_workflows})
+        if shared:
+            raise ValueError(
+                f"{key('reporter_workflow')}: {shared[0]} is also a release or deps workflow, "
+                "whose jobs could then act as the reporter; give the reporter its own reusable "
+                "workflow file"
+            )
+        for keys, subs in (
+            ("build_refs, release_tags x release_workflows x release_events", self.build_subs),
+            ("build_refs, release_tags x release_events (reporter_workflow)", self.reporter_subs),
+            ("deps_workflows", self.deps_subs),
+        ):
+            if sum(len(s) + 3 for s in subs) > MAX_TRUST_PATTERN_CHARS:
+                raise ValueError(
+                    f"{CONTEXT_KEY} keys {keys} make {len(subs)} trust patterns, too long for "
+                    "an IAM trust policy (2,048 characters); list fewer refs, workflows or "
+                    "events"
+                )
+        old_format = [p for p in self.dev_sub_patterns if not _customized_subject(p)]
+        if old_format:
+            raise ValueError(
+                f"{key('dev_sub_patterns')}: {', '.join(old_format)} cannot match the "
+                "customized OIDC subject (repo:<owner>/<name>:<context>:job_workflow_ref:...:"
+                "event_name:...); end the pattern with '*' (e.g. "
+                f"repo:{self.github_repo}:pull_request:*) or spell out every claim "
+                "(docs/deploy.md)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _pairs_are_whole(self) -> WheelGateProps:
+        if self.break_glass_role_arn and not self.break_glass_role_id:
+            raise ValueError(
+                f"{key('break_glass_role_id')} is missing: with {key('break_glass_role_arn')} "
+                "set, the promoter needs the role's unique id (aws iam get-role --role-name "
+                "<name> --query Role.RoleId)"
+            )
+        if self.break_glass_role_id and not self.break_glass_role_arn:
+            raise ValueError(
+                f"{key('break_glass_role_id')} is set without {key('break_glass_role_arn')}; "
+                "set both or neither"
+            )
+        if self.waf_rate_limit is not None and self.waf_web_acl_arn:
+            raise ValueError(
+                f"{key('waf_rate_limit')} and {key('waf_web_acl_arn')} are both set; the stack "
+                "creates a web ACL or uses an existing one, not both"
+            )
+        return self
+
+    # Defined last, so it wraps the rules above too.
+    @model_validator(mode="wrap")
+    @classmethod
+    def _as_config_error(cls, values: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(values)
+        except ValidationError as exc:
+            raise ConfigError([_problem(error) for error in exc.errors()]) from None
+
+    # --- derived values --------------------------------------------------------------------------
+
+    @property
+    def nightly_retention_mode(self) -> str:
+        return self.nightly_retention.mode
+
+    @property
+    def nightly_retention_days(self) -> int:
+        return self.nightly_retention.days
+
+    @property
+    def fanout_min_files(self) -> int:
+        return self.fanout.min_files
+
+    @property
+    def fanout_min_bytes(self) -> int:
+        return self.fanout.min_bytes
+
+    @property
+    def nightly_domain(self) -> CustomDomain | None:
+        return self.custom_domain.nightly if self.custom_domain else None
+
+    @property
+    def staging_domain(self) -> CustomDomain | None:
+        return self.custom_domain.staging if self.custom_domain else None
+
+    @property
+    def run_stage_window_days(self) -> int:
+        """Days after a run's first staged object that ``wheelgate stage`` still writes its
+        pages (:func:`wheelgate.core.settings.run_stage_window_days`)."""
+        return run_stage_window_days(
+            self.staging_run_expiry_days, self.staging_run_page_expiry_days
+        )
+
+    @property
+    def release_refs(self) -> tuple[str, ...]:
+        """The refs whose release runs may build and report: ``build_refs``, then the opt-in
+        ``release_tags``."""
+        return self.build_refs + self.release_tags
+
+    @property
+    def build_subs(self) -> tuple[str, ...]:
+        """GitHub OIDC ``sub`` patterns of the jobs allowed to build.
+
+        One pattern per release ref x release workflow x release event, in the customized
+        subject format (:data:`OIDC_SUBJECT_CLAIM_KEYS`), e.g. ``repo:o/r:ref:refs/heads/main:``
+        ``job_workflow_ref:o/r/.github/workflows/release.yml@refs/heads/main:event_name:schedule``.
+        """
+        return build_subject_patterns(
+            self.github_repo, self.release_refs, self.release_workflows, self.release_events
+        )
+
+    @property
+    def reporter_subs(self) -> tuple[str, ...]:
+        """GitHub OIDC ``sub`` patterns of the jobs allowed to report: jobs of the reusable
+        ``reporter_workflow`` (its own ``job_workflow_ref``, never a build job's) called by a
+        release run, same refs and events as :attr:`build_subs`."""
+        return build_subject_patterns(
+            self.github_repo, self.release_refs, (self.reporter_workflow,), self.release_events
+        )
+
+    @property
+    def deps_subs(self) -> tuple[str, ...]:
+        """GitHub OIDC ``sub`` patterns of the runs allowed to assume the deps role: pushes of a
+        ``deps_workflows`` file to the default branch, in the same format as :attr:`build_subs`.
+        """
+        return build_subject_patterns(
+            self.github_repo, (self.default_ref,), self.deps_workflows, DEPS_EVENTS
+        )
+
+    @property
+    def default_ref(self) -> str:
+        """The default branch as a ref (``refs/heads/<default_branch>``)."""
+        return branch_ref(self.default_branch)
+
+
+def branch_ref(branch: str) -> str:
+    """The ref of a branch name."""
+    return f"refs/heads/{branch}"
+
+
+def build_subject_patterns(
+    repo: str, refs: tuple[str, ...], workflows: tuple[str, ...], events: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``sub`` patterns (IAM ``StringLike``) for each ref x workflow x event of ``repo``.
+
+    A workflow that is not reusable has ``job_workflow_ref`` = ``<repo>/<file>@<ref>``. Git refs,
+    file names under .github/workflows and event names cannot contain ``:`` (GitHub would write
+    it as ``%3A``), so a ``*`` in a ref cannot reach into the next claim's ``key:``.
+    """
+    return tuple(
+        f"repo:{repo}:ref:{ref}:job_workflow_ref:{repo}/{workflow}@{ref}:event_name:{event}"
+        for ref in refs
+        for workflow in workflows
+        for event in events
+    )
+
+
+def _customized_subject(pattern: str) -> bool:
+    """Whether ``pattern`` can match a subject built from :data:`OIDC_SUBJECT_CLAIM_KEYS`."""
+    if not pattern.startswith("repo:"):
+        return False
+    return pattern.endswith("*") or (":job_workflow_ref:" in pattern and ":event_name:" in pattern)
+
+
+def _problem(error: ErrorDetails) -> Problem:
+    """One pydantic error as a :class:`Problem`: our own sentence for a rule of ours, else
+    the key and what it must be."""
+    path = _setting_path(error["loc"])
+    name = key(*path) if path else None
+    if error["type"] == "value_error":
+        return Problem(str(error.get("ctx", {}).get("error", error["msg"])), key=name)
+    name = name or CONTEXT_KEY
+    if error["type"] == "missing":
+        return Problem(f"{name} is missing", key=name, missing=True)
+    if error["type"] == "extra_forbidden":
+        return Problem(f"{name} is not a WheelGate setting (docs/deploy.md)", key=name)
+    return Problem(f"{name} must be {_expected(path)}", key=name)
+
+
+def _setting_path(loc: tuple[int | str, ...]) -> tuple[str, ...]:
+    """The settings named by ``loc``, down to the deepest one (not into a list's items or a
+    mapping's keys)."""
+    model: type[BaseModel] | None = WheelGateProps
+    path: list[str] = []
+    for part in loc:
+        if model is None or not isinstance(part, str):
+            break
+        path.append(part)
+        field = model.model_fields.get(part)
+        model = settings_model(field.annotation) if field else None
+    return tuple(path)
+
+
+def _expected(path: tuple[str, ...]) -> str:
+    model: type[BaseModel] | None = WheelGateProps
+    phrase = "valid"
+    for part in path:
+        field = model.model_fields.get(part) if model else None
+        if field is None:
+            break
+        phrase = next((m.phrase for m in field.metadata if isinstance(m, Expect)), phrase)
+        model = settings_model(field.annotation)
+    return phrase
+
+
+def settings_model(annotation: Any) -> type[BaseModel] | None:
+    """The settings object of a field typed ``Model`` or ``Model | None`` (``fanout``,
+    ``nightly_retention``...); ``None`` for a plain value."""
+    candidates = getattr(annotation, "__args__", None) or (annotation,)
+    return next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)

@@ -1,0 +1,305 @@
+"""WheelGate as one construct: storage, access, the promoter function, fan-out, CDN,
+monitoring and dashboard, wired together, with the outputs CI reads."""
+
+from __future__ import annotations
+
+import json
+from importlib.util import find_spec
+from pathlib import Path
+
+from aws_cdk import CfnOutput, DefaultStackSynthesizer, Fn, Stack, Token
+from constructs import Construct
+
+from wheelgate.core.settings import (
+    ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_ALLOWED_INDEXES,
+    ENV_BLOCK_ALL_ON_FAILURE,
+    ENV_BREAK_GLASS_ID,
+    ENV_DASHBOARD_URL,
+    ENV_FANOUT_MIN_BYTES,
+    ENV_FANOUT_MIN_FILES,
+    ENV_FANOUT_STATE_MACHINE_ARN,
+    ENV_LISTING_RETENTION,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_BUCKET,
+    ENV_NIGHTLY_DISTRIBUTION_ID,
+    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
+    ENV_NIGHTLY_RETENTION_MODE,
+    ENV_REQUIRED_TESTS,
+    ENV_STAGING_BUCKET,
+    ENV_TEST_URL_HOSTS,
+    ENV_TRUSTED_DEPS_ID,
+    ENV_TRUSTED_REPORTER_ID,
+)
+
+from .access import Access
+from .cdn import IndexCdn
+from .dashboard import PromotionDashboard, stack_dashboard_url
+from .fanout import FanOut, state_machine_arn
+from .monitoring import Monitoring
+from .promoter_function import PromoterFunction
+from .promoter_layer import layer_code
+from .props import ConfigError, Problem, WheelGateProps, key
+from .storage import Storage
+from .waf import RateLimitAcl
+
+#: CloudFront takes only web ACLs that AWS WAF keeps in this region.
+WAF_REGION = "us-east-1"
+
+
+def package_code_dir() -> Path:
+    """The directory the ``wheelgate`` package is imported from (``lambdas/`` in a checkout,
+    ``site-packages`` when installed): the promoter function's code is read from there."""
+    spec = find_spec("wheelgate")
+    locations = spec.submodule_search_locations if spec else None
+    if not locations:
+        raise FileNotFoundError("the wheelgate package is not installed")
+    return Path(next(iter(locations))).resolve().parent
+
+
+class WheelGate(Construct):
+    """WheelGate: the staging and nightly buckets, the GitHub OIDC roles and bucket policies,
+    the promoter function and its queue, the fan-out state machine, the two CloudFront
+    distributions, alarms and dashboard, configured by ``props`` (the keys of docs/deploy.md).
+    Its ``CfnOutput`` s are what CI and operators read (docs/deploy.md, Outputs).
+
+    One per stack: the fan-out state machine and the dashboard are named after the stack
+    (``<stack>-fanout``, ``<stack>-promotion``); give each deployment a stack of its own. An
+    account has one GitHub OIDC provider: a second deployment in it names the first one's in
+    ``oidc_provider_arn`` (:attr:`oidc_provider_arn`); its roles still trust only its own
+    settings' subjects.
+
+    Args:
+        props: the settings.
+        layer_dir: the promoter's dependency layer, built (``make layer``, ``python -m
+            stacks.promoter_layer DIR``); ``None``: built by pip during synthesis
+            (:func:`stacks.promoter_layer.layer_code`).
+        code_dir: the directory holding the ``wheelgate`` package whose promoter modules the
+            function runs; ``None``: the one this process imports (:func:`package_code_dir`).
+
+    Attributes:
+        storage, access, promoter, fanout, cdn, monitoring, dashboard: the components.
+
+    Raises :class:`~stacks.props.ConfigError` for settings the stack's region cannot deploy
+    (``waf_rate_limit`` outside us-east-1), ``ValueError`` for a second WheelGate in one stack
+    or a synthesizer other than CDK's default, and ``FileNotFoundError`` for a ``layer_dir``
+    without ``python/``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        props: WheelGateProps,
+        *,
+        layer_dir: Path | None = None,
+        code_dir: Path | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        others = [c.node.path for c in stack.node.find_all() if isinstance(c, WheelGate)]
+        if others != [self.node.path]:
+            raise ValueError(
+                f"stack {stack.stack_name} already has a WheelGate ({others[0]}): its fan-out "
+                "state machine and dashboard are named after the stack, so give each "
+                "WheelGate a stack of its own"
+            )
+        region = stack.region
+        if (
+            props.waf_rate_limit is not None
+            and not Token.is_unresolved(region)
+            and region != WAF_REGION
+        ):
+            raise ConfigError(
+                [
+                    Problem(
+                        f"{key('waf_rate_limit')} is set and the stack is in {region}: "
+                        f"CloudFront takes only web ACLs that AWS WAF keeps in {WAF_REGION}; "
+                        f"deploy the stack there or give {key('waf_web_acl_arn')} instead",
+                        key=key("waf_rate_limit"),
+                    )
+                ]
+            )
+
+        storage = Storage(
+            self,
+            "Storage",
+            staging_run_expiry_days=props.staging_run_expiry_days,
+            staging_run_page_expiry_days=props.staging_run_page_expiry_days,
+            staging_versioned=props.staging_versioned,
+            nightly_retention_mode=props.nightly_retention_mode,
+            nightly_retention_days=props.nightly_retention_days,
+            nightly_noncurrent_version_days=props.nightly_noncurrent_version_days,
+            access_log_expiry_days=props.access_log_expiry_days,
+            cache_bucket_name=props.cache_bucket_name,
+        )
+        access = Access(
+            self,
+            "Access",
+            staging=storage.staging,
+            nightly=storage.nightly,
+            cache=storage.cache,
+            cache_prefixes=props.cache_prefixes,
+            protect_cache=storage.cache_created,
+            build_subs=props.build_subs,
+            reporter_subs=props.reporter_subs,
+            dev_subs=props.dev_sub_patterns,
+            deps_subs=props.deps_subs,
+            dev_bucket_name=props.dev_bucket_name,
+            oidc_provider_arn=props.oidc_provider_arn,
+            break_glass_role_arn=props.break_glass_role_arn,
+            deploy_role_arn=deploy_role_arn(stack),
+            index_dirs=props.index_dirs,
+            nightly_retention_mode=props.nightly_retention_mode,
+            nightly_retention_days=props.nightly_retention_days,
+        )
+        web_acl_arn = props.waf_web_acl_arn
+        if props.waf_rate_limit is not None:
+            web_acl_arn = RateLimitAcl(self, "Waf", rate_limit=props.waf_rate_limit).web_acl_arn
+        cdn = IndexCdn(
+            self,
+            "Cdn",
+            nightly_bucket=storage.nightly,
+            staging_bucket=storage.staging,
+            log_bucket=storage.log_bucket,
+            nightly_domain=props.nightly_domain,
+            staging_domain=props.staging_domain,
+            web_acl_arn=web_acl_arn,
+        )
+        allowed_indexes = json.dumps(list(props.index_dirs))
+        test_url_hosts = json.dumps(list(props.test_url_hosts))
+        promoter = PromoterFunction(
+            self,
+            "Promoter",
+            staging=storage.staging,
+            role=access.promoter_role,
+            code_dir=code_dir or package_code_dir(),
+            layer_code=layer_code(layer_dir),
+            log_retention_days=props.log_retention_days,
+            environment={
+                ENV_STAGING_BUCKET: storage.staging.bucket_name,
+                ENV_NIGHTLY_BUCKET: storage.nightly.bucket_name,
+                ENV_NIGHTLY_BASE_URL: cdn.nightly_base_url,
+                ENV_NIGHTLY_DISTRIBUTION_ID: cdn.nightly.distribution_id,
+                ENV_TRUSTED_REPORTER_ID: access.reporter_role.role_id,
+                ENV_TRUSTED_DEPS_ID: access.deps_role.role_id,
+                ENV_REQUIRED_TESTS: json.dumps(
+                    {k: list(v) for k, v in props.required_tests.items()}, sort_keys=True
+                ),
+                ENV_ALLOWED_INDEXES: allowed_indexes,
+                # Empty: no break-glass role, so the promoter refuses every override request.
+                ENV_BREAK_GLASS_ID: props.break_glass_role_id or "",
+                ENV_BLOCK_ALL_ON_FAILURE: "true" if props.block_all_on_failure else "false",
+                ENV_ALLOW_BUILD_TAG_RERELEASES: (
+                    "true" if props.allow_build_tag_rereleases else "false"
+                ),
+                ENV_TEST_URL_HOSTS: test_url_hosts,
+                # From the region and the dashboard's fixed name, not the dashboard resource:
+                # the dashboard graphs this function, so a reference back would be a cycle.
+                ENV_DASHBOARD_URL: stack_dashboard_url(stack),
+                # The state machine invokes this function: named by its fixed ARN, not a
+                # reference (see stacks/fanout.py).
+                ENV_FANOUT_STATE_MACHINE_ARN: state_machine_arn(stack),
+                ENV_FANOUT_MIN_FILES: str(props.fanout_min_files),
+                ENV_FANOUT_MIN_BYTES: str(props.fanout_min_bytes),
+                ENV_NIGHTLY_RETENTION_MODE: props.nightly_retention_mode,
+                ENV_NIGHTLY_PAGE_RETENTION_DAYS: str(props.nightly_page_retention_days),
+                ENV_LISTING_RETENTION: props.listing_retention.to_json(),
+            },
+        )
+        access.confine_promoter_to(promoter.function.function_arn)
+        cdn.nightly.grant_create_invalidation(access.promoter_role)
+        fanout = FanOut(
+            self,
+            "FanOut",
+            function=promoter.function,
+            staging=storage.staging,
+            log_retention_days=props.log_retention_days,
+        )
+        fanout.grant_start_execution(access.promoter_role)
+        monitoring = Monitoring(
+            self,
+            "Monitoring",
+            function=promoter.function,
+            dead_letter_queue=promoter.dead_letter_queue,
+            state_machine=fanout.state_machine,
+            alarm_email=props.alarm_email,
+        )
+        dashboard = PromotionDashboard(
+            self,
+            "Dashboard",
+            function=promoter.function,
+            dead_letter_queue=promoter.dead_letter_queue,
+            state_machine=fanout.state_machine,
+        )
+
+        outputs = {
+            "StagingBucketName": storage.staging.bucket_name,
+            "NightlyBucketName": storage.nightly.bucket_name,
+            "CacheBucketName": storage.cache.bucket_name,
+            "LogBucketName": storage.log_bucket.bucket_name,
+            "BuildRoleArn": access.build_role.role_arn,
+            "ReporterRoleArn": access.reporter_role.role_arn,
+            "DevRoleArn": access.dev_role.role_arn,
+            "DepsRoleArn": access.deps_role.role_arn,
+            "PromoterRoleArn": access.promoter_role.role_arn,
+            "NightlyDistributionDomain": cdn.nightly.distribution_domain_name,
+            "NightlyDistributionId": cdn.nightly.distribution_id,
+            "StagingDistributionDomain": cdn.staging.distribution_domain_name,
+            "StagingDistributionId": cdn.staging.distribution_id,
+            "NightlyIndexUrl": cdn.nightly_base_url,
+            "StagingIndexUrl": cdn.staging_base_url,
+            "ManifestQueueUrl": promoter.queue.queue_url,
+            "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
+            "FanOutStateMachineArn": fanout.state_machine.state_machine_arn,
+            "AlarmTopicArn": monitoring.topic.topic_arn,
+            "DashboardUrl": dashboard.dashboard_url,
+            # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would.
+            "AllowedIndexes": allowed_indexes,
+            # For CI's WHEELGATE_TEST_URL_HOSTS: `wheelgate report` refuses what the promoter would.
+            "TestUrlHosts": test_url_hosts,
+            # For CI's WHEELGATE_RUN_STAGE_WINDOW_DAYS: `wheelgate stage` stops writing a run's
+            # pages when they could outlive its files.
+            "RunStageWindowDays": str(props.run_stage_window_days),
+            # For an operator's `wheelgate index rebuild` (WHEELGATE_NIGHTLY_RETENTION_MODE and
+            # WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS): pages get the promoter's lock.
+            "NightlyRetentionMode": props.nightly_retention_mode,
+            "NightlyPageRetentionDays": str(props.nightly_page_retention_days),
+            # For an operator's `wheelgate index rebuild` (WHEELGATE_LISTING_RETENTION): the
+            # listing pages it writes keep what the promoter's would.
+            "ListingRetention": props.listing_retention.to_json(),
+        }
+        for name, value in outputs.items():
+            # The output's name alone, whatever the construct's id: the names CI and
+            # docs/deploy.md read (one WheelGate per stack, so they never collide).
+            CfnOutput(self, name, value=value).override_logical_id(name)
+        self.storage = storage
+        self.access = access
+        self.cdn = cdn
+        self.promoter = promoter
+        self.fanout = fanout
+        self.monitoring = monitoring
+        self.dashboard = dashboard
+
+    @property
+    def oidc_provider_arn(self) -> str:
+        """The GitHub OIDC provider's ARN (created here, or ``oidc_provider_arn``): what a
+        second deployment in the same account gives as its ``oidc_provider_arn``."""
+        return self.access.oidc_provider.oidc_provider_arn
+
+
+def deploy_role_arn(stack: Stack) -> str:
+    """The role CloudFormation deploys ``stack`` with: ``cdk bootstrap``'s execution role
+    (``cdk-<qualifier>-cfn-exec-role-<account>-<region>``), as the synthesizer names it.
+
+    Raises ``ValueError`` for a synthesizer without one (CloudFormation would then act
+    with the deployer's own credentials, which the bucket policies cannot single out).
+    """
+    synthesizer = stack.synthesizer
+    if not isinstance(synthesizer, DefaultStackSynthesizer):
+        raise ValueError(
+            "WheelGate needs the DefaultStackSynthesizer: its bucket policies exempt the "
+            "CloudFormation execution role of cdk bootstrap"
+        )
+    # The synthesizer writes ${AWS::AccountId} and ${AWS::Region} placeholders.
+    return Fn.sub(synthesizer.cloud_formation_execution_role_arn)
