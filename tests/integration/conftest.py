@@ -59,8 +59,9 @@ def _fail_on_decoy_fetch(seen: int) -> None:
         )
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+def _without_decoy_fetches(item: pytest.Item) -> Iterator[None]:
+    """A test's setup (its fixtures) or body, failed if pip or uv fetched from the decoy
+    meanwhile: as an error of the setup, or a failure of the test."""
     seen = _decoy_requests()
     try:
         return (yield)
@@ -68,13 +69,8 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
         _fail_on_decoy_fetch(seen)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    seen = _decoy_requests()
-    try:
-        return (yield)
-    finally:
-        _fail_on_decoy_fetch(seen)
+pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_without_decoy_fetches)
+pytest_runtest_call = pytest.hookimpl(wrapper=True)(_without_decoy_fetches)
 
 
 @dataclass
