@@ -149,7 +149,7 @@ def action_checkout(dest: Path) -> Path:
     for name in ("pyproject.toml", "setup.py", "README.md", "requirements.txt"):
         shutil.copy2(REPO / name, dest / name)
     shutil.copytree(REPO / "lambdas" / "wheelgate", dest / "lambdas" / "wheelgate", ignore=ignore)
-    # setup.py ships the CDK construct in stacks/ as wheelgate.cdk.
+    # setup.py ships the CDK construct (stacks/) as wheelgate.cdk
     shutil.copytree(REPO / "stacks", dest / "stacks", ignore=ignore)
     shutil.copytree(ACTIONS, dest / "actions", ignore=ignore)
     return dest / "actions"

@@ -53,6 +53,7 @@ INSTALL_TESTS = (
     "tests/integration/test_secrets.py",
     "tests/integration/test_actions.py",
     "tests/integration/test_deps.py",
+    "tests/integration/test_status_wait.py",
     "tests/integration/test_promoter.py::test_uv_resolves_through_the_json_api",
     "tests/integration/test_promoter.py::test_dry_run_resolution_reads_metadata_not_the_wheel",
 )
