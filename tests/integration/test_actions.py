@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -409,6 +410,40 @@ def test_a_storage_error_fails_the_step_with_the_commands_line_and_no_state(
     # and no output claims a decision: never state=rejected
     assert result.outputs.get("state", "") == ""
     assert "rejected" not in result.stdout
+
+
+@pytest.fixture(params=["slow-down", "bad-credentials", "no-credentials"])
+def broken(request: pytest.FixtureRequest) -> Iterator[broken_storage.BrokenStorage]:
+    """Storage that answers, but not with a record: 503 SlowDown to every request, a refusal
+    of unknown keys (403), or no credentials anywhere botocore looks."""
+    if request.param == "bad-credentials":
+        with broken_storage.refusing_made_up_keys() as storage:
+            yield storage
+    else:
+        with broken_storage.slowing_down() as storage:
+            if request.param == "no-credentials":
+                storage = broken_storage.no_credentials(storage.endpoint)
+            yield storage
+
+
+def test_status_meets_storage_that_answers_wrongly_with_no_state(
+    job: Job, broken: broken_storage.BrokenStorage
+) -> None:
+    # Given storage that fails this way, and two attempts per request
+    for variable, value in broken.env.items():
+        if value is None:
+            job.env.pop(variable, None)
+        else:
+            job.env[variable] = value
+    job.env["AWS_MAX_ATTEMPTS"] = "2"
+    # When the status action asks for a run's decision
+    result = job.run("status", "actions-storage", wait="0", **{"endpoint-url": broken.endpoint})
+    # Then the step fails with exit 4 and the command's line naming the error, and no state
+    assert result.returncode == 4, result.stdout + result.stderr
+    (annotation,) = [line for line in result.stdout.splitlines() if line.startswith("::error::")]
+    assert annotation.startswith("::error::wheelgate status: storage error: ")
+    assert re.search(broken.error, annotation), annotation
+    assert result.outputs["state"] == ""
 
 
 def test_bad_input_fails_the_step_with_the_commands_line(job: Job) -> None:
