@@ -132,11 +132,9 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return action_checkout(tmp_path_factory.mktemp("checkout") / "wheelgate")
 
 
-@pytest.fixture(scope="module")
-def set_up(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ActionResult]:
-    """A runner's RUNNER_TEMP after the setup action installed the command there with uv,
-    and what setup said."""
-    tmp = tmp_path_factory.mktemp("runner")
+def run_setup(checkout: Path, tmp: Path, *, uv: bool) -> tuple[Path, ActionResult]:
+    """The setup action run with this Python on a runner with or without uv: the runner's
+    RUNNER_TEMP, and what setup said (it must succeed)."""
     runner_temp = tmp / "runner_temp"
     workspace = tmp / "workspace"
     workspace.mkdir()
@@ -144,13 +142,19 @@ def set_up(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
         "setup",
         {"python": sys.executable},
         workspace=workspace,
-        env={**os.environ, "PATH": runner_path(tmp, uv=True)},
+        env={**os.environ, "PATH": runner_path(tmp, uv=uv)},
         action_root=checkout,
         runner_temp=runner_temp,
         timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return runner_temp, result
+
+
+@pytest.fixture(scope="module")
+def set_up(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ActionResult]:
+    """A runner where the setup action installed the command with uv."""
+    return run_setup(checkout, tmp_path_factory.mktemp("runner"), uv=True)
 
 
 @pytest.fixture
@@ -260,21 +264,8 @@ def test_setup_with_uv_puts_the_base_install_on_path(set_up: tuple[Path, ActionR
 
 
 def test_setup_with_pip_puts_the_base_install_on_path(checkout: Path, tmp_path: Path) -> None:
-    # Given a runner without uv
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    # When the setup action runs
-    result = run_action(
-        "setup",
-        {"python": sys.executable},
-        workspace=workspace,
-        env={**os.environ, "PATH": runner_path(tmp_path, uv=False)},
-        action_root=checkout,
-        timeout=600,
-    )
-    # Then pip installed the base install
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert_base_install(result)
+    # Given a runner without uv, when the setup action runs, pip installs the base install
+    assert_base_install(run_setup(checkout, tmp_path, uv=False)[1])
 
 
 def test_stage_pins_report_and_status_drive_a_run_to_promotion(job: Job) -> None:
