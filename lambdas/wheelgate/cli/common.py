@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,6 +52,40 @@ M = TypeVar("M", bound=BaseModel)
 
 class UsageError(Exception):
     """Bad options or input: exit 2 with the message."""
+
+
+class Progress:
+    """Progress on stderr: a bar on a terminal, a line per 10 % in CI logs (``<verb> <name>:
+    40% of <total> <unit>``). ``unit`` is what is counted: ``bytes`` (the bar shows MB) or a
+    plural noun such as ``files``."""
+
+    def __init__(self, unit: str = "bytes", verb: str = "upload") -> None:
+        self._tty = sys.stderr.isatty()
+        self._last: dict[str, float] = {}
+        self._unit = unit
+        self._verb = verb
+
+    def _amount(self, done: int, total: int) -> str:
+        if self._unit == "bytes":
+            return f"{done / 1e6:,.1f}/{total / 1e6:,.1f} MB"
+        return f"{done:,}/{total:,} {self._unit}"
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        if self._tty:
+            width = 30
+            bar = "#" * int(width * fraction)
+            sys.stderr.write(
+                f"\r{name[:50]:50} [{bar:{width}}] {fraction:6.1%} {self._amount(done, total)}"
+            )
+            if done >= total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+            return
+        step = int(fraction * 10)
+        if step > self._last.get(name, -1):
+            self._last[name] = step
+            print(f"{self._verb} {name}: {fraction:.0%} of {total:,} {self._unit}", file=sys.stderr)
 
 
 def checked(option: str, value: V, check: Callable[[V], T]) -> T:
@@ -194,13 +229,22 @@ def status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
     }
 
 
-def wait_for_decision(staging: Bucket, run_id: str, wait: float, interval: float) -> dict[str, Any]:
-    """The run's status document once it is decided, or as it stands after ``wait`` seconds."""
+def wait_for_decision(
+    staging: Bucket,
+    run_id: str,
+    wait: float,
+    interval: float,
+    pending: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The run's status document once it is decided, or as it stands after ``wait`` seconds;
+    ``pending`` is shown each undecided document."""
     deadline = time.monotonic() + wait
     while True:
         document = status_document(staging, run_id)
         if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
             return document
+        if pending is not None:
+            pending(document)
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
 
@@ -212,10 +256,16 @@ def decision_exit_code(state: str) -> int:
     }.get(state, EXIT_PENDING)
 
 
-def wait_for_record(staging: Bucket, run_id: str, wait: float, interval: float) -> int:
-    """Wait for the run's decision (:func:`wait_for_decision`), print its document and return
-    its exit code."""
-    document = wait_for_decision(staging, run_id, wait, interval)
+def wait_for_record(
+    staging: Bucket,
+    run_id: str,
+    wait: float,
+    interval: float,
+    pending: Callable[[dict[str, Any]], None] | None = None,
+) -> int:
+    """Wait for the run's decision (:func:`wait_for_decision`, showing ``pending`` each
+    undecided document), print its document and return its exit code."""
+    document = wait_for_decision(staging, run_id, wait, interval, pending)
     print(json.dumps(document, indent=2))
     return decision_exit_code(document["state"])
 

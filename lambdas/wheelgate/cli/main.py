@@ -18,7 +18,17 @@ import sys
 from collections.abc import Sequence
 
 from wheelgate import __version__
-from wheelgate.cli import deps, local, maintenance, pins, report, schema, stage, status
+from wheelgate.cli import (
+    deps,
+    importing,
+    local,
+    maintenance,
+    pins,
+    report,
+    schema,
+    stage,
+    status,
+)
 from wheelgate.cli.common import (
     EXIT_BROKEN_PIPE,
     EXIT_OK,
@@ -45,7 +55,7 @@ __all__ = [
 
 #: The command groups, in the order ``wheelgate --help`` lists them; each module's
 #: ``register`` adds its commands' parsers and handlers.
-COMMAND_GROUPS = (stage, report, pins, status, local, maintenance, deps, schema)
+COMMAND_GROUPS = (stage, report, pins, status, local, maintenance, importing, deps, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

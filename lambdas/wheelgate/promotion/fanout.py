@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import ManifestFile
-from wheelgate.core.planning import FileStep, SetPlan
+from wheelgate.core.planning import FileStep, Provenance, SetPlan
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.core.settings import (
     FANOUT_LEASE_SECONDS,
@@ -139,6 +139,8 @@ class JobItem(BaseModel):
     metadata_sha256: str | None = None
     #: S3 has no SHA-256 of the staged bytes: a ``hash`` step reads them before any copy.
     hash_read: bool = False
+    #: Where an imported file came from (``None``: a run's staged file).
+    provenance: Provenance | None = None
 
     def step(self) -> FileStep:
         return FileStep(
@@ -148,6 +150,7 @@ class JobItem(BaseModel):
             source_etag=self.source_etag,
             target_key=self.target_key,
             copy=self.copies,
+            provenance=self.provenance,
         )
 
 
@@ -278,6 +281,7 @@ class FanoutJobs:
                 in_nightly=step.target_key in v.nightly_keys,
                 metadata_sha256=v.metadata[step.file.filename].sha256 if step.is_wheel else None,
                 hash_read=(step.index, step.file.filename) in unhashed,
+                provenance=step.provenance,
             )
             for v in verified
             for step in v.plan.steps
