@@ -447,3 +447,37 @@ def test_deploy_doc_example_app_builds_valid_props() -> None:
     assert {k.arg for k in call.keywords} >= {
         name for name, field in WheelGateProps.model_fields.items() if field.is_required()
     }
+
+
+BREAK_GLASS = {
+    "break_glass_role_arn": "arn:aws:iam::111122223333:role/break-glass",
+    "break_glass_role_id": "AROABREAKGLASS0000001",
+}
+
+
+def test_import_sources_default_to_none_and_are_read() -> None:
+    assert _config(import_sources=...).import_sources == ()
+    config = _config(import_sources=["old-release-bucket/v2/", "older-bucket"], **BREAK_GLASS)
+    assert [s.uri for s in config.import_locations] == [
+        "s3://old-release-bucket/v2/",
+        "s3://older-bucket/",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        (["Old_Bucket"], r"wheelgate\.import_sources: 'Old_Bucket' does not name an S3 bucket"),
+        (["old-bucket/v2"], r"wheelgate\.import_sources: .*ending in '/'"),
+        (["old-bucket/v2/*/"], r"wheelgate\.import_sources: .*without '\*'"),
+        ("old-bucket", r"wheelgate\.import_sources must be a list"),
+    ],
+)
+def test_bad_import_sources_are_refused_naming_the_key(sources: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(import_sources=sources, **BREAK_GLASS)
+
+
+def test_import_sources_need_the_break_glass_role() -> None:
+    with pytest.raises(ConfigError, match=r"import_sources is set without .*break_glass_role_arn"):
+        _config(import_sources=["old-bucket/v2/"])
