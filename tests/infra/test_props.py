@@ -90,6 +90,21 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
     assert props_from_context(context).staging_run_expiry_days == 30
 
 
+def test_the_whole_settings_object_can_come_from_the_command_line() -> None:
+    # Given this repository's cdk.json and a team's own settings as one JSON object on the
+    # command line (-c wheelgate="$(cat wheelgate.json)"), as docs/deploy.md's step 3 does...
+    own = {**cdk_json_context()["wheelgate"], "github_repo": "my-org/my-project"}
+    own["dev_sub_patterns"] = ["repo:my-org/my-project:pull_request:*"]
+    context = {**cdk_json_context(), "wheelgate": json.dumps(own)}
+    # Then they are the settings, whatever cdk.json holds; a stage's keys too.
+    assert props_from_context(context).github_repo == "my-org/my-project"
+    staged = {**context, "wheelgate_stages": json.dumps({"test": {"alarm_email": "a@b.org"}})}
+    assert props_from_context(staged, stage="test").alarm_email == "a@b.org"
+    # And a value that is not a JSON object is named.
+    with pytest.raises(ConfigError, match=r"wheelgate' must be an object \(with -c: a JSON"):
+        props_from_context({"wheelgate": "[1, 2]"})
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
