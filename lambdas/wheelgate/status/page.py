@@ -13,7 +13,8 @@ the run id and the commit are shown as those links.
 
 The state is bounded whatever happens: :data:`MAX_DECISIONS` decisions per directory,
 :data:`MAX_REJECTIONS` rejections overall, :data:`MAX_DIRECTORIES` directories, and the first
-:data:`MAX_FILES` files and :data:`MAX_TESTS` tests of a directory's latest promoted run.
+:data:`MAX_FILES` files and :data:`MAX_TESTS` tests of a directory's latest promoted run, and
+:data:`MAX_IMPORTS` imports of :data:`MAX_IMPORT_FILES` files each.
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ MAX_TESTS = 100
 MAX_MESSAGE = 500
 
 Kind = Literal["run", "yank", "override", "import"]
-#: Imports a directory's page lists (newest first).
-MAX_IMPORTS = 10
+#: Imports a directory's page lists (newest first), and the files it shows of each: an import
+#: may bring thousands, and the state is read and written on every decision.
+MAX_IMPORTS = 5
+MAX_IMPORT_FILES = 50
 
 #: Hosts whose GitHub Actions run URLs the pages turn into run and commit links.
 CI_HOSTS = frozenset({"github.com"})
@@ -272,7 +275,7 @@ def _imported_files(record: PromotionRecord, outcome: SetOutcome, at: str) -> Im
         already=len(outcome.files) - len(new),
         refused=len(outcome.refused),
         files=[FileLine(filename=f.filename, size=f.size, sha256=f.sha256) for f in new][
-            :MAX_FILES
+            :MAX_IMPORT_FILES
         ],
     )
 
@@ -666,7 +669,7 @@ def render_directory(state: StatusState, index: str, *, dashboard_url: str | Non
             body.append(
                 f'<section class="card"><p>{_import_line(imported)}</p>'
                 + (f'<ul class="plain">{files}</ul>' if files else "")
-                + (f'<p class="meta">and {more} more.</p>' if more > 0 else "")
+                + (f'<p class="meta">and {more} more in the package index.</p>' if more > 0 else "")
                 + "</section>"
             )
     body.append("<h2>Recent decisions</h2>")
