@@ -679,3 +679,40 @@ def test_the_progress_of_a_gathering_import_is_shown(
     assert wait_for_record(staging, run_id, 0.5, 0.1, shown.append) == 3
     assert shown
     assert shown[-1]["progress"] == {"phase": "gathering", "done": 0, "total": 7, "read": 0}
+
+
+def test_asking_again_copies_nothing_done_and_refuses_a_changed_source(
+    seed: Seed, buckets: tuple[Bucket, Bucket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staging, _ = buckets
+    # Given an import carried out...
+    key, run_id = request_import(staging, seed.source.uri, seed.index)
+    assert deliver(key, BREAK_GLASS) == {"batchItemFailures": []}
+    first = record(staging, run_id)
+    assert first["state"] == "promoted"
+    # ...and a source file replaced since (another build under the same name)...
+    other = build_wheel(
+        seed.source.tmp / "replaced", "oldfilelock", "3.12.0", requires_python=">=3.11"
+    )
+    seed.source.put(other)
+    real = Bucket.copy_in
+    copies: list[str] = []
+
+    def counting(self: Bucket, *args: Any, **kwargs: Any) -> Any:
+        copies.append(f"{self.name}/{args[4]}")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Bucket, "copy_in", counting)
+    # When the same import is asked for again (a new request under the same id)...
+    again_key, again_id = request_import(staging, seed.source.uri, seed.index)
+    assert (again_key, again_id) == (key, run_id)
+    assert deliver(key, BREAK_GLASS) == {"batchItemFailures": []}
+    # Then nothing is copied again, the changed file is refused, and the decision is added.
+    assert copies == []
+    again = record(staging, run_id)
+    assert [h["state"] for h in again["history"]][-1] == "promoted"
+    assert again["attempts"] > first["attempts"]
+    [outcome] = again["sets"]
+    assert {f["action"] for f in outcome["files"]} == {"already-released"}
+    refused = {r["filename"]: r["reason"] for r in outcome["refused"]}
+    assert refused[seed.dep.name] == "source-changed"
