@@ -61,8 +61,15 @@ def test_stage_pins_report_and_status_drive_a_run_to_promotion(job: Job) -> None
     assert summary["uploaded"] == ["actions_demo-1.0-py3-none-any.whl"]
 
     # When the pins, report and status actions run for the same run
-    pins = job.ok("pins", "actions-1", index=INDEX)
+    pins = job.ok(
+        "pins",
+        "actions-1",
+        index=INDEX,
+        target="cp311-manylinux_2_28_x86_64",
+        projects="\n  actions-demo \n",
+    )
     requirements = Path(pins.outputs["requirements"]).read_text()
+    assert "for target cp311-manylinux_2_28_x86_64: actions-demo and" in requirements
     assert "actions-demo==1.0" in requirements
     assert "--hash=sha256:" in requirements
     # (the test installed with those pins and --require-hashes: they are its evidence)

@@ -12,7 +12,7 @@ import pytest
 
 from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B
 from wheelgate.core.manifest import MAX_INSTALLED_PER_TEST, InstalledFile, ManifestFile, Outcome
-from wheelgate.staging.installs import read_installs, with_installs
+from wheelgate.staging.installs import read_evidence, read_installs, with_installs
 from wheelgate.staging.stage import TestSpec as Spec
 from wheelgate.staging.stage import build_manifest
 
@@ -74,20 +74,53 @@ def test_a_file_name_that_is_no_single_segment_is_left_out(tmp_path: Path) -> No
     assert read_installs(report) == [InstalledFile(sha256=SHA_A, filename=None)]
 
 
-def test_a_hash_pinned_requirements_file_gives_every_sha256(tmp_path: Path) -> None:
+def test_a_requirements_file_gives_the_one_sha256_of_each_requirement(tmp_path: Path) -> None:
     requirements = tmp_path / "pins.txt"
     requirements.write_text(
         "# Run 1: install with pip --require-hashes --hash=sha256:" + "d" * 64 + "\n"
+        "--index-url https://staging.example/runs/1/v2/x/\n"
         "torch==2.7.0 \\\n"
-        f"    --hash=sha256:{SHA_A} \\\n"
-        f"    --hash sha256:{SHA_B.upper()}\n"
-        f"filelock==3.18.0 --hash=sha512:{'e' * 128} --hash=sha256:{SHA_C}  # from nightly\n"
+        "    # pinned by wheelgate pins\n"
+        f"    --hash sha256:{SHA_A.upper()}\n"
+        f"filelock==3.18.0 --hash=sha256:{SHA_C}  # from nightly\n"
+        f"FileLock==3.18.0 --hash=sha256:{SHA_C}\n"
+        "unpinned==1.0\n"
     )
-    assert read_installs(requirements) == [
-        InstalledFile(sha256=SHA_A),
-        InstalledFile(sha256=SHA_B),
-        InstalledFile(sha256=SHA_C),
-    ]
+    assert read_installs(requirements) == [InstalledFile(sha256=SHA_A), InstalledFile(sha256=SHA_C)]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # A 3.11 test installing from pins that allow the cp311 and the cp312 wheel
+        (
+            f"numpy==2.0 \\\n    --hash=sha256:{SHA_A} \\\n    --hash=sha256:{SHA_B}\n",
+            "pins.txt:1: numpy==2.0 has 2 hashes, so it does not say which file the test "
+            "installed; give the test's pip installation report",
+        ),
+        (
+            f"torch==2.7.0 --hash=sha512:{'e' * 128} --hash=sha256:{SHA_C}\n",
+            "pins.txt:1: torch==2.7.0 has 2 hashes",
+        ),
+        (
+            f"torch==2.7.0 --hash=sha512:{'e' * 128}\n",
+            "pins.txt:1: torch==2.7.0 is pinned by sha512, not sha256",
+        ),
+        (
+            f"a==1 --hash=sha256:{SHA_A}\n# other wheel\nA==1 --hash=sha256:{SHA_B}\n",
+            "pins.txt:3: A==1 pins a to another file than ",
+        ),
+    ],
+)
+def test_a_requirement_that_allows_several_files_is_refused_naming_its_line(
+    content: str, expected: str, tmp_path: Path
+) -> None:
+    requirements = tmp_path / "pins.txt"
+    requirements.write_text(content)
+    with pytest.raises(ValueError, match="evidence") as refused:
+        read_installs(requirements)
+    assert expected in str(refused.value)
+    assert "wheelgate pins" in str(refused.value) or "sha512" in str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -139,9 +172,9 @@ def test_installs_go_to_the_test_they_name_once_each(tmp_path: Path) -> None:
     second = pip_report(
         tmp_path, pip_item("https://x/b-1-py3-none-any.whl", {"hash": f"sha256={SHA_B}"})
     )
-    tests = with_installs(
-        [spec(), spec("gpu")], [f"{INDEX}:smoke={first}", f"{INDEX}:smoke={second}"]
-    )
+    tests = [spec(), spec("gpu")]
+    evidence = read_evidence(tests, [f"{INDEX}:smoke={first}", f"{INDEX}:smoke={second}"])
+    tests = with_installs(tests, evidence)
     assert [t.name for t in tests] == ["smoke", "gpu"]
     assert [i.sha256 for i in tests[0].installed] == [SHA_A, SHA_B]
     assert tests[1].installed == ()
@@ -158,7 +191,7 @@ def test_installs_go_to_the_test_they_name_once_each(tmp_path: Path) -> None:
 )
 def test_installs_must_name_a_reported_test(installed: str, expected: str) -> None:
     with pytest.raises(ValueError, match=re.escape(expected)):
-        with_installs([spec()], [installed])
+        read_evidence([spec()], [installed])
 
 
 def test_a_test_names_a_bounded_number_of_installs(tmp_path: Path) -> None:
@@ -166,15 +199,17 @@ def test_a_test_names_a_bounded_number_of_installs(tmp_path: Path) -> None:
     requirements.write_text(
         "".join(f"p{n}==1 --hash=sha256:{n:064x}\n" for n in range(MAX_INSTALLED_PER_TEST + 1))
     )
+    evidence = read_evidence([spec()], [f"{INDEX}:smoke={requirements}"])
     with pytest.raises(ValueError, match=f"at most {MAX_INSTALLED_PER_TEST}"):
-        with_installs([spec()], [f"{INDEX}:smoke={requirements}"])
+        with_installs([spec()], evidence)
 
 
 def test_the_manifest_carries_each_tests_installs(tmp_path: Path) -> None:
     report = pip_report(
         tmp_path, pip_item("https://x/torch-2.7.0-py3-none-any.whl", {"hash": f"sha256={SHA_A}"})
     )
-    tests = with_installs([spec(), spec("lint")], [f"{INDEX}:smoke={report}"])
+    tests = [spec(), spec("lint")]
+    tests = with_installs(tests, read_evidence(tests, [f"{INDEX}:smoke={report}"]))
     staged = {INDEX: [ManifestFile(filename="torch-2.7.0-py3-none-any.whl", sha256=SHA_A, size=1)]}
     manifest = build_manifest(run_id="1", commit=COMMIT, staged=staged, tests=tests)
     document = json.loads(manifest.to_json())

@@ -21,6 +21,7 @@ from wheelgate import __version__
 from wheelgate.cli import (
     deps,
     importing,
+    installed,
     local,
     maintenance,
     pins,
@@ -55,7 +56,18 @@ __all__ = [
 
 #: The command groups, in the order ``wheelgate --help`` lists them; each module's
 #: ``register`` adds its commands' parsers and handlers.
-COMMAND_GROUPS = (stage, report, pins, status, local, maintenance, importing, deps, schema)
+COMMAND_GROUPS = (
+    stage,
+    report,
+    pins,
+    installed,
+    status,
+    local,
+    maintenance,
+    importing,
+    deps,
+    schema,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,5 @@
-"""``wheelgate pins``: requirements pinning a run's files and their dependencies by hash."""
+"""``wheelgate pins``: requirements pinning, for one target, one file of each distribution a
+run's projects need, by hash."""
 
 from __future__ import annotations
 
@@ -21,21 +22,25 @@ from wheelgate.core.settings import ENV_STAGING_BASE_URL
 
 def cmd_pins(args: argparse.Namespace) -> int:
     from wheelgate.staging.pins import (
-        check_platform,
-        check_python_version,
-        pinned_closure,
-        resolve_with_pip,
+        pin_for_target,
+        select_projects,
         staged_projects,
-        target_options,
+        target_from_options,
     )
 
     checked("--run-id", args.run_id, check_run_id)
     index_option(args)
     staging_url = base_url(required(args, "staging_url", ENV_STAGING_BASE_URL, "--staging-url"))
-    if args.python_version is not None:
-        checked("--python-version", args.python_version, check_python_version)
-    for platform in args.platform:
-        checked("--platform", platform, check_platform)
+    try:
+        target = target_from_options(
+            preset=args.target,
+            python_version=args.python_version,
+            platforms=args.platform,
+            implementation=args.implementation,
+            abis=args.abi,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     staging, _ = buckets(args, nightly=False)
     files = staged_sets(staging, args.run_id).get(args.index)
     if not files:
@@ -46,16 +51,16 @@ def cmd_pins(args: argparse.Namespace) -> int:
     index_url = staging_url + STAGING.run_index_prefix(args.run_id, args.index)
     try:
         projects = staged_projects(files)
-        report = resolve_with_pip(
-            index_url,
-            [p.requirement for p in projects.values()],
-            options=target_options(args.python_version, args.platform),
-        )
-        text = pinned_closure(projects, report)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    projects = checked("--project", args.project, lambda names: select_projects(projects, names))
+    try:
+        text = pin_for_target(index_url, projects, target)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     header = (
-        f"# Run {args.run_id}, {args.index}: the run's files and everything they need, hashed.\n"
+        f"# Run {args.run_id}, {args.index}, for {target.describe()}: {', '.join(projects)} "
+        "and what they need there, one file each, by SHA-256.\n"
         f"# pip install --require-hashes --index-url {index_url} -r THIS_FILE\n"
     )
     print(header + text, end="")
@@ -66,15 +71,17 @@ def register(subparsers: Any) -> None:
     """Add ``pins`` to the ``wheelgate`` command."""
     pins = subparsers.add_parser(
         "pins",
-        help="print requirements pinning a run's files and their dependencies by hash",
+        help="print requirements pinning, for one target, one file of each distribution a run "
+        "needs",
         description=(
-            "Resolve the projects staged for RUN in DIR against the run's index with pip (a "
-            "dry run: python -m pip of this environment, which should be a current pip) and "
-            "print a name==version line with --hash for every distribution of the closure: "
-            "the run's own files, and the dependencies it takes from nightly, so that "
-            "pip install --require-hashes --index-url <index_url> -r pins.txt and "
-            "uv pip install --require-hashes accept it. Dependencies are resolved for this "
-            "environment unless --python-version/--platform say otherwise."
+            "Resolve the projects staged for RUN in DIR (or those given with --project) "
+            "against the run's index with pip (a dry run: python -m pip of this environment, "
+            "which should be a current pip), for this environment or the target given, "
+            "evaluating environment markers for that target, and print a name==version line "
+            "with one --hash for every distribution they need there: the run's files and the "
+            "dependencies from nightly. pip install --require-hashes --index-url <index_url> "
+            "-r pins.txt and uv pip install --require-hashes accept it, and it is exact "
+            "evidence of what such a test installed (report --installed)."
         ),
     )
     pins.add_argument("--run-id", required=True)
@@ -85,13 +92,38 @@ def register(subparsers: Any) -> None:
         f"(default: ${ENV_STAGING_BASE_URL})",
     )
     pins.add_argument(
-        "--python-version", help="resolve for this Python (e.g. 3.12), as pip's option does"
-    )
-    pins.add_argument(
-        "--platform",
+        "--project",
         action="append",
         default=[],
-        help="resolve for this platform tag (repeatable), as pip's option does",
+        metavar="NAME",
+        help="pin this staged project and what it needs (repeatable; default: every project "
+        "the run staged in DIR)",
     )
+    pins.add_argument(
+        "--target",
+        metavar="PRESET",
+        help="resolve for a preset target: cp3XX-manylinux_2_N_<arch> (every manylinux tag a "
+        "glibc 2.N machine takes, and linux_<arch>), cp3XX-win_amd64, cp3XX-win_arm64, "
+        "cp3XX-macosx_X_Y_<arm64|x86_64>; e.g. cp312-manylinux_2_28_x86_64",
+    )
+    for option, metavar, what in (
+        ("--python-version", "V", "this Python (e.g. 3.12)"),
+        (
+            "--platform",
+            "TAG",
+            "this platform tag (repeatable; each is taken literally: manylinux_2_28_x86_64 "
+            "alone refuses manylinux_2_17 and linux_x86_64 wheels)",
+        ),
+        ("--implementation", "I", "this implementation (cp, pp...)"),
+        ("--abi", "ABI", "this ABI tag (repeatable, e.g. cp312)"),
+    ):
+        repeatable = option in ("--platform", "--abi")
+        pins.add_argument(
+            option,
+            metavar=metavar,
+            action="append" if repeatable else "store",
+            default=[] if repeatable else None,
+            help=f"resolve for {what}, as pip's option does",
+        )
     storage_options(pins, nightly=False)
     pins.set_defaults(func=cmd_pins)

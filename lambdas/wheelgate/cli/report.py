@@ -24,7 +24,8 @@ from wheelgate.core.manifest import ManifestV2
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from wheelgate.staging.installs import with_installs
+    from wheelgate.staging.environment import StagedWheelMatcher
+    from wheelgate.staging.installs import read_evidence, with_installs
     from wheelgate.staging.stage import build_manifest, parse_test_specs
 
     checked("--run-id", args.run_id, check_ci_run_id)
@@ -33,12 +34,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     for spec in specs:
         if spec.url is not None:
             test_url_option("--test", spec.url)
-    tests = checked("--installed", args.installed, lambda given: with_installs(specs, given))
+    evidence = checked("--installed", args.installed, lambda given: read_evidence(specs, given))
     staging, _ = buckets(args, nightly=False)
     staged = staged_sets(staging, args.run_id)
     if not staged:
         raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
     configured_indexes(staged, f"run {args.run_id} has files staged in")
+    matcher = StagedWheelMatcher(staging, args.run_id, staged)
+    tests = checked("--installed", evidence, lambda e: with_installs(specs, e, matcher.installs))
+    for warning in matcher.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
     except ValueError as exc:
@@ -99,8 +104,9 @@ def register(subparsers: Any) -> None:
         default=[],
         metavar="DIR:NAME=PATH",
         help="what test NAME of DIR installed: pip's installation report "
-        "(pip install --report PATH) or the hash-pinned requirements it installed with "
-        "--require-hashes (repeatable). The promoter releases only files a passed test installed",
+        "(pip install --report PATH), the requirements it installed with --require-hashes "
+        "(exactly one hash each: wheelgate pins), or its environment (wheelgate installed, "
+        "any installer) (repeatable). The promoter releases only files a passed test installed",
     )
     report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
     storage_options(report, nightly=False)

@@ -270,6 +270,39 @@ def check_identity(wheel_filename: str, metadata: bytes, wheel_file: bytes) -> N
         raise WheelIdentityError(f"{wheel_filename}: " + "; ".join(problems))
 
 
+class WheelArchive:
+    """The members of one wheel, read from its zip central directory (one or two ranged reads)
+    and then one member at a time, each bounded.
+
+    Raises :class:`WheelMetadataError` when the file is not a zip or its directory is too
+    large.
+    """
+
+    def __init__(self, reader: RangeReader, wheel_filename: str) -> None:
+        self._reader = reader
+        self.filename = wheel_filename
+        self._members = {m.name: m for m in _members(_central_directory(reader))}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._members
+
+    def read(self, name: str, limit: int) -> bytes:
+        """The bytes of member ``name``, inflated; :class:`WheelMetadataError` when there is
+        no such member, or it is corrupt or larger than ``limit``."""
+        member = self._members.get(name)
+        if member is None:
+            raise WheelMetadataError(f"{self.filename}: no member {name}")
+        return _read_member(self._reader, member, self.filename, limit)
+
+    def dist_info_path(self, name: str) -> str:
+        """The path of the one ``<project>-<version>.dist-info/<name>`` of the wheel."""
+        return _dist_info_member(list(self._members.values()), self.filename, name).name
+
+    def read_dist_info(self, name: str, limit: int) -> bytes:
+        """The bytes of the wheel's ``.dist-info/<name>`` (bounded like :meth:`read`)."""
+        return self.read(self.dist_info_path(name), limit)
+
+
 def read_core_metadata(reader: RangeReader, wheel_filename: str) -> CoreMetadata:
     """Extract the METADATA file of the wheel behind ``reader``, after checking that the wheel
     is what its file name says (:func:`check_identity`).
@@ -279,19 +312,9 @@ def read_core_metadata(reader: RangeReader, wheel_filename: str) -> CoreMetadata
     inflates past :data:`MAX_METADATA_BYTES`; :class:`WheelIdentityError` when it is not the
     wheel its name says.
     """
-    members = _members(_central_directory(reader))
-    metadata = _read_member(
-        reader,
-        _dist_info_member(members, wheel_filename, "METADATA"),
-        wheel_filename,
-        MAX_METADATA_BYTES,
-    )
-    wheel_file = _read_member(
-        reader,
-        _dist_info_member(members, wheel_filename, "WHEEL"),
-        wheel_filename,
-        MAX_WHEEL_FILE_BYTES,
-    )
+    archive = WheelArchive(reader, wheel_filename)
+    metadata = archive.read_dist_info("METADATA", MAX_METADATA_BYTES)
+    wheel_file = archive.read_dist_info("WHEEL", MAX_WHEEL_FILE_BYTES)
     check_identity(wheel_filename, metadata, wheel_file)
     return core_metadata(metadata)
 

@@ -11,7 +11,7 @@ import base64
 import hashlib
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,14 @@ def build_wheel(
     tag: str = "py3-none-any",
     payload_bytes: int = 0,
     module_source: str | None = None,
+    files: Mapping[str, bytes] | None = None,
 ) -> Path:
     """Write ``<name>-<version>-<tag>.whl`` into ``directory`` and return its path.
 
     ``tag`` may start with a build tag (``1-py3-none-any``), which goes to WHEEL's ``Build``.
+    ``files`` adds members (path in the wheel -> bytes), such as ``<dist>.data/scripts/x``
+    (``{data}`` in a path is the wheel's ``.data`` directory, ``{dist_info}`` its
+    ``.dist-info``).
     """
     build, wheel_tag = tag.split("-", 1) if tag.count("-") == 3 else ("", tag)
     module = canonicalize_name(name).replace("-", "_")
@@ -46,7 +50,7 @@ def build_wheel(
     if requires_python:
         metadata_lines.append(f"Requires-Python: {requires_python}")
     metadata_lines += [f"Requires-Dist: {r}" for r in requires]
-    files: dict[str, bytes] = {
+    members: dict[str, bytes] = {
         f"{module}/__init__.py": (module_source or f'__version__ = "{version}"\n').encode(),
         f"{info}/METADATA": ("\n".join(metadata_lines) + "\n\n").encode(),
         f"{info}/WHEEL": (
@@ -56,13 +60,15 @@ def build_wheel(
         ).encode(),
     }
     if payload_bytes:
-        files[f"{module}/payload.bin"] = os.urandom(payload_bytes)
-    record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files.items())
+        members[f"{module}/payload.bin"] = os.urandom(payload_bytes)
+    for member, data in (files or {}).items():
+        members[member.format(data=f"{dist}.data", dist_info=info)] = data
+    record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in members.items())
     record += f"{info}/RECORD,,\n"
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{module}-{version}-{tag}.whl"
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for member, data in files.items():
+        for member, data in members.items():
             compress = zipfile.ZIP_STORED if member.endswith(".bin") else zipfile.ZIP_DEFLATED
             archive.writestr(member, data, compress_type=compress)
         archive.writestr(f"{info}/RECORD", record)

@@ -1,15 +1,19 @@
 """What a test installed: the evidence ``wheelgate report --installed`` puts in the manifest.
 
-Two sources, told apart by their content:
+Three sources, told apart by their content:
 
 - pip's installation report (``pip install --report REPORT.json ...``): each ``install`` entry
   downloaded as an archive gives ``download_info.archive_info.hashes.sha256`` (or, from an older
   pip, ``archive_info.hash`` ``sha256=<hex>``) and its file name, the last segment of
   ``download_info.url``, percent-decoded. pip checks the hash of what it installs, so this is
   what the test ran.
-- a hash-pinned requirements file (``pip``/``uv pip install --require-hashes -r FILE``): every
-  ``--hash=sha256:`` value. It says what the test was allowed to install, which is weaker: a
-  line may allow several files of which one was installed.
+- a hash-pinned requirements file (``pip``/``uv pip install --require-hashes -r FILE``): the
+  ``--hash=sha256:`` of each requirement. A requirement with several hashes allows several
+  files (the cp311 and the cp312 wheel of one release) and says nothing of which one was
+  installed, so such a file is refused, naming the line: only a requirement with exactly one
+  hash is evidence (``wheelgate pins`` writes such files, for the test's target).
+- the environment the test installed into (``wheelgate installed``, any installer): matched
+  against the run's staged wheels by :mod:`wheelgate.staging.environment`.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from wheelgate.core.layout import check_index
 from wheelgate.core.manifest import (
@@ -28,14 +35,22 @@ from wheelgate.core.manifest import (
     MAX_INSTALLED_PER_TEST,
     InstalledFile,
 )
+from wheelgate.staging.environment import InstalledEnvironment, is_environment, read_environment
 from wheelgate.staging.stage import TestSpec
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _FILENAME = re.compile(INSTALLED_FILENAME_PATTERN)
-#: ``--hash=sha256:<hex>`` or ``--hash sha256:<hex>``, as pip's requirement options allow.
-_HASH_OPTION = re.compile(r"--hash(?:=|\s+)sha256:(\S*)")
+#: ``--hash=<algorithm>:<value>`` or ``--hash <algorithm>:<value>``, as pip's requirement
+#: options allow.
+_HASH_OPTION = re.compile(r"--hash(?:=|\s+)([^\s:]*):(\S*)")
 #: A comment starts a line or follows whitespace (pip's own rule).
-_COMMENT = re.compile(r"(^|\s)#.*$")
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+#: What gives exact evidence, for messages that refuse evidence which is not.
+EXACT_EVIDENCE = (
+    "give the test's pip installation report (pip install --report FILE), requirements "
+    "pinning one file each (wheelgate pins, for the test's --target), or the environment the "
+    "test installed into (wheelgate installed)"
+)
 
 
 def _sha256(value: str, where: str, source: Path) -> str:
@@ -106,25 +121,87 @@ def installs_from_pip_report(document: object, source: Path) -> list[InstalledFi
     return found
 
 
-def installs_from_requirements(text: str, source: Path) -> list[InstalledFile]:
-    """Every ``--hash=sha256:`` value of a hash-pinned requirements file. Raises
-    ``ValueError`` for a value that is not a SHA-256, or a file without one."""
-    found = []
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """``(first line number, line)`` of each logical line of a requirements file: lines ending
+    in a backslash joined with the next (a comment line ends one), comments removed, as pip
+    reads them."""
+    start, parts = 0, []
     for number, line in enumerate(text.splitlines(), start=1):
-        for value in _HASH_OPTION.findall(_COMMENT.sub("", line)):
-            found.append(InstalledFile(sha256=_sha256(value, f"line {number}", source)))
+        comment = _COMMENT.match(line) is not None
+        if line.endswith("\\") and not comment:
+            start = start or number
+            parts.append(line[:-1])
+            continue
+        parts.append(" " + line if comment else line)
+        yield start or number, _COMMENT.sub("", "".join(parts))
+        start, parts = 0, []
+    if parts:
+        yield start, _COMMENT.sub("", "".join(parts))
+
+
+def installs_from_requirements(text: str, source: Path) -> list[InstalledFile]:
+    """The ``--hash=sha256:`` of each requirement of a hash-pinned requirements file.
+
+    Raises ``ValueError`` naming the file, line and requirement for a requirement with more
+    than one hash, or one of another algorithm, and for a project two lines pin to different
+    files (each allows a file the test may not have installed); for a value that is not a
+    SHA-256; and for a file without a hash.
+    """
+    found: dict[str, InstalledFile] = {}
+    pinned: dict[str, tuple[str, str]] = {}
+    for number, line in _logical_lines(text):
+        hashes = _HASH_OPTION.findall(line)
+        if not hashes:
+            continue
+        tokens = line.split()
+        requirement = " ".join(t for t in tokens[: _first_option(tokens)])
+        where = f"{source}:{number}: {requirement or line.strip()}"
+        if len(hashes) > 1:
+            raise ValueError(
+                f"evidence {where} has {len(hashes)} hashes, so it does not say which file the "
+                f"test installed; {EXACT_EVIDENCE}"
+            )
+        [(algorithm, value)] = hashes
+        if algorithm != "sha256":
+            raise ValueError(
+                f"evidence {where} is pinned by {algorithm or 'no algorithm'}, not sha256; "
+                "only a SHA-256 names a staged file"
+            )
+        digest = _sha256(value, f"line {number}", source)
+        project = _project(requirement)
+        earlier = pinned.setdefault(project, (digest, f"{source}:{number}"))
+        if earlier[0] != digest:
+            raise ValueError(
+                f"evidence {where} pins {project} to another file than {earlier[1]} does, so "
+                f"it does not say which one the test installed; {EXACT_EVIDENCE}"
+            )
+        found.setdefault(digest, InstalledFile(sha256=digest))
     if not found:
         raise ValueError(
             f"evidence {source} has no --hash=sha256: pins; give pip's installation report "
             "or the hash-pinned requirements the test installed with --require-hashes"
         )
-    return found
+    return list(found.values())
 
 
-def read_installs(path: Path) -> list[InstalledFile]:
+def _first_option(tokens: list[str]) -> int:
+    return next((i for i, token in enumerate(tokens) if token.startswith("-")), len(tokens))
+
+
+def _project(requirement: str) -> str:
+    """The normalized project name of a requirement; the text itself when it is a path or URL."""
+    try:
+        return canonicalize_name(Requirement(requirement).name)
+    except InvalidRequirement:
+        return requirement
+
+
+def read_installs(path: Path) -> list[InstalledFile] | InstalledEnvironment:
     """What the evidence file at ``path`` says was installed: a pip installation report (a
-    JSON object) or a hash-pinned requirements file. Raises ``ValueError`` naming the file
-    when it is absent, unreadable or neither."""
+    JSON object), an environment (``wheelgate installed``), whose files
+    :class:`~wheelgate.staging.environment.StagedWheelMatcher` finds, or a hash-pinned
+    requirements file. Raises ``ValueError`` naming the file when it is absent, unreadable
+    or none of these."""
     try:
         text = path.read_bytes().decode()
     except FileNotFoundError:
@@ -139,30 +216,69 @@ def read_installs(path: Path) -> list[InstalledFile]:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"evidence {path} is not valid JSON: {exc}") from None
+    if is_environment(document):
+        return read_environment(document, str(path))
     return installs_from_pip_report(document, path)
 
 
-def with_installs(tests: Sequence[TestSpec], specs: Sequence[str]) -> list[TestSpec]:
-    """``tests`` with what each ``DIR:NAME=PATH`` of ``specs`` says test NAME of DIR installed
-    (each SHA-256 once). Raises ``ValueError`` for a spec that is malformed, names a test
-    ``tests`` lacks, or whose file :func:`read_installs` refuses, and for a test with more
-    than :data:`MAX_INSTALLED_PER_TEST` installs."""
-    installs: dict[tuple[str, str], dict[str, InstalledFile]] = {
-        (t.index, t.name): {i.sha256: i for i in t.installed} for t in tests
-    }
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What one ``--installed DIR:NAME=PATH`` says test NAME of DIR installed: files, or the
+    environment it installed into (:func:`read_installs`)."""
+
+    index: str
+    test: str
+    source: Path
+    installed: tuple[InstalledFile, ...] | InstalledEnvironment
+
+
+#: Finds the staged files an environment holds: ``(index, environment, source) -> files``.
+EnvironmentInstalls = Callable[[str, InstalledEnvironment, str], Sequence[InstalledFile]]
+
+
+def read_evidence(tests: Sequence[TestSpec], specs: Sequence[str]) -> list[Evidence]:
+    """Each ``DIR:NAME=PATH`` of ``specs``, read. Raises ``ValueError`` for a spec that is
+    malformed, names a test ``tests`` lacks, or whose file :func:`read_installs` refuses."""
+    known = {(t.index, t.name) for t in tests}
+    evidence = []
     for spec in specs:
         head, sep, path = spec.partition("=")
         index, colon, name = head.partition(":")
         if not sep or not colon or not index or not name or not path:
             raise ValueError(f"{spec!r} is not DIR:NAME=PATH")
         check_index(index)
-        if (index, name) not in installs:
+        if (index, name) not in known:
             raise ValueError(f"{spec!r} names test {name!r} of {index}, which no --test gives")
-        for installed in read_installs(Path(path)):
-            installs[(index, name)].setdefault(installed.sha256, installed)
-        if len(installs[(index, name)]) > MAX_INSTALLED_PER_TEST:
+        found = read_installs(Path(path))
+        installed = found if isinstance(found, InstalledEnvironment) else tuple(found)
+        evidence.append(Evidence(index, name, Path(path), installed))
+    return evidence
+
+
+def with_installs(
+    tests: Sequence[TestSpec],
+    evidence: Sequence[Evidence],
+    environment_installs: EnvironmentInstalls | None = None,
+) -> list[TestSpec]:
+    """``tests`` with what each :class:`Evidence` says its test installed (each SHA-256 once);
+    an environment's files are those ``environment_installs`` finds in it. Raises
+    ``ValueError`` for a test with more than :data:`MAX_INSTALLED_PER_TEST` installs, and for
+    an environment without ``environment_installs``."""
+    installs: dict[tuple[str, str], dict[str, InstalledFile]] = {
+        (t.index, t.name): {i.sha256: i for i in t.installed} for t in tests
+    }
+    for item in evidence:
+        files = item.installed
+        if isinstance(files, InstalledEnvironment):
+            if environment_installs is None:
+                raise ValueError(f"evidence {item.source}: an environment needs the staged files")
+            files = tuple(environment_installs(item.index, files, str(item.source)))
+        test = installs[(item.index, item.test)]
+        for installed in files:
+            test.setdefault(installed.sha256, installed)
+        if len(test) > MAX_INSTALLED_PER_TEST:
             raise ValueError(
-                f"test {name!r} of {index} installed {len(installs[(index, name)])} files; "
+                f"test {item.test!r} of {item.index} installed {len(test)} files; "
                 f"a manifest holds at most {MAX_INSTALLED_PER_TEST} a test"
             )
     return [

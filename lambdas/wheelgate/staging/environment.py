@@ -1,0 +1,361 @@
+"""Evidence from the environment a test installed into, whatever installed it (``wheelgate
+installed`` in the test job, ``wheelgate report --installed`` in the reporter job).
+
+uv has no installation report (``uv pip install --report``) and its JSON output names no file
+or hash; a requirements file says only what a test was allowed to install. The environment
+itself says what was installed: each distribution's ``.dist-info/RECORD`` names its files.
+
+- :func:`inventory` (in the test job, no credentials): asks the environment's interpreter
+  where its scheme puts each part of a wheel, then hashes, on disk, every file each
+  distribution's installed RECORD lists (the installed RECORD's own hashes are copied from the
+  wheel by the installer, so they are never used), and writes them with each distribution's
+  name, version and entry-point scripts: ``wheelgate/environment/v1``.
+- :class:`StagedWheelMatcher` (in the reporter job, which reads staging): for each installed
+  distribution whose name and version the run staged in the test's index directory, reads the
+  RECORD and WHEEL of each such staged wheel with a few ranged reads of the object version
+  whose SHA-256 S3 reports (as the promoter reads METADATA), and compares
+  (:func:`wheelgate.core.wheelrecord.differences`). The one staged wheel the environment holds
+  exactly is what the test installed: its SHA-256 is the evidence. Another platform's wheel of
+  the same release differs at least in its WHEEL tags, so it never matches.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from email.parser import BytesHeaderParser
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from wheelgate.core.layout import STAGING
+from wheelgate.core.manifest import (
+    InstalledFile,
+    ManifestFile,
+    describe_errors,
+    parse_distribution_filename,
+)
+from wheelgate.core.wheelmeta import MAX_WHEEL_FILE_BYTES, WheelArchive, WheelMetadataError
+from wheelgate.core.wheelrecord import (
+    InstalledDistribution,
+    RecordError,
+    Scheme,
+    WheelContent,
+    describe,
+    differences,
+    parse_record,
+    script_body,
+    wheel_content,
+)
+from wheelgate.staging.stage import sha256_file
+from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
+
+SCHEMA_ENVIRONMENT_V1 = "wheelgate/environment/v1"
+#: A RECORD of 200,000 files is about 30 MB.
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+#: A script is a few KB; one installers rewrite is read only when its bytes differ.
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+#: Asking the interpreter where its scheme is takes well under a second.
+PROBE_TIMEOUT_SECONDS = 60
+#: Where the environment's interpreter puts each part of a wheel. It runs in the test's
+#: interpreter (any Python 3), isolated (-I) so that no PYTHON* variable changes the answer.
+#: Headers: pip and uv both install a wheel's headers under include/site/pythonX.Y/<project>
+#: of a virtual environment, and under the interpreter's include/<project> otherwise.
+_PROBE = """
+import json, os, sys, sysconfig
+paths = sysconfig.get_paths()
+venv = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
+version = "%d.%d" % sys.version_info[:2]
+if venv:
+    headers = os.path.join(sys.prefix, "include", "site", "python" + version)
+else:
+    headers = paths["include"]
+print(json.dumps({
+    "prefix": sys.prefix,
+    "python": "%d.%d.%d" % sys.version_info[:3],
+    "purelib": paths["purelib"],
+    "platlib": paths["platlib"],
+    "scripts": paths["scripts"],
+    "data": paths["data"],
+    "headers": headers,
+}))
+"""
+#: The interpreter lines of a script rewritten to ``/bin/sh`` (a long or spaced interpreter
+#: path): ``#!/bin/sh``, ``'''exec' <python> "$0" "$@"``, ``' '''``.
+_SH_PREAMBLE = (b"#!/bin/sh\n", b"'''exec' ")
+
+
+class InstalledEnvironment(BaseModel):
+    """``wheelgate/environment/v1``: an environment's scheme and its installed
+    distributions, as :func:`inventory` writes it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: Literal["wheelgate/environment/v1"] = Field(alias="schema")
+    python: str
+    scheme: Scheme
+    distributions: list[InstalledDistribution]
+
+
+def probe(python: str) -> dict[str, str]:
+    """Where the interpreter ``python`` installs things (its ``sysconfig`` scheme, absolute).
+    Raises ``ValueError`` when it cannot be run or answers something else."""
+    try:
+        result = subprocess.run(
+            [python, "-I", "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=PROBE_TIMEOUT_SECONDS,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ValueError(f"{python} cannot be run: {exc}") from None
+    if result.returncode != 0:
+        raise ValueError(f"{python} is not a Python interpreter: {result.stderr.strip()[-300:]}")
+    try:
+        answer = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise ValueError(f"{python} did not say where it installs packages") from None
+    return {str(k): str(v) for k, v in answer.items()}
+
+
+def installed_script_body(content: bytes) -> bytes | None:
+    """What follows the interpreter line(s) an installer wrote at the top of a script; ``None``
+    when it has none."""
+    if content.startswith(_SH_PREAMBLE[0]) and content[len(_SH_PREAMBLE[0]) :].startswith(
+        _SH_PREAMBLE[1]
+    ):
+        lines = content.split(b"\n", 3)
+        return lines[3] if len(lines) == 4 else b""
+    if content.startswith(b"#!"):
+        _, _, rest = content.partition(b"\n")
+        return rest
+    return None
+
+
+def entry_point_scripts(text: str) -> list[str]:
+    """The script names of ``entry_points.txt``'s ``console_scripts`` and ``gui_scripts``."""
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None, strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []
+    return sorted(
+        name.strip()
+        for section in ("console_scripts", "gui_scripts")
+        if parser.has_section(section)
+        for name in parser.options(section)
+    )
+
+
+def inventory(python: str) -> dict[str, Any]:
+    """The ``wheelgate/environment/v1`` document of the environment of interpreter ``python``:
+    its scheme, and each distribution in its purelib and platlib with the SHA-256 of the bytes
+    on disk of every file its installed RECORD lists. Raises ``ValueError`` when ``python``
+    cannot be asked, or a distribution's METADATA or RECORD cannot be read."""
+    scheme = probe(python)
+    prefix = os.path.realpath(scheme["prefix"])
+
+    def key(path: str) -> str:
+        real = os.path.realpath(path)
+        relative = os.path.relpath(real, prefix)
+        if relative == os.curdir:
+            return ""
+        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+            return Path(real).as_posix()
+        return Path(relative).as_posix()
+
+    scripts = key(scheme["scripts"])
+    distributions = []
+    seen: set[str] = set()
+    for lib in (scheme["purelib"], scheme["platlib"]):
+        real_lib = os.path.realpath(lib)
+        if real_lib in seen or not os.path.isdir(real_lib):
+            continue
+        seen.add(real_lib)
+        for dist_info in sorted(Path(real_lib).glob("*.dist-info")):
+            if (dist_info / "RECORD").is_file():
+                distributions.append(_distribution(dist_info, key, scripts))
+    document = InstalledEnvironment.model_validate(
+        {
+            "schema": SCHEMA_ENVIRONMENT_V1,
+            "python": scheme["python"],
+            "scheme": {k: key(scheme[k]) for k in ("purelib", "platlib", "scripts", "data")}
+            | {"headers": key(scheme["headers"])},
+            "distributions": distributions,
+        }
+    )
+    return document.model_dump(mode="json", by_alias=True)
+
+
+def _distribution(dist_info: Path, key: Any, scripts: str) -> dict[str, Any]:
+    try:
+        headers = BytesHeaderParser().parsebytes((dist_info / "METADATA").read_bytes())
+        record = (dist_info / "RECORD").read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{dist_info} cannot be read: {exc.strerror}") from None
+    name, version = headers.get("Name"), headers.get("Version")
+    if not name or not version:
+        raise ValueError(f"{dist_info}/METADATA has no Name or Version")
+    try:
+        rows = parse_record(record, str(dist_info))
+    except RecordError as exc:
+        raise ValueError(str(exc)) from None
+    files: dict[str, str | None] = {}
+    bodies: dict[str, str] = {}
+    for row in rows:
+        path = os.path.normpath(os.path.join(dist_info.parent, row.path))
+        where = key(path)
+        try:
+            files[where] = sha256_file(Path(path))
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            files[where] = None
+        if files[where] is not None and where.rpartition("/")[0] == scripts:
+            with open(path, "rb") as handle:
+                body = installed_script_body(handle.read(MAX_SCRIPT_BYTES + 1))
+            if body is not None:
+                bodies[where] = hashlib.sha256(body).hexdigest()
+    entry_points = dist_info / "entry_points.txt"
+    return {
+        "name": str(name).strip(),
+        "version": str(version).strip(),
+        "dist_info": key(str(dist_info)),
+        "files": files,
+        "script_bodies": bodies,
+        "entry_points": (
+            entry_point_scripts(entry_points.read_text(errors="replace"))
+            if entry_points.is_file()
+            else []
+        ),
+    }
+
+
+def read_environment(document: object, source: str) -> InstalledEnvironment:
+    """The environment document ``document`` (read from ``source``); ``ValueError`` naming the
+    field it gets wrong."""
+    try:
+        return InstalledEnvironment.model_validate(document)
+    except ValidationError as exc:
+        raise ValueError(f"evidence {source}: {describe_errors(exc)}") from None
+
+
+def is_environment(document: object) -> bool:
+    """Whether ``document`` says it is a ``wheelgate/environment/...`` document."""
+    return isinstance(document, dict) and str(document.get("schema", "")).startswith(
+        "wheelgate/environment/"
+    )
+
+
+class StagedWheelMatcher:
+    """Which of a run's staged wheels an installed environment holds exactly (module
+    docstring). Each staged wheel's RECORD is read once, whichever tests installed it;
+    :attr:`warnings` says which installed distributions of the run's projects matched none."""
+
+    def __init__(
+        self, staging: Bucket, run_id: str, staged: Mapping[str, Sequence[ManifestFile]]
+    ) -> None:
+        self._staging = staging
+        self._run_id = run_id
+        self._staged = staged
+        self._contents: dict[tuple[str, str], tuple[WheelContent, WheelArchive]] = {}
+        self.warnings: list[str] = []
+
+    def installs(
+        self, index: str, environment: InstalledEnvironment, source: str
+    ) -> list[InstalledFile]:
+        """The staged wheels of ``index`` that ``environment`` holds exactly. Raises
+        ``ValueError`` when a staged wheel cannot be read or changed since it was listed, or
+        when two staged wheels match one distribution."""
+        wheels: dict[tuple[str, Version], list[ManifestFile]] = {}
+        for file in self._staged.get(index, ()):
+            if file.filename.endswith(".whl"):
+                dist = parse_distribution_filename(file.filename)
+                wheels.setdefault((dist.project, dist.version), []).append(file)
+        found = []
+        for installed in environment.distributions:
+            try:
+                version = Version(installed.version)
+            except InvalidVersion:
+                continue
+            candidates = wheels.get((canonicalize_name(installed.name), version), [])
+            if not candidates:
+                continue
+            outcome = {
+                file.filename: self._differences(index, file, installed, environment.scheme)
+                for file in candidates
+            }
+            matched = [f for f in candidates if not outcome[f.filename]]
+            if len(matched) > 1:
+                raise ValueError(
+                    f"evidence {source}: {installed.name} {installed.version} is the content of "
+                    f"{len(matched)} staged wheels ({', '.join(f.filename for f in matched)}); "
+                    "it does not say which one the test installed"
+                )
+            if matched:
+                found.append(InstalledFile(sha256=matched[0].sha256, filename=matched[0].filename))
+                continue
+            closest = min(candidates, key=lambda f: len(outcome[f.filename]))
+            self.warnings.append(
+                f"{source}: {installed.name} {installed.version} is installed, but it is none "
+                f"of the run's files in {index} (closest, {closest.filename}: "
+                f"{describe(outcome[closest.filename])}); the test vouches for none of them"
+            )
+        return found
+
+    def _differences(
+        self, index: str, file: ManifestFile, installed: InstalledDistribution, scheme: Scheme
+    ) -> list[str]:
+        content, archive = self._content(index, file)
+
+        def body_sha256(path: str) -> str | None:
+            body = script_body(self._read(archive, file, path, MAX_SCRIPT_BYTES))
+            return None if body is None else hashlib.sha256(body).hexdigest()
+
+        try:
+            return differences(installed, content, scheme, body_sha256)
+        except RecordError as exc:
+            raise ValueError(str(exc)) from None
+
+    def _content(self, index: str, file: ManifestFile) -> tuple[WheelContent, WheelArchive]:
+        cached = self._contents.get((index, file.filename))
+        if cached is not None:
+            return cached
+        key = STAGING.artifact(self._run_id, index, file.filename)
+        head = self._staging.head(key)
+        if head is None or head.sha256 != file.sha256:
+            raise ValueError(f"s3://{self._staging.name}/{key} changed since it was listed")
+        reader = S3RangeReader(self._staging.client, self._staging.name, key, head.size, head.etag)
+        try:
+            archive = WheelArchive(reader, file.filename)
+            record_path = archive.dist_info_path("RECORD")
+        except WheelMetadataError as exc:
+            raise ValueError(f"staged {exc}") from None
+        except PreconditionFailed:
+            raise ValueError(f"s3://{self._staging.name}/{key} changed while it was read") from None
+        try:
+            content = wheel_content(
+                file.filename,
+                record_path.rpartition("/")[0],
+                self._read(archive, file, record_path, MAX_RECORD_BYTES),
+                archive.read_dist_info("WHEEL", MAX_WHEEL_FILE_BYTES),
+            )
+        except RecordError as exc:
+            raise ValueError(f"staged {exc}") from None
+        self._contents[(index, file.filename)] = (content, archive)
+        return content, archive
+
+    def _read(self, archive: WheelArchive, file: ManifestFile, path: str, limit: int) -> bytes:
+        try:
+            return archive.read(path, limit)
+        except WheelMetadataError as exc:
+            raise ValueError(f"staged {exc}") from None
+        except PreconditionFailed:
+            raise ValueError(f"staged {file.filename} changed while it was read") from None
