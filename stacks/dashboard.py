@@ -15,6 +15,7 @@ from constructs import Construct
 from wheelgate.core.settings import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
+    METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTION_LATENCY,
     METRIC_PROMOTIONS_REJECTED,
@@ -69,8 +70,9 @@ def stack_dashboard_url(stack: Stack) -> str:
 class PromotionDashboard(Construct):
     """One dashboard for the promotion pipeline, named after the stack.
 
-    Rows: promotion latency (p50/p90/max), files and bytes copied, promotions and rejections by
-    reason (a SEARCH over the reason dimension, so a new reason code needs no change here);
+    Rows: promotion latency (p50/p90/max), files and bytes copied, promotions, rejections,
+    integrity rejections and rejections by reason (a SEARCH over the reason dimension, so a new
+    reason code needs no change here);
     the dead-letter queue's depth and the promoter function's errors, throttles and duration;
     and, when ``state_machine`` (the fan-out promotion's) is given, its executions started,
     succeeded, failed and timed out.
@@ -124,6 +126,7 @@ class PromotionDashboard(Construct):
                 [
                     promoter_metric(METRIC_PROMOTIONS_SUCCEEDED, "Sum", "promoted"),
                     promoter_metric(METRIC_PROMOTIONS_REJECTED, "Sum", "rejected"),
+                    promoter_metric(METRIC_INTEGRITY_REJECTIONS, "Sum", "integrity (alarmed)"),
                     _rejections_by_reason(),
                 ],
                 left_label="decisions",

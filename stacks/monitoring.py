@@ -14,9 +14,10 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from wheelgate.core.errors import INTEGRITY_REASONS
 from wheelgate.core.settings import (
+    METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_ERRORS,
-    METRIC_PROMOTIONS_REJECTED,
     METRIC_SERVICE_DIMENSION,
     METRICS_NAMESPACE,
     SERVICE_NAME,
@@ -27,13 +28,14 @@ PERIOD = Duration.minutes(5)
 
 
 class Monitoring(Construct):
-    """Alarms on DLQ depth, promoter errors, rejected promotions and fan-out executions that
-    did not succeed, sent to one SNS topic.
+    """Alarms on DLQ depth, promoter errors, integrity rejections and fan-out executions that
+    did not succeed, sent to one SNS topic. A routine rejection (``tests-failed``...) pages
+    nobody: it is on the dashboard and the status page.
 
     Attributes:
         topic: the alarm topic (encrypted with ``topic_key``); email subscription if
             ``alarm_email`` is given.
-        dlq_alarm / errors_alarm / promotion_errors_alarm / rejections_alarm: the alarms.
+        dlq_alarm / errors_alarm / promotion_errors_alarm / integrity_alarm: the alarms.
         fanout_alarms: one alarm each on failed, timed-out and aborted executions of
             ``state_machine``.
     """
@@ -89,10 +91,13 @@ class Monitoring(Construct):
             "A promotion attempt raised and will be retried; see the promoter logs.",
             promoter_metric(METRIC_PROMOTION_ERRORS),
         )
-        self.rejections_alarm = self._alarm(
-            "PromotionsRejected",
-            "The promoter rejected a manifest; see records/<run>.json.",
-            promoter_metric(METRIC_PROMOTIONS_REJECTED),
+        self.integrity_alarm = self._alarm(
+            "IntegrityRejections",
+            "The promoter refused a manifest for an integrity reason ("
+            + ", ".join(sorted(INTEGRITY_REASONS))
+            + "): bytes or their provenance are not what they should be. See records/<run>.json "
+            "and docs/operations.md, Alarms.",
+            promoter_metric(METRIC_INTEGRITY_REJECTIONS),
         )
         # Three alarms, not one on their sum: Step Functions publishes a count only when it is
         # not zero, and metric math adds nothing to a missing point.
@@ -105,16 +110,18 @@ class Monitoring(Construct):
             ),
             self._alarm(
                 "FanOutExecutionsTimedOut",
-                "A fan-out promotion execution timed out: no conclude step ran, so the run stays "
-                "pending and its index directories leased until FANOUT_LEASE_SECONDS pass "
-                "(docs/operations.md, Alarms).",
+                "A fan-out promotion execution timed out, so the state machine's catch did not "
+                "run; the EndedWithoutConclude rule ran its conclude step: the leases are given "
+                "back and the manifest is re-queued. If that invocation failed (promoter logs), "
+                "the directories stay leased until FANOUT_LEASE_SECONDS pass (docs/operations.md, "
+                "Alarms).",
                 state_machine.metric_timed_out(period=PERIOD, statistic="Sum"),
             ),
             self._alarm(
                 "FanOutExecutionsAborted",
-                "A fan-out promotion execution was stopped by hand: no conclude step ran, so the "
-                "run stays pending and its index directories leased until FANOUT_LEASE_SECONDS "
-                "pass.",
+                "A fan-out promotion execution was stopped by hand. As for a timeout, the "
+                "EndedWithoutConclude rule ran its conclude step: the leases are given back and "
+                "the manifest is re-queued (up to FANOUT_MAX_EXECUTIONS executions, then the DLQ).",
                 state_machine.metric_aborted(period=PERIOD, statistic="Sum"),
             ),
         )

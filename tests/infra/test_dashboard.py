@@ -21,6 +21,7 @@ from wheelgate.core.settings import (
     ENV_DASHBOARD_URL,
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
+    METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTION_LATENCY,
     METRIC_PROMOTIONS_REJECTED,
@@ -120,6 +121,7 @@ def test_promoter_metrics_match_the_names_the_promoter_emits(
         (METRIC_BYTES_COPIED, "Sum"),
         (METRIC_PROMOTIONS_SUCCEEDED, "Sum"),
         (METRIC_PROMOTIONS_REJECTED, "Sum"),
+        (METRIC_INTEGRITY_REJECTIONS, "Sum"),
         (METRIC_PROMOTION_ERRORS, "Sum"),
     }
     # Powertools gives every metric of the promoter the service dimension, and only that one.

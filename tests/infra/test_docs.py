@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +62,25 @@ def test_picture_shows_the_components() -> None:
         "GitHub Actions",
     ):
         assert component in svg, component
+
+
+def test_the_alarm_table_lists_exactly_the_stacks_alarms(template_json: dict[str, Any]) -> None:
+    # Given the alarms the stack creates (logical ids: the Monitoring construct's path, the
+    # alarm's construct id, a hash)
+    alarms = [
+        logical_id
+        for logical_id, resource in template_json["Resources"].items()
+        if resource["Type"] == "AWS::CloudWatch::Alarm"
+    ]
+    operations = (DOCS / "operations.md").read_text()
+    table = operations[operations.index("## Alarms") : operations.index("## Metrics")]
+    documented = set(re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE))
+    # Then each is a row of docs/operations.md's alarm table, and each row is one of them
+    matched = {
+        name for name in documented for a in alarms if re.fullmatch(rf"\w*{name}[0-9A-F]{{8}}", a)
+    }
+    assert documented - matched == set(), "the alarm table names alarms the stack does not have"
+    unmatched = [
+        a for a in alarms if not any(re.fullmatch(rf"\w*{n}[0-9A-F]{{8}}", a) for n in documented)
+    ]
+    assert unmatched == [], "alarms missing from the alarm table of docs/operations.md"

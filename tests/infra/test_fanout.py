@@ -420,3 +420,19 @@ def test_nag_acknowledgements_are_on_the_fanout_policies_alone(synthesis: Synthe
         ("StateMachine/DistributedMapPolicy", f"AwsSolutions-IAM5[Resource::{executions}:*]"),
         ("StateMachine/DistributedMapPolicy", f"AwsSolutions-IAM5[Resource::{executions}/*:*]"),
     }
+
+
+def test_the_alarms_on_ended_executions_say_the_rule_concludes_them(
+    template_json: dict[str, Any],
+) -> None:
+    # A timed-out or stopped execution is concluded by the EndedWithoutConclude rule: its
+    # alarm must not tell on-call that the run stays leased with nothing to run the conclude.
+    alarms = Resolver(template_json).of_type("AWS::CloudWatch::Alarm").values()
+    said = {
+        a["Properties"]["MetricName"]: a["Properties"]["AlarmDescription"]
+        for a in alarms
+        if a["Properties"].get("Namespace") == "AWS/States"
+    }
+    for metric in ("ExecutionsTimedOut", "ExecutionsAborted"):
+        assert "EndedWithoutConclude rule ran its conclude step" in said[metric], said[metric]
+        assert "re-queued" in said[metric]

@@ -18,6 +18,7 @@ from stacks.promoter_function import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
 from stacks.wheelgate import WheelGate, package_code_dir
 from tests.infra.resolve import Resolver
 from tests.infra.synth import STACK_NAME, Synthesis, asset_dir, cdk_json_context
+from wheelgate.core.errors import INTEGRITY_REASONS, Reason
 from wheelgate.core.settings import (
     ALL_ENV_NAMES,
     ENV_ALLOWED_INDEXES,
@@ -30,8 +31,10 @@ from wheelgate.core.settings import (
     ENV_TRUSTED_REPORTER_ID,
     LEASE_BUSY_RETRY_SECONDS,
     LEASE_SECONDS,
+    METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
+    METRIC_REJECTIONS_BY_REASON,
     METRICS_NAMESPACE,
     SERVICE_NAME,
     ListingRetention,
@@ -181,15 +184,18 @@ def test_log_group_has_retention(template: Template) -> None:
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
 
 
-def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
+def test_alarms_on_dlq_errors_and_integrity_rejections(template: Template) -> None:
     alarm_topic = {"Ref": Match.string_like_regexp("^MonitoringAlarmTopic")}
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
             "Namespace": METRICS_NAMESPACE,
-            "MetricName": METRIC_PROMOTIONS_REJECTED,
+            "MetricName": METRIC_INTEGRITY_REJECTIONS,
             "Dimensions": [{"Name": "service", "Value": SERVICE_NAME}],
             "AlarmActions": [alarm_topic],
+            "AlarmDescription": Match.string_like_regexp(
+                ".*".join(sorted(r.value for r in INTEGRITY_REASONS))
+            ),
         },
     )
     template.has_resource_properties(
@@ -217,6 +223,18 @@ def test_alarms_on_dlq_errors_and_rejections(template: Template) -> None:
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
     # No alarm_email in cdk.json: no subscription.
     template.resource_count_is("AWS::SNS::Subscription", 0)
+
+
+def test_routine_rejections_page_nobody(template_json: dict[str, Any]) -> None:
+    # Every rejection counts in PromotionsRejected (tests-failed included): on the dashboard
+    # only. No alarm watches it, nor the by-reason counts.
+    alarmed = {
+        alarm["Properties"].get("MetricName")
+        for alarm in Resolver(template_json).of_type("AWS::CloudWatch::Alarm").values()
+    }
+    assert METRIC_INTEGRITY_REJECTIONS in alarmed
+    assert not alarmed & {METRIC_PROMOTIONS_REJECTED, METRIC_REJECTIONS_BY_REASON}
+    assert Reason.TESTS_FAILED not in INTEGRITY_REASONS
 
 
 def test_handler_named_by_the_stack_exists_in_the_code_asset() -> None:

@@ -128,9 +128,11 @@ def action_checkout(dest: Path) -> Path:
     """What the runner downloads for `uses: <owner>/wheelgate/actions/setup@<commit>`: the
     repository at that commit (here, the files the install reads and the actions)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("pyproject.toml", "README.md", "requirements.txt"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "requirements.txt"):
         shutil.copy2(REPO / name, dest / name)
     shutil.copytree(REPO / "lambdas" / "wheelgate", dest / "lambdas" / "wheelgate", ignore=ignore)
+    # setup.py ships the CDK construct (stacks/) as wheelgate.cdk
+    shutil.copytree(REPO / "stacks", dest / "stacks", ignore=ignore)
     shutil.copytree(ACTIONS, dest / "actions", ignore=ignore)
     return dest / "actions"
 

@@ -22,7 +22,8 @@ from wheelgate.core.objects import META_SHA256
 from wheelgate.deps.config import check_mirror_run_id, load_deps
 from wheelgate.deps.sync import Fetcher, https_opener, sync_files
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.storage.bucket import Bucket, PreconditionFailed
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 INDEX = "v2/gfx94X-dcgpu"
 COMMIT = "d" * 40

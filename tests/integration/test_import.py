@@ -676,7 +676,7 @@ def test_the_progress_of_a_gathering_import_is_shown(
     assert deliver(key, BREAK_GLASS)["batchItemFailures"]
     monkeypatch.setattr(Bucket, "copy_in", real)
     shown: list[dict[str, Any]] = []
-    assert wait_for_record(staging, run_id, 0.5, 0.1, shown.append) == 3
+    assert wait_for_record(staging, run_id, 0.5, 0.1, pending=shown.append) == 3
     assert shown
     assert shown[-1]["progress"] == {"phase": "gathering", "done": 0, "total": 7, "read": 0}
 

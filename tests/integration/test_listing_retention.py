@@ -36,9 +36,24 @@ def retention(keep_versions: int) -> str:
 
 @pytest.fixture(scope="module")
 def local_k2() -> Iterator[LocalProcess]:
-    """``wheelgate local`` whose promoter lists two versions per project of ``INDEX``."""
-    with local_process(env={ENV_LISTING_RETENTION: retention(2)}) as started:
+    """``wheelgate local --listing-retention``, whose promoter lists two versions per project
+    of ``INDEX``."""
+    with local_process("--listing-retention", retention(2)) as started:
         yield started
+
+
+def test_local_hands_its_listing_retention_to_the_cli(local_k2: LocalProcess) -> None:
+    # The ready line's environment carries the rule, so `index rebuild` applies the promoter's
+    assert json.loads(local_k2.env[ENV_LISTING_RETENTION]) == {
+        "default": {"keep_versions": None, "keep_days": None},
+        "indexes": {INDEX: {"keep_versions": 2, "keep_days": None}},
+    }
+    rebuilt = local_k2.wheelgate("index", "rebuild", "--index", INDEX, "--dry-run")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert json.loads(rebuilt.stdout)["listing_retention"] == {
+        "keep_versions": 2,
+        "keep_days": None,
+    }
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from tests.integration.test_promoter import Run, deliver, wheel
 from wheelgate.core.settings import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
+    METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_LATENCY,
     METRIC_PROMOTIONS_REJECTED,
     METRIC_PROMOTIONS_SUCCEEDED,
@@ -38,6 +39,7 @@ DECISION_METRICS = {
     METRIC_BYTES_COPIED,
     METRIC_PROMOTION_LATENCY,
     METRIC_REJECTIONS_BY_REASON,
+    METRIC_INTEGRITY_REJECTIONS,
 }
 
 
@@ -106,13 +108,23 @@ def test_a_promotion_counts_once_and_its_redelivery_adds_nothing(
     assert decision_metrics(again) == []
 
 
-def test_an_untrusted_write_counts_nothing(run: Run, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_untrusted_write_counts_one_integrity_rejection_and_no_decision(
+    run: Run, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Given a manifest written by a principal the promoter does not trust
     run.stage(wheel(run.tmp, "untrusted"))
     record, out = report(run, capsys, run.manifest(), principal="AWS:AROAINTRUDER:session")
-    # Then the write is noted as pending, and no metric counts a decision
+    # Then the write is noted as pending; no decision is counted, but the integrity alarm's
+    # metric is, once
     assert (record["state"], record["reason"]) == ("pending", "untrusted-writer")
-    assert decision_metrics(out) == []
+    assert decision_metrics(out) == [METRIC_INTEGRITY_REJECTIONS]
+    assert values(out, METRIC_INTEGRITY_REJECTIONS) == [1]
+    # When the same event is delivered again, Then nothing more is counted
+    capsys.readouterr()
+    assert deliver(f"manifests/{run.run_id}.json", "AWS:AROAINTRUDER:session") == {
+        "batchItemFailures": []
+    }
+    assert decision_metrics(capsys.readouterr().out) == []
 
 
 def test_a_rejection_counts_once_with_its_reason(
@@ -133,6 +145,8 @@ def test_a_rejection_counts_once_with_its_reason(
     others = [m for m in emitted(out) if m.name != METRIC_REJECTIONS_BY_REASON]
     assert others
     assert all(METRIC_REASON_DIMENSION not in m.dimensions for m in others)
+    # A failed test is routine: nothing for the integrity alarm
+    assert reason == "tests-failed"
     assert decision_metrics(out) == [METRIC_PROMOTIONS_REJECTED, METRIC_REJECTIONS_BY_REASON]
     # When the same rejected manifest is delivered again, Then nothing more is counted
     assert decision_metrics(redeliver(run, capsys)) == []
@@ -173,6 +187,8 @@ def test_a_replay_refused_on_a_promoted_run_counts_a_rejection(
     assert values(out, METRIC_FILES_COPIED) == []
     [by_reason] = [m for m in emitted(out) if m.name == METRIC_REJECTIONS_BY_REASON]
     assert by_reason.dimensions[METRIC_REASON_DIMENSION] == "replay-conflict"
+    # ...for an integrity reason, which pages
+    assert values(out, METRIC_INTEGRITY_REJECTIONS) == [1]
 
 
 def test_the_event_time_reaches_the_promoter() -> None:

@@ -10,6 +10,16 @@ SHA_B = "b" * 64
 COMMIT = "c" * 40
 TORCH = "torch-2.7.0a0+rocm7.0.0-cp312-cp312-linux_x86_64.whl"
 INDEX = "v2/gfx94X-dcgpu"
+#: deps.yml's python section with one pinned wheel (the file host: files.example.org).
+DEPS_FILELOCK = """\
+python:
+  - requirement: filelock==3.18.0
+    indexes: all
+    wheels:
+      - url: https://files.example.org/wheels/filelock-3.18.0-py3-none-any.whl
+        sha256: e97ec1ff7ef0cd1f7a6b2ec5b58ea8a4c62a28d51bd7462fb1c60da8bc5ae9e5
+        size: 16215
+"""
 
 
 def manifest_dict(**overrides: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.samples import COMMIT, INDEX, SHA_A
+from tests.unit.samples import COMMIT, DEPS_FILELOCK, INDEX, SHA_A
 from wheelgate.cli import common, deps
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import MAX_FILES_PER_SET, ManifestFile
@@ -16,21 +16,14 @@ from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_TEST_URL_HOSTS
 from wheelgate.staging.stage import build_manifest
 
 WHEEL = "torch-2.7.0-py3-none-any.whl"
-DEPS_YML = """\
+DEPS_YML = f"""\
 schema: wheelgate/deps/v1
 validation:
   hosts: [files.example.org]
   indexes: [v2/gfx94X-dcgpu]
   python_tags: [py3]
   platforms: [any]
-python:
-  - requirement: filelock==3.18.0
-    indexes: all
-    wheels:
-      - url: https://files.example.org/wheels/filelock-3.18.0-py3-none-any.whl
-        sha256: e97ec1ff7ef0cd1f7a6b2ec5b58ea8a4c62a28d51bd7462fb1c60da8bc5ae9e5
-        size: 16215
-"""
+{DEPS_FILELOCK}"""
 #: What pydantic adds to its own messages, which users should never have to read.
 PYDANTIC_BOILERPLATE = ("validation error for", "For further information visit", "input_value")
 
@@ -88,6 +81,20 @@ def test_report_refuses_the_commit_stage_used_to_accept(
     assert refused(argv, capsys) == (
         "wheelgate report: error: --commit 'abc123' is not a full 40-character hex commit SHA"
     )
+
+
+def test_report_takes_the_commit_from_github_sha(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    test = f"--test={INDEX}:smoke=passed"
+    # Without --commit nor GITHUB_SHA, it is refused naming both...
+    assert refused(["report", "--run-id", "1", test], capsys) == (
+        "wheelgate report: error: --commit is required (or set GITHUB_SHA)"
+    )
+    # ...and with GITHUB_SHA set, as in GitHub Actions, it goes on to storage
+    monkeypatch.setenv("GITHUB_SHA", COMMIT)
+    with pytest.raises(StorageCalled):
+        main(["report", "--run-id", "1", test])
 
 
 def report(*tests: str) -> list[str]:
@@ -149,6 +156,8 @@ def report(*tests: str) -> list[str]:
           "--platform=--extra-index-url=https://x"],
          "wheelgate pins: error: --platform: '--extra-index-url=https://x' is not a platform"),
         (["status", "x y"], "wheelgate status: error: RUN_ID: run id 'x y' is not valid"),
+        (["status", "1", "--manifest-sha256", "ABC"],
+         "wheelgate status: error: --manifest-sha256: 'ABC' is not a SHA-256 (64 lowercase hex"),
         (["yank", "--index", "..", WHEEL, "--reason", "broken"],
          "wheelgate yank: error: --index: index directory '..' has an invalid segment"),
         (["yank", "--index", INDEX, "torch.whl", "--reason", "broken"],
@@ -163,6 +172,15 @@ def report(*tests: str) -> list[str]:
          "wheelgate promote: error: --run-id: 'yank-20261130T040000Z-ab' is a request, not a run"),
         (["promote", "--run-id", "1", "--override", "--reason", "r" * 1001],
          "wheelgate promote: error: --reason: String should have at most 1000 characters"),
+        (["local", "--listing-retention", "{keep_versions: 2}"],
+         "wheelgate local: error: --listing-retention is not JSON: Expecting property name"),
+        (["local", "--listing-retention", '{"default": {"keep_versions": 0}}'],
+         "wheelgate local: error: --listing-retention.default.keep_versions is 0; use a "
+         "positive integer"),
+        (["local", "--index", INDEX, "--listing-retention",
+          '{"indexes": {"v2/other": {"keep_days": 7}}}'],
+         "wheelgate local: error: --listing-retention names 'v2/other', which is not one of "
+         f"the --index directories ({INDEX})"),
         (["index", "rebuild", "--index", "status/x"],
          "wheelgate index: error: --index: index directory 'status/x' starts with 'status'"),
         (["stage", "--run-id", "import-0123456789abcdef", "--index", INDEX, "--commit", COMMIT,

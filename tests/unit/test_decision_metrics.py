@@ -13,6 +13,7 @@ from wheelgate.core.records import FileOutcome, HistoryEntry, PromotionRecord, S
 from wheelgate.core.settings import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
+    METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_LATENCY,
     METRIC_PROMOTIONS_REJECTED,
     METRIC_PROMOTIONS_SUCCEEDED,
@@ -160,21 +161,62 @@ def test_a_rejection_counts_once_with_its_reason_kept_off_the_other_metrics(
         "service": SERVICE_NAME,
         METRIC_REASON_DIMENSION: "checksum-mismatch",
     }
+    # A checksum mismatch is an integrity reason: it counts for the alarm too
+    assert values(out, METRIC_INTEGRITY_REJECTIONS) == [1]
     # Nothing of a promotion is counted
     assert {m.name for m in emitted(out)} == {
         METRIC_PROMOTIONS_REJECTED,
         METRIC_REJECTIONS_BY_REASON,
+        METRIC_INTEGRITY_REJECTIONS,
     }
+
+
+@pytest.mark.parametrize(
+    ("reason", "integrity"),
+    [
+        ("tests-failed", False),
+        ("tests-missing", False),
+        ("invalid-manifest", False),
+        ("untested-file", True),
+        ("metadata-mismatch", True),
+        ("release-conflict", True),
+        ("nightly-conflict", True),
+    ],
+)
+def test_only_an_integrity_reason_counts_for_the_alarm(
+    reason: str, integrity: bool, metrics: Metrics, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = PromotionRecord(run_id="r4", state=State.REJECTED, history=[rejected_entry(reason)])
+    emit(metrics, record, decision_stats(record, manifest_written_at=WRITTEN))
+    out = capsys.readouterr().out
+    assert values(out, METRIC_PROMOTIONS_REJECTED) == [1]
+    assert values(out, METRIC_INTEGRITY_REJECTIONS) == ([1] if integrity else [])
+
+
+def untrusted_note(run_id: str) -> PromotionRecord:
+    """The record of a run whose only entry notes an untrusted write."""
+    return PromotionRecord(
+        run_id=run_id,
+        state=State.PENDING,
+        history=[HistoryEntry(at=PUBLISHED, state=State.PENDING, reason="untrusted-writer")],
+    )
+
+
+def test_an_untrusted_write_counts_one_integrity_rejection(
+    metrics: Metrics, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = untrusted_note("r5")
+    DecisionMetrics(metrics, namespace=METRICS_NAMESPACE).ignored(record)
+    metrics.flush_metrics()
+    out = capsys.readouterr().out
+    assert values(out, METRIC_INTEGRITY_REJECTIONS) == [1]
+    assert values(out, METRIC_PROMOTIONS_REJECTED) == []
 
 
 @pytest.mark.filterwarnings("ignore:No application metrics to publish")
 def test_a_pending_entry_emits_nothing(
     metrics: Metrics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    record = PromotionRecord(
-        run_id="r3",
-        state=State.PENDING,
-        history=[HistoryEntry(at=PUBLISHED, state=State.PENDING, reason="untrusted-writer")],
-    )
+    record = untrusted_note("r3")
     emit(metrics, record, DecisionStats())
     assert emitted(capsys.readouterr().out) == []

@@ -1,5 +1,5 @@
-"""Imports point one way between the package's layers, and the stack sees only the layout and
-the settings.
+"""Imports point one way between the package's layers, and the stack sees only the layout, the
+settings and the reason codes.
 
 The layers (README, Layout): ``core`` (domain rules, no I/O) <- ``storage`` (S3 and CloudFront
 adapters) <- ``index`` (pages, their store, yank and rebuild) <- ``status``, ``staging``,
@@ -34,8 +34,11 @@ ALLOWED: Mapping[str, frozenset[str]] = {
         {"core", "storage", "index", "status", "staging", "promotion", "deps", "local"}
     ),
 }
-#: What the CDK app may import from the package: names and settings, never behaviour.
-STACK_MAY_IMPORT = frozenset({"wheelgate.core.layout", "wheelgate.core.settings"})
+#: What the CDK app may import from the package: names, settings and reason codes (the alarm
+#: names the integrity reasons), never behaviour.
+STACK_MAY_IMPORT = frozenset(
+    {"wheelgate.core.layout", "wheelgate.core.settings", "wheelgate.core.errors"}
+)
 #: Third-party clients the domain layer never touches (style: domain modules do no I/O).
 CORE_MUST_NOT_IMPORT = ("boto3", "botocore")
 
@@ -136,7 +139,7 @@ def test_relative_imports_resolve_to_their_layer(tmp_path: Path) -> None:
     ]
 
 
-def test_the_stack_imports_only_layout_and_settings() -> None:
+def test_the_stack_imports_only_layout_settings_and_reason_codes() -> None:
     sources = [*sorted((REPO / "stacks").glob("*.py")), REPO / "app.py"]
     used = {
         target

@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -33,7 +34,8 @@ from wheelgate.core.settings import (
     allowed_indexes_from_env,
     test_url_hosts_from_env,
 )
-from wheelgate.storage.bucket import AccessError, Bucket
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.errors import AccessError, translated
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -44,6 +46,14 @@ EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
 EXIT_BROKEN_PIPE = 141
 #: The commit GitHub Actions runs for; ``--commit`` defaults to it.
 ENV_GITHUB_SHA = "GITHUB_SHA"
+#: botocore's own variable for the attempts per request, which ``--storage-attempts`` defaults
+#: to (the client's explicit configuration would otherwise override it).
+ENV_MAX_ATTEMPTS = "AWS_MAX_ATTEMPTS"
+#: Attempts per storage request, the first included: adaptive retries (8) absorb S3's 503
+#: SlowDown.
+DEFAULT_STORAGE_ATTEMPTS = 9
+#: Seconds a storage connect or read may take (botocore's default for both).
+DEFAULT_STORAGE_TIMEOUT = 60.0
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -156,14 +166,53 @@ def validated(model: type[M], data: Mapping[str, object], options: Mapping[str, 
 
 
 def s3_client(args: argparse.Namespace) -> S3Client:
-    """An S3 client for ``--endpoint-url`` (or boto3's default), retrying adaptively."""
+    """An S3 client for ``--endpoint-url`` (or boto3's default), retrying adaptively up to
+    ``--storage-attempts`` times, each connect or read waiting ``--storage-timeout`` seconds.
+    A configuration botocore refuses (an unknown profile...) is an
+    :class:`~wheelgate.storage.errors.AccessError`."""
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=32)
-    if args.endpoint_url:
-        return boto3.client("s3", endpoint_url=args.endpoint_url, config=config)
-    return boto3.client("s3", config=config)
+    attempts = args.storage_attempts
+    if attempts is None:
+        attempts = checked(ENV_MAX_ATTEMPTS, os.environ.get(ENV_MAX_ATTEMPTS, ""), _attempts)
+    config = Config(
+        retries={"mode": "adaptive", "total_max_attempts": attempts},
+        connect_timeout=args.storage_timeout,
+        read_timeout=args.storage_timeout,
+        max_pool_connections=32,
+    )
+    endpoint = args.endpoint_url or None
+    with translated("creating the S3 client", "s3", endpoint):
+        return boto3.client("s3", endpoint_url=endpoint, config=config)
+
+
+def _attempts(value: str) -> int:
+    """``AWS_MAX_ATTEMPTS``: a positive whole number, or empty for the default."""
+    if not value:
+        return DEFAULT_STORAGE_ATTEMPTS
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{value!r} is not a positive whole number of attempts")
+    return int(value)
+
+
+def _positive_attempts(text: str) -> int:
+    """``--storage-attempts``: a positive whole number (an argparse type)."""
+    try:
+        return _attempts(text or "0")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _positive_seconds(text: str) -> float:
+    """``--storage-timeout``: a positive number of seconds (an argparse type)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
 
 
 def required(args: argparse.Namespace, attr: str, env: str, option: str) -> str:
@@ -203,14 +252,69 @@ def storage_options(parser: argparse.ArgumentParser, *, nightly: bool) -> None:
     group.add_argument(
         "--endpoint-url", help="S3 endpoint (default: boto3's, e.g. $AWS_ENDPOINT_URL)"
     )
+    group.add_argument(
+        "--storage-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_STORAGE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds each storage connect or read may take before it is retried "
+        f"(default {DEFAULT_STORAGE_TIMEOUT:g}, botocore's)",
+    )
+    group.add_argument(
+        "--storage-attempts",
+        type=_positive_attempts,
+        metavar="N",
+        help=f"attempts per storage request, the first and the retries of throttling, server "
+        f"errors and timeouts (default: ${ENV_MAX_ATTEMPTS}, else {DEFAULT_STORAGE_ATTEMPTS})",
+    )
 
 
-def status_document(staging: Bucket, run_id: str) -> dict[str, Any]:
-    """The run's record as JSON, or a pending document saying whether a manifest exists."""
+@dataclass(frozen=True)
+class RunStatus:
+    """A run's status as ``wheelgate status`` shows it.
+
+    ``document`` is the JSON it prints (the record, or a pending document when there is none;
+    with a manifest waited for, ``manifest_decision`` says what became of it), ``record`` the
+    record itself, ``state`` what the exit code follows (the decision about the manifest
+    waited for, when one was given), and ``settled`` whether waiting longer can change it.
+    """
+
+    document: dict[str, Any]
+    record: PromotionRecord | None
+    state: str
+    settled: bool
+
+
+def read_status(staging: Bucket, run_id: str, manifest_sha256: str | None = None) -> RunStatus:
+    """The run's status now. With ``manifest_sha256``, it is the status of that manifest:
+    pending until the record holds a decision about those bytes, whatever was decided before
+    (:meth:`PromotionRecord.decision_about`)."""
     found = staging.get(STAGING.record(run_id))
-    if found is not None:
-        record = PromotionRecord.model_validate_json(found[0])
-        return record.model_dump(mode="json", by_alias=True)
+    record = PromotionRecord.model_validate_json(found[0]) if found is not None else None
+    if record is not None:
+        document = record.model_dump(mode="json", by_alias=True)
+    else:
+        document = _no_record_document(staging, run_id)
+    if manifest_sha256 is None:
+        state = document["state"]
+        return RunStatus(document, record, state, settled=state != State.PENDING.value)
+    entry = record.decision_about(manifest_sha256) if record is not None else None
+    state = entry.state.value if entry is not None else State.PENDING.value
+    document["manifest_decision"] = {
+        "manifest_sha256": manifest_sha256,
+        "state": state,
+        "reason": entry.reason if entry is not None else None,
+        "message": entry.message if entry is not None else _NOT_DECIDED,
+    }
+    return RunStatus(document, record, state, settled=entry is not None)
+
+
+#: What ``manifest_decision`` says of a manifest the record holds no decision about yet.
+_NOT_DECIDED = "no decision about this manifest yet; waiting for the promoter"
+
+
+def _no_record_document(staging: Bucket, run_id: str) -> dict[str, Any]:
+    """The pending document of a run without a record, saying whether a manifest exists."""
     try:
         has_manifest: bool | None = staging.head(STAGING.manifest(run_id)) is not None
     except AccessError:
@@ -234,17 +338,19 @@ def wait_for_decision(
     run_id: str,
     wait: float,
     interval: float,
+    manifest_sha256: str | None = None,
     pending: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """The run's status document once it is decided, or as it stands after ``wait`` seconds;
-    ``pending`` is shown each undecided document."""
+) -> RunStatus:
+    """The run's status once it is settled (:func:`read_status`: decided, or with
+    ``manifest_sha256``, decided about that manifest), or as it stands after ``wait``
+    seconds; ``pending`` is shown each unsettled document (an import's progress)."""
     deadline = time.monotonic() + wait
     while True:
-        document = status_document(staging, run_id)
-        if document["state"] != State.PENDING.value or time.monotonic() >= deadline:
-            return document
+        status = read_status(staging, run_id, manifest_sha256)
+        if status.settled or time.monotonic() >= deadline:
+            return status
         if pending is not None:
-            pending(document)
+            pending(status.document)
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
 
@@ -261,13 +367,14 @@ def wait_for_record(
     run_id: str,
     wait: float,
     interval: float,
+    manifest_sha256: str | None = None,
     pending: Callable[[dict[str, Any]], None] | None = None,
 ) -> int:
     """Wait for the run's decision (:func:`wait_for_decision`, showing ``pending`` each
-    undecided document), print its document and return its exit code."""
-    document = wait_for_decision(staging, run_id, wait, interval, pending)
-    print(json.dumps(document, indent=2))
-    return decision_exit_code(document["state"])
+    unsettled document), print its document and return its exit code."""
+    status = wait_for_decision(staging, run_id, wait, interval, manifest_sha256, pending)
+    print(json.dumps(status.document, indent=2))
+    return decision_exit_code(status.state)
 
 
 def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:

@@ -5,8 +5,8 @@
 reads the nightly pages) and prints what ``sync`` would do. ``sync`` caches the files and
 mirrors the wheels through the gate: it stages them under the mirror run, writes the run's
 manifest (its one test is the review of deps.yml) and waits for the promoter's decision.
-In CI the two halves run with two roles: ``--step upload`` with the build role, then
-``--step report`` with the reporter role.
+In CI both halves run with the deps role, the only writer whose mirror runs (``deps-*``) the
+promoter accepts; ``--step upload`` and ``--step report`` split them into two steps.
 
 Exit codes: 0 done, 1 an entry failed or the promoter rejected the run, 2 invalid deps.yml or
 options, 3 promotion still pending, 4 storage error.
@@ -28,12 +28,13 @@ from typing import Any
 from wheelgate.cli.common import (
     ENV_GITHUB_SHA,
     EXIT_OK,
-    EXIT_PENDING,
     EXIT_REJECTED,
+    RunStatus,
     UsageError,
     checked,
     commit_option,
     configured_indexes,
+    decision_exit_code,
     nightly_url,
     required,
     s3_client,
@@ -41,7 +42,6 @@ from wheelgate.cli.common import (
     test_url_option,
     wait_for_decision,
 )
-from wheelgate.core.records import State
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.deps.config import (
     Deps,
@@ -250,7 +250,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     )
     progress = SyncProgress()
     rows: list[Row] = []
-    promotion: dict[str, Any] | None = None
+    promotion: RunStatus | None = None
     with tempfile.TemporaryDirectory(prefix="wheelgate-deps-", dir=args.workdir) as tmp:
         workdir = Path(tmp)
         if files and upload:
@@ -285,37 +285,45 @@ def cmd_sync(args: argparse.Namespace) -> int:
             else:
                 failed = False
             if report and not failed and (staged_now or args.step == "report"):
-                sets = report_mirror(
+                manifest_sha256 = report_mirror(
                     staging=staging,
                     run_id=run_id,
                     commit=commit,
                     review_url=review_url,
                     wheels=deps.wheels,
                 )
-                if sets:
+                if manifest_sha256 is not None:
                     print(
                         f"manifest for {run_id} written; waiting for the promoter", file=sys.stderr
                     )
-                    promotion = wait_for_decision(staging, run_id, args.wait, args.interval)
+                    promotion = wait_for_decision(
+                        staging, run_id, args.wait, args.interval, manifest_sha256
+                    )
     progress.finish()
-    summary = (
-        {
-            "state": promotion["state"],
-            "reason": promotion.get("reason"),
-            "message": promotion.get("message"),
-        }
-        if promotion
-        else None
-    )
+    summary = None
+    if promotion is not None:
+        decision = promotion.document["manifest_decision"]
+        summary = {key: decision[key] for key in ("state", "reason", "message")}
     _emit(args, rows, {"run_id": run_id, "promotion": summary}, timing=True)
     if any(r.action in ("failed", "held") for r in rows):
         return EXIT_REJECTED
     if promotion is None:
         return EXIT_OK
-    return {
-        State.PROMOTED.value: EXIT_OK,
-        State.REJECTED.value: EXIT_REJECTED,
-    }.get(promotion["state"], EXIT_PENDING)
+    return decision_exit_code(promotion.state)
+
+
+#: ``wheelgate deps --help``: what the module docstring says, as plain text.
+DESCRIPTION = """\
+check validates deps.yml and needs no credentials. plan also HEADs every target (and reads the
+nightly pages) and prints what sync would do. sync caches the files and mirrors the wheels
+through the gate: it stages them under the mirror run, writes the run's manifest (its one
+test is the review of deps.yml) and waits for the promoter's decision. Run sync with the deps
+role, the only writer whose mirror runs (deps-*) the promoter accepts; --step upload and
+--step report split it into two steps.
+
+Exit codes: 0 done, 1 an entry failed or the promoter rejected the run, 2 invalid deps.yml or
+options, 3 promotion still pending, 4 storage error.
+"""
 
 
 def register(subparsers: Any) -> None:
@@ -323,7 +331,7 @@ def register(subparsers: Any) -> None:
     deps = subparsers.add_parser(
         "deps",
         help="cache third-party files and mirror pinned wheels from a reviewed deps.yml",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = deps.add_subparsers(dest="deps_command", required=True, metavar="ACTION")
@@ -359,8 +367,8 @@ def register(subparsers: Any) -> None:
             "--step",
             choices=["all", "upload", "report"],
             default="all",
-            help="upload: cache files and stage wheels (build role); report: write the mirror "
-            "run's manifest and wait (reporter role); all: both (default)",
+            help="upload: cache files and stage wheels; report: write the mirror run's manifest "
+            "and wait; all: both (default). Each with the deps role",
         )
         action.add_argument(
             "--run-id",

@@ -10,6 +10,7 @@ bring in and what it would refuse, and why.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -88,11 +89,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(args, request)
     staging, _ = buckets(args, nightly=False)
-    staging.put(
-        STAGING.manifest(request.run_id),
-        request.to_json().encode(),
-        content_type="application/json",
-    )
+    body = request.to_json().encode()
+    staging.put(STAGING.manifest(request.run_id), body, content_type="application/json")
     print(
         f"import request {request.run_id} written; the promoter gathers {request.source}",
         file=sys.stderr,
@@ -104,7 +102,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         if progress:
             bar(request.run_id, int(progress["done"]), int(progress["total"]))
 
-    return wait_for_record(staging, request.run_id, args.wait, 2.0, show)
+    # This request's decision: the same import asked for before was decided already.
+    sha256 = hashlib.sha256(body).hexdigest()
+    return wait_for_record(
+        staging, request.run_id, args.wait, 2.0, manifest_sha256=sha256, pending=show
+    )
 
 
 def _dry_run(args: argparse.Namespace, request: ImportRequest) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -12,7 +13,32 @@ from typing import Any
 
 from wheelgate.cli.common import EXIT_OK, UsageError, checked
 from wheelgate.core.layout import check_index_dirs
-from wheelgate.core.settings import ENV_ALLOWED_INDEXES
+from wheelgate.core.settings import (
+    ENV_ALLOWED_INDEXES,
+    ENV_LISTING_RETENTION,
+    ListingRetention,
+    SettingsError,
+)
+
+
+def listing_retention_option(value: str, indexes: list[str]) -> str:
+    """``--listing-retention``: the promoter's rule (``WHEELGATE_LISTING_RETENTION``), checked
+    as the promoter reads it; its directories must be among ``indexes`` (the ``--index``
+    directories, when any are given, as synthesis requires them in ``index_dirs``). Returns it
+    as the promoter's variable spells it; a bad one is a UsageError."""
+    try:
+        rule = ListingRetention.from_value(json.loads(value), name="--listing-retention")
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--listing-retention is not JSON: {exc}") from exc
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from exc
+    strangers = sorted(set(rule.indexes) - set(indexes)) if indexes else []
+    if strangers:
+        raise UsageError(
+            f"--listing-retention names {strangers[0]!r}, which is not one of the --index "
+            f"directories ({', '.join(indexes)})"
+        )
+    return rule.to_json()
 
 
 def cmd_local(args: argparse.Namespace) -> int:
@@ -32,15 +58,22 @@ def cmd_local(args: argparse.Namespace) -> int:
         required.setdefault(index, []).append(name)
     if args.fanout_min_files is not None and args.fanout_min_files < 0:
         raise UsageError(f"--fanout-min-files must be 0 or more, not {args.fanout_min_files}")
+    allowed = checked("--index", args.index, check_index_dirs)
+    retention = (
+        None
+        if args.listing_retention is None
+        else listing_retention_option(args.listing_retention, list(allowed))
+    )
     stack = LocalStack(
         s3_port=args.s3_port,
         staging_port=args.staging_port,
         nightly_port=args.nightly_port,
         required_tests=required,
-        allowed_indexes=checked("--index", args.index, check_index_dirs),
+        allowed_indexes=allowed,
         verbose=args.verbose,
         run_loop=not args.no_promoter,
         fanout_min_files=args.fanout_min_files,
+        listing_retention=retention,
     ).start()
     sys.stdout.write(stack.ready_line() + "\n")
     sys.stdout.flush()
@@ -92,6 +125,14 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="promote runs with N or more files to copy through fan-out executions, run in "
         "this process like the state machine (default: off, every run in one invocation)",
+    )
+    local.add_argument(
+        "--listing-retention",
+        metavar="JSON",
+        help=f"which versions the promoter's pages list, as listing_retention in cdk.json: "
+        '{"default": RULE, "indexes": {DIR: RULE}}, a RULE being {"keep_versions": K, '
+        f'"keep_days": D}} (printed in the environment as {ENV_LISTING_RETENTION}, which '
+        "index rebuild reads too; default: every version)",
     )
     local.add_argument("--verbose", action="store_true", help="log every HTTP request")
     local.add_argument(

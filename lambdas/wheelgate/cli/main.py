@@ -5,8 +5,10 @@ staging index exactly as users will; a final job runs `wheelgate report` with th
 which writes the run's manifest and so triggers the promoter; `wheelgate status RUN --wait S`
 reports the decision. `wheelgate local` runs the whole stack on this machine.
 
-Exit codes: 0 success (status/yank: done), 1 rejected, 2 bad input or configuration,
-3 still pending, 4 storage or network error, 141 the output's reader went away (| head).
+Exit codes: 0 success (status/yank: done), 1 rejected (a decision, and nothing else),
+2 bad input or configuration, 3 still pending, 4 storage or network error (one line naming
+the operation, what it acted on, the endpoint and the error; --debug adds the traceback),
+141 the output's reader went away (| head).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from wheelgate.cli.common import (
 )
 from wheelgate.core import redact
 from wheelgate.core.errors import TransientError
-from wheelgate.storage.bucket import AccessError
+from wheelgate.storage.errors import StorageError
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -114,10 +116,15 @@ def _run(argv: Sequence[str] | None) -> int:
     except UsageError as exc:
         print(f"wheelgate {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (AccessError, TransientError) as exc:
-        print(
-            f"wheelgate {args.command}: storage error: {exc}\n"
-            "check the bucket names, the endpoint and your credentials",
-            file=sys.stderr,
-        )
-        return EXIT_STORAGE
+    except (StorageError, TransientError) as exc:
+        # Storage refused, could not be reached, timed out or kept failing; or a conditional
+        # write kept losing (TransientError).
+        return _storage_error(args, exc)
+
+
+def _storage_error(args: argparse.Namespace, exc: Exception) -> int:
+    """Report a storage error on one line (and its traceback with ``--debug``): exit 4."""
+    if args.debug:
+        logging.getLogger("wheelgate").error("storage error", exc_info=exc)
+    print(f"wheelgate {args.command}: storage error: {exc}", file=sys.stderr)
+    return EXIT_STORAGE

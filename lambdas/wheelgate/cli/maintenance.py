@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -29,14 +30,16 @@ def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -
     staging, _ = buckets(args, nightly=False)
     staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
     print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
-    return wait_for_record(staging, run_id, args.wait, 1.0)
+    sha256 = hashlib.sha256(body.encode()).hexdigest()
+    return wait_for_record(staging, run_id, args.wait, 1.0, manifest_sha256=sha256)
 
 
 def cmd_yank(args: argparse.Namespace) -> int:
     from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
 
     yanked = args.command == "yank"
-    if yanked and not args.reason.strip():
+    reason = args.reason if yanked else ""
+    if yanked and not reason.strip():
         raise UsageError("--reason is required: users see it when pip skips the file")
     index_option(args)
     checked("FILE", args.filename, parse_distribution_filename)
@@ -48,7 +51,7 @@ def cmd_yank(args: argparse.Namespace) -> int:
             "index": args.index,
             "filename": args.filename,
             "yanked": yanked,
-            "reason": args.reason if yanked else "",
+            "reason": reason,
         },
         {"index": "--index", "filename": "FILE", "reason": "--reason"},
     )
@@ -132,14 +135,16 @@ def register(subparsers: Any) -> None:
             name,
             help=what,
             description=(
-                f"Ask the promoter to {what}, on the nightly and staging pages (HTML and JSON). "
-                "The request is written where manifests go, so run it with the reporter role. "
-                "Exit 0 done, 1 refused, 3 pending."
+                f"Ask the promoter to {what}, on nightly's pages (HTML and JSON). A run's "
+                "staging index shows it once that run is staged again (wheelgate stage with the "
+                "same files). The request is written where manifests go, so run it with the "
+                "reporter role. Exit 0 done, 1 refused, 3 pending."
             ),
         )
         yank.add_argument("--index", required=True, metavar="DIR")
         yank.add_argument("filename", metavar="FILE", help="the released file name")
-        yank.add_argument("--reason", default="", required=name == "yank")
+        if name == "yank":
+            yank.add_argument("--reason", required=True, help="why; pip shows it to users")
         yank.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
         storage_options(yank, nightly=False)
         yank.set_defaults(func=cmd_yank)

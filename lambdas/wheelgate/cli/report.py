@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from typing import Any
@@ -56,7 +57,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(body, end="")
         return EXIT_OK
     staging.put(key, body.encode(), content_type="application/json")
-    print(json.dumps({"manifest": f"s3://{staging.name}/{key}", "sets": len(manifest.sets)}))
+    written = {
+        "manifest": f"s3://{staging.name}/{key}",
+        # What `wheelgate status --manifest-sha256` waits for: the decision about these bytes.
+        "manifest_sha256": hashlib.sha256(body.encode()).hexdigest(),
+        "sets": len(manifest.sets),
+    }
+    print(json.dumps(written))
     return EXIT_OK
 
 
@@ -86,11 +93,12 @@ def register(subparsers: Any) -> None:
         description=(
             "Build manifests/<run_id>.json from what is staged for the run plus the test "
             "results given with --test and what each test installed (--installed), and write "
-            "it. Writing it triggers the promoter."
+            "it. Writing it triggers the promoter. Prints the manifest's key and its SHA-256 "
+            "(manifest_sha256), which wheelgate status --manifest-sha256 waits for."
         ),
     )
     report.add_argument("--run-id", required=True)
-    report.add_argument("--commit", required=True, help="40-hex commit of the run")
+    report.add_argument("--commit", help="40-hex commit of the run (default: $GITHUB_SHA)")
     report.add_argument(
         "--test",
         action="append",

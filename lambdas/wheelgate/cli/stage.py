@@ -81,7 +81,8 @@ def register(subparsers: Any) -> None:
         "stage",
         help="upload a run's files to staging and write the run's own index",
         description=(
-            "Upload wheels/sdists to runs/<run_id>/<index>/ with SHA-256 checksums, never "
+            "Upload wheels/sdists (or every file of a directory such as dist/, each of which "
+            "must be one) to runs/<run_id>/<index>/ with SHA-256 checksums, never "
             "replacing a staged object, write each wheel's PEP 658 .metadata, and write the "
             "run's index (its files over nightly's) at the same place, so the run's test jobs "
             "install with --index-url <index_url> exactly as users install from nightly. "
@@ -102,6 +103,11 @@ def register(subparsers: Any) -> None:
         help=f"public URL of the staging distribution, to print the run's index URL "
         f"(default: ${ENV_STAGING_BASE_URL})",
     )
-    stage.add_argument("files", nargs="+", metavar="FILE")
+    stage.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a wheel or sdist, or a directory of them (dist/: every file in it must be one)",
+    )
     storage_options(stage, nightly=True)
     stage.set_defaults(func=cmd_stage)

@@ -50,6 +50,37 @@ class Reason(StrEnum):
     SOURCE_CHANGED = "source-changed"
 
 
+#: Reasons that say the bytes or their provenance are not what they should be: a checksum,
+#: size or commit that differs, files no passed test installed, wheel metadata that does not
+#: match, a release conflicting with what nightly holds, a manifest from an untrusted writer.
+#: Someone must look (the stack's alarm pages on them). Every other reason (``tests-failed``,
+#: ``tests-missing``, an invalid manifest...) is the CI run's own business: routine, shown on
+#: the dashboard and the status page.
+INTEGRITY_REASONS = frozenset(
+    {
+        Reason.CHECKSUM_MISMATCH,
+        Reason.CHECKSUM_UNAVAILABLE,
+        Reason.SIZE_MISMATCH,
+        Reason.COMMIT_MISMATCH,
+        Reason.COPY_VERIFICATION_FAILED,
+        Reason.UNTESTED_FILE,
+        Reason.EVIDENCE_MISSING,
+        Reason.METADATA_MISMATCH,
+        Reason.METADATA_UNREADABLE,
+        Reason.WHEEL_NAME_MISMATCH,
+        Reason.RELEASE_CONFLICT,
+        Reason.NIGHTLY_CONFLICT,
+        Reason.REPLAY_CONFLICT,
+        Reason.UNTRUSTED_WRITER,
+    }
+)
+
+
+def is_integrity_reason(reason: str | None) -> bool:
+    """Whether the reason code ``reason`` (a record's) is one of :data:`INTEGRITY_REASONS`."""
+    return reason is not None and reason in INTEGRITY_REASONS
+
+
 class PromotionRejected(Exception):
     """A permanent refusal: retrying the same manifest cannot succeed.
 

@@ -67,7 +67,10 @@ MAX_INSTALLED_PER_TEST = MAX_FILES_PER_SET
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"
 TEST_URL_PATTERN = r"^https://[^\s]+$"
 
-Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+#: A SHA-256 in lowercase hex, as the manifest, the record and ``sha256sum`` write it.
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+Sha256Hex = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
+_SHA256 = re.compile(SHA256_PATTERN)
 CommitSha = Annotated[str, StringConstraints(pattern=COMMIT_PATTERN)]
 _COMMIT = re.compile(COMMIT_PATTERN)
 _TEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}")
@@ -87,6 +90,13 @@ def check_commit(commit: str, *, name: str = "commit") -> str:
     if not is_commit(commit):
         raise ValueError(f"{name} {commit!r} is not a full 40-character hex commit SHA")
     return commit
+
+
+def check_sha256(value: str) -> str:
+    """Return ``value`` if it is a SHA-256 in lowercase hex; else raise ``ValueError``."""
+    if not _SHA256.fullmatch(value):
+        raise ValueError(f"{value!r} is not a SHA-256 (64 lowercase hex digits)")
+    return value
 
 
 def check_test_name(name: str) -> str:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wheelgate.core.errors import PromotionRejected
+from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import ManifestTest
 
 
@@ -169,3 +169,14 @@ class PromotionRecord(BaseModel):
     def with_entry(self, entry: HistoryEntry) -> PromotionRecord:
         """This record with ``entry`` appended to its history (the last 50 are kept)."""
         return self.model_copy(update={"history": [*self.history, entry][-50:]})
+
+    def decision_about(self, manifest_sha256: str) -> HistoryEntry | None:
+        """The latest decision on the manifest whose bytes have SHA-256 ``manifest_sha256``:
+        promoted or rejected, or else the note that its writer is not trusted for it (the
+        promoter never decides those bytes from that writer, so nothing more will come);
+        ``None`` while those bytes are undecided, however this run was decided before."""
+        about = [h for h in self.history if h.manifest_sha256 == manifest_sha256]
+        decided = [h for h in about if h.state is not State.PENDING]
+        ignored = [h for h in about if h.reason == Reason.UNTRUSTED_WRITER.value]
+        chosen = decided or ignored
+        return chosen[-1] if chosen else None

@@ -121,6 +121,30 @@ METRIC_BYTES_COPIED = "BytesCopied"
 #: above carry only the service dimension, which the alarms rely on).
 METRIC_REJECTIONS_BY_REASON = "RejectionsByReason"
 METRIC_REASON_DIMENSION = "reason"
+#: A manifest refused for an integrity reason (``wheelgate.core.errors.INTEGRITY_REASONS``): a
+#: rejection with one of them, or a write by a writer not trusted for it (noted, not decided).
+#: The one rejection metric that pages; ``tests-failed`` and the like are routine.
+METRIC_INTEGRITY_REJECTIONS = "IntegrityRejections"
+#: A promotion that found its index directory leased (retried soon; no alarm watches it).
+METRIC_INDEX_BUSY = "IndexBusy"
+#: A message whose body is not an S3 event (retried, then dead-lettered).
+METRIC_POISON_MESSAGES = "PoisonMessages"
+#: A decision the status page could not be updated with (best effort; never retried).
+METRIC_STATUS_PAGE_ERRORS = "StatusPageErrors"
+#: Every metric the promoter emits, in the namespace above.
+METRIC_NAMES = (
+    METRIC_PROMOTIONS_SUCCEEDED,
+    METRIC_PROMOTIONS_REJECTED,
+    METRIC_REJECTIONS_BY_REASON,
+    METRIC_INTEGRITY_REJECTIONS,
+    METRIC_FILES_COPIED,
+    METRIC_BYTES_COPIED,
+    METRIC_PROMOTION_LATENCY,
+    METRIC_PROMOTION_ERRORS,
+    METRIC_INDEX_BUSY,
+    METRIC_POISON_MESSAGES,
+    METRIC_STATUS_PAGE_ERRORS,
+)
 
 #: ARN of the fan-out promotion state machine (Step Functions); unset: every run is promoted
 #: in one invocation.

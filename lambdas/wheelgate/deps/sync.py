@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import IO, Literal
 from urllib.parse import urlsplit
 
-from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import InstalledFile, Outcome
 from wheelgate.core.objects import ObjectInfo
@@ -47,7 +46,8 @@ from wheelgate.staging.stage import (
     stage,
     staged_sets,
 )
-from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT, AccessError, Bucket, PreconditionFailed
+from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 #: Download read size: large enough for throughput, small enough to keep memory flat.
 CHUNK_BYTES = 1024 * 1024
@@ -283,8 +283,10 @@ def sync_file(
     progress: Progress | None = None,
     single_request_limit: int = SINGLE_REQUEST_LIMIT,
 ) -> Row:
-    """Cache one file (see the module docstring); never raises for the entry's own failure,
-    which is returned as a ``failed`` row."""
+    """Cache one file (see the module docstring); never raises for the entry's own failure (a
+    download that failed, other bytes at its key), which is returned as a ``failed`` row. A
+    storage error (:mod:`wheelgate.storage.errors`) is raised: it is the bucket's, not the
+    entry's, and ends the sync with exit 4."""
     started = time.monotonic()
     where = f"s3://{bucket.name}/{target.key}"
 
@@ -329,8 +331,6 @@ def sync_file(
         return row("uploaded", size)
     except DownloadError as exc:
         return row("failed", detail=str(exc))
-    except (AccessError, TransientError) as exc:
-        return row("failed", detail=f"storage: {exc}")
 
 
 def sync_files(
@@ -507,16 +507,16 @@ def report_mirror(
     commit: str,
     review_url: str,
     wheels: Sequence[WheelTarget],
-) -> int:
+) -> str | None:
     """Write the mirror run's manifest: everything staged for ``run_id``, each set with the one
     test ``deps-review`` passed at ``review_url``. A mirror run installs nothing: the review's
     evidence is the reviewed pins, the SHA-256 of each of ``wheels`` bound for the set's index
-    directory (the promoter releases only staged files of those bytes). Returns the number of
-    sets (0: nothing staged, no manifest written). Raises ``ValueError`` for an invalid commit
-    or URL."""
+    directory (the promoter releases only staged files of those bytes). Returns the manifest's
+    SHA-256, whose decision to wait for (``None``: nothing staged, no manifest written). Raises
+    ``ValueError`` for an invalid commit or URL."""
     staged = staged_sets(staging, run_id)
     if not staged:
-        return 0
+        return None
     tests = [
         TestSpec(
             index,
@@ -533,8 +533,6 @@ def report_mirror(
         )
         for index in staged
     ]
-    manifest = build_manifest(run_id=run_id, commit=commit, staged=staged, tests=tests)
-    staging.put(
-        STAGING.manifest(run_id), manifest.to_json().encode(), content_type="application/json"
-    )
-    return len(manifest.sets)
+    body = build_manifest(run_id=run_id, commit=commit, staged=staged, tests=tests).to_json()
+    staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
+    return hashlib.sha256(body.encode()).hexdigest()

@@ -47,7 +47,10 @@ from wheelgate.core.settings import (
     FANOUT_LEASE_BUSY_RETRY_SECONDS,
     FANOUT_STEP_FIELD,
     LEASE_BUSY_RETRY_SECONDS,
+    METRIC_INDEX_BUSY,
+    METRIC_POISON_MESSAGES,
     METRIC_PROMOTION_ERRORS,
+    METRIC_STATUS_PAGE_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
     PromoterSettings,
@@ -75,8 +78,6 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 
 #: S3 sends this once when a notification is configured; it names no object.
 S3_TEST_EVENT = "s3:TestEvent"
-#: A promotion that found its index directory leased (retried soon; no alarm watches it).
-METRIC_INDEX_BUSY = "IndexBusy"
 
 
 #: What the handler works with: the promotion service and the status site's store.
@@ -223,7 +224,7 @@ def record_handler(record: SQSRecord, parts: Callable[[], Parts] = promoter) -> 
         events = manifest_events(record.body, service.settings.staging_bucket)
     except ValueError:
         logger.exception("poison message: retried, then moved to the dead-letter queue")
-        metrics.add_metric(name="PoisonMessages", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name=METRIC_POISON_MESSAGES, unit=MetricUnit.Count, value=1)
         raise
     for event in events:
         logger.append_keys(manifest_key=event.key)
@@ -254,7 +255,7 @@ def record_handler(record: SQSRecord, parts: Callable[[], Parts] = promoter) -> 
         except Exception:
             # Best effort: the decision is made and recorded; the next one rewrites the pages.
             logger.exception("status page not updated", extra={"run_id": result.run_id})
-            metrics.add_metric(name="StatusPageErrors", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name=METRIC_STATUS_PAGE_ERRORS, unit=MetricUnit.Count, value=1)
         decision = {
             "run_id": result.run_id,
             "state": result.state.value,

@@ -3,10 +3,12 @@ Powertools).
 
 :class:`DecisionMetrics` is the service's
 :class:`~wheelgate.promotion.observer.DecisionObserver`, so a metric counts a decision once,
-when it is recorded, never a redelivery of it. Counts that alarms watch (``PromotionsSucceeded``,
-``PromotionsRejected``) and the copy and latency metrics go into the invocation's metric set,
-which carries only the ``service`` dimension; the count by reason is written as a metric of its
-own (``single_metric``) so its ``reason`` dimension never lands on the others.
+when it is recorded, never a redelivery of it. The counts (``PromotionsSucceeded``,
+``PromotionsRejected``, and ``IntegrityRejections``, the one the stack's alarm watches: a
+rejection for one of ``INTEGRITY_REASONS`` or an untrusted write) and the copy and latency
+metrics go into the invocation's metric set, which carries only the ``service`` dimension; the
+count by reason is written as a metric of its own (``single_metric``) so its ``reason``
+dimension never lands on the others.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 from aws_lambda_powertools import Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 
+from wheelgate.core.errors import is_integrity_reason
 from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.settings import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
+    METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_LATENCY,
     METRIC_PROMOTIONS_REJECTED,
     METRIC_PROMOTIONS_SUCCEEDED,
@@ -44,8 +48,9 @@ class DecisionMetrics:
     def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
         """Count ``record``'s latest decision. A promotion adds one ``PromotionsSucceeded``,
         the files and bytes it copied, and its latency when it published pages; a rejection
-        adds one ``PromotionsRejected`` and one ``RejectionsByReason`` with its reason.
-        A pending entry adds nothing. Raises ``ValueError`` for a record with no history."""
+        adds one ``PromotionsRejected`` and one ``RejectionsByReason`` with its reason, and
+        one ``IntegrityRejections`` when that reason is an integrity reason. A pending entry
+        adds nothing. Raises ``ValueError`` for a record with no history."""
         decision = latest_decision(record)
         if decision.state is State.PROMOTED:
             self._count(METRIC_PROMOTIONS_SUCCEEDED, 1)
@@ -60,6 +65,8 @@ class DecisionMetrics:
                 )
         elif decision.state is State.REJECTED:
             self._count(METRIC_PROMOTIONS_REJECTED, 1)
+            if is_integrity_reason(decision.reason):
+                self._count(METRIC_INTEGRITY_REJECTIONS, 1)
             with single_metric(
                 name=METRIC_REJECTIONS_BY_REASON,
                 unit=MetricUnit.Count,
@@ -71,6 +78,11 @@ class DecisionMetrics:
                 },
             ):
                 pass
+
+    def ignored(self, record: PromotionRecord) -> None:
+        """Count an untrusted write, noted without deciding the run: one
+        ``IntegrityRejections`` (someone wrote a manifest who may not)."""
+        self._count(METRIC_INTEGRITY_REJECTIONS, 1)
 
     def _count(self, name: str, value: int) -> None:
         self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)

@@ -109,8 +109,11 @@ class Demo:
             *(["--installed", f"{test}={installed}"] if installed else []),
         )
         self.step(f"run {run}: reported test {result}", reported.returncode == 0, started)
+        written = json.loads(reported.stdout)["manifest_sha256"]
         started = time.monotonic()
-        status = self.wheelgate("status", run, "--wait", "60", check=False)
+        status = self.wheelgate(
+            "status", run, "--wait", "60", "--manifest-sha256", written, check=False
+        )
         return status.returncode, json.loads(status.stdout), started
 
     def pip_install(

@@ -38,6 +38,7 @@ from wheelgate.core.settings import (
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
+    ENV_LISTING_RETENTION,
     ENV_MANIFEST_QUEUE_URL,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
@@ -307,6 +308,9 @@ class LocalStack:
     Without ``run_loop`` nothing consumes the queue (tests deliver events to the handler
     themselves). ``fanout_min_files`` turns fan-out promotion on from that many files to copy,
     its executions run in this process (``None``: off, every run in one invocation).
+    ``listing_retention`` is the value of ``WHEELGATE_LISTING_RETENTION`` (``listing_retention``
+    of cdk.json, as JSON) for the promoter and, through the ready line's environment, for the
+    CLI's ``index rebuild``; ``None`` leaves the variable as it is (unset: every version listed).
     """
 
     s3_port: int = 0
@@ -320,6 +324,7 @@ class LocalStack:
     verbose: bool = False
     run_loop: bool = True
     fanout_min_files: int | None = None
+    listing_retention: str | None = None
     handler: LambdaHandler | None = None
     env: dict[str, str] = field(default_factory=dict)
     staging_url: str = ""
@@ -372,6 +377,8 @@ class LocalStack:
         }
         if self.allowed_indexes:
             self.env[ENV_ALLOWED_INDEXES] = json.dumps(list(self.allowed_indexes))
+        if self.listing_retention is not None:
+            self.env[ENV_LISTING_RETENTION] = self.listing_retention
         if self.fanout_min_files is not None:
             self._fan_out(self.fanout_min_files)
         os.environ.update(self.env)

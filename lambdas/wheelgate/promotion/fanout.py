@@ -66,7 +66,8 @@ from wheelgate.promotion.recorder import (
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verify import SetVerifier, VerifiedSet
-from wheelgate.storage.bucket import Bucket, PreconditionFailed
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 _JSON = "application/json"
 #: Step Functions execution names: at most 80 characters of these.

@@ -86,7 +86,8 @@ from wheelgate.promotion.fanout import FanoutJobs, MessageSender
 from wheelgate.promotion.override import PromotionFlow
 from wheelgate.promotion.recorder import ImportOutcome, RecordStore, build_record, rejected_record
 from wheelgate.promotion.verify import SetVerifier, VerifiedSet, wheel_identity
-from wheelgate.storage.bucket import Bucket, PreconditionFailed
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import LEASE_SECONDS
-from wheelgate.storage.bucket import Bucket, PreconditionFailed
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 _CONTENT_TYPE = "application/json"
 

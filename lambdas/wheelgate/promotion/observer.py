@@ -2,10 +2,11 @@
 
 The promoter tells its observer of every new promoted or rejected decision exactly once, at
 the point the decision is recorded: a run promoted or rejected, a yank applied, an override
-request decided. It tells nothing of a redelivered manifest whose decision is already recorded,
-of an untrusted write noted as pending, or of a transient failure (the message is retried and
-decided later). Metrics hang off this interface (``wheelgate.lambda_function.telemetry``), so
-every flow that decides a run, the fan-out state machine's steps included, counts the same way.
+request decided; and, apart (``ignored``), of each new untrusted write noted as pending, which
+decides nothing. It tells nothing of a redelivered manifest whose decision (or note) is already
+recorded, or of a transient failure (the message is retried and decided later). Metrics hang
+off this interface (``wheelgate.lambda_function.telemetry``), so every flow that decides a run,
+the fan-out state machine's steps included, counts the same way.
 """
 
 from __future__ import annotations
@@ -66,11 +67,18 @@ class DecisionObserver(Protocol):
 
     def decided(self, record: PromotionRecord, stats: DecisionStats) -> None: ...
 
+    def ignored(self, record: PromotionRecord) -> None:
+        """Called once per new untrusted write, after ``record`` (whose last history entry is
+        its pending ``untrusted-writer`` note) was saved. Must not raise either."""
+
 
 class NoObserver:
     """An observer that ignores every decision (the default: tests, the CLI)."""
 
     def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
+        return None
+
+    def ignored(self, record: PromotionRecord) -> None:
         return None
 
 

@@ -57,12 +57,8 @@ from wheelgate.promotion.recorder import (
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verify import SetVerifier
 from wheelgate.promotion.yanking import YankRoute
-from wheelgate.storage.bucket import (
-    MULTIPART_PART_SIZE,
-    SINGLE_REQUEST_LIMIT,
-    Bucket,
-    PreconditionFailed,
-)
+from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 
 def _now() -> datetime:
@@ -329,8 +325,11 @@ class PromotionService:
             actor=actor,
         )
         if existing is not None and existing.state is not State.PENDING:
-            return self.records.save(existing.with_entry(note))
-        return self.records.save(build_record(existing, note, run_id=run_id))
+            noted = self.records.save(existing.with_entry(note))
+        else:
+            noted = self.records.save(build_record(existing, note, run_id=run_id))
+        self.observer.ignored(noted)
+        return noted
 
     def _reject(
         self,

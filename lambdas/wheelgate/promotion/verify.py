@@ -50,7 +50,8 @@ from wheelgate.core.wheelmeta import (
 )
 from wheelgate.index.pages import IndexEntry, ProjectPage
 from wheelgate.index.store import IndexStore
-from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
+from wheelgate.storage.bucket import Bucket, S3RangeReader
+from wheelgate.storage.errors import PreconditionFailed
 
 
 def nightly_entry(page: tuple[ProjectPage, str | None], filename: str) -> IndexEntry | None:

@@ -55,7 +55,8 @@ from wheelgate.core.wheelrecord import (
     wheel_content,
 )
 from wheelgate.staging.stage import sha256_file
-from wheelgate.storage.bucket import Bucket, PreconditionFailed, S3RangeReader
+from wheelgate.storage.bucket import Bucket, S3RangeReader
+from wheelgate.storage.errors import PreconditionFailed
 
 SCHEMA_ENVIRONMENT_V1 = "wheelgate/environment/v1"
 #: A RECORD of 200,000 files is about 30 MB.

@@ -61,8 +61,8 @@ from wheelgate.storage.bucket import (
     MULTIPART_PART_SIZE,
     SINGLE_REQUEST_LIMIT,
     Bucket,
-    PreconditionFailed,
 )
+from wheelgate.storage.errors import PreconditionFailed
 
 _HASH_CHUNK = 8 * 1024 * 1024
 
@@ -91,13 +91,37 @@ def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> st
     return digest.hexdigest()
 
 
+def _expanded(paths: Sequence[Path], problems: list[str]) -> list[Path]:
+    """``paths`` with each directory replaced by the entries directly in it, in name order
+    (``dist/``: the build's wheels and sdists). An empty directory, or one entry of it that is
+    itself a directory, is a problem added to ``problems``; any other entry is checked as a file
+    given by its path would be (so a file that is not a distribution is refused by name)."""
+    files: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        entries = sorted(path.iterdir())
+        if not entries:
+            problems.append(f"{path}: an empty directory; no wheels or sdists in it")
+        for entry in entries:
+            if entry.is_dir():
+                problems.append(
+                    f"{entry}: a directory in {path}; give it as an argument of its own"
+                )
+            else:
+                files.append(entry)
+    return files
+
+
 def inspect_files(paths: Sequence[Path]) -> list[LocalArtifact]:
     """Check every file before anything is uploaded: it exists, has a valid distribution name,
-    and (for a wheel) readable core metadata. Raises :class:`StageError` listing all problems."""
+    and (for a wheel) readable core metadata. A directory stands for the files directly in it
+    (every one must be a wheel or an sdist). Raises :class:`StageError` listing all problems."""
     problems: list[str] = []
     artifacts: list[LocalArtifact] = []
     seen: set[str] = set()
-    for path in paths:
+    for path in _expanded(paths, problems):
         if not path.is_file():
             problems.append(f"{path}: no such file")
             continue

@@ -440,13 +440,21 @@ def human_size(size: int) -> str:
     return f"{value:.1f} GiB"
 
 
-def _time(at: str) -> str:
+def shown_time(at: str) -> tuple[str, str] | None:
+    """A record's time ``at`` as people read it (``2026-11-30 04:00 UTC``) and as machines do
+    (``2026-11-30T04:00:12Z``); ``None`` when it is not a time."""
     try:
         moment = parse_upload_time(at).astimezone(UTC)
     except ValueError:
+        return None
+    return moment.strftime("%Y-%m-%d %H:%M UTC"), moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _time(at: str) -> str:
+    shown = shown_time(at)
+    if shown is None:
         return _e(at or "unknown time")
-    shown = moment.strftime("%Y-%m-%d %H:%M UTC")
-    return f'<time datetime="{_e(moment.strftime("%Y-%m-%dT%H:%M:%SZ"))}">{shown}</time>'
+    return f'<time datetime="{_e(shown[1])}">{shown[0]}</time>'
 
 
 def _link(url: str | None, content: str) -> str:

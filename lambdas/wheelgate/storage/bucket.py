@@ -1,12 +1,15 @@
 """S3 adapters. Every class takes a boto3 client; nothing here reads the environment.
 
-Errors are translated at this boundary: a missing object is ``None``, a lost conditional write
-is :class:`PreconditionFailed`, throttling and server errors are :class:`TransientError`.
+Errors are translated at this boundary (:mod:`wheelgate.storage.errors`), for the call and for
+reading its response body alike: a missing object is ``None``, a lost conditional write is
+:class:`PreconditionFailed`, an unreachable endpoint, a timeout, throttling and server errors
+are :class:`StorageUnavailable` (a ``TransientError``), a refusal is :class:`AccessError`.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import random
 from collections.abc import Callable, Iterator, Mapping
@@ -17,15 +20,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlencode
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from wheelgate.core.errors import TransientError
 from wheelgate.core.objects import (
     META_SHA256,
     ListedObject,
     ObjectInfo,
     sha256_b64_to_hex,
     sha256_hex_to_b64,
+)
+from wheelgate.storage.errors import (
+    PreconditionFailed,
+    endpoint_of,
+    error_code,
+    http_status,
+    translated,
 )
 
 if TYPE_CHECKING:
@@ -39,20 +48,6 @@ SINGLE_REQUEST_LIMIT = 5 * 1024**3
 MULTIPART_PART_SIZE = 512 * 1024**2
 
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchVersion"}
-_PRECONDITION = {"412", "PreconditionFailed", "ConditionalRequestConflict", "409"}
-_TRANSIENT = {
-    "500",
-    "502",
-    "503",
-    "504",
-    "SlowDown",
-    "InternalError",
-    "ServiceUnavailable",
-    "RequestTimeout",
-    "Throttling",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-}
 
 
 def retry_delay(attempt: int) -> float:
@@ -79,30 +74,10 @@ class Copied:
     sha256: str | None
 
 
-class PreconditionFailed(Exception):
-    """A conditional write lost: the object exists (If-None-Match) or changed (If-Match)."""
-
-
-class AccessError(Exception):
-    """S3 refused the request (permissions, missing bucket); names bucket and key."""
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _status(exc: ClientError) -> str:
-    return str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-
-
-def translate(exc: ClientError, bucket: str, key: str) -> Exception:
-    """Map a botocore error to the adapter's exceptions."""
-    code, status = _code(exc), _status(exc)
-    if code in _PRECONDITION or status in ("412", "409"):
-        return PreconditionFailed(f"s3://{bucket}/{key}: {code or status}")
-    if code in _TRANSIENT or status.startswith("5"):
-        return TransientError(f"s3://{bucket}/{key}: {code or status} (will retry)")
-    return AccessError(f"s3://{bucket}/{key}: {code or status}: {exc}")
+def s3_translated(client: S3Client, operation: str, bucket: str, key: str) -> Any:
+    """:func:`~wheelgate.storage.errors.translated` for ``operation`` on ``s3://bucket/key``
+    through ``client``'s endpoint."""
+    return translated(operation, f"s3://{bucket}/{key}", endpoint_of(client))
 
 
 class S3RangeReader:
@@ -125,16 +100,14 @@ class S3RangeReader:
         if length <= 0:
             return b""
         end = min(start + length, self._size) - 1
-        try:
+        with s3_translated(self._client, "GetObject", self._bucket, self._key):
             response = self._client.get_object(
                 Bucket=self._bucket,
                 Key=self._key,
                 Range=f"bytes={start}-{end}",
                 IfMatch=self._etag,
             )
-        except ClientError as exc:
-            raise translate(exc, self._bucket, self._key) from exc
-        data = response["Body"].read()
+            data = response["Body"].read()
         self.requests += 1
         self.bytes_read += len(data)
         return data
@@ -175,13 +148,21 @@ class Bucket:
         self.client = client
         self.name = name
 
+    def _translated(self, operation: str, key: str) -> Any:
+        """Translate botocore's errors of ``operation`` on ``key`` (a context manager)."""
+        return s3_translated(self.client, operation, self.name, key)
+
     def _call(self, key: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
-        try:
-            return fn(Bucket=self.name, Key=key, **kwargs)
-        except ClientError as exc:
-            if _code(exc) in _NOT_FOUND or _status(exc) == "404":
-                return None
-            raise translate(exc, self.name, key) from exc
+        """``fn`` (a client method) on ``key``: its response, or ``None`` for no such object."""
+        operation = self.client.meta.method_to_api_mapping.get(fn.__name__, fn.__name__)
+        with self._translated(operation, key):
+            try:
+                return fn(Bucket=self.name, Key=key, **kwargs)
+            except ClientError as exc:
+                code = error_code(exc)
+                if code in _NOT_FOUND or (http_status(exc) == "404" and code != "NoSuchBucket"):
+                    return None
+                raise
 
     def head(self, key: str) -> ObjectInfo | None:
         response = self._call(key, self.client.head_object, ChecksumMode="ENABLED")
@@ -213,8 +194,9 @@ class Bucket:
             raise PreconditionFailed(key)
         digest = hashlib.sha256()
         body = response["Body"]
-        while data := body.read(chunk):
-            digest.update(data)
+        with self._translated("GetObject", key):
+            while data := body.read(chunk):
+                digest.update(data)
         return digest.hexdigest()
 
     def get(self, key: str, *, if_match: str | None = None) -> tuple[bytes, str] | None:
@@ -224,13 +206,14 @@ class Bucket:
         response = self._call(key, self.client.get_object, **condition)
         if response is None:
             return None
-        return response["Body"].read(), str(response["ETag"])
+        with self._translated("GetObject", key):
+            return response["Body"].read(), str(response["ETag"])
 
     def list(self, prefix: str, *, direct: bool = False) -> Iterator[ListedObject]:
         """Objects under ``prefix``; with ``direct``, only those directly in it (not in its
         "subfolders"), so the cost does not grow with what the subfolders hold."""
         paginator = self.client.get_paginator("list_objects_v2")
-        try:
+        with self._translated("ListObjectsV2", prefix):
             pages = (
                 paginator.paginate(Bucket=self.name, Prefix=prefix, Delimiter="/")
                 if direct
@@ -241,8 +224,6 @@ class Bucket:
                     yield ListedObject(
                         item["Key"], int(item["Size"]), str(item["ETag"]), item.get("LastModified")
                     )
-        except ClientError as exc:
-            raise translate(exc, self.name, prefix) from exc
 
     def put(
         self,
@@ -284,10 +265,8 @@ class Bucket:
             kwargs["ObjectLockRetainUntilDate"] = lock.until
         if tags:
             kwargs["Tagging"] = urlencode(tags)
-        try:
+        with self._translated("PutObject", key):
             response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
-        except ClientError as exc:
-            raise translate(exc, self.name, key) from exc
         return str(response["ETag"])
 
     def commit(
@@ -344,21 +323,18 @@ class Bucket:
         meta = {**metadata, META_SHA256: sha256}
         condition = {"IfNoneMatch": "*"} if if_none_match else {}
         if size <= single_request_limit:
-            with path.open("rb") as handle:
-                try:
-                    self.client.put_object(
-                        Bucket=self.name,
-                        Key=key,
-                        Body=ProgressReader(handle, progress),  # type: ignore[arg-type]
-                        ContentLength=size,
-                        ContentType=content_type,
-                        ChecksumAlgorithm="SHA256",
-                        ChecksumSHA256=sha256_hex_to_b64(sha256),
-                        Metadata=meta,
-                        **condition,  # type: ignore[arg-type]
-                    )
-                except ClientError as exc:
-                    raise translate(exc, self.name, key) from exc
+            with path.open("rb") as handle, self._translated("PutObject", key):
+                self.client.put_object(
+                    Bucket=self.name,
+                    Key=key,
+                    Body=ProgressReader(handle, progress),  # type: ignore[arg-type]
+                    ContentLength=size,
+                    ContentType=content_type,
+                    ChecksumAlgorithm="SHA256",
+                    ChecksumSHA256=sha256_hex_to_b64(sha256),
+                    Metadata=meta,
+                    **condition,  # type: ignore[arg-type]
+                )
             return
         self._multipart_upload(path, key, size, content_type, meta, progress, part_size, condition)
 
@@ -373,7 +349,7 @@ class Bucket:
         part_size: int,
         condition: Mapping[str, str],
     ) -> None:
-        try:
+        with self._translated("multipart upload", key):
             upload = self.client.create_multipart_upload(
                 Bucket=self.name,
                 Key=key,
@@ -411,10 +387,15 @@ class Bucket:
                     **condition,  # type: ignore[arg-type]
                 )
             except BaseException:
-                self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
+                self._abort(key, upload_id)
                 raise
-        except ClientError as exc:
-            raise translate(exc, self.name, key) from exc
+
+    def _abort(self, key: str, upload_id: str) -> None:
+        """Abort a multipart upload that failed. Best effort: the failure that led here is
+        what the caller must see; an upload left behind is removed by the bucket's
+        incomplete-upload lifecycle rule."""
+        with contextlib.suppress(ClientError, BotoCoreError):
+            self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
 
     def copy_in(
         self,
@@ -449,7 +430,7 @@ class Bucket:
             }
         )
         if size <= single_request_limit:
-            try:
+            with self._translated("CopyObject", key):
                 response = self.client.copy_object(
                     Bucket=self.name,
                     Key=key,
@@ -459,8 +440,6 @@ class Bucket:
                     ChecksumAlgorithm="SHA256",
                     **replaced,
                 )
-            except ClientError as exc:
-                raise translate(exc, self.name, key) from exc
             result = response.get("CopyObjectResult", {})
             checksum = result.get("ChecksumSHA256")
             return Copied(
@@ -483,7 +462,7 @@ class Bucket:
         head = source.head(source_key)
         if head is None or head.etag != source_etag:
             raise PreconditionFailed(f"s3://{source.name}/{source_key} changed during the copy")
-        try:
+        with self._translated("multipart copy", key):
             upload = self.client.create_multipart_upload(
                 Bucket=self.name,
                 Key=key,
@@ -518,7 +497,5 @@ class Bucket:
                 )
                 return str(completed["ETag"])
             except BaseException:
-                self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
+                self._abort(key, upload_id)
                 raise
-        except ClientError as exc:
-            raise translate(exc, self.name, key) from exc

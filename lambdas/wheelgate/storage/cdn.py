@@ -1,4 +1,6 @@
-"""CloudFront invalidation adapter."""
+"""CloudFront invalidation adapter. Errors are translated here (:mod:`wheelgate.storage.errors`):
+an unreachable endpoint, a timeout or throttling is :class:`StorageUnavailable`, a refusal
+:class:`AccessError`; either fails the promoter's message, which is retried."""
 
 from __future__ import annotations
 
@@ -7,9 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from botocore.exceptions import ClientError
-
-from wheelgate.core.errors import TransientError
+from wheelgate.storage.errors import endpoint_of, translated
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudfront import CloudFrontClient
@@ -32,7 +32,8 @@ class CloudFrontInvalidator:
         self._client = client
 
     def invalidate(self, distribution_id: str, keys: Sequence[str]) -> list[str]:
-        """Invalidate the pages at ``keys``; return the invalidation ids."""
+        """Invalidate the pages at ``keys``; return the invalidation ids. Raises the storage
+        errors of :mod:`wheelgate.storage.errors`."""
         paths = paths_for_keys(keys)
         ids = []
         for start in range(0, len(paths), MAX_PATHS_PER_INVALIDATION):
@@ -40,7 +41,8 @@ class CloudFrontInvalidator:
             reference = hashlib.sha256(
                 ("\n".join(chunk) + str(time.time_ns())).encode()
             ).hexdigest()[:32]
-            try:
+            target = f"distribution {distribution_id}"
+            with translated("CreateInvalidation", target, endpoint_of(self._client)):
                 response = self._client.create_invalidation(
                     DistributionId=distribution_id,
                     InvalidationBatch={
@@ -48,9 +50,5 @@ class CloudFrontInvalidator:
                         "CallerReference": reference,
                     },
                 )
-            except ClientError as exc:
-                raise TransientError(
-                    f"CloudFront invalidation on {distribution_id} failed: {exc}"
-                ) from exc
             ids.append(str(response["Invalidation"]["Id"]))
         return ids

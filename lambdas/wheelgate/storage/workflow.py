@@ -1,7 +1,9 @@
 """Step Functions and SQS adapters of fan-out promotion: start an execution, send a message.
 
-Each takes its boto3 client; errors are translated here: anything the service refuses is a
-:class:`~wheelgate.core.errors.TransientError` (the caller's message or step is retried).
+Each takes its boto3 client; errors are translated here (:mod:`wheelgate.storage.errors`): an
+unreachable endpoint, a timeout or throttling is :class:`StorageUnavailable` (a
+:class:`~wheelgate.core.errors.TransientError`), a refusal :class:`AccessError`; either way the
+caller's message or step fails and is retried.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from wheelgate.core.errors import TransientError
+from wheelgate.storage.errors import endpoint_of, error_code, translated
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -48,8 +50,8 @@ class StepFunctionsLauncher:
         lets the state machine skip an empty hash map); return its ARN.
 
         An execution of that name that exists already (a redelivered manifest) counts as
-        started: Step Functions keeps a name for 90 days after its execution ends. Raises
-        :class:`TransientError` when Step Functions refuses.
+        started: Step Functions keeps a name for 90 days after its execution ends. Raises the
+        storage errors of :mod:`wheelgate.storage.errors`.
         """
         payload = json.dumps(
             {
@@ -60,14 +62,16 @@ class StepFunctionsLauncher:
                 "hash_items": hash_items,
             }
         )
-        try:
-            response = self._client.start_execution(
-                stateMachineArn=self.state_machine_arn, name=job_id, input=payload
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+        target = f"execution {job_id} of {self.state_machine_arn}"
+        with translated("StartExecution", target, endpoint_of(self._client)):
+            try:
+                response = self._client.start_execution(
+                    stateMachineArn=self.state_machine_arn, name=job_id, input=payload
+                )
+            except ClientError as exc:
+                if error_code(exc) != "ExecutionAlreadyExists":
+                    raise
                 return execution_arn(self.state_machine_arn, job_id)
-            raise TransientError(f"execution {job_id} not started: {exc}") from exc
         return str(response["executionArn"])
 
 
@@ -78,8 +82,6 @@ class SqsSender:
         self._client = client
 
     def send(self, queue_url: str, body: str) -> None:
-        """Send ``body``; raise :class:`TransientError` when SQS refuses."""
-        try:
+        """Send ``body``; raises the storage errors of :mod:`wheelgate.storage.errors`."""
+        with translated("SendMessage", queue_url, endpoint_of(self._client)):
             self._client.send_message(QueueUrl=queue_url, MessageBody=body)
-        except ClientError as exc:
-            raise TransientError(f"message not sent to {queue_url}: {exc}") from exc

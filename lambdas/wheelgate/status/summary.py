@@ -1,0 +1,161 @@
+"""What an operator reads on a terminal: one run's decision in a few lines
+(``wheelgate status``), and the recent decisions the status site keeps (``wheelgate runs``).
+
+Pure functions. A run's summary is rendered from its record (the same one ``--json`` prints);
+the recent decisions come from the status site's state (``status/state.json``,
+:mod:`wheelgate.status.page`), which keeps the last :data:`~wheelgate.status.page.MAX_DECISIONS`
+decisions of each index directory and the last :data:`~wheelgate.status.page.MAX_REJECTIONS`
+rejections: no record is listed or read to answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from wheelgate.core.records import PromotionRecord, SetOutcome, State
+from wheelgate.status.page import Kind, StatusState, human_size, shown_time
+
+#: Files listed per set on a terminal; ``--json`` has them all.
+MAX_FILES_SHOWN = 20
+#: Characters of a decision's message in a listing row.
+MAX_MESSAGE_SHOWN = 100
+
+
+class RecentDecision(BaseModel):
+    """One row of ``wheelgate runs``: a decision on a run in one index directory (``index``
+    ``None``: a rejection of the whole manifest, which names no directory)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: str
+    run_id: str
+    kind: Kind
+    index: str | None
+    state: State
+    reason: str | None = None
+    message: str = ""
+    commit: str | None = None
+
+
+def recent_decisions(
+    state: StatusState,
+    *,
+    index: str | None = None,
+    decided: State | None = None,
+    limit: int = 20,
+) -> list[RecentDecision]:
+    """The status site's decisions, newest first: those of directory ``index`` (default:
+    every directory, and rejections that name none), in state ``decided`` (default: any), at
+    most ``limit``."""
+    rows: dict[tuple[str, str, str | None], RecentDecision] = {
+        (d.run_id, d.at, directory): RecentDecision(
+            index=directory, **d.model_dump(exclude={"links"})
+        )
+        for directory, status in state.directories.items()
+        for d in status.decisions
+    }
+    for rejection in state.rejections:
+        key = (rejection.run_id, rejection.at, rejection.index)
+        rows.setdefault(
+            key, RecentDecision(state=State.REJECTED, **rejection.model_dump(exclude={"links"}))
+        )
+    chosen = [
+        row
+        for row in rows.values()
+        if (index is None or row.index == index) and (decided is None or row.state is decided)
+    ]
+    chosen.sort(key=lambda row: (row.at, row.run_id, row.index or ""), reverse=True)
+    return chosen[:limit]
+
+
+def _when(at: str | None) -> str:
+    shown = shown_time(at or "")
+    return shown[0] if shown else (at or "unknown time")
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_decisions(rows: Sequence[RecentDecision]) -> str:
+    """``rows`` as an aligned table, newest first as given."""
+    if not rows:
+        return "no decisions recorded (yet) that match"
+    table = [("decided", "state", "run", "index", "reason: message")]
+    for row in rows:
+        said = ": ".join(x for x in (row.reason, _cut(row.message, MAX_MESSAGE_SHOWN)) if x)
+        run = row.run_id if row.kind == "run" else f"{row.run_id} ({row.kind})"
+        table.append((_when(row.at), row.state.value, run, row.index or "-", said))
+    widths = [max(len(line[i]) for line in table) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line[:4], widths, strict=True))
+        + "  "
+        + line[4]
+        for line in table
+    )
+
+
+def _set_lines(outcome: SetOutcome) -> list[str]:
+    headline = outcome.state.value + (f" ({outcome.reason})" if outcome.reason else "")
+    lines = [f"{outcome.index}: {headline}"]
+    if outcome.message and outcome.state is not State.PROMOTED:
+        lines.append(f"  {outcome.message}")
+    if not outcome.tests:
+        lines.append("  tests: none reported")
+    for test in outcome.tests:
+        url = f"  {test['url']}" if test.get("url") else ""
+        lines.append(f"  test {test.get('name', '?')}: {test.get('result', '?')}{url}")
+    if not outcome.files:
+        lines.append("  files: none released")
+    for file in outcome.files[:MAX_FILES_SHOWN]:
+        shipped_on = f", shipped on {', '.join(file.evidence)}" if file.evidence else ""
+        lines.append(f"  file {file.filename}  {human_size(file.size)}  {file.action}{shipped_on}")
+    if len(outcome.files) > MAX_FILES_SHOWN:
+        lines.append(f"  ... and {len(outcome.files) - MAX_FILES_SHOWN} more files (--json)")
+    if outcome.delisted:
+        lines.append(f"  taken off the listing (still released): {', '.join(outcome.delisted)}")
+    return lines
+
+
+def render_run(
+    run_id: str,
+    record: PromotionRecord | None,
+    *,
+    record_url: str,
+    pending_message: str = "",
+    manifest_decision: Mapping[str, Any] | None = None,
+) -> str:
+    """A run's decision for people: its state and reason, when and from what it was decided,
+    each set with its tests and files, and where its record is (``record_url``). Without a
+    record, the run is pending with ``pending_message``. ``manifest_decision`` is what became
+    of the manifest ``status`` was asked about (``--manifest-sha256``), when it was."""
+    if record is None:
+        lines = [f"run {run_id}: pending", f"  {pending_message}"]
+    else:
+        headline = record.state.value + (f" ({record.reason})" if record.reason else "")
+        lines = [f"run {run_id}: {headline}"]
+        if record.message:
+            lines.append(f"  {record.message}")
+        facts = [f"decided {_when(record.decided_at)}" if record.decided_at else "not decided"]
+        if record.commit:
+            facts.append(f"commit {record.commit}")
+        if record.manifest_sha256:
+            facts.append(f"manifest sha256 {record.manifest_sha256[:16]}")
+        if record.override:
+            facts.append(
+                f"overridden by {record.override.get('by')}: {record.override.get('reason')}"
+            )
+        lines.append("  " + "; ".join(facts))
+    if manifest_decision is not None:
+        sha256 = str(manifest_decision.get("manifest_sha256", ""))[:16]
+        said = [str(manifest_decision.get("state"))]
+        said += [str(v) for k in ("reason", "message") if (v := manifest_decision.get(k))]
+        lines.append(f"  manifest {sha256} (asked about): {': '.join(said)}")
+    for outcome in record.sets if record is not None else []:
+        lines += ["", *_set_lines(outcome)]
+    lines += ["", f"record: {record_url}"]
+    return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""An operator's view through ``wheelgate local``: ``wheelgate status`` prints a summary for
+people on a terminal (a pseudo-terminal here) and JSON to a pipe or with ``--json``;
+``wheelgate runs`` lists recent decisions, newest first, from the status site's state."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import LocalProcess, installed
+from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.local.stack import STAGING_BUCKET
+
+FIRST, SECOND = "ops-view/a", "ops-view/b"
+URL = "https://github.com/example/project/actions/runs/{run}"
+
+
+def on_a_terminal(local: LocalProcess, *argv: str) -> tuple[int, str]:
+    """``wheelgate ARGV`` with its stdout on a pseudo-terminal, as an operator runs it."""
+    primary, secondary = os.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "wheelgate", *argv],
+        stdout=secondary,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **local.env},
+    )
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            data = os.read(primary, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(primary)
+    code = process.wait(timeout=60)
+    return code, b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def decide(local: LocalProcess, run: str, index: str, wheel: Path, result: str) -> str:
+    """Stage ``wheel`` as ``run`` in ``index``, report its test ``result`` and wait for the
+    decision about that manifest; the manifest's SHA-256."""
+    commit = run[-1] * 40
+    staged = local.wheelgate(
+        "stage", "--run-id", run, "--index", index, "--commit", commit, str(wheel)
+    )
+    assert staged.returncode == 0, staged.stderr
+    reported = local.wheelgate(
+        *("report", "--run-id", run, "--commit", commit),
+        *("--test", f"{index}:smoke={result}@{URL.format(run=run)}"),
+        *installed(index, "smoke", [wheel]),
+    )
+    assert reported.returncode == 0, reported.stderr
+    sha256 = json.loads(reported.stdout)["manifest_sha256"]
+    waited = local.wheelgate("status", run, "--wait", "60", "--manifest-sha256", sha256)
+    assert waited.returncode in (0, 1), waited.stdout + waited.stderr
+    return str(sha256)
+
+
+@pytest.fixture(scope="module")
+def decided(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Given run ops-1 promoted and then run ops-2 rejected in FIRST, and run ops-3 promoted
+    in SECOND (in that order)."""
+    wheels = tmp_path_factory.mktemp("ops-wheels")
+    one = build_wheel(wheels, "ops-one", "1.0")
+    two = build_wheel(wheels, "ops-one", "2.0")
+    three = build_wheel(wheels, "ops-three", "1.0")
+    return {
+        "ops-1": (decide(local, "ops-1", FIRST, one, "passed"), one),
+        "ops-2": (decide(local, "ops-2", FIRST, two, "failed"), two),
+        "ops-3": (decide(local, "ops-3", SECOND, three, "passed"), three),
+    }
+
+
+def test_status_on_a_terminal_is_a_summary_for_people(
+    local: LocalProcess, decided: dict[str, Any]
+) -> None:
+    # When an operator asks about the rejected run on a terminal
+    code, text = on_a_terminal(local, "status", "ops-2")
+    # Then the summary says its state and reason, its set with its test, and where the record is
+    assert code == 1
+    lines = text.splitlines()
+    assert lines[0] == "run ops-2: rejected (tests-failed)"
+    assert f"{FIRST}: rejected (tests-failed)" in lines
+    assert f"  test smoke: failed  {URL.format(run='ops-2')}" in lines
+    assert "  files: none released" in lines
+    assert lines[-1] == f"record: s3://{STAGING_BUCKET}/records/ops-2.json"
+    assert not text.lstrip().startswith("{")
+    # And the promoted run names each file it released, with the test it shipped on
+    code, text = on_a_terminal(local, "status", "ops-1")
+    _, wheel = decided["ops-1"]
+    assert code == 0
+    assert text.splitlines()[0] == "run ops-1: promoted"
+    assert any(
+        line.startswith(f"  file {wheel.name}  ") and line.endswith("copied, shipped on smoke")
+        for line in text.splitlines()
+    ), text
+
+
+def test_status_to_a_pipe_or_with_json_is_the_record(
+    local: LocalProcess, decided: dict[str, Any]
+) -> None:
+    piped = local.wheelgate("status", "ops-2")
+    assert piped.returncode == 1
+    document = json.loads(piped.stdout)
+    assert (document["run_id"], document["state"], document["reason"]) == (
+        "ops-2",
+        "rejected",
+        "tests-failed",
+    )
+    code, text = on_a_terminal(local, "status", "ops-2", "--json")
+    assert code == 1
+    assert json.loads(text) == document
+
+
+def test_runs_lists_recent_decisions_newest_first(
+    local: LocalProcess, decided: dict[str, Any]
+) -> None:
+    # When the operator lists the decisions of FIRST (JSON, as a pipe gets them)
+    listed = local.wheelgate("runs", "--index", FIRST)
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    # Then both runs are there, the later decision first
+    assert [(r["run_id"], r["index"], r["state"], r["reason"]) for r in rows] == [
+        ("ops-2", FIRST, "rejected", "tests-failed"),
+        ("ops-1", FIRST, "promoted", None),
+    ]
+    assert rows[0]["at"] > rows[1]["at"]
+    # And the filters narrow it down
+    rejected = json.loads(local.wheelgate("runs", "--state", "rejected", "--limit", "50").stdout)
+    assert {r["state"] for r in rejected} == {"rejected"}
+    assert "ops-2" in {r["run_id"] for r in rejected}
+    assert "ops-1" not in {r["run_id"] for r in rejected}
+    newest = json.loads(local.wheelgate("runs", "--index", FIRST, "--limit", "1").stdout)
+    assert [r["run_id"] for r in newest] == ["ops-2"]
+    second = json.loads(local.wheelgate("runs", "--index", SECOND).stdout)
+    assert [r["run_id"] for r in second] == ["ops-3"]
+    everything = json.loads(local.wheelgate("runs", "--limit", "200").stdout)
+    ats = [r["at"] for r in everything]
+    assert ats == sorted(ats, reverse=True)
+    assert {"ops-1", "ops-2", "ops-3"} <= {r["run_id"] for r in everything}
+
+
+def test_runs_on_a_terminal_is_a_table(local: LocalProcess, decided: dict[str, Any]) -> None:
+    code, text = on_a_terminal(local, "runs", "--index", FIRST)
+    assert code == 0
+    header, *rows = text.splitlines()
+    assert header.split() == ["decided", "state", "run", "index", "reason:", "message"]
+    assert rows[0].split()[3:6] == ["rejected", "ops-2", FIRST]
+    assert rows[1].split()[3:6] == ["promoted", "ops-1", FIRST]
+    assert "tests-failed: set" in rows[0]
