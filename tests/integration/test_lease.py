@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -69,30 +70,41 @@ def test_an_expired_lease_is_taken_over(buckets: tuple[Bucket, Bucket]) -> None:
         assert json.loads(lease[0])["run_id"] == "waiting"
 
 
+#: How many promotions race for one lease.
+TAKERS = 8
+
+
 def test_racing_takers_get_it_once(buckets: tuple[Bucket, Bucket]) -> None:
     staging, _ = buckets
-    barrier = threading.Barrier(8)
-    won: list[int] = []
-    lock = threading.Lock()
+    # Every taker starts at once, and the winner holds the lease until every taker has tried.
+    start, tried = threading.Barrier(TAKERS, timeout=30), threading.Barrier(TAKERS, timeout=30)
 
-    def take(i: int) -> None:
+    def take(i: int) -> str:
         leases = IndexLeases(staging)
-        barrier.wait()
         try:
-            with leases.hold(["lease/race"], run_id=f"r{i}"):
-                with lock:
-                    won.append(i)
-                barrier_hold.wait()
-        except LeaseBusy:
-            barrier_hold.wait()
+            start.wait()
+            try:
+                with leases.hold(["lease/race"], run_id=f"r{i}"):
+                    tried.wait()
+                    return "won"
+            except LeaseBusy:
+                tried.wait()
+                return "busy"
+        except BaseException:
+            # Any other failure must not leave the others waiting: it breaks both barriers,
+            # and future.result() below raises it.
+            start.abort()
+            tried.abort()
+            raise
 
-    barrier_hold = threading.Barrier(8)
-    threads = [threading.Thread(target=take, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert len(won) == 1
+    with ThreadPoolExecutor(max_workers=TAKERS) as pool:
+        futures = [pool.submit(take, i) for i in range(TAKERS)]
+        _, running = wait(futures, timeout=60)
+    assert not running, f"{len(running)} taker(s) still running after 60 s"
+    # Every taker ended with a result (result() raises what a taker raised)...
+    outcomes = sorted(f.result() for f in futures)
+    # ...exactly one took the lease, and every other was told it was busy
+    assert outcomes == ["busy"] * (TAKERS - 1) + ["won"]
 
 
 def test_a_promotion_waits_while_its_directory_is_leased(

@@ -116,6 +116,8 @@ def test_status_to_a_pipe_or_with_json_is_the_record(
         "rejected",
         "tests-failed",
     )
+    # where the record is, beside it (the status action's record_url)
+    assert document["record_url"] == f"s3://{STAGING_BUCKET}/records/ops-2.json"
     code, text = on_a_terminal(local, "status", "ops-2", "--json")
     assert code == 1
     assert json.loads(text) == document

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.staging.hermetic import hermetic_env
 
 INDEX = "v2/gfx94X-dcgpu"
@@ -164,9 +165,7 @@ class Demo:
             aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
         )
-        bucket = self.env["WHEELGATE_NIGHTLY_BUCKET"]
-        listing = s3.list_object_versions(Bucket=bucket)
-        return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+        return version_snapshot(s3, self.env["WHEELGATE_NIGHTLY_BUCKET"])
 
     def run(self) -> None:
         began = time.monotonic()
