@@ -25,7 +25,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.integration.test_cycle import pip
+from tests.integration.installs import pip
 from tests.integration.test_fanout import Fanout
 from tests.integration.test_promoter import Run, deliver, nightly_versions, sqs_event
 from wheelgate.core.importing import new_import_request
