@@ -6,9 +6,9 @@ nullable ones (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_ro
 ``cache_bucket_name``, ``alarm_email``, ``custom_domain``, ``waf_rate_limit``,
 ``waf_web_acl_arn``) may be ``None`` or left out, and a few have a default: ``release_tags``
 (none: tags release only when listed), ``staging_versioned`` (``false``),
-``block_all_on_failure`` (``true``), ``allow_build_tag_rereleases`` (``false``),
-``test_url_hosts`` (``github.com``), ``import_sources`` (none), ``fanout``
-(:data:`~wheelgate.core.settings.DEFAULT_FANOUT_MIN_FILES` files or
+``block_all_on_failure`` (``true``), ``allow_build_tag_rereleases`` and
+``allow_new_local_labels`` (``false``), ``test_url_hosts`` (``github.com``), ``import_sources``
+(none), ``fanout`` (:data:`~wheelgate.core.settings.DEFAULT_FANOUT_MIN_FILES` files or
 ``DEFAULT_FANOUT_MIN_BYTES`` bytes) and
 ``listing_retention`` (every version listed). ``None`` for a setting with a default means the
 default (CDK drops ``null`` context values anyway).
@@ -56,6 +56,7 @@ from wheelgate.core.settings import (
     RETENTION_MODES,
     ImportSource,
     ListingRetention,
+    NewLocalLabels,
     SettingsError,
     check_import_source,
     run_stage_window_days,
@@ -156,6 +157,15 @@ def _listing_retention(value: object) -> ListingRetention:
         raise ValueError(str(exc)) from exc
 
 
+def _new_local_labels(value: object) -> NewLocalLabels:
+    if isinstance(value, NewLocalLabels):
+        return value
+    try:
+        return NewLocalLabels.from_value(value, name=key("allow_new_local_labels"))
+    except SettingsError as exc:
+        raise ValueError(str(exc)) from exc
+
+
 _String = Annotated[str, Strict(), MinLen(1)]
 NonEmptyString = Annotated[str, Strict(), MinLen(1), Expect("a non-empty string")]
 NullableString = Annotated[
@@ -182,6 +192,13 @@ Retention = Annotated[
     PlainValidator(_listing_retention),
     PlainSerializer(lambda value: json.loads(value.to_json())),
     Expect("an object with 'default' and 'indexes'"),
+]
+
+NewLabels = Annotated[
+    NewLocalLabels,
+    PlainValidator(_new_local_labels),
+    PlainSerializer(lambda value: json.loads(value.to_json())),
+    Expect("true, false or a list of index directories"),
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
@@ -272,6 +289,8 @@ class WheelGateProps(_Settings):
     index_dirs: Strings
     required_tests: TestsByIndex
     allow_build_tag_rereleases: Flag = False
+    #: Where a labelled version may gain a new local label (``WHEELGATE_ALLOW_NEW_LOCAL_LABELS``).
+    allow_new_local_labels: NewLabels = NewLocalLabels()
     #: Hosts test URLs may point to (``WHEELGATE_TEST_URL_HOSTS``).
     test_url_hosts: Strings = DEFAULT_TEST_URL_HOSTS
     fanout: Annotated[FanOutThresholds, Expect("an object or null")] = FanOutThresholds()
@@ -411,6 +430,7 @@ class WheelGateProps(_Settings):
         for name, indexes in (
             ("required_tests", set(self.required_tests)),
             ("listing_retention.indexes", set(self.listing_retention.indexes)),
+            ("allow_new_local_labels", set(self.allow_new_local_labels.indexes)),
         ):
             unknown = sorted(indexes - set(self.index_dirs))
             if unknown:

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from wheelgate.core.settings import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
@@ -196,6 +197,7 @@ class WheelGate(Construct):
                 ENV_ALLOW_BUILD_TAG_RERELEASES: (
                     "true" if props.allow_build_tag_rereleases else "false"
                 ),
+                ENV_ALLOW_NEW_LOCAL_LABELS: props.allow_new_local_labels.to_json(),
                 ENV_TEST_URL_HOSTS: test_url_hosts,
                 # From the region and the dashboard's fixed name, not the dashboard resource:
                 # the dashboard graphs this function, so a reference back would be a cycle.

@@ -16,7 +16,9 @@ from tests.infra.synth import cdk_json_context
 from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ListingRetention,
+    NewLocalLabels,
     RetentionRule,
 )
 
@@ -267,6 +269,39 @@ def test_listing_retention_default_and_overrides_are_read() -> None:
     assert config.listing_retention.rule_for("v2/gfx94X-dcgpu") == RetentionRule(keep_versions=30)
     # An override is a whole rule: keep_versions it leaves out is null, not the default's 30.
     assert config.listing_retention.rule_for("v2/gfx950-dcgpu") == RetentionRule(keep_days=60)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("yes", r"allow_new_local_labels must be true, false or a list of index directories"),
+        (["v2/nope"], r"allow_new_local_labels names .*v2/nope"),
+    ],
+)
+def test_bad_allow_new_local_labels_is_refused_naming_the_key(value: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(allow_new_local_labels=value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (..., NewLocalLabels()),
+        (True, NewLocalLabels(everywhere=True)),
+        (["v2/gfx950-dcgpu"], NewLocalLabels(indexes=frozenset({"v2/gfx950-dcgpu"}))),
+    ],
+)
+def test_allow_new_local_labels_reaches_the_promoter_as_read(
+    value: Any, expected: NewLocalLabels
+) -> None:
+    # Left out it is false; what the stack passes is what the promoter reads back
+    props = _config(allow_new_local_labels=value)
+    assert props.allow_new_local_labels == expected
+    env = {ENV_ALLOW_NEW_LOCAL_LABELS: props.allow_new_local_labels.to_json()}
+    read = NewLocalLabels.from_value(
+        json.loads(env[ENV_ALLOW_NEW_LOCAL_LABELS]), name=ENV_ALLOW_NEW_LOCAL_LABELS
+    )
+    assert read == expected
 
 
 def test_block_all_on_failure_defaults_to_true() -> None:

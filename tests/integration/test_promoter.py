@@ -102,7 +102,9 @@ class Run:
         self.run_id, self.index, self.tmp = run_id, index, tmp
         self.files: list[Path] = []
 
-    def stage(self, *wheels: Path) -> Run:
+    def stage(self, *wheels: Path, pages: bool = True) -> Run:
+        """Stage ``wheels`` as ``wheelgate stage`` does; without ``pages``, not the run's
+        index pages (the files alone)."""
         stage(
             staging=self.staging,
             nightly=self.nightly,
@@ -111,6 +113,7 @@ class Run:
             index=self.index,
             commit=COMMIT,
             artifacts=inspect_files(list(wheels)),
+            publish_pages=pages,
         )
         self.files += wheels
         return self

@@ -19,6 +19,8 @@ Staging bucket::
     records/_jobs/<job_id>/done/<item>.json     a file copied and verified, with its page entry
     records/_jobs/<job_id>/rejection.json       a step's permanent refusal (reason and message)
     records/_jobs/<job_id>/concluded.json       the job's failed execution was concluded
+    records/_left/<index>/<filename>.json       a file a rejected run's earlier attempt copied
+                                                into nightly: never listed (index rebuild too)
 
 A run's index (``runs/<run_id>/<index>/``) is laid out exactly like a nightly directory, so
 ``pip install --index-url <staging>/runs/<run_id>/<index>/`` reads it as users read nightly. It
@@ -56,6 +58,8 @@ STATUS_PREFIX = "status/"
 LEASES_DIR = "_leases/"
 #: Under ``records/``: fan-out promotion jobs (the promoter's alone, like leases).
 JOBS_DIR = "_jobs/"
+#: Under ``records/``: files a rejected run's earlier attempt left in nightly, never listed.
+LEFT_DIR = "_left/"
 METADATA_SUFFIX = ".metadata"
 HTML_PAGE = "index.html"
 #: The full-history ("archive") index of a directory: ``<index>/_archive/``. Normalized project
@@ -252,6 +256,13 @@ class StagingLayout:
         """The promoter's lease on an index directory (``records/`` is the promoter's alone:
         the bucket policy lets no one else write there, so no one else can take the lease)."""
         return f"{RECORDS_PREFIX}{LEASES_DIR}{check_index(index)}.json"
+
+    def left_in_nightly_prefix(self, index: str) -> str:
+        """The notes of files rejected runs left in nightly's ``index``, one per file."""
+        return f"{RECORDS_PREFIX}{LEFT_DIR}{check_index(index)}/"
+
+    def left_in_nightly(self, index: str, filename: str) -> str:
+        return f"{self.left_in_nightly_prefix(index)}{check_filename(filename)}.json"
 
     def job_prefix(self, job_id: str) -> str:
         """Everything of one fan-out promotion job (``job_id`` is a run-id-like name)."""

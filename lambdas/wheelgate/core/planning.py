@@ -33,7 +33,12 @@ class Provenance(BaseModel):
 @dataclass(frozen=True)
 class FileStep:
     """One file of a set: copy it, or it is already released with the same bytes.
-    ``provenance`` is set for a file an import brings in."""
+    ``provenance`` is set for a file an import brings in.
+
+    ``from_nightly``: the staged file is gone, and its bytes are the copy an earlier attempt
+    made in nightly (S3's SHA-256 of that copy is the manifest's): ``source_key`` is then the
+    nightly key, which is read instead of staging's (see :func:`plan_set`).
+    """
 
     index: str
     file: ManifestFile
@@ -42,6 +47,7 @@ class FileStep:
     target_key: str
     copy: bool
     provenance: Provenance | None = None
+    from_nightly: bool = False
 
     @property
     def is_wheel(self) -> bool:
@@ -80,12 +86,16 @@ def plan_set(
     commit: str,
     staged: Mapping[str, ObjectInfo],
     released: Mapping[str, ObjectInfo | None],
+    copied_before: Mapping[str, ObjectInfo] | None = None,
 ) -> SetPlan:
     """Verify one accepted set and plan its copies.
 
     ``staged`` maps every file name found under ``runs/<run_id>/<index>/`` to its HEAD (the
     run index's own root pages are not files of the set);
     ``released`` maps each listed file name to the HEAD of its nightly key (``None`` if absent).
+    ``copied_before`` maps a listed file that is no longer staged to the HEAD of its nightly
+    copy, made by an earlier attempt: it stands for the staged file (same checks: size, S3's
+    SHA-256, commit) and the step reads it there (:attr:`FileStep.from_nightly`).
 
     Raises :class:`PromotionRejected` when a listed file is missing, an unlisted file is staged,
     a size or SHA-256 differs, the staged file's commit is not the manifest's (an import's,
@@ -107,8 +117,10 @@ def plan_set(
             index=index,
         )
     steps = []
+    copied_before = copied_before or {}
     for f in artifact_set.files:
-        info = staged.get(f.filename)
+        from_nightly = f.filename not in staged and f.filename in copied_before
+        info = copied_before[f.filename] if from_nightly else staged.get(f.filename)
         key = STAGING.artifact(run_id, index, f.filename)
         if info is None:
             raise PromotionRejected(
@@ -152,10 +164,11 @@ def plan_set(
             FileStep(
                 index=index,
                 file=f,
-                source_key=key,
+                source_key=target if from_nightly else key,
                 source_etag=info.etag,
                 target_key=target,
                 copy=existing is None,
+                from_nightly=from_nightly,
             )
         )
     return SetPlan(index=index, steps=tuple(steps))
@@ -237,15 +250,25 @@ def check_release_conflicts(
     released: Iterable[tuple[str, str]],
     *,
     allow_build_tag_rereleases: bool,
+    allow_new_local_labels: bool = False,
 ) -> None:
-    """Refuse a set that would re-release a release with other bytes.
+    """Refuse a set that would re-release a release with other bytes, or change what a
+    public version's ``==`` pin installs.
 
     ``released`` are (file name, SHA-256) of the files nightly already lists for the set's
     projects. A set file is refused when a released file, or another file of the set, is the
     same :class:`Release` under another name with other bytes (see :class:`ReleaseBook`).
+    It checks :func:`check_local_labels` (with ``allow_new_local_labels``) first.
 
-    Raises :class:`PromotionRejected` (``release-conflict``) naming the first conflict.
+    Raises :class:`PromotionRejected` (``release-conflict`` or ``local-label-conflict``)
+    naming the first conflict.
     """
+    released = tuple(released)
+    check_local_labels(
+        artifact_set,
+        [name for name, _sha in released],
+        allow_new_local_labels=allow_new_local_labels,
+    )
     book = ReleaseBook(allow_build_tag_rereleases=allow_build_tag_rereleases)
     for filename, sha256 in released:
         book.add(filename, sha256)
@@ -254,3 +277,75 @@ def check_release_conflicts(
         if refusal is not None:
             raise refusal
         book.add(f.filename, f.sha256)
+
+
+def _public_and_label(filename: str) -> tuple[tuple[str, Version], str | None]:
+    """``((project, public version), local label or None)`` of a distribution file."""
+    dist = parse_distribution_filename(filename)
+    return (dist.project, Version(dist.version.public)), dist.version.local
+
+
+def check_local_labels(
+    artifact_set: ArtifactSet, released: Iterable[str], *, allow_new_local_labels: bool
+) -> None:
+    """Refuse a file that would change what ``pip install <project>==<public version>``
+    installs through a local version label.
+
+    PEP 440 ``==1.0`` matches ``1.0+anything``, and pip and uv prefer the highest local
+    version. ``released`` are the file names nightly already holds for the set's projects. Per
+    project and public version:
+
+    - released without a local label (``lab-1.0``): it never gains a labelled file
+      (``lab-1.0+evil`` would become what ``==1.0`` installs);
+    - released with local labels only (``2.7.0+rocm6.3``): it never gains an unlabelled file
+      (a build of another kind, which ``==2.7.0`` would install wherever the labelled builds do
+      not), and gains a new label (``+rocm6.4``, then what ``==2.7.0`` installs) only with
+      ``allow_new_local_labels``; a released label may gain files for other tags;
+    - a version first released by this set may carry several labels, or none, not both.
+
+    Raises :class:`PromotionRejected` (``local-label-conflict``) naming the first conflict.
+    """
+    index = artifact_set.index
+    before: dict[tuple[str, Version], dict[str | None, str]] = {}
+    for filename in released:
+        try:
+            version, label = _public_and_label(filename)
+        except ValueError:
+            continue
+        before.setdefault(version, {}).setdefault(label, filename)
+    seen = {version: dict(labels) for version, labels in before.items()}
+    for f in artifact_set.files:
+        (project, public), label = _public_and_label(f.filename)
+        labels = seen.setdefault((project, public), {})
+        pin = f"`pip install {project}=={public}`"
+        if label is not None and None in labels:
+            raise PromotionRejected(
+                Reason.LOCAL_LABEL_CONFLICT,
+                f"{f.filename}: {project} {public} has a file without a local version label "
+                f"({labels[None]}); {pin} matches {public}+{label} too and installers prefer "
+                "it, so the bytes every such pin installs would change. A public version "
+                "released without a label never gains one: release a new version",
+                index=index,
+            )
+        if label is None and labels and None not in labels:
+            named = ", ".join(f"+{other}" for other in sorted(filter(None, labels)))
+            raise PromotionRejected(
+                Reason.LOCAL_LABEL_CONFLICT,
+                f"{f.filename}: {project} {public} has files with local version label(s) "
+                f"{named} only; an unlabelled file is another kind of build, which {pin} "
+                "would install wherever those are not installable. A public version released "
+                "with labels never gains an unlabelled file",
+                index=index,
+            )
+        known = before.get((project, public), {})
+        if label is not None and known and label not in known and not allow_new_local_labels:
+            named = ", ".join(f"+{other}" for other in sorted(filter(None, known)))
+            raise PromotionRejected(
+                Reason.LOCAL_LABEL_CONFLICT,
+                f"{f.filename}: {project} {public} is released with local version label(s) "
+                f"{named}, not +{label}: {pin} would install the new build where its label "
+                f"sorts highest. New labels of a released version are allowed only where "
+                f"allow_new_local_labels lists the directory ({index!r})",
+                index=index,
+            )
+        labels.setdefault(label, f.filename)

@@ -60,6 +60,9 @@ class SetOutcome(BaseModel):
     delisted: list[str] = []
     #: Files an import found at its source and did not import, each with its reason.
     refused: list[RefusedFile] = []
+    #: Of a rejected set: nightly keys an earlier attempt copied (files and their core
+    #: metadata) that no page lists, and no page will (see :class:`LeftInNightly`).
+    left_in_nightly: list[str] = []
 
 
 def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:
@@ -180,3 +183,20 @@ class PromotionRecord(BaseModel):
         ignored = [h for h in about if h.reason == Reason.UNTRUSTED_WRITER.value]
         chosen = decided or ignored
         return chosen[-1] if chosen else None
+
+
+class LeftInNightly(BaseModel):
+    """``records/_left/<index>/<filename>.json``: a file an earlier attempt of ``run_id``
+    copied into nightly (Object Lock: it stays) before the run was rejected (``reason``, at
+    ``at``), with the nightly ``keys`` it left (the file, its core metadata). No index page
+    lists it, and ``wheelgate index rebuild`` does not list it either, unless a later promotion
+    released those very bytes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    index: str
+    filename: str
+    keys: list[str]
+    reason: str
+    at: str

@@ -42,6 +42,10 @@ ENV_BLOCK_ALL_ON_FAILURE = "WHEELGATE_BLOCK_ALL_ON_FAILURE"
 #: ``false`` (default): a wheel that differs from a released one only by its build tag is a
 #: re-release of that release with other bytes, and is refused; ``true``: it is allowed.
 ENV_ALLOW_BUILD_TAG_RERELEASES = "WHEELGATE_ALLOW_BUILD_TAG_RERELEASES"
+#: JSON ``false`` (default), ``true``, or a list of index directories: where a public version
+#: released with local version labels (``2.7.0+rocm6.3``) may gain a new one (``+rocm6.4``),
+#: which then becomes what ``==2.7.0`` installs (see :class:`NewLocalLabels`).
+ENV_ALLOW_NEW_LOCAL_LABELS = "WHEELGATE_ALLOW_NEW_LOCAL_LABELS"
 
 #: JSON list of the host names test URLs may point to (``test_url_hosts`` in cdk.json); unset:
 #: :data:`DEFAULT_TEST_URL_HOSTS`. The promoter and ``wheelgate report`` read the same list.
@@ -188,6 +192,7 @@ ENV_DEAD_LETTER_QUEUE_URL = "WHEELGATE_DEAD_LETTER_QUEUE_URL"
 #: Every variable the stack sets on the promoter function.
 ALL_ENV_NAMES = (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_STAGING_BUCKET,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_BASE_URL,
@@ -523,6 +528,42 @@ def listing_retention_from_env(environ: Mapping[str, str]) -> ListingRetention:
 
 
 @dataclass(frozen=True)
+class NewLocalLabels:
+    """Where a released public version may gain a local version label it was not released
+    with: in every index directory (``everywhere``), or in ``indexes``.
+
+    PEP 440 ``==2.7.0`` matches ``2.7.0+rocm6.4`` and installers prefer the highest local
+    version, so a new label changes what that pin installs. Builds of one public version for
+    several platform stacks (``+rocm6.3``, then ``+rocm6.4``) are the case for allowing it; a
+    version released without a label never gains one, whatever this says
+    (:func:`~wheelgate.core.planning.check_local_labels`).
+    """
+
+    everywhere: bool = False
+    indexes: frozenset[str] = frozenset()
+
+    def allowed_in(self, index: str) -> bool:
+        return self.everywhere or index in self.indexes
+
+    def to_json(self) -> str:
+        """The value of ``WHEELGATE_ALLOW_NEW_LOCAL_LABELS``."""
+        return json.dumps(sorted(self.indexes) if self.indexes else self.everywhere)
+
+    @classmethod
+    def from_value(cls, value: object, *, name: str) -> NewLocalLabels:
+        """Read ``true``, ``false`` or a list of index directories (``None``: ``false``).
+        ``name`` names the setting in errors. Raises :class:`SettingsError`."""
+        if value is None or isinstance(value, bool):
+            return cls(everywhere=bool(value))
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SettingsError(f"{name} must be true, false or a list of index directories")
+        try:
+            return cls(indexes=frozenset(check_index(v) for v in value))
+        except LayoutError as exc:
+            raise SettingsError(f"{name}: {exc}") from exc
+
+
+@dataclass(frozen=True)
 class PromoterSettings:
     """Everything the promoter needs to know about its deployment."""
 
@@ -537,6 +578,7 @@ class PromoterSettings:
     break_glass_id: str | None = None
     block_all_on_failure: bool = True
     allow_build_tag_rereleases: bool = False
+    allow_new_local_labels: NewLocalLabels = NewLocalLabels()
     test_url_hosts: frozenset[str] = frozenset(DEFAULT_TEST_URL_HOSTS)
     #: Console URL of the stack's dashboard (the status page links it); ``None``: no link.
     dashboard_url: str | None = None
@@ -604,6 +646,10 @@ class PromoterSettings:
             break_glass_id=optional(ENV_BREAK_GLASS_ID),
             block_all_on_failure=boolean(ENV_BLOCK_ALL_ON_FAILURE, True),
             allow_build_tag_rereleases=boolean(ENV_ALLOW_BUILD_TAG_RERELEASES, False),
+            allow_new_local_labels=NewLocalLabels.from_value(
+                _json_value(environ, ENV_ALLOW_NEW_LOCAL_LABELS, None),
+                name=ENV_ALLOW_NEW_LOCAL_LABELS,
+            ),
             test_url_hosts=test_url_hosts_from_env(environ),
             dashboard_url=dashboard_url_from_env(environ),
             fanout_state_machine_arn=optional(ENV_FANOUT_STATE_MACHINE_ARN),

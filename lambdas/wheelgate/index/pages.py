@@ -27,6 +27,7 @@ from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.timestamps import parse_upload_time, upload_time
 
 __all__ = ["parse_upload_time", "upload_time"]  # defined in core, used from here too
+from wheelgate.core.wheelmeta import CoreMetadata
 
 API_VERSION = "1.1"
 HTML_CONTENT_TYPE = "text/html; charset=utf-8"
@@ -74,6 +75,36 @@ class IndexEntry:
 
     def with_url(self, url: str) -> IndexEntry:
         return replace(self, url=url)
+
+    @classmethod
+    def for_file(
+        cls,
+        filename: str,
+        *,
+        key: str,
+        page_dir: str,
+        sha256: str,
+        size: int,
+        uploaded: str,
+        metadata: CoreMetadata | None,
+        yanked: str | bool = False,
+    ) -> IndexEntry:
+        """The entry of a file stored at ``key`` (a released file, a staged one, or one found
+        by a rebuild), listed on a page served from ``page_dir`` with a relative link, uploaded
+        at ``uploaded`` (an :func:`upload_time` string). ``metadata`` is a wheel's core
+        metadata (PEP 658 hash and ``Requires-Python``); ``None`` for an sdist or a wheel
+        whose metadata is not known. ``yanked`` as :attr:`yanked` (an imported file keeps its
+        source index's yank state)."""
+        return cls(
+            filename=filename,
+            url=href(page_dir, key),
+            sha256=sha256,
+            size=size,
+            upload_time=uploaded,
+            requires_python=metadata.requires_python if metadata else None,
+            metadata_sha256=metadata.sha256 if metadata else None,
+            yanked=yanked,
+        )
 
 
 @dataclass(frozen=True)

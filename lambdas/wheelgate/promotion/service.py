@@ -43,6 +43,7 @@ from wheelgate.promotion.event import ManifestEvent, written_by
 from wheelgate.promotion.fanout import FanoutJobs, Launcher, MessageSender
 from wheelgate.promotion.importing import ImportedSet, ImportRoute
 from wheelgate.promotion.lease import IndexLeases
+from wheelgate.promotion.leftovers import account_for_copies, rejected_outcomes
 from wheelgate.promotion.observer import DecisionObserver, NoObserver, decision_stats
 from wheelgate.promotion.override import OverrideRoute
 from wheelgate.promotion.publish import Invalidator, Publisher
@@ -116,6 +117,7 @@ class PromotionService:
             nightly_pages=nightly_pages,
             workers=workers,
             allow_build_tag_rereleases=settings.allow_build_tag_rereleases,
+            allow_new_local_labels=settings.allow_new_local_labels,
         )
         self.releaser = Releaser(
             staging=staging,
@@ -149,7 +151,9 @@ class PromotionService:
                 workers=workers,
             )
         )
-        self.yanks = YankRoute(publisher=self.publisher, records=self.records, clock=clock)
+        self.yanks = YankRoute(
+            publisher=self.publisher, records=self.records, leases=self.leases, clock=clock
+        )
         self.overrides = OverrideRoute(
             settings=settings,
             staging=staging,
@@ -352,6 +356,31 @@ class PromotionService:
             )
         )
 
+    def _reject_accepted(
+        self,
+        manifest: Manifest,
+        rejection: PromotionRejected,
+        acceptance: AcceptanceDecision,
+        rejected_sets: list[SetOutcome],
+        digest: str,
+        actor: str | None,
+        existing: PromotionRecord | None,
+    ) -> PromotionRecord:
+        """Record the rejection of accepted sets found under the leases, with the copies
+        earlier attempts left in nightly (:mod:`~wheelgate.promotion.leftovers`)."""
+        left, rejection = account_for_copies(
+            verifier=self.verifier,
+            staging=self.staging,
+            run_id=manifest.run_id,
+            rejection=rejection,
+            sets=[(s.index, [f.filename for f in s.files]) for s in acceptance.accepted],
+            at=upload_time(self.clock()),
+        )
+        sets = rejected_outcomes([s.index for s in acceptance.accepted], rejection, left)
+        return self._reject(
+            manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
+        )
+
     def _promote(
         self,
         manifest: Manifest,
@@ -408,21 +437,8 @@ class PromotionService:
                     # that this invocation's time does not grow with their bytes.
                     self.verifier.check_hashes([s for v in verified for s in v.unhashed])
             except PromotionRejected as rejection:
-                sets = [
-                    SetOutcome(
-                        index=s.index,
-                        state=State.REJECTED,
-                        reason=(
-                            rejection.reason.value
-                            if rejection.index in (None, s.index)
-                            else Reason.BLOCKED_BY_OTHER_SET.value
-                        ),
-                        message=rejection.message,
-                    )
-                    for s in acceptance.accepted
-                ]
-                return self._reject(
-                    manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
+                return self._reject_accepted(
+                    manifest, rejection, acceptance, rejected_sets, digest, actor, existing
                 )
             promotion = settle_promotion(
                 run_id=manifest.run_id,
@@ -442,8 +458,13 @@ class PromotionService:
                 # The job keeps the leases until its publish or conclude step.
                 held.hand_over(job.job_id, FANOUT_LEASE_SECONDS)
                 return fanout.launch(job, existing)
-            entries = self.releaser.release(verified)
-            pages_nightly = self.publisher.publish(verified, entries)
+            try:
+                entries = self.releaser.release(verified)
+                pages_nightly = self.publisher.publish(verified, entries)
+            except PromotionRejected as rejection:
+                return self._reject_accepted(
+                    manifest, rejection, acceptance, rejected_sets, digest, actor, existing
+                )
         invalidations = self.publisher.invalidate(pages_nightly)
         return self.records.save(
             promoted_record(

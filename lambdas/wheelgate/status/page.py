@@ -143,6 +143,8 @@ class Rejection(BaseModel):
     message: str = ""
     at: str = ""
     links: CiLinks = CiLinks()
+    #: Nightly keys an earlier attempt copied that stay there, listed on no index page.
+    left_in_nightly: list[str] = []
 
 
 class DirectoryStatus(BaseModel):
@@ -358,6 +360,7 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
                     message=_cut(set_message),
                     at=at,
                     links=links,
+                    left_in_nightly=outcome.left_in_nightly[:MAX_FILES] if outcome else [],
                 )
             )
     if not outcomes and state_ is State.REJECTED:
@@ -559,11 +562,19 @@ def _rejection_item(rejection: Rejection, page_index: str | None) -> str:
         else _e(rejection.index or "no directory")
     )
     kind = "" if rejection.kind == "run" else f" {_badge('other', rejection.kind)}"
+    left = (
+        f'<p class="meta">{len(rejection.left_in_nightly)} object(s) an earlier attempt '
+        "copied stay in nightly, listed on no index page: "
+        + ", ".join(f"<code>{_e(key)}</code>" for key in rejection.left_in_nightly)
+        + "</p>"
+        if rejection.left_in_nightly
+        else ""
+    )
     return (
         f"<li>{_badge(State.REJECTED, rejection.reason or 'rejected')}{kind} "
         f"run {_run_id(rejection.run_id, rejection.links)}"
         f'<div class="meta">{where} · {_time(rejection.at)}</div>'
-        f'<p class="message">{_e(rejection.message)}</p></li>'
+        f'<p class="message">{_e(rejection.message)}</p>{left}</li>'
     )
 
 

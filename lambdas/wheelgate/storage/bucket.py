@@ -240,10 +240,10 @@ class Bucket:
     ) -> str:
         """Write a small object with a SHA-256 checksum; return its ETag.
 
-        ``if_match`` / ``if_none_match`` make the write conditional; a lost condition raises
-        :class:`PreconditionFailed`. ``lock`` gives the version its own Object Lock (the
-        writer needs ``s3:PutObjectRetention``); ``tags`` are its object tags (the writer needs
-        ``s3:PutObjectTagging``).
+        ``if_match`` / ``if_none_match`` make the write conditional; a lost condition (an
+        ``if_match`` key that is gone included) raises :class:`PreconditionFailed`. ``lock``
+        gives the version its own Object Lock (the writer needs ``s3:PutObjectRetention``);
+        ``tags`` are its object tags (the writer needs ``s3:PutObjectTagging``).
         """
         digest = hashlib.sha256(body).digest()
         kwargs: dict[str, Any] = {
@@ -266,7 +266,13 @@ class Bucket:
         if tags:
             kwargs["Tagging"] = urlencode(tags)
         with self._translated("PutObject", key):
-            response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
+            try:
+                response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
+            except ClientError as exc:
+                if if_match and error_code(exc) in _NOT_FOUND:
+                    # S3 answers If-Match on a key that is gone with 404: the version read is.
+                    raise PreconditionFailed(f"s3://{self.name}/{key}: {error_code(exc)}") from exc
+                raise
         return str(response["ETag"])
 
     def commit(
