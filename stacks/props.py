@@ -7,9 +7,9 @@ nullable ones (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_ro
 ``waf_web_acl_arn``) may be ``None`` or left out, and a few have a default: ``release_tags``
 (none: tags release only when listed), ``staging_versioned`` (``false``),
 ``block_all_on_failure`` (``true``), ``allow_build_tag_rereleases`` and
-``allow_new_local_labels`` (``false``),
-``test_url_hosts`` (``github.com``), ``fanout`` (:data:`~wheelgate.core.settings.
-DEFAULT_FANOUT_MIN_FILES` files or ``DEFAULT_FANOUT_MIN_BYTES`` bytes) and
+``allow_new_local_labels`` (``false``), ``test_url_hosts`` (``github.com``), ``import_sources``
+(none), ``fanout`` (:data:`~wheelgate.core.settings.DEFAULT_FANOUT_MIN_FILES` files or
+``DEFAULT_FANOUT_MIN_BYTES`` bytes) and
 ``listing_retention`` (every version listed). ``None`` for a setting with a default means the
 default (CDK drops ``null`` context values anyway).
 
@@ -54,9 +54,11 @@ from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_FILES,
     DEFAULT_TEST_URL_HOSTS,
     RETENTION_MODES,
+    ImportSource,
     ListingRetention,
     NewLocalLabels,
     SettingsError,
+    check_import_source,
     run_stage_window_days,
 )
 
@@ -305,6 +307,10 @@ class WheelGateProps(_Settings):
     custom_domain: Annotated[CustomDomains | None, Expect("an object or null")] = None
     waf_rate_limit: NullableInt = None
     waf_web_acl_arn: NullableString = None
+    #: Buckets (``bucket``) or bucket prefixes (``bucket/prefix/``) imports may read from.
+    import_sources: Annotated[
+        tuple[Annotated[str, Strict()], ...], Expect("a list of bucket or bucket/prefix/ strings")
+    ] = ()
 
     # --- one key at a time -------------------------------------------------------------------
 
@@ -392,6 +398,19 @@ class WheelGateProps(_Settings):
                 "--role-name <name> --query Role.RoleId)"
             )
         return role_id
+
+    @field_validator("import_sources")
+    @classmethod
+    def _import_sources(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            try:
+                check_import_source(entry)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{key('import_sources')}: {exc}; give a bucket (old-bucket) or a bucket "
+                    "and key prefix (old-bucket/v2/)"
+                ) from exc
+        return entries
 
     @field_validator("waf_rate_limit")
     @classmethod
@@ -485,6 +504,11 @@ class WheelGateProps(_Settings):
                 f"{key('break_glass_role_id')} is set without {key('break_glass_role_arn')}; "
                 "set both or neither"
             )
+        if self.import_sources and not self.break_glass_role_arn:
+            raise ValueError(
+                f"{key('import_sources')} is set without {key('break_glass_role_arn')}: only "
+                "the break-glass role may ask for an import, so none could be asked for"
+            )
         if self.waf_rate_limit is not None and self.waf_web_acl_arn:
             raise ValueError(
                 f"{key('waf_rate_limit')} and {key('waf_web_acl_arn')} are both set; the stack "
@@ -570,6 +594,11 @@ class WheelGateProps(_Settings):
         return build_subject_patterns(
             self.github_repo, (self.default_ref,), self.deps_workflows, DEPS_EVENTS
         )
+
+    @property
+    def import_locations(self) -> tuple[ImportSource, ...]:
+        """``import_sources`` as buckets and prefixes."""
+        return tuple(check_import_source(entry) for entry in self.import_sources)
 
     @property
     def default_ref(self) -> str:

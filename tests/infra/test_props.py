@@ -92,6 +92,21 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
     assert props_from_context(context).staging_run_expiry_days == 30
 
 
+def test_the_whole_settings_object_can_come_from_the_command_line() -> None:
+    # Given this repository's cdk.json and a team's own settings as one JSON object on the
+    # command line (-c wheelgate="$(cat wheelgate.json)"), as docs/deploy.md's step 3 does...
+    own = {**cdk_json_context()["wheelgate"], "github_repo": "my-org/my-project"}
+    own["dev_sub_patterns"] = ["repo:my-org/my-project:pull_request:*"]
+    context = {**cdk_json_context(), "wheelgate": json.dumps(own)}
+    # Then they are the settings, whatever cdk.json holds; a stage's keys too.
+    assert props_from_context(context).github_repo == "my-org/my-project"
+    staged = {**context, "wheelgate_stages": json.dumps({"test": {"alarm_email": "a@b.org"}})}
+    assert props_from_context(staged, stage="test").alarm_email == "a@b.org"
+    # And a value that is not a JSON object is named.
+    with pytest.raises(ConfigError, match=r"wheelgate' must be an object \(with -c: a JSON"):
+        props_from_context({"wheelgate": "[1, 2]"})
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -482,3 +497,37 @@ def test_deploy_doc_example_app_builds_valid_props() -> None:
     assert {k.arg for k in call.keywords} >= {
         name for name, field in WheelGateProps.model_fields.items() if field.is_required()
     }
+
+
+BREAK_GLASS = {
+    "break_glass_role_arn": "arn:aws:iam::111122223333:role/break-glass",
+    "break_glass_role_id": "AROABREAKGLASS0000001",
+}
+
+
+def test_import_sources_default_to_none_and_are_read() -> None:
+    assert _config(import_sources=...).import_sources == ()
+    config = _config(import_sources=["old-release-bucket/v2/", "older-bucket"], **BREAK_GLASS)
+    assert [s.uri for s in config.import_locations] == [
+        "s3://old-release-bucket/v2/",
+        "s3://older-bucket/",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        (["Old_Bucket"], r"wheelgate\.import_sources: 'Old_Bucket' does not name an S3 bucket"),
+        (["old-bucket/v2"], r"wheelgate\.import_sources: .*ending in '/'"),
+        (["old-bucket/v2/*/"], r"wheelgate\.import_sources: .*without '\*'"),
+        ("old-bucket", r"wheelgate\.import_sources must be a list"),
+    ],
+)
+def test_bad_import_sources_are_refused_naming_the_key(sources: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(import_sources=sources, **BREAK_GLASS)
+
+
+def test_import_sources_need_the_break_glass_role() -> None:
+    with pytest.raises(ConfigError, match=r"import_sources is set without .*break_glass_role_arn"):
+        _config(import_sources=["old-bucket/v2/"])

@@ -42,6 +42,14 @@ class Reason(StrEnum):
     UNTESTED_FILE = "untested-file"
     #: A manifest (v1) that does not say what its tests installed.
     EVIDENCE_MISSING = "evidence-missing"
+    #: An import request naming a source outside ``import_sources`` (or a WheelGate bucket).
+    IMPORT_SOURCE_NOT_ALLOWED = "import-source-not-allowed"
+    #: An import that found nothing it could import.
+    IMPORT_EMPTY = "import-empty"
+    #: A source object that is not a wheel or sdist (refused per file by an import).
+    NOT_A_DISTRIBUTION = "not-a-distribution"
+    #: A source object that changed since the import gathered it.
+    SOURCE_CHANGED = "source-changed"
     #: A nightly index page the promotion must change is not the page it should be (one index
     #: directory inside another, without an allow-list to refuse it first).
     PAGE_UNREADABLE = "page-unreadable"

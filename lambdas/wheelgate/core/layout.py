@@ -8,6 +8,7 @@ Staging bucket::
     runs/<run_id>/<index>/<filename>            staged artifact (written once)
     runs/<run_id>/<index>/<filename>.metadata   its PEP 658 core metadata (written once)
     runs/<run_id>/<index>/index.html|index.json           the run's index: root page
+    runs/import-<id>/<index>/<filename>         a file an import gathered (the promoter's)
     runs/<run_id>/<index>/<project>/index.html|index.json the run's files over nightly's
     manifests/<run_id>.json                     test-result manifest (written by the reporter)
     records/<run_id>.json                       promotion record (written by the promoter)
@@ -73,11 +74,15 @@ PAGE_NAMES = frozenset({HTML_PAGE, JSON_PAGE})
 RUN_PAGE_TAG_KEY = "wheelgate-object"
 RUN_PAGE_TAG_VALUE = "run-page"
 
-#: Run ids of dependency-mirror runs (``deps.yml``) start with this; yank and break-glass
-#: override requests, which travel as manifests, start with theirs.
+#: Run ids of dependency-mirror runs (``deps.yml``) start with this; yank, break-glass
+#: override and import requests, which travel as manifests, start with theirs. An import's
+#: files are gathered under ``runs/<import id>/<index>/``, which only the promoter writes.
 MIRROR_RUN_PREFIX = "deps-"
 YANK_RUN_PREFIX = "yank-"
 OVERRIDE_RUN_PREFIX = "override-"
+IMPORT_RUN_PREFIX = "import-"
+#: Run ids a CI run may not take: the promoter routes them as requests.
+REQUEST_RUN_PREFIXES = (YANK_RUN_PREFIX, OVERRIDE_RUN_PREFIX, IMPORT_RUN_PREFIX)
 
 #: Top-level names an index directory may not start with: they hold WheelGate's own objects.
 RESERVED_TOP_LEVEL = frozenset(
@@ -103,6 +108,19 @@ def check_run_id(run_id: str) -> str:
         raise LayoutError(
             f"run id {run_id!r} is not valid: use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
+        )
+    return run_id
+
+
+def check_ci_run_id(run_id: str) -> str:
+    """Return ``run_id`` if a CI run may take it: a valid run id (:func:`check_run_id`) that
+    does not start like a request's (:data:`REQUEST_RUN_PREFIXES`), which the promoter would
+    route as one. Raises :class:`LayoutError`."""
+    check_run_id(run_id)
+    if run_id.startswith(REQUEST_RUN_PREFIXES):
+        raise LayoutError(
+            f"run id {run_id!r} starts with {run_id.split('-', 1)[0]}-, which only requests to "
+            f"the promoter take ({', '.join(REQUEST_RUN_PREFIXES)}); give the run another id"
         )
     return run_id
 

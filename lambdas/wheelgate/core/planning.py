@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from packaging.utils import BuildTag, parse_wheel_filename
 from packaging.version import Version
+from pydantic import BaseModel, ConfigDict
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
@@ -14,9 +15,25 @@ from wheelgate.core.manifest import ArtifactSet, ManifestFile, parse_distributio
 from wheelgate.core.objects import META_COMMIT, ObjectInfo
 
 
+class Provenance(BaseModel):
+    """Where an imported file came from, and what its source index said of it: it is released
+    as ``imported`` from ``source`` (no test vouches for it), listed with the source's upload
+    time and yank state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: ``s3://bucket/key`` of the file the import read.
+    source: str
+    #: PEP 700 upload time to list it with (the source page's, else the object's date).
+    upload_time: str
+    #: PEP 592 yank state on the source's pages: ``False`` or the reason (maybe empty).
+    yanked: str | bool = False
+
+
 @dataclass(frozen=True)
 class FileStep:
     """One file of a set: copy it, or it is already released with the same bytes.
+    ``provenance`` is set for a file an import brings in.
 
     ``from_nightly``: the staged file is gone, and its bytes are the copy an earlier attempt
     made in nightly (S3's SHA-256 of that copy is the manifest's): ``source_key`` is then the
@@ -29,6 +46,7 @@ class FileStep:
     source_etag: str
     target_key: str
     copy: bool
+    provenance: Provenance | None = None
     from_nightly: bool = False
 
     @property
@@ -56,6 +74,11 @@ def checksum_mismatch(f: ManifestFile, staged_sha256: str, *, index: str) -> Pro
     )
 
 
+#: The commit of an import's files: none (they were built elsewhere, from no manifest's commit),
+#: so planning checks no commit for them.
+NO_COMMIT = ""
+
+
 def plan_set(
     artifact_set: ArtifactSet,
     *,
@@ -75,8 +98,8 @@ def plan_set(
     SHA-256, commit) and the step reads it there (:attr:`FileStep.from_nightly`).
 
     Raises :class:`PromotionRejected` when a listed file is missing, an unlisted file is staged,
-    a size or SHA-256 differs, the staged file's commit is not the manifest's, or a nightly file
-    of the same name has other bytes.
+    a size or SHA-256 differs, the staged file's commit is not the manifest's (an import's,
+    :data:`NO_COMMIT`, has none to check), or a nightly file of the same name has other bytes.
     """
     index = artifact_set.index
     listed = {f.filename for f in artifact_set.files}
@@ -121,7 +144,7 @@ def plan_set(
         if info.s3_sha256 != f.sha256:
             raise checksum_mismatch(f, info.s3_sha256, index=index)
         staged_commit = info.metadata.get(META_COMMIT)
-        if staged_commit != commit:
+        if commit != NO_COMMIT and staged_commit != commit:
             raise PromotionRejected(
                 Reason.COMMIT_MISMATCH,
                 f"{f.filename} was staged from commit {staged_commit or '(none)'}, "
@@ -172,6 +195,56 @@ class Release:
         return cls(dist.project, dist.version, frozenset({"sdist"})), ()
 
 
+class ReleaseBook:
+    """The releases known so far (file name, SHA-256 and build tag of each file), to tell
+    whether one more file would re-release one of them with other bytes: another spelling of
+    its version, or another build tag unless ``allow_build_tag_rereleases``. A file released
+    under its own name is :func:`plan_set`'s to judge."""
+
+    def __init__(self, *, allow_build_tag_rereleases: bool) -> None:
+        self.allow_build_tag_rereleases = allow_build_tag_rereleases
+        self._known: dict[Release, list[tuple[str, str, BuildTag]]] = {}
+
+    def add(self, filename: str, sha256: str) -> None:
+        """Know ``filename``; a name that is not a distribution's is no release, and ignored."""
+        try:
+            release, build = Release.of(filename)
+        except ValueError:
+            return
+        self._known.setdefault(release, []).append((filename, sha256, build))
+
+    def conflicting(self, filename: str, sha256: str) -> str | None:
+        """The first known file of ``filename``'s release under another name with other bytes
+        than ``sha256``, if any."""
+        release, build = Release.of(filename)
+        for name, sha, other_build in self._known.get(release, []):
+            if name == filename or sha == sha256:
+                continue
+            if self.allow_build_tag_rereleases and other_build != build:
+                continue
+            return name
+        return None
+
+    @staticmethod
+    def refusal(filename: str, other: str, *, index: str) -> PromotionRejected:
+        """The refusal (``release-conflict``) of ``filename``, a release of ``other``."""
+        release, _ = Release.of(filename)
+        return PromotionRejected(
+            Reason.RELEASE_CONFLICT,
+            f"{filename} is release {release.project} {release.version} "
+            f"({', '.join(sorted(release.tags))}) of {other}, which has other bytes: "
+            f"`pip install {release.project}=={release.version}` would change what it "
+            "installs",
+            index=index,
+        )
+
+    def conflict(self, filename: str, sha256: str, *, index: str) -> PromotionRejected | None:
+        """The refusal of ``filename`` with bytes ``sha256`` when it would re-release a known
+        release under another name (:meth:`conflicting`); ``None`` when it would not."""
+        other = self.conflicting(filename, sha256)
+        return None if other is None else self.refusal(filename, other, index=index)
+
+
 def check_release_conflicts(
     artifact_set: ArtifactSet,
     released: Iterable[tuple[str, str]],
@@ -184,10 +257,8 @@ def check_release_conflicts(
 
     ``released`` are (file name, SHA-256) of the files nightly already lists for the set's
     projects. A set file is refused when a released file, or another file of the set, is the
-    same :class:`Release` under another name with other bytes: another spelling of the
-    version, or another build tag unless ``allow_build_tag_rereleases``. A file released under
-    its own name is :func:`plan_set`'s to judge. Then :func:`check_local_labels`, with
-    ``allow_new_local_labels``.
+    same :class:`Release` under another name with other bytes (see :class:`ReleaseBook`).
+    It checks :func:`check_local_labels` (with ``allow_new_local_labels``) first.
 
     Raises :class:`PromotionRejected` (``release-conflict`` or ``local-label-conflict``)
     naming the first conflict.
@@ -198,33 +269,14 @@ def check_release_conflicts(
         [name for name, _sha in released],
         allow_new_local_labels=allow_new_local_labels,
     )
-    index = artifact_set.index
-    known: dict[Release, list[tuple[str, str, BuildTag]]] = {}
+    book = ReleaseBook(allow_build_tag_rereleases=allow_build_tag_rereleases)
     for filename, sha256 in released:
-        try:
-            release, build = Release.of(filename)
-        except ValueError:
-            continue
-        known.setdefault(release, []).append((filename, sha256, build))
+        book.add(filename, sha256)
     for f in artifact_set.files:
-        release, build = Release.of(f.filename)
-        others = [
-            (name, sha, other_build)
-            for name, sha, other_build in known.get(release, [])
-            if name != f.filename and sha != f.sha256
-        ]
-        for name, _sha, other_build in others:
-            if allow_build_tag_rereleases and other_build != build:
-                continue
-            raise PromotionRejected(
-                Reason.RELEASE_CONFLICT,
-                f"{f.filename} is release {release.project} {release.version} "
-                f"({', '.join(sorted(release.tags))}) of {name}, which has other bytes: "
-                f"`pip install {release.project}=={release.version}` would change what it "
-                "installs",
-                index=index,
-            )
-        known.setdefault(release, []).append((f.filename, f.sha256, build))
+        refusal = book.conflict(f.filename, f.sha256, index=artifact_set.index)
+        if refusal is not None:
+            raise refusal
+        book.add(f.filename, f.sha256)
 
 
 def _public_and_label(filename: str) -> tuple[tuple[str, Version], str | None]:

@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import ManifestFile
-from wheelgate.core.planning import FileStep, SetPlan
+from wheelgate.core.planning import FileStep, Provenance, SetPlan
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.core.settings import (
     FANOUT_LEASE_SECONDS,
@@ -141,6 +141,8 @@ class JobItem(BaseModel):
     metadata_sha256: str | None = None
     #: S3 has no SHA-256 of the staged bytes: a ``hash`` step reads them before any copy.
     hash_read: bool = False
+    #: Where an imported file came from (``None``: a run's staged file).
+    provenance: Provenance | None = None
     #: The staged file is gone; its bytes are an earlier attempt's nightly copy (``source_key``).
     from_nightly: bool = False
 
@@ -152,6 +154,7 @@ class JobItem(BaseModel):
             source_etag=self.source_etag,
             target_key=self.target_key,
             copy=self.copies,
+            provenance=self.provenance,
             from_nightly=self.from_nightly,
         )
 
@@ -283,6 +286,7 @@ class FanoutJobs:
                 in_nightly=step.target_key in v.nightly_keys,
                 metadata_sha256=v.metadata[step.file.filename].sha256 if step.is_wheel else None,
                 hash_read=(step.index, step.file.filename) in unhashed,
+                provenance=step.provenance,
                 from_nightly=step.from_nightly,
             )
             for v in verified

@@ -1,8 +1,9 @@
 """Promotion of one manifest: the flow from a manifest event to the run's record.
 
 :class:`PromotionService` routes a manifest to its flow: a run's promotion (here), a yank
-request (:mod:`~wheelgate.promotion.yanking`) or a break-glass override
-(:mod:`~wheelgate.promotion.override`, which promotes its target through this flow). A
+request (:mod:`~wheelgate.promotion.yanking`), a break-glass override
+(:mod:`~wheelgate.promotion.override`, which promotes its target through this flow) or an
+import (:mod:`~wheelgate.promotion.importing`, which promotes what it gathered through it). A
 promotion takes its steps in an order that is the product's promise: every set is verified
 (:mod:`~wheelgate.promotion.verify`, including the hash read of each file S3 has no SHA-256
 of) before the first copy; every copy is verified (:mod:`~wheelgate.promotion.release`) before
@@ -21,6 +22,7 @@ from datetime import UTC, datetime
 from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import (
+    IMPORT_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
     STAGING,
     YANK_RUN_PREFIX,
@@ -39,6 +41,7 @@ from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.event import ManifestEvent, written_by
 from wheelgate.promotion.fanout import FanoutJobs, Launcher, MessageSender
+from wheelgate.promotion.importing import ImportedSet, ImportRoute
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.leftovers import account_for_copies, rejected_outcomes
 from wheelgate.promotion.observer import DecisionObserver, NoObserver, decision_stats
@@ -74,7 +77,9 @@ class PromotionService:
     ``launcher`` starts fan-out executions (``None``: every run is promoted in one invocation;
     the thresholds are the settings'); ``queue`` sends a failed execution's manifest event back.
     Yank requests go to ``yanks`` (:class:`~wheelgate.promotion.yanking.YankRoute`), override
-    requests to ``overrides`` (:class:`~wheelgate.promotion.override.OverrideRoute`).
+    requests to ``overrides`` (:class:`~wheelgate.promotion.override.OverrideRoute`), import
+    requests to ``imports`` (:class:`~wheelgate.promotion.importing.ImportRoute`, which also
+    sends an unfinished import's event back through ``queue``).
     """
 
     def __init__(
@@ -158,6 +163,20 @@ class PromotionService:
             promote=self._promote,
             reject=self._reject,
         )
+        self.imports = ImportRoute(
+            settings=settings,
+            staging=staging,
+            nightly=nightly,
+            nightly_pages=nightly_pages,
+            records=self.records,
+            fanout=self.fanout,
+            queue=queue,
+            clock=clock,
+            workers=workers,
+            single_request_limit=single_request_limit,
+            part_size=part_size,
+            promote=self._promote,
+        )
 
     def load_record(self, run_id: str) -> PromotionRecord | None:
         """The record of ``run_id``, or ``None`` when no decision was recorded yet."""
@@ -223,6 +242,10 @@ class PromotionService:
         try:
             if run_id.startswith(YANK_RUN_PREFIX):
                 return self._decided(event, self.yanks.apply(run_id, raw, digest, actor, existing))
+            if run_id.startswith(IMPORT_RUN_PREFIX):
+                return self._decided(
+                    event, self.imports.apply(run_id, raw, digest, actor, existing, event)
+                )
             manifest = parse_manifest(raw, expected_run_id=run_id)
             off_host = manifest_test_url_problems(manifest, self.settings.test_url_hosts)
             if off_host:
@@ -259,7 +282,10 @@ class PromotionService:
 
     def _check_writer(self, principal_id: str | None, run_id: str) -> None:
         """The reporter writes run manifests; a dependency-mirror run (``deps-*``), which the
-        promoter accepts on its review instead of tests, only from the mirror's own role."""
+        promoter accepts on its review instead of tests, only from the mirror's own role; an
+        import request, which releases files no test installed, the break-glass role alone."""
+        if run_id.startswith(IMPORT_RUN_PREFIX):
+            return self.imports.check_writer(principal_id)
         mirror = run_id.startswith(self.policy.review_run_prefix)
         trusted = self.settings.trusted_deps_id if mirror else self.settings.trusted_reporter_id
         if trusted is None and mirror and self.settings.trusted_reporter_id is not None:
@@ -363,6 +389,7 @@ class PromotionService:
         existing: PromotionRecord | None,
         *,
         override: dict[str, str] | None = None,
+        imported: ImportedSet | None = None,
         event: ManifestEvent,
     ) -> PromotionRecord:
         if self.fanout is not None:
@@ -372,8 +399,9 @@ class PromotionService:
                 # decision (the job's start is made sure of, once more).
                 return self.fanout.launch(running, existing)
         acceptance = decide(manifest, self.policy)
-        if override is not None:
-            # Break-glass: the tests do not decide; every integrity check below still does.
+        if override is not None or imported is not None:
+            # Break-glass, or an import (no tests): the tests do not decide; every integrity
+            # check below still does.
             acceptance = AcceptanceDecision(accepted=tuple(manifest.sets), rejected=())
         rejected_sets = [
             SetOutcome(
@@ -394,7 +422,12 @@ class PromotionService:
             [s.index for s in acceptance.accepted], run_id=manifest.run_id
         ) as held:
             try:
-                verified = [self.verifier.verify(manifest, s) for s in acceptance.accepted]
+                verified = [
+                    imported.verified(self.verifier, manifest, s)
+                    if imported is not None
+                    else self.verifier.verify(manifest, s)
+                    for s in acceptance.accepted
+                ]
                 fanout = self.fanout
                 if fanout is not None and not fanout.wanted([v.plan for v in verified]):
                     fanout = None
@@ -416,6 +449,7 @@ class PromotionService:
                 manifest_sha256=digest,
                 actor=actor,
                 override=override,
+                imported=imported.outcome if imported is not None else None,
             )
             if fanout is not None:
                 job = fanout.prepare(

@@ -29,7 +29,7 @@ reads over its execution's steps instead of one invocation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -60,6 +60,28 @@ from wheelgate.storage.errors import PreconditionFailed
 def nightly_entry(page: tuple[ProjectPage, str | None], filename: str) -> IndexEntry | None:
     """The nightly history's entry for a file: the file is released."""
     return next((e for e in page[0].entries if e.filename == filename), None)
+
+
+def wheel_identity(
+    bucket: Bucket, key: str, etag: str, size: int, filename: str, *, index: str
+) -> CoreMetadata:
+    """The METADATA of the wheel ``filename`` stored in ``bucket`` at ``key`` (the version
+    ``etag`` pins, ``size`` bytes), read with bounded ranged reads, once its METADATA and WHEEL
+    are found to be what its file name says.
+
+    Raises :class:`~wheelgate.core.errors.PromotionRejected` (``wheel-name-mismatch``,
+    ``metadata-unreadable``, naming ``index``) and
+    :class:`~wheelgate.core.errors.TransientError` when the object changed while it was read.
+    """
+    reader = S3RangeReader(bucket.client, bucket.name, key, size, etag)
+    try:
+        return read_core_metadata(reader, filename)
+    except WheelIdentityError as exc:
+        raise PromotionRejected(Reason.WHEEL_NAME_MISMATCH, str(exc), index=index) from exc
+    except WheelMetadataError as exc:
+        raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=index) from exc
+    except PreconditionFailed:
+        raise TransientError(f"{key} changed while it was being read") from None
 
 
 @dataclass(frozen=True)
@@ -104,8 +126,21 @@ class SetVerifier:
         self.allow_build_tag_rereleases = allow_build_tag_rereleases
         self.allow_new_local_labels = allow_new_local_labels
 
-    def verify(self, manifest: Manifest, artifact_set: ArtifactSet) -> VerifiedSet:
+    def verify(
+        self,
+        manifest: Manifest,
+        artifact_set: ArtifactSet,
+        *,
+        whole_run: bool = True,
+        known_metadata: Mapping[tuple[str, str], CoreMetadata] | None = None,
+    ) -> VerifiedSet:
         """Verify one set of ``manifest`` and plan its copies.
+
+        ``whole_run`` (a run's set): every file staged for the run's directory must be in the
+        set. An import's set is what it chose of what it gathered (``whole_run=False``): the
+        files it refused stay staged and are not planned. ``known_metadata`` is METADATA a
+        caller read with :meth:`wheel_metadata` already, by (staged key, ETag): a wheel whose
+        pinned version is one of those is not read again.
 
         Whether a file is already released is read from the nightly archive page, which lists
         every released file of the project with its SHA-256; a file in nightly but not listed
@@ -127,10 +162,12 @@ class SetVerifier:
         prefix = STAGING.run_index_prefix(manifest.run_id, index)
         # Only the run directory's own files: its project pages sit in subfolders, one per
         # project of the nightly directory, and must not make this listing grow with them.
+        set_names = {f.filename for f in artifact_set.files}
         listing = {
             obj.key[len(prefix) :]: obj
             for obj in self.staging.list(prefix, direct=True)
             if obj.key[len(prefix) :] not in PAGE_NAMES
+            and (whole_run or obj.key[len(prefix) :].removesuffix(METADATA_SUFFIX) in set_names)
         }
         files = [n for n in listing if not n.endswith(METADATA_SUFFIX)]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
@@ -200,8 +237,14 @@ class SetVerifier:
             copied_before=copied_before,
         )
         wheels = [step for step in plan.steps if step.is_wheel]
+        known = known_metadata or {}
+
+        def read(step: FileStep) -> CoreMetadata:
+            found = known.get((step.source_key, step.source_etag))
+            return found if found is not None else self.wheel_metadata(step)
+
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            metadata = list(pool.map(self.wheel_metadata, wheels))
+            metadata = list(pool.map(read, wheels))
         return VerifiedSet(
             plan=plan,
             pages=pages,
@@ -242,22 +285,14 @@ class SetVerifier:
         SHA-256 was checked), which its staged ``.metadata`` sidecar, if any, must equal. For a
         step :attr:`~wheelgate.core.planning.FileStep.from_nightly`, the nightly copy's (the
         released ``.metadata`` beside it is then checked against it on release)."""
-        source = self.nightly if step.from_nightly else self.staging
-        reader = S3RangeReader(
-            source.client,
-            source.name,
+        metadata = wheel_identity(
+            self.nightly if step.from_nightly else self.staging,
             step.source_key,
-            step.file.size,
             step.source_etag,
+            step.file.size,
+            step.file.filename,
+            index=step.index,
         )
-        try:
-            metadata = read_core_metadata(reader, step.file.filename)
-        except WheelIdentityError as exc:
-            raise PromotionRejected(Reason.WHEEL_NAME_MISMATCH, str(exc), index=step.index) from exc
-        except WheelMetadataError as exc:
-            raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=step.index) from exc
-        except PreconditionFailed:
-            raise TransientError(f"{step.source_key} changed while it was being read") from None
         sidecar = None if step.from_nightly else self.staging.get(step.source_key + METADATA_SUFFIX)
         if sidecar is not None and sidecar[0] != metadata.content:
             raise PromotionRejected(

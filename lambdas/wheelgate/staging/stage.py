@@ -19,8 +19,8 @@ from wheelgate.core.layout import (
     RUN_PAGE_TAG_KEY,
     RUN_PAGE_TAG_VALUE,
     STAGING,
+    check_ci_run_id,
     check_index,
-    check_run_id,
     key_url,
     project_dir,
 )
@@ -56,10 +56,14 @@ from wheelgate.index.pages import (
     upload_time,
 )
 from wheelgate.index.store import IndexStore, PageWrites
-from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.bucket import (
+    ARTIFACT_CONTENT_TYPE,
+    MULTIPART_PART_SIZE,
+    SINGLE_REQUEST_LIMIT,
+    Bucket,
+)
 from wheelgate.storage.errors import PreconditionFailed
 
-ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 _HASH_CHUNK = 8 * 1024 * 1024
 
 
@@ -214,7 +218,7 @@ def stage(
     Also when another writer wins the race for a name with other bytes, and when the window
     closes while the files upload (then the files are staged but the pages are not written).
     """
-    check_run_id(run_id)
+    check_ci_run_id(run_id)
     check_index(index)
     started = clock()
     # When the run was first staged, listed once: a run this call starts (nothing staged yet)
