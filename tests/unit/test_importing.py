@@ -249,6 +249,43 @@ def test_screening_refuses_per_file_what_a_promotion_would_refuse() -> None:
     assert refused["liar-1.0-py3-none-any.whl"][0] == "checksum-mismatch"
 
 
+@pytest.mark.parametrize("allowed", [False, True])
+def test_screening_refuses_per_file_what_would_change_an_equals_pin(allowed: bool) -> None:
+    # Given nightly with lab 1.0 (no label) and rocm 2.7.0+rocm6.3
+    released = {
+        "lab-1.0-py3-none-any.whl": (SHA["a"], 100),
+        "rocm-2.7.0+rocm6.3-py3-none-any.whl": (SHA["b"], 100),
+    }
+    # When a source offers a label for lab 1.0, an unlabelled and a new-label rocm 2.7.0, and
+    # a new version with two labels
+    screened = screen(
+        [
+            candidate("lab-1.0+evil-py3-none-any.whl", SHA["c"]),
+            candidate("rocm-2.7.0-py3-none-any.whl", SHA["d"]),
+            candidate("rocm-2.7.0+rocm6.4-py3-none-any.whl", SHA["e"]),
+            candidate("rocm-2.8.0+rocm6.3-py3-none-any.whl", SHA["f"]),
+            candidate("rocm-2.8.0+rocm6.4-py3-none-any.whl", SHA["a"]),
+        ],
+        released,
+        index="v2/x",
+        allow_build_tag_rereleases=False,
+        allow_new_local_labels=allowed,
+    )
+    # Then each file that would change what == installs is refused alone, naming the rule;
+    # a new label of a released version only where the deployment allows it
+    refused = {r.filename: (r.reason, r.message) for r in screened.refused}
+    assert refused["lab-1.0+evil-py3-none-any.whl"][0] == "local-label-conflict"
+    assert "never gains one" in refused["lab-1.0+evil-py3-none-any.whl"][1]
+    assert refused["rocm-2.7.0-py3-none-any.whl"][0] == "local-label-conflict"
+    new_label = "rocm-2.7.0+rocm6.4-py3-none-any.whl"
+    assert (new_label in refused) is not allowed
+    assert [c.filename for c in screened.accepted] == [
+        *([new_label] if allowed else []),
+        "rocm-2.8.0+rocm6.3-py3-none-any.whl",
+        "rocm-2.8.0+rocm6.4-py3-none-any.whl",
+    ]
+
+
 def test_build_tags_are_judged_as_the_deployment_judges_them() -> None:
     both = [
         candidate("b-1.0-1-py3-none-any.whl", SHA["a"]),

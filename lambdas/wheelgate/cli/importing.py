@@ -36,7 +36,9 @@ from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import describe_errors
 from wheelgate.core.settings import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_IMPORT_SOURCES,
+    NewLocalLabels,
     SettingsError,
     import_sources_from_env,
     parse_source_uri,
@@ -109,6 +111,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
 
 
+def _new_labels_allowed(index: str) -> bool:
+    """As the promoter judges new local labels in ``index`` (the deployment's
+    allow_new_local_labels, ``WHEELGATE_ALLOW_NEW_LOCAL_LABELS``; unset: refused)."""
+    raw = os.environ.get(ENV_ALLOW_NEW_LOCAL_LABELS, "").strip()
+    try:
+        value = json.loads(raw) if raw else None
+        return NewLocalLabels.from_value(value, name=ENV_ALLOW_NEW_LOCAL_LABELS).allowed_in(index)
+    except (ValueError, SettingsError) as exc:
+        raise UsageError(f"{ENV_ALLOW_NEW_LOCAL_LABELS}={raw!r}: {exc}") from exc
+
+
 def _dry_run(args: argparse.Namespace, request: ImportRequest) -> int:
     from wheelgate.index.store import IndexStore
     from wheelgate.promotion.importing import preview
@@ -127,6 +140,7 @@ def _dry_run(args: argparse.Namespace, request: ImportRequest) -> int:
         ),
         workers=DRY_RUN_WORKERS,
         progress=lambda done, total: bar(request.source, done, total),
+        allow_new_local_labels=_new_labels_allowed(request.index),
     )
     new = [c for c in found.accepted if c.filename not in found.already]
     print(

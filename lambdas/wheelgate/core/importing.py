@@ -37,7 +37,7 @@ from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, METADATA_SUFFIX, PAGE_NAMES
 from wheelgate.core.manifest import IndexDir, RunId, describe_errors, parse_distribution_filename
 from wheelgate.core.objects import ListedObject
-from wheelgate.core.planning import ReleaseBook
+from wheelgate.core.planning import LabelBook, ReleaseBook
 from wheelgate.core.records import RefusedFile
 from wheelgate.core.settings import ImportSource, parse_source_uri
 from wheelgate.core.timestamps import normalized_upload_time
@@ -328,6 +328,7 @@ def screen(
     *,
     index: str,
     allow_build_tag_rereleases: bool,
+    allow_new_local_labels: bool = False,
 ) -> Screened:
     """Decide each candidate (oldest first) against nightly's ``released`` files of the same
     projects (file name -> SHA-256, size; the archive pages: every file ever released) and the
@@ -337,7 +338,10 @@ def screen(
     - nightly holds the name with other bytes: ``nightly-conflict``; with the same bytes it is
       already released (kept, never copied again);
     - nightly, or a candidate kept before, holds the same release under another name with other
-      bytes: ``release-conflict`` (a duplicate at the source, or a conflict with nightly).
+      bytes: ``release-conflict`` (a duplicate at the source, or a conflict with nightly);
+    - it would change what ``==<public version>`` installs through a local version label, as
+      nightly and the candidates kept before it stand (:class:`~wheelgate.core.planning.
+      LabelBook`, with ``allow_new_local_labels``): ``local-label-conflict``.
 
     A candidate whose SHA-256 is unknown (a dry run) is judged by its size where nightly holds
     its name, and any other spelling of its release counts as a conflict; the messages say
@@ -346,6 +350,7 @@ def screen(
     book = ReleaseBook(allow_build_tag_rereleases=allow_build_tag_rereleases)
     for filename, (sha256, _size) in released.items():
         book.add(filename, sha256)
+    labels = LabelBook(released, allow_new_local_labels=allow_new_local_labels)
     accepted: list[Candidate] = []
     already: set[str] = set()
     refused: list[RefusedFile] = []
@@ -388,6 +393,11 @@ def screen(
             refusal = book.refusal(c.filename, other, index=index)
             refuse(c, refusal.reason, f"{where}: {refusal.message}")
             continue
+        label_refusal = labels.conflict(c.filename, index=index)
+        if label_refusal is not None:
+            refuse(c, label_refusal.reason, label_refusal.message)
+            continue
         book.add(c.filename, sha256)
+        labels.add(c.filename)
         accepted.append(c)
     return Screened(accepted=tuple(accepted), already=frozenset(already), refused=tuple(refused))

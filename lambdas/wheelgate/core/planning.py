@@ -285,15 +285,13 @@ def _public_and_label(filename: str) -> tuple[tuple[str, Version], str | None]:
     return (dist.project, Version(dist.version.public)), dist.version.local
 
 
-def check_local_labels(
-    artifact_set: ArtifactSet, released: Iterable[str], *, allow_new_local_labels: bool
-) -> None:
-    """Refuse a file that would change what ``pip install <project>==<public version>``
-    installs through a local version label.
+class LabelBook:
+    """The local version labels each public version has so far, to tell whether one more file
+    would change what ``pip install <project>==<public version>`` installs.
 
     PEP 440 ``==1.0`` matches ``1.0+anything``, and pip and uv prefer the highest local
-    version. ``released`` are the file names nightly already holds for the set's projects. Per
-    project and public version:
+    version. ``released`` are the file names nightly already holds. Per project and public
+    version:
 
     - released without a local label (``lab-1.0``): it never gains a labelled file
       (``lab-1.0+evil`` would become what ``==1.0`` installs);
@@ -301,27 +299,35 @@ def check_local_labels(
       (a build of another kind, which ``==2.7.0`` would install wherever the labelled builds do
       not), and gains a new label (``+rocm6.4``, then what ``==2.7.0`` installs) only with
       ``allow_new_local_labels``; a released label may gain files for other tags;
-    - a version first released by this set may carry several labels, or none, not both.
-
-    Raises :class:`PromotionRejected` (``local-label-conflict``) naming the first conflict.
+    - a version first released now (files :meth:`add` ed since) may carry several labels, or
+      none, not both.
     """
-    index = artifact_set.index
-    before: dict[tuple[str, Version], dict[str | None, str]] = {}
-    for filename in released:
-        try:
-            version, label = _public_and_label(filename)
-        except ValueError:
-            continue
-        before.setdefault(version, {}).setdefault(label, filename)
-    seen = {version: dict(labels) for version, labels in before.items()}
-    for f in artifact_set.files:
-        (project, public), label = _public_and_label(f.filename)
-        labels = seen.setdefault((project, public), {})
+
+    def __init__(self, released: Iterable[str], *, allow_new_local_labels: bool) -> None:
+        self.allow_new_local_labels = allow_new_local_labels
+        self._before: dict[tuple[str, Version], dict[str | None, str]] = {}
+        for filename in released:
+            try:
+                version, label = _public_and_label(filename)
+            except ValueError:
+                continue
+            self._before.setdefault(version, {}).setdefault(label, filename)
+        self._seen = {version: dict(labels) for version, labels in self._before.items()}
+
+    def add(self, filename: str) -> None:
+        """Know ``filename`` (kept, or released by this set)."""
+        version, label = _public_and_label(filename)
+        self._seen.setdefault(version, {}).setdefault(label, filename)
+
+    def conflict(self, filename: str, *, index: str) -> PromotionRejected | None:
+        """The refusal (``local-label-conflict``) of ``filename``, or ``None``."""
+        (project, public), label = _public_and_label(filename)
+        labels = self._seen.get((project, public), {})
         pin = f"`pip install {project}=={public}`"
         if label is not None and None in labels:
-            raise PromotionRejected(
+            return PromotionRejected(
                 Reason.LOCAL_LABEL_CONFLICT,
-                f"{f.filename}: {project} {public} has a file without a local version label "
+                f"{filename}: {project} {public} has a file without a local version label "
                 f"({labels[None]}); {pin} matches {public}+{label} too and installers prefer "
                 "it, so the bytes every such pin installs would change. A public version "
                 "released without a label never gains one: release a new version",
@@ -329,23 +335,40 @@ def check_local_labels(
             )
         if label is None and labels and None not in labels:
             named = ", ".join(f"+{other}" for other in sorted(filter(None, labels)))
-            raise PromotionRejected(
+            return PromotionRejected(
                 Reason.LOCAL_LABEL_CONFLICT,
-                f"{f.filename}: {project} {public} has files with local version label(s) "
+                f"{filename}: {project} {public} has files with local version label(s) "
                 f"{named} only; an unlabelled file is another kind of build, which {pin} "
                 "would install wherever those are not installable. A public version released "
                 "with labels never gains an unlabelled file",
                 index=index,
             )
-        known = before.get((project, public), {})
-        if label is not None and known and label not in known and not allow_new_local_labels:
+        known = self._before.get((project, public), {})
+        if label is not None and known and label not in known and not self.allow_new_local_labels:
             named = ", ".join(f"+{other}" for other in sorted(filter(None, known)))
-            raise PromotionRejected(
+            return PromotionRejected(
                 Reason.LOCAL_LABEL_CONFLICT,
-                f"{f.filename}: {project} {public} is released with local version label(s) "
+                f"{filename}: {project} {public} is released with local version label(s) "
                 f"{named}, not +{label}: {pin} would install the new build where its label "
                 f"sorts highest. New labels of a released version are allowed only where "
                 f"allow_new_local_labels lists the directory ({index!r})",
                 index=index,
             )
-        labels.setdefault(label, f.filename)
+        return None
+
+
+def check_local_labels(
+    artifact_set: ArtifactSet, released: Iterable[str], *, allow_new_local_labels: bool
+) -> None:
+    """Refuse a set with a file that would change what ``pip install <project>==<public
+    version>`` installs through a local version label (the rule: :class:`LabelBook`);
+    ``released`` are the file names nightly already holds for the set's projects.
+
+    Raises :class:`PromotionRejected` (``local-label-conflict``) naming the first conflict.
+    """
+    book = LabelBook(released, allow_new_local_labels=allow_new_local_labels)
+    for f in artifact_set.files:
+        refusal = book.conflict(f.filename, index=artifact_set.index)
+        if refusal is not None:
+            raise refusal
+        book.add(f.filename)

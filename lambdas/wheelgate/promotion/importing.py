@@ -526,6 +526,7 @@ class ImportRoute:
             released_files(self.nightly_pages, request.index, files, workers=self.workers),
             index=request.index,
             allow_build_tag_rereleases=self.settings.allow_build_tag_rereleases,
+            allow_new_local_labels=self.settings.allow_new_local_labels.allowed_in(request.index),
         )
         kept = [files[c.filename] for c in screened.accepted]
         provenance = {
@@ -664,6 +665,7 @@ def preview(
     allow_build_tag_rereleases: bool,
     workers: int,
     progress: Callable[[int, int], None] | None = None,
+    allow_new_local_labels: bool = False,
 ) -> Preview:
     """What importing ``request`` would do, read without writing anything: the source listing
     and index pages, each wheel's METADATA and WHEEL (ranged reads of the source objects),
@@ -695,6 +697,7 @@ def preview(
         released_files(nightly_pages, request.index, [c.filename for c in kept], workers=workers),
         index=request.index,
         allow_build_tag_rereleases=allow_build_tag_rereleases,
+        allow_new_local_labels=allow_new_local_labels,
     )
     return Preview(
         candidates=len(selection.candidates),
