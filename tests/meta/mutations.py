@@ -162,7 +162,7 @@ MUTATIONS = (
     Mutation(
         "release conflict",
         "the same release under another file name or build tag is released",
-        "if allow_build_tag_rereleases and other_build != build:",
+        "if self.allow_build_tag_rereleases and other_build != build:",
         "if True:",
         (
             "tests/unit/test_planning.py",
