@@ -12,6 +12,7 @@ from constructs import Construct
 
 from wheelgate.core.settings import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
@@ -19,6 +20,7 @@ from wheelgate.core.settings import (
     ENV_FANOUT_MIN_BYTES,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
+    ENV_IMPORT_SOURCES,
     ENV_LISTING_RETENTION,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
@@ -152,6 +154,7 @@ class WheelGate(Construct):
             index_dirs=props.index_dirs,
             nightly_retention_mode=props.nightly_retention_mode,
             nightly_retention_days=props.nightly_retention_days,
+            import_sources=props.import_locations,
         )
         web_acl_arn = props.waf_web_acl_arn
         if props.waf_rate_limit is not None:
@@ -168,6 +171,7 @@ class WheelGate(Construct):
         )
         allowed_indexes = json.dumps(list(props.index_dirs))
         test_url_hosts = json.dumps(list(props.test_url_hosts))
+        import_sources = json.dumps(list(props.import_sources))
         promoter = PromoterFunction(
             self,
             "Promoter",
@@ -193,6 +197,7 @@ class WheelGate(Construct):
                 ENV_ALLOW_BUILD_TAG_RERELEASES: (
                     "true" if props.allow_build_tag_rereleases else "false"
                 ),
+                ENV_ALLOW_NEW_LOCAL_LABELS: props.allow_new_local_labels.to_json(),
                 ENV_TEST_URL_HOSTS: test_url_hosts,
                 # From the region and the dashboard's fixed name, not the dashboard resource:
                 # the dashboard graphs this function, so a reference back would be a cycle.
@@ -205,6 +210,7 @@ class WheelGate(Construct):
                 ENV_NIGHTLY_RETENTION_MODE: props.nightly_retention_mode,
                 ENV_NIGHTLY_PAGE_RETENTION_DAYS: str(props.nightly_page_retention_days),
                 ENV_LISTING_RETENTION: props.listing_retention.to_json(),
+                ENV_IMPORT_SOURCES: import_sources,
             },
         )
         access.confine_promoter_to(promoter.function.function_arn)
@@ -270,6 +276,9 @@ class WheelGate(Construct):
             # For an operator's `wheelgate index rebuild` (WHEELGATE_LISTING_RETENTION): the
             # listing pages it writes keep what the promoter's would.
             "ListingRetention": props.listing_retention.to_json(),
+            # For the operator's `wheelgate import` (WHEELGATE_IMPORT_SOURCES): it refuses a
+            # source the promoter would.
+            "ImportSources": import_sources,
         }
         for name, value in outputs.items():
             # The output's name alone, whatever the construct's id: the names CI and

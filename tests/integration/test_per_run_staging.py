@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.conftest import LocalProcess, installed
-from tests.integration.test_cycle import pip, run_ok, uv_install
+from tests.integration.conftest import LocalProcess
+from tests.integration.installs import evidence, pip, pip_report, uv_install
+from tests.integration.test_cycle import run_ok
 from tests.integration.test_index_maintenance import fetch
 from wheelgate.core.layout import STAGING
 from wheelgate.local.sample_wheels import build_wheel
@@ -104,16 +105,11 @@ def test_a_rejected_run_is_never_offered_to_another_run(
     run_ok(
         local, "stage", "--run-id", "rj-seed", "--index", INDEX, "--commit", "d" * 40, str(released)
     )
+    report = pip_report(venv_factory, local.run_index("rj-seed", INDEX), [released])
     run_ok(
         local,
-        "report",
-        "--run-id",
-        "rj-seed",
-        "--commit",
-        "d" * 40,
-        "--test",
-        f"{INDEX}:smoke=passed",
-        *installed(INDEX, "smoke", [released]),
+        *("report", "--run-id", "rj-seed", "--commit", "d" * 40),
+        *("--test", f"{INDEX}:smoke=passed", *evidence(INDEX, report)),
     )
     assert local.wheelgate("status", "rj-seed", "--wait", "60").returncode == 0
     rebuilt = build_wheel(
@@ -160,7 +156,9 @@ def run_index_projects(url: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def closure_nightly(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def closure_nightly(
+    local: LocalProcess, venv_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     """Given nightly holding a dependency tree two levels deep under cl-mid (cl-leaf, and a
     dependency for each platform behind a marker) and cl-other, which nothing requires; none of
     them is ever staged by the runs below."""
@@ -188,7 +186,7 @@ def closure_nightly(local: LocalProcess, tmp_path_factory: pytest.TempPathFactor
     run_ok(
         local,
         *("report", "--run-id", "cl-seed", "--commit", commit, "--test", f"{INDEX}:smoke=passed"),
-        *installed(INDEX, "smoke", tree),
+        *evidence(INDEX, pip_report(venv_factory, local.run_index("cl-seed", INDEX), tree)),
     )
     assert local.wheelgate("status", "cl-seed", "--wait", "60").returncode == 0
     return wheels

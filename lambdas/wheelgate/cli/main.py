@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from wheelgate import __version__
 from wheelgate.cli import (
     deps,
+    importing,
     installed,
     local,
     maintenance,
@@ -57,7 +58,18 @@ __all__ = [
 
 #: The command groups, in the order ``wheelgate --help`` lists them; each module's
 #: ``register`` adds its commands' parsers and handlers.
-COMMAND_GROUPS = (stage, report, pins, installed, status, local, maintenance, deps, schema)
+COMMAND_GROUPS = (
+    stage,
+    report,
+    pins,
+    installed,
+    status,
+    local,
+    maintenance,
+    importing,
+    deps,
+    schema,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,9 +22,8 @@ from wheelgate.core.layout import (
     RUN_PAGE_TAG_VALUE,
     SIDECAR_SUFFIXES,
     STAGING,
+    check_ci_run_id,
     check_index,
-    check_run_id,
-    href,
     key_url,
     project_dir,
 )
@@ -54,6 +53,7 @@ from wheelgate.core.wheelmeta import (
 from wheelgate.index.pages import (
     METADATA_CONTENT_TYPE,
     IndexEntry,
+    PageFormatError,
     absolute,
     staging_view,
     upload_time,
@@ -61,6 +61,7 @@ from wheelgate.index.pages import (
 from wheelgate.index.store import IndexStore, PageWrites
 from wheelgate.staging.closure import nightly_closure
 from wheelgate.storage.bucket import (
+    ARTIFACT_CONTENT_TYPE,
     SINGLE_REQUEST_LIMIT,
     UPLOAD_PART_SIZE,
     Bucket,
@@ -68,7 +69,6 @@ from wheelgate.storage.bucket import (
 )
 from wheelgate.storage.errors import PreconditionFailed
 
-ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 CHECKSUM_CONTENT_TYPE = "text/plain; charset=utf-8"
 _HASH_CHUNK = 8 * 1024 * 1024
 _HEX_SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -251,11 +251,13 @@ def stage(
     Raises :class:`StageError`, before anything is uploaded, when a file of the same name is
     already staged for this run with other bytes or from another commit, or (with
     ``publish_pages``) when the run's first object was staged more than ``window_days`` ago: its
-    pages, written now, would outlive the files they list (:mod:`wheelgate.core.lifecycle`).
+    pages, written now, would outlive the files they list (:mod:`wheelgate.core.lifecycle`), or
+    nightly's pages of ``index`` cannot be read (a directory nested in another; when only a
+    project's page shows it, after the upload).
     Also when another writer wins the race for a name with other bytes, and when the window
     closes while the files upload (then the files are staged but the pages are not written).
     """
-    check_run_id(run_id)
+    check_ci_run_id(run_id)
     check_index(index)
     started = clock()
     # When the run was first staged, listed once: a run this call starts (nothing staged yet)
@@ -263,6 +265,8 @@ def stage(
     first = first_staged(staging, run_id) if publish_pages else None
     if publish_pages:
         _check_window(run_id, first, started, window_days)
+        # Read before any upload: a directory nested in another is refused with nothing staged.
+        nightly_root(nightly, index)
     heads = {
         a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
     }
@@ -313,16 +317,38 @@ def stage(
         raise StageError(
             f"{exc} (the files were uploaded, but the run's index pages were not updated)"
         ) from None
-    pages = publish_run_index(
-        staging=staging,
-        nightly=nightly,
-        nightly_base_url=nightly_base_url,
-        run_id=run_id,
-        index=index,
-        artifacts=artifacts,
-        now=upload_time(clock()),
-    )
+    try:
+        pages = publish_run_index(
+            staging=staging,
+            nightly=nightly,
+            nightly_base_url=nightly_base_url,
+            run_id=run_id,
+            index=index,
+            artifacts=artifacts,
+            now=upload_time(clock()),
+        )
+    except PageFormatError as exc:
+        raise _nested(
+            index, exc, "the files were uploaded, but the run's index pages were not written"
+        ) from exc
     return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
+
+
+def nightly_root(nightly: Bucket, index: str) -> tuple[str, ...]:
+    """The projects nightly's root page of ``index`` lists. Raises :class:`StageError` when the
+    page is not a root page: ``index`` is inside another directory."""
+    try:
+        return IndexStore(nightly).read_root(index)[0]
+    except PageFormatError as exc:
+        raise _nested(index, exc, "nothing was staged") from exc
+
+
+def _nested(index: str, exc: PageFormatError, then: str) -> StageError:
+    return StageError(
+        f"nightly's pages of {index!r} cannot be read ({exc}): is {index!r} inside another "
+        f"index directory, or another inside it? Their pages would overwrite each other's; "
+        f"stage into a directory of WHEELGATE_ALLOWED_INDEXES ({then})"
+    )
 
 
 def first_staged(staging: Bucket, run_id: str) -> datetime | None:
@@ -464,14 +490,14 @@ def publish_run_index(
         page_dir = PAGES.project_dir(index, project)
         run_page_dir = run_pages.prefix + page_dir
         entries = [
-            IndexEntry(
-                filename=a.filename,
-                url=href(run_page_dir, STAGING.artifact(run_id, index, a.filename)),
+            IndexEntry.for_file(
+                a.filename,
+                key=STAGING.artifact(run_id, index, a.filename),
+                page_dir=run_page_dir,
                 sha256=a.digest,
                 size=a.size,
-                upload_time=now,
-                requires_python=a.metadata.requires_python if a.metadata else None,
-                metadata_sha256=a.metadata.sha256 if a.metadata else None,
+                uploaded=now,
+                metadata=a.metadata,
             )
             for a in by_project.get(project, ())
         ]

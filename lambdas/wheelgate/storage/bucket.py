@@ -42,6 +42,8 @@ from wheelgate.storage.errors import (
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+#: Content type of a stored wheel or sdist.
+ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 #: S3's single-request limit for PutObject and CopyObject.
 SINGLE_REQUEST_LIMIT = 5 * 1024**3
 #: Part size for multipart copies of larger objects (S3 allows at most 10,000 parts): copies
@@ -77,6 +79,15 @@ class ObjectLock:
 
     mode: str
     until: datetime
+
+
+@dataclass(frozen=True)
+class Copied:
+    """A server-side copy: the copy's ETag and the full-object SHA-256 S3 computed of it
+    (``None`` for a multipart copy, of which S3 keeps a composite checksum only)."""
+
+    etag: str
+    sha256: str | None
 
 
 def s3_translated(client: S3Client, operation: str, bucket: str, key: str) -> Any:
@@ -307,10 +318,10 @@ class Bucket:
     ) -> str:
         """Write a small object with a SHA-256 checksum; return its ETag.
 
-        ``if_match`` / ``if_none_match`` make the write conditional; a lost condition raises
-        :class:`PreconditionFailed`. ``lock`` gives the version its own Object Lock (the
-        writer needs ``s3:PutObjectRetention``); ``tags`` are its object tags (the writer needs
-        ``s3:PutObjectTagging``).
+        ``if_match`` / ``if_none_match`` make the write conditional; a lost condition (an
+        ``if_match`` key that is gone included) raises :class:`PreconditionFailed`. ``lock``
+        gives the version its own Object Lock (the writer needs ``s3:PutObjectRetention``);
+        ``tags`` are its object tags (the writer needs ``s3:PutObjectTagging``).
         """
         digest = hashlib.sha256(body).digest()
         kwargs: dict[str, Any] = {
@@ -333,7 +344,13 @@ class Bucket:
         if tags:
             kwargs["Tagging"] = urlencode(tags)
         with self._translated("PutObject", key):
-            response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
+            try:
+                response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
+            except ClientError as exc:
+                if if_match and error_code(exc) in _NOT_FOUND:
+                    # S3 answers If-Match on a key that is gone with 404: the version read is.
+                    raise PreconditionFailed(f"s3://{self.name}/{key}: {error_code(exc)}") from exc
+                raise
         return str(response["ETag"])
 
     def commit(
@@ -505,18 +522,30 @@ class Bucket:
         *,
         part_size: int = MULTIPART_PART_SIZE,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
+        metadata: Mapping[str, str] | None = None,
         sha256: str | None = None,
-    ) -> str | None:
-        """Server-side copy that never overwrites; return the copy's full-object SHA-256.
+    ) -> Copied:
+        """Server-side copy that never overwrites; return the copy's ETag and full-object
+        SHA-256.
 
         The source is pinned by ETag. Up to ``single_request_limit`` bytes, S3 computes a
-        full-object SHA-256 of the copy, which is returned for the caller to verify; larger
-        objects are copied part by part and ``None`` is returned: the copy keeps the source's
-        user metadata, with ``sha256`` (the hash the caller verified the source's bytes
-        against) as its recorded SHA-256 when given. Raises :class:`PreconditionFailed` if
-        ``key`` exists.
+        full-object SHA-256 of the copy (the request asks for ``ChecksumAlgorithm=SHA256``),
+        which is returned for the caller to verify; larger objects are copied part by part and
+        have none: such a copy records ``sha256`` (the hash the caller verified the source's
+        bytes against) when given. The copy keeps the source's user metadata (the hash
+        recorded in it travels with the copy), or has ``metadata`` instead (and the content
+        type of a distribution file). Raises :class:`PreconditionFailed` if ``key`` exists.
         """
         copy_source = {"Bucket": source.name, "Key": source_key}
+        replaced: dict[str, Any] = (
+            {}
+            if metadata is None
+            else {
+                "MetadataDirective": "REPLACE",
+                "Metadata": dict(metadata),
+                "ContentType": ARTIFACT_CONTENT_TYPE,
+            }
+        )
         if size <= single_request_limit:
             with self._translated("CopyObject", key):
                 response = self.client.copy_object(
@@ -526,11 +555,18 @@ class Bucket:
                     CopySourceIfMatch=source_etag,
                     IfNoneMatch="*",
                     ChecksumAlgorithm="SHA256",
+                    **replaced,
                 )
-            checksum = response.get("CopyObjectResult", {}).get("ChecksumSHA256")
-            return sha256_b64_to_hex(checksum) if checksum else None
-        self._multipart_copy(source, source_key, source_etag, size, key, part_size, sha256)
-        return None
+            result = response.get("CopyObjectResult", {})
+            checksum = result.get("ChecksumSHA256")
+            return Copied(
+                etag=str(result.get("ETag", "")),
+                sha256=sha256_b64_to_hex(checksum) if checksum else None,
+            )
+        etag = self._multipart_copy(
+            source, source_key, source_etag, size, key, part_size, metadata, sha256
+        )
+        return Copied(etag=etag, sha256=None)
 
     def _multipart_copy(
         self,
@@ -540,21 +576,24 @@ class Bucket:
         size: int,
         key: str,
         part: int,
+        metadata: Mapping[str, str] | None,
         sha256: str | None,
-    ) -> None:
+    ) -> str:
         """Our own code, not s3transfer's managed copy: every part copy is pinned to the
         source's ETag and the completion is ``If-None-Match: *`` (the managed copy passes
         neither to those calls), and the copy records the verified SHA-256."""
         head = source.head(source_key)
         if head is None or head.etag != source_etag:
-            raise PreconditionFailed(f"s3://{source.name}/{source_key} changed during promotion")
-        metadata = {**head.metadata, META_SHA256: sha256} if sha256 else dict(head.metadata)
+            raise PreconditionFailed(f"s3://{source.name}/{source_key} changed during the copy")
+        recorded = dict(head.metadata if metadata is None else metadata)
+        if sha256:
+            recorded[META_SHA256] = sha256
         with self._translated("multipart copy", key):
             upload = self.client.create_multipart_upload(
                 Bucket=self.name,
                 Key=key,
-                ContentType="application/octet-stream",
-                Metadata=metadata,
+                ContentType=ARTIFACT_CONTENT_TYPE,
+                Metadata=recorded,
             )
             upload_id = upload["UploadId"]
             ranges = [(start, min(start + part, size) - 1) for start in range(0, size, part)]
@@ -575,13 +614,14 @@ class Bucket:
             try:
                 with ThreadPoolExecutor(max_workers=8) as pool:
                     parts = list(pool.map(copy_part, enumerate(ranges, start=1)))
-                self.client.complete_multipart_upload(
+                completed = self.client.complete_multipart_upload(
                     Bucket=self.name,
                     Key=key,
                     UploadId=upload_id,
                     MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
                     IfNoneMatch="*",
                 )
+                return str(completed["ETag"])
             except BaseException:
                 self._abort(key, upload_id)
                 raise
