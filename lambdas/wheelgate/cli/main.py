@@ -5,10 +5,10 @@ staging index exactly as users will; a final job runs `wheelgate report` with th
 which writes the run's manifest and so triggers the promoter; `wheelgate status RUN --wait S`
 reports the decision. `wheelgate local` runs the whole stack on this machine.
 
-Exit codes: 0 success (status/yank: done), 1 rejected (a decision, and nothing else),
-2 bad input or configuration, 3 still pending, 4 storage or network error (one line naming
-the operation, what it acted on, the endpoint and the error; --debug adds the traceback),
-141 the output's reader went away (| head).
+Exit codes: 0 success (status/yank: done; verify: verified), 1 rejected (a decision; verify:
+not verified), 2 bad input or configuration, 3 still pending, 4 storage or network error (one
+line naming the operation, what it acted on, the endpoint and the error; --debug adds the
+traceback), 141 the output's reader went away (| head).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from wheelgate.cli import (
     schema,
     stage,
     status,
+    verify,
 )
 from wheelgate.cli.common import (
     EXIT_BROKEN_PIPE,
@@ -57,7 +58,18 @@ __all__ = [
 
 #: The command groups, in the order ``wheelgate --help`` lists them; each module's
 #: ``register`` adds its commands' parsers and handlers.
-COMMAND_GROUPS = (stage, report, pins, installed, status, local, maintenance, deps, schema)
+COMMAND_GROUPS = (
+    stage,
+    report,
+    pins,
+    installed,
+    status,
+    verify,
+    local,
+    maintenance,
+    deps,
+    schema,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,6 +29,9 @@ class FileOutcome(BaseModel):
     #: file a break-glass override (which skips the tests) released without it, and in records
     #: written before manifest v2.
     evidence: list[str] = []
+    #: The nightly key of the file's signed verdict (docs/verdicts.md); ``None`` when the
+    #: deployment signs none, and in records written before verdicts.
+    verdict: str | None = None
 
 
 class SetOutcome(BaseModel):

@@ -172,6 +172,9 @@ FANOUT_REJECTED_ERROR = "PromotionRejected"
 #: manifest's event back to the first, or, after ``FANOUT_MAX_EXECUTIONS``, to the second.
 ENV_MANIFEST_QUEUE_URL = "WHEELGATE_MANIFEST_QUEUE_URL"
 ENV_DEAD_LETTER_QUEUE_URL = "WHEELGATE_DEAD_LETTER_QUEUE_URL"
+#: The KMS key (ARN) that signs released files' verdicts (docs/verdicts.md); a new ARN is a key
+#: rotation. Unset (a deployment outside the stack): no verdicts are written.
+ENV_VERDICT_KEY_ARN = "WHEELGATE_VERDICT_KEY_ARN"
 
 #: Every variable the stack sets on the promoter function.
 ALL_ENV_NAMES = (
@@ -196,6 +199,7 @@ ALL_ENV_NAMES = (
     ENV_NIGHTLY_RETENTION_MODE,
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
     ENV_LISTING_RETENTION,
+    ENV_VERDICT_KEY_ARN,
 )
 
 
@@ -469,6 +473,8 @@ class PromoterSettings:
     #: The lock nightly index pages are written with (``None``: the bucket's default).
     page_retention: PageRetention | None = None
     listing_retention: ListingRetention = ListingRetention()
+    #: The KMS key that signs verdicts; ``None``: none are written.
+    verdict_key_arn: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -529,4 +535,5 @@ class PromoterSettings:
             dead_letter_queue_url=optional(ENV_DEAD_LETTER_QUEUE_URL),
             page_retention=page_retention_from_env(environ),
             listing_retention=listing_retention_from_env(environ),
+            verdict_key_arn=optional(ENV_VERDICT_KEY_ARN),
         )

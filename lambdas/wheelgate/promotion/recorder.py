@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.evidence import evidence_by_file
-from wheelgate.core.layout import STAGING
+from wheelgate.core.layout import NIGHTLY, STAGING
 from wheelgate.core.manifest import ArtifactSet
 from wheelgate.core.planning import SetPlan
 from wheelgate.core.records import (
@@ -97,9 +97,11 @@ def settle_promotion(
     manifest_sha256: str,
     actor: str | None,
     override: dict[str, str] | None,
+    signed: bool = False,
 ) -> Promotion:
     """The promotion of ``plans`` (the verified plans of the ``accepted`` sets, by index),
-    beside the ``rejected_sets`` of the same manifest."""
+    beside the ``rejected_sets`` of the same manifest; ``signed``: each file gets a verdict,
+    whose key its outcome names."""
     sets = []
     for plan in plans:
         evidence = evidence_by_file(accepted[plan.index])
@@ -110,6 +112,7 @@ def settle_promotion(
                 size=step.file.size,
                 action="copied" if step.copy else "already-released",
                 evidence=list(evidence[step.file.filename]),
+                verdict=NIGHTLY.verdict(plan.index, step.file.filename) if signed else None,
             )
             for step in plan.steps
         ]

@@ -1,0 +1,206 @@
+"""Signing released files: one verdict per file, written beside it before any page lists it.
+
+Runs after a file's copy is verified (:mod:`~wheelgate.promotion.release`) and before the
+pages change (:mod:`~wheelgate.promotion.publish`): a page never lists a file without its
+verdict, and a rejected run (refused before its first copy) writes no verdict either. For each
+file: one KMS Sign of the DSSE PAE of its statement (:mod:`wheelgate.core.verdicts`) and one
+PutObject of the envelope at ``<file>.verdict.json`` with ``If-None-Match: *`` (no lock headers:
+it takes the bucket's default retention, as the file does). A file already released keeps its
+verdict: it is read (one GET) instead of signed again; an older release without one gets one.
+
+Before its first signature the writer makes sure the public keys document
+(:data:`~wheelgate.core.layout.VERDICT_KEYS_KEY`) lists its key as the signing key, retiring
+the previous one (a rotation), by a conditional write (If-None-Match / If-Match).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime
+from typing import Protocol
+
+from wheelgate.core.errors import PromotionRejected, Reason, TransientError
+from wheelgate.core.layout import NIGHTLY, STAGING, VERDICT_KEYS_KEY, key_url
+from wheelgate.core.planning import FileStep
+from wheelgate.core.settings import PromoterSettings
+from wheelgate.core.verdicts import (
+    ENVELOPE_CONTENT_TYPE,
+    KIND_OVERRIDE,
+    KIND_PROMOTION,
+    PAYLOAD_TYPE,
+    KeyDocument,
+    PublishedKey,
+    VerdictFacts,
+    VerdictFormatError,
+    build_statement,
+    envelope_bytes,
+    evidence_tests,
+    keyid_of,
+    pae,
+    parse_envelope,
+    parse_key_document,
+    pem_of,
+    statement_bytes,
+)
+from wheelgate.index.pages import IndexEntry, upload_time
+from wheelgate.promotion.recorder import Promotion
+from wheelgate.storage.bucket import Bucket, retry_delay
+from wheelgate.storage.errors import PreconditionFailed
+
+#: Attempts at the keys document's conditional write against concurrent promoters.
+_KEY_DOCUMENT_ATTEMPTS = 8
+
+
+class Signer(Protocol):
+    """Signs with one asymmetric key (:class:`~wheelgate.storage.signing.KmsSigner`)."""
+
+    def public_key_der(self) -> bytes: ...
+
+    def sign(self, message: bytes) -> bytes: ...
+
+
+class VerdictWriter:
+    """Signs and stores the verdicts of released files in ``nightly`` with ``signer``.
+
+    ``settings`` give the gate's identity (the nightly base URL) and the staging bucket that
+    holds the manifests; ``clock`` stamps ``timeVerified`` and a new key's ``valid_from``.
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: PromoterSettings,
+        nightly: Bucket,
+        signer: Signer,
+        clock: Callable[[], datetime],
+        workers: int,
+    ) -> None:
+        self.settings = settings
+        self.nightly = nightly
+        self.signer = signer
+        self.clock = clock
+        self.workers = workers
+        self._keyid: str | None = None
+        self._lock = threading.Lock()
+
+    def attest_all(
+        self, promotion: Promotion, steps: Sequence[FileStep], entries: Sequence[IndexEntry]
+    ) -> list[IndexEntry]:
+        """Write the verdict of every released file (``steps`` and their ``entries``, in the
+        same order); return the entries, each now linking its verdict."""
+        jobs = list(zip(steps, entries, strict=True))
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(lambda job: self.attest(promotion, *job), jobs))
+
+    def attest(self, promotion: Promotion, step: FileStep, entry: IndexEntry) -> IndexEntry:
+        """Write the verdict of one released file; return its entry linking the verdict.
+
+        Raises :class:`~wheelgate.core.errors.PromotionRejected` (``nightly-conflict``) when
+        nightly holds a verdict about other bytes under the file's verdict key.
+        """
+        key = NIGHTLY.verdict(step.index, step.file.filename)
+        if not step.copy:
+            found = self.nightly.get(key)
+            if found is not None:
+                self._check_same(key, found[0], step)
+                return replace(entry, verdict=True)
+        keyid = self.publish_key()
+        payload = statement_bytes(build_statement(self.facts(promotion, step)))
+        signature = self.signer.sign(pae(PAYLOAD_TYPE, payload))
+        try:
+            self.nightly.put(
+                key,
+                envelope_bytes(payload, keyid=keyid, signature=signature),
+                content_type=ENVELOPE_CONTENT_TYPE,
+                if_none_match=True,
+            )
+        except PreconditionFailed:
+            # An earlier attempt (a redelivery, a twin item) wrote it: same bytes or refuse.
+            found = self.nightly.get(key)
+            self._check_same(key, found[0] if found else None, step)
+        return replace(entry, verdict=True)
+
+    def facts(self, promotion: Promotion, step: FileStep) -> VerdictFacts:
+        """What the verdict of ``step``'s file says, from the settled ``promotion``."""
+        outcome = next(s for s in promotion.sets if s.index == step.index)
+        names = next((f.evidence for f in outcome.files if f.filename == step.file.filename), [])
+        override = promotion.override
+        return VerdictFacts(
+            filename=step.file.filename,
+            sha256=step.file.sha256,
+            gate=self.settings.nightly_base_url,
+            resource_uri=key_url(self.settings.nightly_base_url, step.target_key),
+            at=upload_time(self.clock()),
+            manifest_uri=f"s3://{self.settings.staging_bucket}/"
+            f"{STAGING.manifest(promotion.run_id)}",
+            manifest_sha256=promotion.manifest_sha256,
+            run_id=promotion.run_id,
+            commit=promotion.commit,
+            index=step.index,
+            # An override skips the tests: its verdict names none, whatever ran.
+            tests=() if override else evidence_tests(names, outcome.tests),
+            override=override,
+            kind=KIND_OVERRIDE if override else KIND_PROMOTION,
+        )
+
+    def publish_key(self) -> str:
+        """Make sure the keys document lists the signer's key as the signing key (once per
+        writer); return its keyid. Raises :class:`~wheelgate.core.errors.TransientError`
+        when concurrent writers keep winning the document's conditional write."""
+        with self._lock:
+            if self._keyid is not None:
+                return self._keyid
+            der = self.signer.public_key_der()
+            key = PublishedKey(
+                keyid=keyid_of(der), pem=pem_of(der), valid_from=upload_time(self.clock())
+            )
+            for attempt in range(1, _KEY_DOCUMENT_ATTEMPTS + 1):
+                found = self.nightly.get(VERDICT_KEYS_KEY)
+                try:
+                    current = parse_key_document(found[0]) if found else KeyDocument()
+                except VerdictFormatError as exc:
+                    raise TransientError(f"{VERDICT_KEYS_KEY}: {exc}") from exc
+                updated = current.with_signing_key(key)
+                if found is not None and updated == current:
+                    break
+                try:
+                    self.nightly.put(
+                        VERDICT_KEYS_KEY,
+                        updated.to_bytes(),
+                        content_type=ENVELOPE_CONTENT_TYPE,
+                        if_match=found[1] if found else None,
+                        if_none_match=found is None,
+                    )
+                    break
+                except PreconditionFailed:
+                    self._sleep(attempt)
+            else:
+                raise TransientError(
+                    f"{VERDICT_KEYS_KEY}: lost {_KEY_DOCUMENT_ATTEMPTS} conditional writes"
+                )
+            self._keyid = key.keyid
+            return key.keyid
+
+    @staticmethod
+    def _sleep(attempt: int) -> None:
+        threading.Event().wait(retry_delay(attempt))
+
+    @staticmethod
+    def _check_same(key: str, held: bytes | None, step: FileStep) -> None:
+        """A verdict already at ``key`` must be about the file's bytes."""
+        stated = None
+        if held is not None:
+            try:
+                subjects = parse_envelope(held).statement().get("subject") or [{}]
+                stated = subjects[0].get("digest", {}).get("sha256")
+            except (VerdictFormatError, AttributeError, IndexError, TypeError):
+                stated = None
+        if stated != step.file.sha256:
+            raise PromotionRejected(
+                Reason.NIGHTLY_CONFLICT,
+                f"{key} exists in nightly and is not a verdict about sha256 {step.file.sha256}",
+                index=step.index,
+            )
