@@ -358,3 +358,13 @@ def test_pip_and_uv_install_from_pages_that_link_verdicts(
         )
         assert result.returncode == 0, (name, result.stderr)
         assert (target / "installme" / "__init__.py").exists(), name
+
+
+def test_an_index_rebuild_keeps_the_verdict_links(run: Run) -> None:
+    from wheelgate.index.rebuild import scan_nightly
+
+    path = promoted(run, "rebuilt")
+    # A rebuild reads the bucket, not the pages: the verdict beside the file is what it links.
+    (entry,) = scan_nightly(run.nightly, run.index)["rebuilt"]
+    assert entry.verdict
+    assert entry.verdict_url == f"../{path.name}.verdict.json"
