@@ -162,3 +162,40 @@ def test_the_signer_backs_off_from_throttling_and_signs_long_messages_as_digests
     assert KmsSigner(ThrottledKms(0), "k").sign(b"short") == b"sig"  # type: ignore[arg-type]
     with pytest.raises(StorageUnavailable, match="ThrottlingException"):
         KmsSigner(ThrottledKms(SIGN_ATTEMPTS), "k", sleep=waits.append).sign(b"m")  # type: ignore[arg-type]
+
+
+def test_the_signing_budget_stays_under_kms_ecc_quota() -> None:
+    from stacks.promoter_function import MAX_CONCURRENCY
+    from wheelgate.core.settings import (
+        FANOUT_MAP_CONCURRENCY,
+        KMS_ECC_REQUESTS_PER_SECOND,
+        VERDICT_SIGNS_PER_SECOND_FANOUT_STEP,
+        VERDICT_SIGNS_PER_SECOND_PROMOTION,
+    )
+
+    # Every invocation and every fan-out step that can run at once, each at its own pace.
+    worst = (
+        MAX_CONCURRENCY * VERDICT_SIGNS_PER_SECOND_PROMOTION
+        + FANOUT_MAP_CONCURRENCY * VERDICT_SIGNS_PER_SECOND_FANOUT_STEP
+    )
+    assert worst <= KMS_ECC_REQUESTS_PER_SECOND
+
+
+def test_the_pacer_spaces_calls_by_its_rate() -> None:
+    from wheelgate.promotion.verdicts import Pacer
+
+    now = [100.0]
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    pacer = Pacer(4, clock=lambda: now[0], sleep=sleep)
+    for _ in range(5):
+        pacer.wait()
+    # The first goes at once; each next one a quarter second after the one before.
+    assert waits == [0.25, 0.25, 0.25, 0.25]
+    now[0] += 10
+    pacer.wait()
+    assert len(waits) == 4

@@ -155,6 +155,15 @@ FANOUT_LEASE_SECONDS = FANOUT_TIMEOUT_SECONDS + 5 * 60
 FANOUT_LEASE_BUSY_RETRY_SECONDS = 16 * 60
 #: Files the state machine copies at once (the Distributed Map's MaxConcurrency).
 FANOUT_MAP_CONCURRENCY = 50
+#: AWS KMS's "Cryptographic operations (ECC) request rate": Sign requests per second with ECC
+#: keys, shared by every ECC key of the account and region (adjustable; the default).
+KMS_ECC_REQUESTS_PER_SECOND = 300
+#: Verdict signatures per second of one promoter invocation (a single invocation's promotion)
+#: and of one fan-out step's container. At most 2 invocations (the event source's maximum
+#: concurrency) and FANOUT_MAP_CONCURRENCY steps run at once: 2 x 45 + 50 x 4 = 290, under
+#: KMS_ECC_REQUESTS_PER_SECOND (tests/unit/test_verdicts.py holds the sum to it).
+VERDICT_SIGNS_PER_SECOND_PROMOTION = 45
+VERDICT_SIGNS_PER_SECOND_FANOUT_STEP = 4
 #: Retries of one file's copy (Step Functions Retry: attempts after the first, first interval,
 #: backoff rate); local mode retries with the same numbers.
 FANOUT_ITEM_RETRY_ATTEMPTS = 4

@@ -16,6 +16,7 @@ the previous one (a rotation), by a conditional write (If-None-Match / If-Match)
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -25,7 +26,11 @@ from typing import Protocol
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import NIGHTLY, STAGING, VERDICT_KEYS_KEY, key_url
 from wheelgate.core.planning import FileStep
-from wheelgate.core.settings import PromoterSettings
+from wheelgate.core.settings import (
+    VERDICT_SIGNS_PER_SECOND_FANOUT_STEP,
+    VERDICT_SIGNS_PER_SECOND_PROMOTION,
+    PromoterSettings,
+)
 from wheelgate.core.verdicts import (
     ENVELOPE_CONTENT_TYPE,
     KIND_OVERRIDE,
@@ -62,11 +67,42 @@ class Signer(Protocol):
     def sign(self, message: bytes) -> bytes: ...
 
 
+class Pacer:
+    """Spaces calls to :meth:`wait` at least ``1 / per_second`` seconds apart, across threads.
+
+    ``clock`` and ``sleep`` are ``time.monotonic`` and ``time.sleep`` (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        per_second: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.interval = 1.0 / per_second
+        self.clock = clock
+        self.sleep = sleep
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            now = self.clock()
+            turn = max(now, self._next)
+            self._next = turn + self.interval
+        if turn > now:
+            self.sleep(turn - now)
+
+
 class VerdictWriter:
     """Signs and stores the verdicts of released files in ``nightly`` with ``signer``.
 
     ``settings`` give the gate's identity (the nightly base URL) and the staging bucket that
     holds the manifests; ``clock`` stamps ``timeVerified`` and a new key's ``valid_from``.
+    Signatures are paced to stay within KMS's shared ECC request quota
+    (``VERDICT_SIGNS_PER_SECOND_PROMOTION`` for a promotion's files, ``..._FANOUT_STEP`` for
+    fan-out steps, one each); ``sleep`` waits for the next turn.
     """
 
     def __init__(
@@ -77,8 +113,11 @@ class VerdictWriter:
         signer: Signer,
         clock: Callable[[], datetime],
         workers: int,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
+        self._promotion_pace = Pacer(VERDICT_SIGNS_PER_SECOND_PROMOTION, sleep=sleep)
+        self._step_pace = Pacer(VERDICT_SIGNS_PER_SECOND_FANOUT_STEP, sleep=sleep)
         self.nightly = nightly
         self.signer = signer
         self.clock = clock
@@ -93,14 +132,24 @@ class VerdictWriter:
         same order); return the entries, each now linking its verdict."""
         jobs = list(zip(steps, entries, strict=True))
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(lambda job: self.attest(promotion, *job), jobs))
+            return list(
+                pool.map(
+                    lambda job: self._attest(promotion, job[0], job[1], self._promotion_pace), jobs
+                )
+            )
 
     def attest(self, promotion: Promotion, step: FileStep, entry: IndexEntry) -> IndexEntry:
-        """Write the verdict of one released file; return its entry linking the verdict.
+        """Write the verdict of one released file (a fan-out step's); return its entry linking
+        the verdict.
 
         Raises :class:`~wheelgate.core.errors.PromotionRejected` (``nightly-conflict``) when
         nightly holds a verdict about other bytes under the file's verdict key.
         """
+        return self._attest(promotion, step, entry, self._step_pace)
+
+    def _attest(
+        self, promotion: Promotion, step: FileStep, entry: IndexEntry, pace: Pacer
+    ) -> IndexEntry:
         key = NIGHTLY.verdict(step.index, step.file.filename)
         if not step.copy:
             found = self.nightly.get(key)
@@ -109,6 +158,7 @@ class VerdictWriter:
                 return replace(entry, verdict=True)
         keyid = self.publish_key()
         payload = statement_bytes(build_statement(self.facts(promotion, step)))
+        pace.wait()
         signature = self.signer.sign(pae(PAYLOAD_TYPE, payload))
         try:
             self.nightly.put(
