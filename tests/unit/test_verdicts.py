@@ -199,3 +199,28 @@ def test_the_pacer_spaces_calls_by_its_rate() -> None:
     now[0] += 10
     pacer.wait()
     assert len(waits) == 4
+
+
+def test_pypi_simple_reads_pages_that_link_verdicts() -> None:
+    import json
+
+    import pypi_simple
+
+    entry = IndexEntry(
+        "pkg-1.0-py3-none-any.whl",
+        "../pkg-1.0-py3-none-any.whl",
+        SHA,
+        1,
+        "2026-01-01T00:00:00.000000Z",
+        verdict=True,
+    )
+    page = ProjectPage(name="pkg", entries=(entry,))
+    base = "https://nightly.example/v2/pkg/"
+    for parsed in (
+        pypi_simple.ProjectPage.from_json_data(json.loads(render_project_json(page)), base),
+        pypi_simple.ProjectPage.from_html("pkg", render_project_html(page), base),
+    ):
+        (package,) = parsed.packages
+        assert package.filename == entry.filename
+        assert package.url == "https://nightly.example/v2/pkg-1.0-py3-none-any.whl"
+        assert package.digests == {"sha256": SHA}
