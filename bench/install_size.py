@@ -37,7 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 GOAL_SECONDS, GOAL_MB = 10.0, 40.0
 MB = 1e6
 #: What the package's build reads; copied out so that building leaves the checkout as it was.
-SOURCES = ("pyproject.toml", "README.md", "lambdas/wheelgate")
+#: (setup.py lays out the packages; it ships stacks/ as wheelgate.cdk)
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "lambdas/wheelgate", "stacks")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from local_s3 import local_s3
 
 from wheelgate.core.settings import ENV_TRUSTED_REPORTER_ID, PromoterSettings
 from wheelgate.index.pages import (
@@ -45,7 +45,6 @@ from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
     NIGHTLY_BUCKET,
     STAGING_BUCKET,
-    install_moto_compatibility,
 )
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
@@ -138,18 +137,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    local = subprocess.Popen(
-        [sys.executable, "-m", "wheelgate", "local", "--no-promoter"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert local.stdout is not None
-    ready = json.loads(local.stdout.readline())
-    os.environ.update(ready["env"])
-    # This process talks to the local S3 itself: it needs local mode's request fix-ups.
-    os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
-    install_moto_compatibility()
+    with local_s3() as ready:
+        os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
+        return measure(args.rounds, ready["nightly_url"])
+
+
+def measure(round_count: int, nightly_url: str) -> int:
     sizes = {1_000: "bench/m1k", 100_000: "bench/m100k"}
     setup = {}
     for m, index in sizes.items():
@@ -158,22 +151,17 @@ def main() -> int:
         setup[m] = time.perf_counter() - started
     results: dict[int, list[tuple[Counter[str], float, int]]] = {m: [] for m in sizes}
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
+        for r in range(round_count):
             for m, index in sizes.items():
                 wheels = [
                     build_wheel(Path(tmp) / f"{m}-{r}", PROJECTS[i % 2], f"2.{r}.{i}")
                     for i in range(N_FILES)
                 ]
-                results[m].append(one_round(ready["nightly_url"], index, f"bench-{m}-{r}", wheels))
-    local.terminate()
-    try:
-        local.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        local.kill()
+                results[m].append(one_round(nightly_url, index, f"bench-{m}-{r}", wheels))
     p = len(PROJECTS)
     print(
         f"Promote N={N_FILES} files of P={p} projects into a directory holding M other files "
-        f"(median of {args.rounds} rounds; bound 11N + 7P + 12 = {11 * N_FILES + 7 * p + 12})"
+        f"(median of {round_count} rounds; bound 11N + 7P + 12 = {11 * N_FILES + 7 * p + 12})"
     )
     header = f"| {'M other files':>13} | {'requests':>8} | {'seconds':>8} |"
     print(f"{header} {'requests by operation':<60} | {'stage requests':>14} |")

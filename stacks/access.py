@@ -11,6 +11,7 @@ from constructs import Construct
 
 from wheelgate.core.layout import (
     HTML_PAGE,
+    IMPORT_RUN_PREFIX,
     JSON_PAGE,
     MANIFEST_SUFFIX,
     MANIFESTS_PREFIX,
@@ -22,6 +23,7 @@ from wheelgate.core.layout import (
     STATUS_PREFIX,
     VERDICT_KEYS_KEY,
 )
+from wheelgate.core.settings import ImportSource
 
 from .nag import acknowledge_resource_wildcards
 
@@ -47,8 +49,9 @@ LOCK_CONFIGURATION_ACTIONS = ["s3:PutBucketObjectLockConfiguration"]
 POLICY_ACTIONS = ["s3:PutBucketPolicy", "s3:DeleteBucketPolicy"]
 
 WILDCARD_REASON = (
-    "S3 object ARNs can only name a key prefix (runs/, manifests/, records/, runs/deps-, a "
-    "cache prefix, a whole bucket's objects) or the index page names (*/index.html, "
+    "S3 object ARNs can only name a key prefix (runs/, manifests/, records/, runs/deps-, "
+    "runs/import-, an import source's prefix, a cache prefix, a whole bucket's objects) or the "
+    "index page names (*/index.html, "
     "*/index.json) with a wildcard; the actions are listed one by one and the bucket policies "
     "deny every other writer."
 )
@@ -60,6 +63,10 @@ MIRROR_MANIFEST_KEYS = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}*{MANIFEST_SUFFIX}
 ANY_MIRROR_MANIFEST_KEYS = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}*"
 MIRROR_RECORD_KEYS = f"{RECORDS_PREFIX}{MIRROR_RUN_PREFIX}*"
 OVERRIDE_KEYS = f"{MANIFESTS_PREFIX}{OVERRIDE_RUN_PREFIX}*"
+#: Import requests (the break-glass role's alone) and the files an import gathers into staging
+#: (the promoter's alone).
+IMPORT_REQUEST_KEYS = f"{MANIFESTS_PREFIX}{IMPORT_RUN_PREFIX}*"
+IMPORT_RUN_KEYS = f"{RUNS_PREFIX}{IMPORT_RUN_PREFIX}*"
 
 #: A write that creates an object without ``If-None-Match``, as AWS's "Enforce conditional
 #: writes on Amazon S3 buckets" (S3 User Guide, conditional-writes-enforce) spells it:
@@ -121,9 +128,11 @@ class Access(Construct):
     - ``deps_role`` (``deps_subs``): writes the ``cache_prefixes`` of the cache bucket, stages
       dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
       records and the index pages.
-    - ``promoter_role`` (Lambda): reads staging, writes ``records/*`` and ``status/*`` in
-      staging, writes nightly under ``<dir>/*`` of each ``index_dirs`` entry (never deletes).
-      The stack grants CloudFront invalidation.
+    - ``promoter_role`` (Lambda): reads staging, writes ``records/*``, ``status/*`` and the
+      files imports gather (``runs/import-*``) in staging, writes nightly under ``<dir>/*`` of
+      each ``index_dirs`` entry (never deletes), and reads the ``import_sources`` (each
+      bucket's listing under its prefix, and its objects there) and nothing else outside its
+      buckets. The stack grants CloudFront invalidation.
 
     The bucket policies repeat the same rules as explicit Deny statements keyed on
     ``aws:PrincipalArn``, so no other principal in the account (administrators included) can
@@ -136,8 +145,9 @@ class Access(Construct):
     ``manifests/``, ``records/`` and ``status/``, only the deps role writes ``runs/deps-*`` and
     ``manifests/deps-*``, and every object created under ``runs/`` must be sent with
     ``If-None-Match: *`` (write-once).
-    The break-glass role may only write override requests (``manifests/override-*``), which
-    nobody else may write, and read ``records/*``. The cache bucket's policy (when
+    The break-glass role may only write override and import requests
+    (``manifests/override-*``, ``manifests/import-*``), which nobody else may write, and read
+    ``records/*``; only the promoter writes ``runs/import-*``. The cache bucket's policy (when
     ``protect_cache``: the stack created it) lets only the deps role write it.
 
     Raises ``ValueError`` if ``build_subs``, ``reporter_subs``, ``dev_subs`` or ``deps_subs`` is
@@ -165,6 +175,7 @@ class Access(Construct):
         index_dirs: Sequence[str],
         nightly_retention_mode: str,
         nightly_retention_days: int,
+        import_sources: Sequence[ImportSource] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         if not build_subs or not reporter_subs or not dev_subs or not deps_subs:
@@ -204,6 +215,7 @@ class Access(Construct):
         self._grant_deps(staging, nightly, cache, cache_prefixes)
         self._buckets = (staging, nightly)
         self._grant_promoter(staging, nightly, index_dirs)
+        self._grant_import_sources(staging, import_sources)
         break_glass = [break_glass_role_arn] if break_glass_role_arn else []
         self._deploy_role_arn = deploy_role_arn
         self._protect_staging(staging, break_glass)
@@ -227,9 +239,7 @@ class Access(Construct):
         )
 
     def _policy(self, role: iam.Role, statements: list[iam.PolicyStatement]) -> iam.Policy:
-        policy = iam.Policy(self, f"{role.node.id}Access", roles=[role], statements=statements)
-        acknowledge_resource_wildcards(policy, statements, WILDCARD_REASON)
-        return policy
+        return self._policy_named(f"{role.node.id}Access", role, statements)
 
     def _grant_build(self, staging: s3.IBucket, nightly: s3.IBucket) -> None:
         self.build_policy = self._policy(
@@ -254,6 +264,14 @@ class Access(Construct):
                     effect=iam.Effect.DENY,
                     actions=["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
                     resources=[staging.arn_for_objects(MIRROR_RUN_KEYS)],
+                ),
+                iam.PolicyStatement(
+                    # An import's gathered files are the promoter's alone (bucket:
+                    # DenyImportRunWritesExceptPromoter).
+                    sid="DenyImportRuns",
+                    effect=iam.Effect.DENY,
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
+                    resources=[staging.arn_for_objects(IMPORT_RUN_KEYS)],
                 ),
                 iam.PolicyStatement(
                     sid="ReadStaging",
@@ -289,6 +307,14 @@ class Access(Construct):
                     effect=iam.Effect.DENY,
                     actions=["s3:PutObject"],
                     resources=[staging.arn_for_objects(ANY_MIRROR_MANIFEST_KEYS)],
+                ),
+                iam.PolicyStatement(
+                    # An import request releases untested files: the break-glass role's alone
+                    # (bucket: DenyImportWritesExceptBreakGlass).
+                    sid="DenyImportRequests",
+                    effect=iam.Effect.DENY,
+                    actions=["s3:PutObject"],
+                    resources=[staging.arn_for_objects(IMPORT_REQUEST_KEYS)],
                 ),
                 iam.PolicyStatement(
                     sid="ReadRunsAndRecords",
@@ -402,6 +428,13 @@ class Access(Construct):
                     ],
                 ),
                 iam.PolicyStatement(
+                    # An import's files, copied server-side from its source (multipart for
+                    # files over 5 GiB, which can be abandoned mid-way).
+                    sid="GatherImports",
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                    resources=[staging.arn_for_objects(IMPORT_RUN_KEYS)],
+                ),
+                iam.PolicyStatement(
                     sid="ReadNightly",
                     actions=["s3:GetObject", "s3:GetObjectAttributes"],
                     resources=[nightly.arn_for_objects("*")],
@@ -440,6 +473,52 @@ class Access(Construct):
                 ),
             ],
         )
+
+    def _grant_import_sources(self, staging: s3.IBucket, sources: Sequence[ImportSource]) -> None:
+        """Let the promoter read each import source (``import_sources``): list its bucket under
+        its prefix, read its objects there (the files, and the index pages beside them), and
+        nothing else of that bucket. A bucket in another account must also allow the promoter
+        role in its own policy."""
+        if not sources:
+            return
+        listing = []
+        for n, source in enumerate(sources):
+            bucket_arn = f"arn:{Aws.PARTITION}:s3:::{source.bucket}"
+            listing.append(
+                iam.PolicyStatement(
+                    sid=f"ListImportSource{n}",
+                    actions=["s3:ListBucket"],
+                    resources=[bucket_arn],
+                    # The import lists its prefix alone (Prefix=<prefix>); a whole-bucket
+                    # entry has no prefix to hold it to.
+                    conditions=(
+                        {"StringLike": {"s3:prefix": [f"{source.prefix}*"]}}
+                        if source.prefix
+                        else None
+                    ),
+                )
+            )
+        statements = [
+            iam.PolicyStatement(
+                sid="ReadImportSources",
+                actions=["s3:GetObject"],
+                resources=[
+                    f"arn:{Aws.PARTITION}:s3:::{source.bucket}/{source.prefix}*"
+                    for source in sources
+                ],
+            ),
+            *listing,
+        ]
+        self.import_sources_policy = self._policy_named(
+            "PromoterImportSources", self.promoter_role, statements
+        )
+
+    def _policy_named(
+        self, construct_id: str, role: iam.Role, statements: list[iam.PolicyStatement]
+    ) -> iam.Policy:
+        policy = iam.Policy(self, construct_id, roles=[role], statements=statements)
+        acknowledge_resource_wildcards(policy, statements, WILDCARD_REASON)
+        return policy
 
     def confine_promoter_to(
         self, function_arn: str, *, signing_key_arns: Sequence[str] = ()
@@ -483,13 +562,14 @@ class Access(Construct):
             self.deps_role.role_arn,
         )
         overrides = staging.arn_for_objects(OVERRIDE_KEYS)
+        imports = staging.arn_for_objects(IMPORT_REQUEST_KEYS)
         rules: list[DenyRule] = [
             # sid, actions, resources, not_resources, condition
             (
                 "DenyObjectWritesExceptWheelGateRoles",
                 OBJECT_WRITE_ACTIONS,
                 None,
-                [overrides],
+                [overrides, imports],
                 _unless([build, reporter, promoter, deps]),
             ),
             (
@@ -502,11 +582,29 @@ class Access(Construct):
                 _unless(break_glass),
             ),
             (
-                "DenyRunWritesExceptBuildAndDeps",
+                # Import requests release files no test installed: the break-glass role's too.
+                "DenyImportWritesExceptBreakGlass",
+                OBJECT_WRITE_ACTIONS,
+                [imports],
+                None,
+                _unless(break_glass),
+            ),
+            (
+                # The promoter writes runs/ for imports alone (its grant: runs/import-*).
+                "DenyRunWritesExceptBuildDepsAndPromoter",
                 ["s3:PutObject"],
                 [staging.arn_for_objects(f"{RUNS_PREFIX}*")],
                 None,
-                _unless([build, deps]),
+                _unless([build, deps, promoter]),
+            ),
+            (
+                # What an import gathered is what it verifies and releases: no build run may
+                # stage there, so only the promoter's copies (with their sources' hashes) are.
+                "DenyImportRunWritesExceptPromoter",
+                ["s3:PutObject"],
+                [staging.arn_for_objects(IMPORT_RUN_KEYS)],
+                None,
+                _unless([promoter]),
             ),
             (
                 # Write-once: a staged file and its .metadata are created once, never replaced
@@ -606,6 +704,14 @@ class Access(Construct):
                     principals=[principal],
                     actions=["s3:PutObject"],
                     resources=[overrides],
+                )
+            )
+            staging.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowBreakGlassImports",
+                    principals=[principal],
+                    actions=["s3:PutObject"],
+                    resources=[imports],
                 )
             )
             staging.add_to_resource_policy(

@@ -3,7 +3,10 @@
 This repository's ``app.py`` reads ``cdk.json`` through it; another app may too. Context keys:
 
 - ``wheelgate``: the settings (:class:`~stacks.props.WheelGateProps`, key for key) of the
-  default deployment, and the base of every stage's.
+  default deployment, and the base of every stage's; on the command line a JSON object
+  (``-c wheelgate="$(cat wheelgate.json)"``), which wins over ``cdk.json``'s, so this
+  repository's app deploys settings of its own without an edit of ``cdk.json``. So can
+  ``wheelgate_stages``.
 - ``stage`` (``-c stage=test``): unset, the stack is ``WheelGate`` with the ``wheelgate``
   settings, as before stages existed. Set, the stack is ``WheelGate-<stage>`` and its settings
   are ``wheelgate`` with the keys of ``wheelgate_stages.<stage>`` in place of the same keys (a
@@ -168,9 +171,11 @@ def _mapping(values: Mapping[str, Any], name: str, what: str) -> Mapping[str, An
     value = values.get(name)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
-        raise _context_error(f"{what} must be an object", name)
-    return value
+    # `-c wheelgate="$(cat wheelgate.json)"` arrives as a string: the whole object, as JSON.
+    parsed = _parse_override(value)
+    if not isinstance(parsed, Mapping):
+        raise _context_error(f"{what} must be an object (with -c: a JSON object)", name)
+    return parsed
 
 
 def _optional_text(context: Mapping[str, Any], name: str) -> str | None:

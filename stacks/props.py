@@ -6,9 +6,10 @@ nullable ones (``oidc_provider_arn``, ``break_glass_role_arn``, ``break_glass_ro
 ``cache_bucket_name``, ``alarm_email``, ``custom_domain``, ``waf_rate_limit``,
 ``waf_web_acl_arn``) may be ``None`` or left out, and a few have a default: ``release_tags``
 (none: tags release only when listed), ``staging_versioned`` (``false``),
-``block_all_on_failure`` (``true``), ``allow_build_tag_rereleases`` (``false``),
-``test_url_hosts`` (``github.com``), ``fanout`` (:data:`~wheelgate.core.settings.
-DEFAULT_FANOUT_MIN_FILES` files or ``DEFAULT_FANOUT_MIN_BYTES`` bytes) and
+``block_all_on_failure`` (``true``), ``allow_build_tag_rereleases`` and
+``allow_new_local_labels`` (``false``), ``test_url_hosts`` (``github.com``), ``import_sources``
+(none), ``fanout`` (:data:`~wheelgate.core.settings.DEFAULT_FANOUT_MIN_FILES` files or
+``DEFAULT_FANOUT_MIN_BYTES`` bytes) and
 ``listing_retention`` (every version listed). ``None`` for a setting with a default means the
 default (CDK drops ``null`` context values anyway).
 
@@ -53,8 +54,11 @@ from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_FILES,
     DEFAULT_TEST_URL_HOSTS,
     RETENTION_MODES,
+    ImportSource,
     ListingRetention,
+    NewLocalLabels,
     SettingsError,
+    check_import_source,
     run_stage_window_days,
 )
 
@@ -153,6 +157,15 @@ def _listing_retention(value: object) -> ListingRetention:
         raise ValueError(str(exc)) from exc
 
 
+def _new_local_labels(value: object) -> NewLocalLabels:
+    if isinstance(value, NewLocalLabels):
+        return value
+    try:
+        return NewLocalLabels.from_value(value, name=key("allow_new_local_labels"))
+    except SettingsError as exc:
+        raise ValueError(str(exc)) from exc
+
+
 _String = Annotated[str, Strict(), MinLen(1)]
 NonEmptyString = Annotated[str, Strict(), MinLen(1), Expect("a non-empty string")]
 NullableString = Annotated[
@@ -179,6 +192,13 @@ Retention = Annotated[
     PlainValidator(_listing_retention),
     PlainSerializer(lambda value: json.loads(value.to_json())),
     Expect("an object with 'default' and 'indexes'"),
+]
+
+NewLabels = Annotated[
+    NewLocalLabels,
+    PlainValidator(_new_local_labels),
+    PlainSerializer(lambda value: json.loads(value.to_json())),
+    Expect("true, false or a list of index directories"),
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
@@ -269,6 +289,8 @@ class WheelGateProps(_Settings):
     index_dirs: Strings
     required_tests: TestsByIndex
     allow_build_tag_rereleases: Flag = False
+    #: Where a labelled version may gain a new local label (``WHEELGATE_ALLOW_NEW_LOCAL_LABELS``).
+    allow_new_local_labels: NewLabels = NewLocalLabels()
     #: Hosts test URLs may point to (``WHEELGATE_TEST_URL_HOSTS``).
     test_url_hosts: Strings = DEFAULT_TEST_URL_HOSTS
     fanout: Annotated[FanOutThresholds, Expect("an object or null")] = FanOutThresholds()
@@ -287,6 +309,10 @@ class WheelGateProps(_Settings):
     custom_domain: Annotated[CustomDomains | None, Expect("an object or null")] = None
     waf_rate_limit: NullableInt = None
     waf_web_acl_arn: NullableString = None
+    #: Buckets (``bucket``) or bucket prefixes (``bucket/prefix/``) imports may read from.
+    import_sources: Annotated[
+        tuple[Annotated[str, Strict()], ...], Expect("a list of bucket or bucket/prefix/ strings")
+    ] = ()
 
     # --- one key at a time -------------------------------------------------------------------
 
@@ -375,6 +401,19 @@ class WheelGateProps(_Settings):
             )
         return role_id
 
+    @field_validator("import_sources")
+    @classmethod
+    def _import_sources(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            try:
+                check_import_source(entry)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{key('import_sources')}: {exc}; give a bucket (old-bucket) or a bucket "
+                    "and key prefix (old-bucket/v2/)"
+                ) from exc
+        return entries
+
     @field_validator("waf_rate_limit")
     @classmethod
     def _waf_rate_limit(cls, limit: int | None) -> int | None:
@@ -393,6 +432,7 @@ class WheelGateProps(_Settings):
         for name, indexes in (
             ("required_tests", set(self.required_tests)),
             ("listing_retention.indexes", set(self.listing_retention.indexes)),
+            ("allow_new_local_labels", set(self.allow_new_local_labels.indexes)),
         ):
             unknown = sorted(indexes - set(self.index_dirs))
             if unknown:
@@ -465,6 +505,11 @@ class WheelGateProps(_Settings):
             raise ValueError(
                 f"{key('break_glass_role_id')} is set without {key('break_glass_role_arn')}; "
                 "set both or neither"
+            )
+        if self.import_sources and not self.break_glass_role_arn:
+            raise ValueError(
+                f"{key('import_sources')} is set without {key('break_glass_role_arn')}: only "
+                "the break-glass role may ask for an import, so none could be asked for"
             )
         if self.waf_rate_limit is not None and self.waf_web_acl_arn:
             raise ValueError(
@@ -551,6 +596,11 @@ class WheelGateProps(_Settings):
         return build_subject_patterns(
             self.github_repo, (self.default_ref,), self.deps_workflows, DEPS_EVENTS
         )
+
+    @property
+    def import_locations(self) -> tuple[ImportSource, ...]:
+        """``import_sources`` as buckets and prefixes."""
+        return tuple(check_import_source(entry) for entry in self.import_sources)
 
     @property
     def default_ref(self) -> str:

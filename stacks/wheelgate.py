@@ -12,6 +12,7 @@ from constructs import Construct
 
 from wheelgate.core.settings import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
@@ -19,6 +20,7 @@ from wheelgate.core.settings import (
     ENV_FANOUT_MIN_BYTES,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
+    ENV_IMPORT_SOURCES,
     ENV_LISTING_RETENTION,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
@@ -155,6 +157,7 @@ class WheelGate(Construct):
             index_dirs=props.index_dirs,
             nightly_retention_mode=props.nightly_retention_mode,
             nightly_retention_days=props.nightly_retention_days,
+            import_sources=props.import_locations,
         )
         verdict_key = VerdictKey(
             self,
@@ -178,6 +181,7 @@ class WheelGate(Construct):
         )
         allowed_indexes = json.dumps(list(props.index_dirs))
         test_url_hosts = json.dumps(list(props.test_url_hosts))
+        import_sources = json.dumps(list(props.import_sources))
         promoter = PromoterFunction(
             self,
             "Promoter",
@@ -203,6 +207,7 @@ class WheelGate(Construct):
                 ENV_ALLOW_BUILD_TAG_RERELEASES: (
                     "true" if props.allow_build_tag_rereleases else "false"
                 ),
+                ENV_ALLOW_NEW_LOCAL_LABELS: props.allow_new_local_labels.to_json(),
                 ENV_TEST_URL_HOSTS: test_url_hosts,
                 # From the region and the dashboard's fixed name, not the dashboard resource:
                 # the dashboard graphs this function, so a reference back would be a cycle.
@@ -216,6 +221,7 @@ class WheelGate(Construct):
                 ENV_NIGHTLY_PAGE_RETENTION_DAYS: str(props.nightly_page_retention_days),
                 ENV_LISTING_RETENTION: props.listing_retention.to_json(),
                 ENV_VERDICT_KEY_ARN: verdict_key.key.key_arn,
+                ENV_IMPORT_SOURCES: import_sources,
             },
         )
         access.confine_promoter_to(
@@ -283,6 +289,9 @@ class WheelGate(Construct):
             "ListingRetention": props.listing_retention.to_json(),
             # The key that signs verdicts now (its public key is also in nightly's keys document).
             "VerdictKeyArn": verdict_key.key.key_arn,
+            # For the operator's `wheelgate import` (WHEELGATE_IMPORT_SOURCES): it refuses a
+            # source the promoter would.
+            "ImportSources": import_sources,
         }
         for name, value in outputs.items():
             # The output's name alone, whatever the construct's id: the names CI and

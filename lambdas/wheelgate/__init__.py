@@ -1,3 +1,3 @@
 """WheelGate: gated promotion of CI-built Python wheels from staging to a nightly index."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

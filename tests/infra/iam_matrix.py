@@ -8,6 +8,9 @@ The template is synthesized with a break-glass role configured (:func:`matrix_co
 matrix shows what the bucket policies leave it; the role is created outside the stack and is
 modelled with ``Action: *``, like ``account-admin``.
 
+The matrix also shows an import source (``import_sources``: a bucket outside the stack with no
+bucket policy, so identity policies decide), under its prefix and outside it.
+
 Each column is one request: an action with the condition keys S3 sets for it
 (:data:`REQUESTS`). Object creation is shown four ways, because the staging bucket policy
 makes ``runs/*`` write-once: a ``PutObject`` without a condition, one with
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.infra.resolve import ACCOUNT, DEPLOY_ROLE_ARN, PARTITION, Resolver
+from wheelgate.core.importing import import_id
 from wheelgate.core.layout import HTML_PAGE, NIGHTLY, PAGES, STAGING, STATUS_PREFIX
 from wheelgate.core.override import new_request_id
 
@@ -163,6 +167,11 @@ _RUN, _MIRROR_RUN, _INDEX, _WHEEL, _DEP_WHEEL = (
     "filelock-3.18.0-py3-none-any.whl",
 )
 _OVERRIDE = new_request_id(_RUN, datetime(2025, 1, 1, tzinfo=UTC))
+#: The import source the matrix synthesis allows (``import_sources``), a key under it, and one
+#: of the same bucket outside it.
+IMPORT_SOURCE_BUCKET = "old-release-bucket"
+IMPORT_SOURCE = f"{IMPORT_SOURCE_BUCKET}/v2/"
+_IMPORT = import_id(f"s3://{IMPORT_SOURCE}gfx94X-dcgpu/", _INDEX, None)
 #: Target name -> (bucket friendly name, example key).
 TARGETS: dict[str, tuple[str, str]] = {
     "staging runs/": ("wheelgate-staging", STAGING.artifact(_RUN, _INDEX, _WHEEL)),
@@ -180,6 +189,9 @@ TARGETS: dict[str, tuple[str, str]] = {
     ),
     "staging manifests/deps-*": ("wheelgate-staging", STAGING.manifest(_MIRROR_RUN)),
     "staging manifests/override-*": ("wheelgate-staging", STAGING.manifest(_OVERRIDE)),
+    "staging manifests/import-*": ("wheelgate-staging", STAGING.manifest(_IMPORT)),
+    # What an import gathers: the promoter's copies of its source's files.
+    "staging runs/import-*": ("wheelgate-staging", STAGING.artifact(_IMPORT, _INDEX, _WHEEL)),
     "staging status/": ("wheelgate-staging", f"{STATUS_PREFIX}{HTML_PAGE}"),
     # Where the shared staging index pages were: outside every prefix WheelGate writes.
     "staging other keys": ("wheelgate-staging", PAGES.project_page(_INDEX, "torch")),
@@ -189,8 +201,13 @@ TARGETS: dict[str, tuple[str, str]] = {
     "nightly other dir": ("wheelgate-nightly", NIGHTLY.artifact("v1/gfx90X-legacy", _WHEEL)),
     "cache third-party/": ("wheelgate-cache", "third-party/ninja/1.12.1/ninja-linux.zip"),
     "cache other prefix": ("wheelgate-cache", "toolchains/gcc-14.2.0.tar.xz"),
+    # A bucket outside the stack (no bucket policy: identity policies decide), under the
+    # import_sources entry and outside it.
+    "import source": (IMPORT_SOURCE_BUCKET, f"v2/gfx94X-dcgpu/{_WHEEL}"),
+    "import source, other prefix": (IMPORT_SOURCE_BUCKET, f"v1/gfx90X/{_WHEEL}"),
 }
 
+_NO_BUCKET_POLICY: dict[str, Any] = {"Version": "2012-10-17", "Statement": []}
 _ADMIN_POLICY = {
     "Version": "2012-10-17",
     "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
@@ -251,13 +268,15 @@ def _node(arn: str, documents: Sequence[dict[str, Any]], trust: dict[str, Any]) 
 
 
 def matrix_context() -> dict[str, Any]:
-    """The ``cdk.json`` WheelGate context with the matrix's break-glass role configured."""
+    """The ``cdk.json`` WheelGate context with the matrix's break-glass role and an import
+    source configured."""
     from tests.infra.synth import cdk_json_context
 
     return {
         **cdk_json_context()["wheelgate"],
         "break_glass_role_arn": BREAK_GLASS_ARN,
         "break_glass_role_id": BREAK_GLASS_ID,
+        "import_sources": [IMPORT_SOURCE],
     }
 
 
@@ -363,7 +382,12 @@ def compute(
     nodes = _nodes(resolver)
     principal_context = _principal_context(resolver)
     buckets = {bucket for bucket, _ in TARGETS.values()}
-    policies = {b: resolver.bucket_policy(b) for b in sorted(buckets)}
+    # A bucket outside the stack (an import source) is shown with an empty bucket policy: what
+    # the stack's identity policies grant in its account, nothing to another account.
+    policies = {
+        b: resolver.bucket_policy(b) if b.startswith("wheelgate-") else _NO_BUCKET_POLICY
+        for b in sorted(buckets)
+    }
 
     cells = []
     for principal in PRINCIPALS:

@@ -43,6 +43,12 @@ def test_build_role_policy(template_json: dict[str, Any]) -> None:
             ["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
             f"{STAGING}/runs/deps-*",
         ),
+        # What an import gathers is the promoter's alone.
+        "DenyImportRuns": (
+            "Deny",
+            ["s3:PutObject", "s3:AbortMultipartUpload", "s3:PutObjectTagging"],
+            f"{STAGING}/runs/import-*",
+        ),
         "ReadStaging": ("Allow", "s3:GetObject", f"{STAGING}/*"),
         "ReadNightlyIndexPages": (
             "Allow",
@@ -57,6 +63,8 @@ def test_reporter_role_policy(template_json: dict[str, Any]) -> None:
     assert _statements(template_json, "reporter") == {
         "WriteManifests": ("Allow", "s3:PutObject", f"{STAGING}/manifests/*"),
         "DenyMirrorManifests": ("Deny", "s3:PutObject", f"{STAGING}/manifests/deps-*"),
+        # Import requests are the break-glass role's alone.
+        "DenyImportRequests": ("Deny", "s3:PutObject", f"{STAGING}/manifests/import-*"),
         "ReadRunsAndRecords": (
             "Allow",
             "s3:GetObject",
@@ -112,6 +120,12 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
             "Allow",
             "s3:PutObject",
             [f"{STAGING}/records/*", f"{STAGING}/status/*"],
+        ),
+        # The files imports gather, copied from their sources.
+        "GatherImports": (
+            "Allow",
+            ["s3:PutObject", "s3:AbortMultipartUpload"],
+            f"{STAGING}/runs/import-*",
         ),
         "ReadNightly": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{NIGHTLY}/*"),
         # Only under index_dirs (cdk.json), one resource per directory.
@@ -378,18 +392,24 @@ def test_staging_bucket_policy_denies(template_json: dict[str, Any]) -> None:
         f"{ROLE}/{r}" for r in ("build", "reporter", "promoter", "deps")
     )
     overrides = f"{STAGING}/manifests/override-*"
+    imports = f"{STAGING}/manifests/import-*"
     assert exempt("DenyObjectWritesExceptWheelGateRoles") == [build, reporter, promoter, deps]
     assert denies["DenyObjectWritesExceptWheelGateRoles"]["Action"] == [
         "s3:PutObject*",
         "s3:DeleteObject*",
         "s3:RestoreObject",
     ]
-    assert denies["DenyObjectWritesExceptWheelGateRoles"]["NotResource"] == overrides
-    # No break-glass role in cdk.json: nobody may write an override request.
+    assert denies["DenyObjectWritesExceptWheelGateRoles"]["NotResource"] == [overrides, imports]
+    # No break-glass role in cdk.json: nobody may write an override or import request.
     assert denies["DenyOverrideWritesExceptBreakGlass"]["Resource"] == overrides
     assert "Condition" not in denies["DenyOverrideWritesExceptBreakGlass"]
-    assert exempt("DenyRunWritesExceptBuildAndDeps") == [build, deps]
-    assert denies["DenyRunWritesExceptBuildAndDeps"]["Resource"] == f"{STAGING}/runs/*"
+    assert denies["DenyImportWritesExceptBreakGlass"]["Resource"] == imports
+    assert "Condition" not in denies["DenyImportWritesExceptBreakGlass"]
+    assert exempt("DenyRunWritesExceptBuildDepsAndPromoter") == [build, deps, promoter]
+    assert denies["DenyRunWritesExceptBuildDepsAndPromoter"]["Resource"] == f"{STAGING}/runs/*"
+    # What an import gathered is the promoter's alone.
+    assert exempt("DenyImportRunWritesExceptPromoter") == [promoter]
+    assert denies["DenyImportRunWritesExceptPromoter"]["Resource"] == f"{STAGING}/runs/import-*"
     assert exempt("DenyManifestWritesExceptReporterDepsAndBreakGlass") == [reporter, deps]
     assert (
         denies["DenyManifestWritesExceptReporterDepsAndBreakGlass"]["Resource"]
@@ -623,9 +643,8 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
     # And in staging it alone may write override requests, with allow-list grants for it
     staging = Resolver(synthesis.template).bucket_policy("wheelgate-staging")["Statement"]
     by_sid = {s["Sid"]: s for s in staging if "Sid" in s}
-    assert by_sid["DenyOverrideWritesExceptBreakGlass"]["Condition"] == {
-        "ArnNotEquals": {"aws:PrincipalArn": [break_glass]}
-    }
+    for sid in ("DenyOverrideWritesExceptBreakGlass", "DenyImportWritesExceptBreakGlass"):
+        assert by_sid[sid]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [break_glass]}}
     assert by_sid["DenyManifestWritesExceptReporterDepsAndBreakGlass"]["Condition"] == {
         "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/reporter", f"{ROLE}/deps", break_glass]}
     }
@@ -642,6 +661,11 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
             {"AWS": break_glass},
             "s3:PutObject",
             f"{STAGING}/manifests/override-*",
+        ),
+        "AllowBreakGlassImports": (
+            {"AWS": break_glass},
+            "s3:PutObject",
+            f"{STAGING}/manifests/import-*",
         ),
         "AllowBreakGlassRecordReads": (
             {"AWS": break_glass},
@@ -666,3 +690,71 @@ def test_break_glass_exception_and_imported_oidc_provider(tmp_path: Any) -> None
         trust = synthesis.template["Resources"][resolver.logical_id(role)]["Properties"]
         (statement,) = trust["AssumeRolePolicyDocument"]["Statement"]
         assert statement["Principal"] == {"Federated": provider}
+
+
+def test_the_promoter_reads_the_import_sources_and_nothing_more(tmp_path: Any) -> None:
+    from tests.infra.synth import cdk_json_context, synthesize
+
+    # Given two import sources, a bucket's prefix and a whole bucket...
+    config = {
+        **cdk_json_context()["wheelgate"],
+        "break_glass_role_arn": f"{ROLE}/break-glass",
+        "break_glass_role_id": "AROABREAKGLASS0000001",
+        "import_sources": ["old-release-bucket/v2/", "older-bucket"],
+    }
+    template = synthesize(tmp_path, config).template
+    resolver = Resolver(template)
+    documents = resolver.role_policies("promoter")
+    statements = {s["Sid"]: s for doc in documents for s in doc["Statement"] if "Sid" in s}
+    # Then the promoter may read the objects under each, and list each under its prefix...
+    assert statements["ReadImportSources"]["Effect"] == "Allow"
+    assert statements["ReadImportSources"]["Action"] == "s3:GetObject"
+    assert statements["ReadImportSources"]["Resource"] == [
+        "arn:aws:s3:::old-release-bucket/v2/*",
+        "arn:aws:s3:::older-bucket/*",
+    ]
+    assert statements["ListImportSource0"] == {
+        "Sid": "ListImportSource0",
+        "Effect": "Allow",
+        "Action": "s3:ListBucket",
+        "Resource": "arn:aws:s3:::old-release-bucket",
+        "Condition": {"StringLike": {"s3:prefix": ["v2/*"]}},
+    }
+    assert statements["ListImportSource1"] == {
+        "Sid": "ListImportSource1",
+        "Effect": "Allow",
+        "Action": "s3:ListBucket",
+        "Resource": "arn:aws:s3:::older-bucket",
+    }
+    # ...and nothing else outside its own buckets: no other statement names another bucket.
+    own = ("wheelgate-staging", "wheelgate-nightly")
+    elsewhere = [
+        sid
+        for sid, s in statements.items()
+        if s["Effect"] == "Allow"
+        and "s3:" in str(s["Action"])
+        and not all(any(b in r for b in own) for r in _resources(s))
+    ]
+    assert sorted(elsewhere) == ["ListImportSource0", "ListImportSource1", "ReadImportSources"]
+    # And the function is told the same allow-list, as CI is (the ImportSources output).
+    (function,) = [
+        r
+        for r in resolver.of_type("AWS::Lambda::Function").values()
+        if "WHEELGATE_IMPORT_SOURCES" in r["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["WHEELGATE_IMPORT_SOURCES"] == '["old-release-bucket/v2/", "older-bucket"]'
+    assert template["Outputs"]["ImportSources"]["Value"] == variables["WHEELGATE_IMPORT_SOURCES"]
+
+
+def _resources(statement: dict[str, Any]) -> list[str]:
+    found = statement["Resource"]
+    return [str(r) for r in (found if isinstance(found, list) else [found])]
+
+
+def test_without_import_sources_the_promoter_reads_no_other_bucket(
+    template_json: dict[str, Any],
+) -> None:
+    documents = Resolver(template_json).role_policies("promoter")
+    sids = {s.get("Sid") for doc in documents for s in doc["Statement"]}
+    assert not {sid for sid in sids if sid and "ImportSource" in sid}

@@ -6,15 +6,14 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.infra.synth import REPO_ROOT, STACK_NAME
+from tests.tools import require_tool
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
 
 
-@pytest.mark.skipif(not CDK.exists(), reason="node_modules missing: run `make node` (npm ci)")
 def test_cli_synth_prints_the_template_without_credentials(tmp_path: Path) -> None:
+    require_tool("the CDK command-line tool", str(CDK) if CDK.exists() else None, "make node")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(
         HOME=str(tmp_path),  # no ~/.aws

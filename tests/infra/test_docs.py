@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.infra.synth import REPO_ROOT
+from tests.tools import require_tool
 
 DOCS = REPO_ROOT / "docs"
 SOURCE = DOCS / "architecture.dot"
@@ -26,8 +27,7 @@ def graphviz_version(svg: str) -> str | None:
 
 
 def test_committed_picture_is_current(tmp_path: Path) -> None:
-    if shutil.which("dot") is None:
-        pytest.skip("Graphviz `dot` is not installed (apt-get install graphviz)")
+    require_tool("Graphviz (dot)", shutil.which("dot"), "apt-get install graphviz")
     # Given the picture rendered now from the committed source by the committed script
     rendered = tmp_path / "architecture.svg"
     subprocess.run(["bash", str(RENDER), str(rendered)], check=True, timeout=60)

@@ -62,7 +62,14 @@ WRITE_ONCE = {PUT_IF_NONE_MATCH, PART}
 EVERYTHING = {r.label for r in REQUESTS}
 STAGING_TARGETS = [t for t in TARGETS if t.startswith("staging")]
 #: Staged files (a run's index pages are updated in place: see the test below).
-RUN_TARGETS = ("staging runs/", "staging runs/deps-*")
+RUN_TARGETS = ("staging runs/", "staging runs/deps-*", "staging runs/import-*")
+#: Who stages files under each of :data:`RUN_TARGETS`.
+STAGERS = {
+    "staging runs/": "build",
+    "staging runs/deps-*": "deps",
+    "staging runs/import-*": "promoter",
+}
+IMPORT_SOURCES = ("import source", "import source, other prefix")
 MIRROR_TARGETS = ("staging runs/deps-*", "staging manifests/deps-*")
 
 #: (principal, target) -> requests allowed; every other cell must be denied.
@@ -79,6 +86,9 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("reporter", "staging records/"): {GET},
     ("reporter", "staging records/_jobs/"): {GET},
     ("reporter", "staging runs/deps-*"): {GET},
+    ("reporter", "staging runs/import-*"): {GET},
+    # Its manifests/* grant stops at import requests too (both layers).
+    ("reporter", "staging manifests/import-*"): set(),
     # The reporter's identity policy allows manifests/*; the bucket policy refuses overrides.
     ("reporter", "staging manifests/override-*"): set(),
     ("deps", "staging runs/deps-*"): WRITE_ONCE | {GET},
@@ -89,6 +99,10 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     # Fan-out jobs (plan, items, done markers) are the promoter's to write, as records are.
     ("promoter", "staging records/_jobs/"): WRITES | {GET},
     ("promoter", "staging status/"): WRITES | {GET},
+    # What an import gathers, copied once (If-None-Match) from its source, which it reads
+    # under the import_sources entry alone.
+    ("promoter", "staging runs/import-*"): WRITE_ONCE | {GET},
+    ("promoter", "import source"): {GET},
     # A released file is created once (If-None-Match), never replaced; pages are updated.
     ("promoter", "nightly files"): WRITE_ONCE | {GET},
     # It sets each page version's own (short) lock, which needs s3:PutObjectRetention.
@@ -96,13 +110,18 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     # Outside index_dirs the promoter writes nothing.
     ("promoter", "nightly other dir"): {GET},
     # The promoter role in another function's code reads as the promoter does, writes nothing.
-    **{("promoter-elsewhere", t): {GET} for t in TARGETS if not t.startswith("cache")},
+    **{
+        ("promoter-elsewhere", t): {GET}
+        for t in TARGETS
+        if not t.startswith("cache") and t != "import source, other prefix"
+    },
     # The state machine's role reads a job's items (its Distributed Map), nothing else.
     ("fanout", "staging records/_jobs/"): {GET},
     # Break-glass (modelled with Action: *): in staging it writes override requests only (and
     # may still bypass retention, which staging does not have); nightly and the cache are its.
     **{("break-glass", t): {GET, BYPASS} for t in STAGING_TARGETS},
     ("break-glass", "staging manifests/override-*"): EVERYTHING,
+    ("break-glass", "staging manifests/import-*"): EVERYTHING,
     # Nightly is its to delete and unlock, but not to replace a released file either.
     ("break-glass", "nightly files"): EVERYTHING - {PUT, PUT_IF_MATCH},
     ("break-glass", "nightly index"): EVERYTHING,
@@ -113,6 +132,13 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     # nor can the deploy role (CloudFormation's), which only changes bucket settings.
     **{("account-admin", t): {GET} for t in TARGETS},
     **{("deploy", t): {GET} for t in TARGETS},
+    # An import source is not the stack's: in its own account, its owner's administrators and
+    # the break-glass role (Action: *) do what their policies say; another account nothing.
+    **{
+        (p, t): EVERYTHING
+        for p in ("break-glass", "account-admin", "deploy")
+        for t in IMPORT_SOURCES
+    },
 }
 
 
@@ -148,9 +174,8 @@ def test_runs_are_write_once_for_everyone(cells: list[Cell], target: str) -> Non
     # and upload parts.
     assert _writers(cells, target, PUT) == set()
     assert _writers(cells, target, PUT_IF_MATCH) == set()
-    stager = "deps" if "deps-" in target else "build"
-    assert _writers(cells, target, PUT_IF_NONE_MATCH) == {stager}
-    assert _writers(cells, target, PART) == {stager}
+    assert _writers(cells, target, PUT_IF_NONE_MATCH) == {STAGERS[target]}
+    assert _writers(cells, target, PART) == {STAGERS[target]}
 
 
 def test_a_runs_index_pages_are_updated_in_place_by_the_build_role_alone(
@@ -209,26 +234,42 @@ def test_nobody_but_the_promoter_and_break_glass_writes_nightly(cells: list[Cell
         if c.allowed and c.target.startswith("nightly") and c.request != GET
     }
     assert writers == {"promoter", "break-glass"}
-    assert {c.principal for c in cells if c.allowed and c.request in (DELETE, BYPASS)} == {
+    # (An import source is not the stack's bucket: its owner's rules apply there.)
+    ours = [c for c in cells if c.target not in IMPORT_SOURCES]
+    assert {c.principal for c in ours if c.allowed and c.request in (DELETE, BYPASS)} == {
         "break-glass"
     }
     # The promoter sets retention on index pages alone (their own short lock).
-    assert {(c.principal, c.target) for c in cells if c.allowed and c.request == RETENTION} - {
+    assert {(c.principal, c.target) for c in ours if c.allowed and c.request == RETENTION} - {
         ("break-glass", t) for t in TARGETS
     } == {("promoter", "nightly index")}
 
 
-def test_only_break_glass_writes_override_requests(cells: list[Cell]) -> None:
-    assert _writers(cells, "staging manifests/override-*", PUT) == {"break-glass"}
+@pytest.mark.parametrize("target", ["staging manifests/override-*", "staging manifests/import-*"])
+def test_only_break_glass_writes_override_and_import_requests(
+    cells: list[Cell], target: str
+) -> None:
+    assert _writers(cells, target, PUT) == {"break-glass"}
     # And in staging it writes nothing else.
     assert not any(
         c.allowed
         for c in cells
         if c.principal == "break-glass"
         and c.target.startswith("staging")
-        and c.target != "staging manifests/override-*"
+        and c.target not in ("staging manifests/override-*", "staging manifests/import-*")
         and c.request in WRITES | {DELETE}
     )
+
+
+def test_the_promoter_reads_an_import_source_under_its_entry_alone(cells: list[Cell]) -> None:
+    stack_roles = ("build", "reporter", "dev", "deps", "promoter", "fanout")
+    readers = {
+        (c.principal, c.target)
+        for c in cells
+        if c.allowed and c.target in IMPORT_SOURCES and c.principal in stack_roles
+    }
+    assert readers == {("promoter", "import source")}
+    assert not _writers(cells, "import source", PUT_IF_NONE_MATCH) & set(stack_roles)
 
 
 def test_nobody_but_deps_and_break_glass_writes_the_cache(cells: list[Cell]) -> None:
@@ -342,6 +383,31 @@ def test_matrix_notices_a_missing_override_deny(matrix_template: dict[str, Any])
     """Without the override Deny, the reporter's manifests/* grant reaches override requests."""
     mutated = _without(matrix_template, "DenyOverrideWritesExceptBreakGlass")
     assert "reporter" in _writers(compute(mutated), "staging manifests/override-*", PUT)
+
+
+@pytest.mark.parametrize(
+    ("removed", "target", "writer"),
+    [
+        # The reporter's manifests/* grant reaches import requests without both Denies.
+        (
+            ("DenyImportWritesExceptBreakGlass", "DenyImportRequests"),
+            "staging manifests/import-*",
+            "reporter",
+        ),
+        # The build role's runs/* grant reaches an import's gathered files without both.
+        (
+            ("DenyImportRunWritesExceptPromoter", "DenyImportRuns"),
+            "staging runs/import-*",
+            "build",
+        ),
+    ],
+)
+def test_import_keys_are_kept_by_the_denies(
+    matrix_template: dict[str, Any], removed: tuple[str, ...], target: str, writer: str
+) -> None:
+    assert writer not in _writers(compute(matrix_template), target, PUT_IF_NONE_MATCH)
+    mutated = compute(_without(matrix_template, *removed))
+    assert writer in _writers(mutated, target, PUT_IF_NONE_MATCH)
 
 
 def test_matrix_notices_a_missing_write_once_deny(matrix_template: dict[str, Any]) -> None:

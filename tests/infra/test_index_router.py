@@ -13,16 +13,14 @@ from urllib.parse import unquote
 import pytest
 
 from stacks.cdn import INDEX_ROUTER_SOURCE
+from tests.tools import require_tool
 from wheelgate.core.layout import HTML_PAGE, JSON_PAGE
 from wheelgate.local.stack import Redirect, choose_page
 
 HARNESS = Path(__file__).with_name("index_router_harness.js")
 CASES_FILE = Path(__file__).with_name("index_router_cases.json")
-NODE = shutil.which("node")
 CASES: list[dict[str, Any]] = json.loads(CASES_FILE.read_text())["cases"]
 SHARED = [c for c in CASES if not c.get("cdn_only")]
-
-needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 
 def _ids(cases: list[dict[str, Any]]) -> list[str]:
@@ -58,9 +56,9 @@ def _event_for(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    assert NODE is not None
+    node = require_tool("node", shutil.which("node"), "Node.js 20 or newer, as CloudFront runs")
     completed = subprocess.run(
-        [NODE, str(HARNESS), str(INDEX_ROUTER_SOURCE)],
+        [node, str(HARNESS), str(INDEX_ROUTER_SOURCE)],
         input=json.dumps(events),
         capture_output=True,
         text=True,
@@ -94,7 +92,6 @@ def test_case_table_is_well_formed() -> None:
     assert len(SHARED) > 2 * (len(CASES) - len(SHARED))
 
 
-@needs_node
 @pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
 def test_cdn_function(case: dict[str, Any], cdn_results: dict[str, dict[str, Any]]) -> None:
     # Given a viewer request, when the function runs, then S3 is asked for the expected key
@@ -121,7 +118,6 @@ def test_local_mode_maps_requests_like_the_cdn(case: dict[str, Any]) -> None:
     assert choose_page(case["path"], case["accept"] or "") == expected
 
 
-@needs_node
 def test_query_string_is_kept() -> None:
     (result,) = _run([_event("/v2/gfx94X-dcgpu/", None, "x=1")])
     assert result["uri"] == "/v2/gfx94X-dcgpu/index.html"
@@ -143,7 +139,6 @@ def test_page_names_match_the_key_layout() -> None:
     assert f"'{JSON_PAGE}'" in source
 
 
-@needs_node
 def test_redirect_keeps_every_query_parameter() -> None:
     # CloudFront hands the function a parsed query string; the Location spells it back.
     event = _event("/v2/gfx94X-dcgpu/torch")

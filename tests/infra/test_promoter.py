@@ -21,6 +21,7 @@ from tests.infra.synth import STACK_NAME, Synthesis, asset_dir, cdk_json_context
 from wheelgate.core.errors import INTEGRITY_REASONS, Reason
 from wheelgate.core.settings import (
     ALL_ENV_NAMES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
@@ -102,6 +103,8 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     )
     assert retention.rule_for("v2/gfx94X-dcgpu") == RetentionRule(keep_versions=30)
     assert json.loads(env[ENV_LISTING_RETENTION])["indexes"] == {}
+    # cdk.json allows no new local labels: the promoter reads false
+    assert json.loads(env[ENV_ALLOW_NEW_LOCAL_LABELS]) is False
 
 
 def test_outputs_for_ci(template_json: dict[str, Any]) -> None:

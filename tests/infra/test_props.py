@@ -16,7 +16,9 @@ from tests.infra.synth import cdk_json_context
 from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ListingRetention,
+    NewLocalLabels,
     RetentionRule,
 )
 
@@ -88,6 +90,21 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
         "wheelgate.staging_run_expiry_days": "30",
     }
     assert props_from_context(context).staging_run_expiry_days == 30
+
+
+def test_the_whole_settings_object_can_come_from_the_command_line() -> None:
+    # Given this repository's cdk.json and a team's own settings as one JSON object on the
+    # command line (-c wheelgate="$(cat wheelgate.json)"), as docs/deploy.md's step 3 does...
+    own = {**cdk_json_context()["wheelgate"], "github_repo": "my-org/my-project"}
+    own["dev_sub_patterns"] = ["repo:my-org/my-project:pull_request:*"]
+    context = {**cdk_json_context(), "wheelgate": json.dumps(own)}
+    # Then they are the settings, whatever cdk.json holds; a stage's keys too.
+    assert props_from_context(context).github_repo == "my-org/my-project"
+    staged = {**context, "wheelgate_stages": json.dumps({"test": {"alarm_email": "a@b.org"}})}
+    assert props_from_context(staged, stage="test").alarm_email == "a@b.org"
+    # And a value that is not a JSON object is named.
+    with pytest.raises(ConfigError, match=r"wheelgate' must be an object \(with -c: a JSON"):
+        props_from_context({"wheelgate": "[1, 2]"})
 
 
 @pytest.mark.parametrize(
@@ -252,6 +269,39 @@ def test_listing_retention_default_and_overrides_are_read() -> None:
     assert config.listing_retention.rule_for("v2/gfx94X-dcgpu") == RetentionRule(keep_versions=30)
     # An override is a whole rule: keep_versions it leaves out is null, not the default's 30.
     assert config.listing_retention.rule_for("v2/gfx950-dcgpu") == RetentionRule(keep_days=60)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("yes", r"allow_new_local_labels must be true, false or a list of index directories"),
+        (["v2/nope"], r"allow_new_local_labels names .*v2/nope"),
+    ],
+)
+def test_bad_allow_new_local_labels_is_refused_naming_the_key(value: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(allow_new_local_labels=value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (..., NewLocalLabels()),
+        (True, NewLocalLabels(everywhere=True)),
+        (["v2/gfx950-dcgpu"], NewLocalLabels(indexes=frozenset({"v2/gfx950-dcgpu"}))),
+    ],
+)
+def test_allow_new_local_labels_reaches_the_promoter_as_read(
+    value: Any, expected: NewLocalLabels
+) -> None:
+    # Left out it is false; what the stack passes is what the promoter reads back
+    props = _config(allow_new_local_labels=value)
+    assert props.allow_new_local_labels == expected
+    env = {ENV_ALLOW_NEW_LOCAL_LABELS: props.allow_new_local_labels.to_json()}
+    read = NewLocalLabels.from_value(
+        json.loads(env[ENV_ALLOW_NEW_LOCAL_LABELS]), name=ENV_ALLOW_NEW_LOCAL_LABELS
+    )
+    assert read == expected
 
 
 def test_block_all_on_failure_defaults_to_true() -> None:
@@ -447,3 +497,37 @@ def test_deploy_doc_example_app_builds_valid_props() -> None:
     assert {k.arg for k in call.keywords} >= {
         name for name, field in WheelGateProps.model_fields.items() if field.is_required()
     }
+
+
+BREAK_GLASS = {
+    "break_glass_role_arn": "arn:aws:iam::111122223333:role/break-glass",
+    "break_glass_role_id": "AROABREAKGLASS0000001",
+}
+
+
+def test_import_sources_default_to_none_and_are_read() -> None:
+    assert _config(import_sources=...).import_sources == ()
+    config = _config(import_sources=["old-release-bucket/v2/", "older-bucket"], **BREAK_GLASS)
+    assert [s.uri for s in config.import_locations] == [
+        "s3://old-release-bucket/v2/",
+        "s3://older-bucket/",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        (["Old_Bucket"], r"wheelgate\.import_sources: 'Old_Bucket' does not name an S3 bucket"),
+        (["old-bucket/v2"], r"wheelgate\.import_sources: .*ending in '/'"),
+        (["old-bucket/v2/*/"], r"wheelgate\.import_sources: .*without '\*'"),
+        ("old-bucket", r"wheelgate\.import_sources must be a list"),
+    ],
+)
+def test_bad_import_sources_are_refused_naming_the_key(sources: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(import_sources=sources, **BREAK_GLASS)
+
+
+def test_import_sources_need_the_break_glass_role() -> None:
+    with pytest.raises(ConfigError, match=r"import_sources is set without .*break_glass_role_arn"):
+        _config(import_sources=["old-bucket/v2/"])

@@ -24,6 +24,8 @@ import pytest
 import yaml
 
 from tests.infra.synth import REPO_ROOT
+from tests.tools import require_tool
+from wheelgate import __version__
 
 EXAMPLES = REPO_ROOT / "examples" / "github"
 ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
@@ -31,8 +33,11 @@ WORKFLOWS = sorted(EXAMPLES.glob("*.yml"))
 ACTIONS = REPO_ROOT / "actions"
 ACTION_FILES = sorted(ACTIONS.glob("*/action.yml"))
 #: How the examples name WheelGate's own actions: the adopter puts the WheelGate repository
-#: and the commit its stack was deployed from in place of the two placeholders (README there).
+#: and the commit of the release its stack was deployed from in place of the two
+#: placeholders, keeping the release's tag in the comment (README there).
 WHEELGATE_USES = re.compile(r"<owner>/wheelgate/actions/(?P<name>[\w-]+)@<commit>")
+#: The comment every WheelGate action carries: this release's tag, which Dependabot reads.
+RELEASE_TAG = f"v{__version__}"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 CONFIGURE_AWS = "aws-actions/configure-aws-credentials"
 PRIVILEGED_ROLE_VARS = (
@@ -45,6 +50,7 @@ LONG_LIVED_KEY = re.compile(
     r"secrets\.AWS|aws[-_]access[-_]key[-_]id|aws[-_]secret[-_]access[-_]key|AKIA[0-9A-Z]{16}",
     re.IGNORECASE,
 )
+SHELLCHECK_INSTALL = "apt-get install shellcheck; .ci/run installs it"
 PINNED_USES = re.compile(r"^\s*(?:-\s*)?uses:\s*[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*\s*$")
 
 
@@ -121,13 +127,18 @@ def roles(job: dict[str, Any]) -> list[str]:
 
 
 def wheelgate_action(line: str) -> str | None:
-    """The name of the WheelGate action a ``uses:`` line names, if it names an existing one."""
-    found = re.fullmatch(r"\s*(?:-\s*)?uses:\s*(\S+)\s*", line)
+    """The name of the WheelGate action a ``uses:`` line names, if it names an existing one
+    and carries this release's tag in its comment."""
+    found = re.fullmatch(r"\s*(?:-\s*)?uses:\s*(\S+) # (\S+)\s*", line)
     named = WHEELGATE_USES.fullmatch(found.group(1)) if found else None
-    if named and (ACTIONS / named["name"] / "action.yml").is_file():
+    tagged = found is not None and found.group(2) == RELEASE_TAG
+    if named and tagged and (ACTIONS / named["name"] / "action.yml").is_file():
         return named["name"]
     return None
 
+
+#: A run's staging index URL spelled out from the run id (GitHub's own .../actions/runs/ aside).
+HAND_BUILT_RUN_URL = re.compile(r"(?<!actions/)runs/(?:\$GITHUB_RUN_ID|\$\{\{\s*github\.run_id)")
 
 #: A call of a workflow of the same repository runs it at the caller's commit: pinned as it is.
 LOCAL_USES = re.compile(r"^\s*(?:-\s*)?uses:\s*\./\.github/workflows/[\w.-]+\.ya?ml\s*$")
@@ -215,7 +226,8 @@ def test_examples_pass_actionlint() -> None:
 def test_examples_pass_actionlint_with_the_actions_of_this_repository(tmp_path: Path) -> None:
     # Given the examples in a repository that holds WheelGate's actions at ./actions/
     texts = {p.name: with_local_actions(p.read_text()) for p in WORKFLOWS}
-    assert sum(text.count("uses: ./actions/") for text in texts.values()) >= 6
+    used = {m for text in texts.values() for m in re.findall(r"uses: \./actions/([\w-]+)", text)}
+    assert used == {"setup", "stage", "report", "status"}
     repository = repository_with(tmp_path, texts)
     # When actionlint checks them, it reads each action's inputs and outputs
     result = run_actionlint(*sorted((repository / ".github" / "workflows").iterdir()))
@@ -264,9 +276,7 @@ def test_actions_pass_input_output_and_script_checks(path: Path) -> None:
 
 
 def test_action_scripts_pass_shellcheck(tmp_path: Path) -> None:
-    shellcheck = shutil.which("shellcheck")
-    if shellcheck is None:
-        pytest.skip("shellcheck is not installed (.ci/run installs it)")
+    shellcheck = require_tool("shellcheck", shutil.which("shellcheck"), SHELLCHECK_INSTALL)
     # Each run script written where its action is, beside the lib.sh it sources
     shutil.copy2(ACTIONS / "lib.sh", tmp_path / "lib.sh")
     scripts = [tmp_path / "lib.sh"]
@@ -287,8 +297,8 @@ def test_action_scripts_pass_shellcheck(tmp_path: Path) -> None:
 
 
 def test_example_scripts_pass_shellcheck() -> None:
-    if shutil.which("shellcheck") is None:
-        pytest.skip("shellcheck is not installed; actionlint checks the run: scripts with it")
+    # actionlint checks the run: scripts with shellcheck.
+    require_tool("shellcheck", shutil.which("shellcheck"), SHELLCHECK_INSTALL)
     result = run_actionlint(*WORKFLOWS, shellcheck=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -423,7 +433,13 @@ def test_release_reports_what_each_test_installed() -> None:
     install = re.search(r"pip\" install .*?\"torch==\$version\"", test_runs, re.DOTALL)
     assert install is not None, test_runs
     assert '--report "results/$NAME.installed.json"' in install.group(0)
-    assert "/runs/$GITHUB_RUN_ID/$INDEX/" in install.group(0), "the run's own index"
+    # The run's own index is what the stage action output, handed over in the staged artifact
+    assert '--index-url "$index_url"' in install.group(0)
+    assert 'index_url=$(sed -n 3p "staged/$NAME.txt")' in test_runs
+    build = jobs["build"]["steps"]
+    handover = next(s for s in build if "staged/$NAME.txt" in str(s.get("run", "")))
+    assert handover["env"]["INDEX_URL"] == "${{ steps.stage.outputs.index_url }}"
+    assert '"$INDEX" "$VERSION" "$INDEX_URL" > "staged/$NAME.txt"' in handover["run"]
     upload = next(s for s in jobs["test"]["steps"] if "results-" in str(s.get("with", {})))
     assert upload["with"]["path"] == "results/"
     # The reporter (report.yml, called by the release workflow) passes each test's report on.
@@ -433,6 +449,29 @@ def test_release_reports_what_each_test_installed() -> None:
     assert 'echo "${spec%%=*}=results/$name.installed.json" >> installed.txt' in report_runs
     [report] = [s for s in steps if "/actions/report@" in str(s.get("uses", ""))]
     assert report["with"] == {"test-files": "tests.txt", "installed-files": "installed.txt"}
+    # and the status step waits for the decision about that manifest
+    [status] = [s for s in steps if "/actions/status@" in str(s.get("uses", ""))]
+    assert status["with"] == {"manifest-sha256": "${{ steps.report.outputs.manifest_sha256 }}"}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_no_workflow_builds_a_staging_url_by_hand(path: Path) -> None:
+    # The run's index URL comes from the stage action (index_url); a workflow that spelled
+    # out the key layout (runs/<run id>/<dir>/) would break when it changes. GitHub's own
+    # run URLs (.../actions/runs/<run id>) are not staging's.
+    text = path.read_text()
+    assert not HAND_BUILT_RUN_URL.search(text)
+    for line in text.splitlines():
+        if "vars.WHEELGATE_STAGING_URL" in line:
+            assert line.strip() == "WHEELGATE_STAGING_BASE_URL: ${{ vars.WHEELGATE_STAGING_URL }}"
+
+
+def test_the_hand_built_url_check_can_fail() -> None:
+    assert HAND_BUILT_RUN_URL.search('--index-url "${STAGING_URL%/}/runs/$GITHUB_RUN_ID/$INDEX/"')
+    assert HAND_BUILT_RUN_URL.search("url: ${{ vars.X }}runs/${{ github.run_id }}/v2/")
+    assert not HAND_BUILT_RUN_URL.search(
+        "${{ github.repository }}/actions/runs/${{ github.run_id }}"
+    )
 
 
 def test_release_tests_cover_the_required_tests() -> None:
@@ -477,12 +516,16 @@ def test_structural_checks_catch_bad_workflows() -> None:
         "- uses: aws-actions/configure-aws-credentials@v6"
     ]
     assert unpinned_actions(
-        "  - uses: <owner>/wheelgate/actions/stage@main\n"
-        "  - uses: <owner>/wheelgate/actions/deploy@<commit>\n"
+        f"  - uses: <owner>/wheelgate/actions/stage@main # {RELEASE_TAG}\n"
+        f"  - uses: <owner>/wheelgate/actions/deploy@<commit> # {RELEASE_TAG}\n"
         "  - uses: <owner>/wheelgate/actions/stage@<commit>\n"
+        "  - uses: <owner>/wheelgate/actions/stage@<commit> # v0.0.1\n"
+        f"  - uses: <owner>/wheelgate/actions/stage@<commit> # {RELEASE_TAG}\n"
     ) == [
-        "- uses: <owner>/wheelgate/actions/stage@main",
-        "- uses: <owner>/wheelgate/actions/deploy@<commit>",
+        f"- uses: <owner>/wheelgate/actions/stage@main # {RELEASE_TAG}",
+        f"- uses: <owner>/wheelgate/actions/deploy@<commit> # {RELEASE_TAG}",
+        "- uses: <owner>/wheelgate/actions/stage@<commit>",
+        "- uses: <owner>/wheelgate/actions/stage@<commit> # v0.0.1",
     ]
     # A reusable workflow of another repository (or branch) is not a local call
     assert unpinned_actions("    uses: ROCm/TheRock/.github/workflows/report.yml@main\n") == [

@@ -79,10 +79,12 @@ def run_action(
     run_id: str = "1",
     sha: str = "0" * 40,
     action_root: Path = ACTIONS,
+    runner_temp: Path | None = None,
     timeout: float = 300,
 ) -> ActionResult:
     """Run ``<action_root>/<name>`` with ``inputs`` in ``workspace``; ``env`` is the job's
-    environment."""
+    environment and ``runner_temp`` its ``RUNNER_TEMP`` (default ``workspace/_runner_temp``:
+    one per workspace, as one per job on a runner)."""
     action: dict[str, Any] = yaml.safe_load((action_root / name / "action.yml").read_text())
     declared: dict[str, dict[str, Any]] = action.get("inputs") or {}
     unknown = set(inputs) - set(declared)
@@ -96,7 +98,7 @@ def run_action(
             raise ValueError(f"{name} requires the input {key}")
         else:
             context[f"inputs.{key}"] = evaluate(str(spec.get("default", "")), context)
-    runner_temp = workspace / "_runner_temp"
+    runner_temp = runner_temp or workspace / "_runner_temp"
     runner_temp.mkdir(exist_ok=True)
     returncode, stdout, stderr, path = 0, "", "", []
     for index, step in enumerate(action["runs"]["steps"]):

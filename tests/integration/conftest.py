@@ -1,17 +1,18 @@
 """Local endpoints for the integration tests: the real S3 API over HTTP (moto server), the
-promoter handler, and real pip and uv run hermetically against the served indexes."""
+promoter handler, and real pip and uv run hermetically against the served indexes, with a
+decoy index planted wherever a client that is not hermetic would look (``decoy.py``): a test
+during which pip or uv fetched anything from it fails."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,57 @@ from typing import Any
 import boto3
 import pytest
 
+from tests.integration.decoy import Decoy, built_projects
 from wheelgate.core.layout import STAGING
-from wheelgate.local.sample_wheels import hashed_requirements
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.local.stack import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
 from wheelgate.storage.bucket import Bucket
+
+#: The session's decoy, once started (the hooks below read it before fixtures exist).
+_DECOYS: list[Decoy] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def decoy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Decoy]:
+    """The decoy index, planted in this process's environment for the whole session (every
+    client a test starts inherits it), as this machine's and CI's configuration would plant
+    another index."""
+    server = Decoy(tmp_path_factory.mktemp("decoy"), built_projects(Path(__file__).parent))
+    server.start()
+    server.plant(os.environ)
+    _DECOYS.append(server)
+    yield server
+    _DECOYS.remove(server)
+    server.unplant(os.environ)
+    server.stop()
+
+
+def _decoy_requests() -> int:
+    return len(_DECOYS[0].requests) if _DECOYS else 0
+
+
+def _fail_on_decoy_fetch(seen: int) -> None:
+    if _decoy_requests() > seen:
+        fetched = _DECOYS[0].requests[seen:]
+        raise AssertionError(
+            "pip or uv reached the decoy index planted where a client that is not run "
+            "hermetically looks (pip.conf, uv.toml, PIP_*/UV_* variables; "
+            f"tests/integration/decoy.py): {', '.join(fetched)}"
+        )
+
+
+def _without_decoy_fetches(item: pytest.Item) -> Iterator[None]:
+    """A test's setup (its fixtures) or body, failed if pip or uv fetched from the decoy
+    meanwhile: as an error of the setup, or a failure of the test."""
+    seen = _decoy_requests()
+    try:
+        return (yield)
+    finally:
+        _fail_on_decoy_fetch(seen)
+
+
+pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_without_decoy_fetches)
+pytest_runtest_call = pytest.hookimpl(wrapper=True)(_without_decoy_fetches)
 
 
 @dataclass
@@ -76,15 +124,9 @@ class LocalProcess:
         raise TimeoutError("promoter loop did not drain the queue")
 
     def nightly_versions(self) -> dict[str, str]:
-        """Every object version in nightly with its ETag: equal snapshots, equal bytes."""
-        s3 = self.client("s3")
-        versions: dict[str, str] = {}
-        for page in s3.get_paginator("list_object_versions").paginate(
-            Bucket=self.env["WHEELGATE_NIGHTLY_BUCKET"]
-        ):
-            for v in page.get("Versions", []):
-                versions[f"{v['Key']}@{v['VersionId']}"] = v["ETag"]
-        return versions
+        """Every object version and delete marker in nightly: equal snapshots, nothing
+        written."""
+        return version_snapshot(self.client("s3"), self.env["WHEELGATE_NIGHTLY_BUCKET"])
 
 
 @contextlib.contextmanager
@@ -135,23 +177,17 @@ def buckets(s3: Any) -> tuple[Bucket, Bucket]:
 
 
 @pytest.fixture(scope="session")
-def venv_factory(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def venv_factory(tmp_path_factory: pytest.TempPathFactory, decoy: Decoy) -> Any:
+    """Clean venvs without a pip of their own (the test environment's current pip installs
+    into them with ``--python``), each with the decoy in its site configuration."""
+
     def make(name: str) -> Path:
         path = tmp_path_factory.mktemp(name)
-        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+        decoy.plant_site_config(path)
         return path
 
     return make
-
-
-def installed(index: str, test: str, wheels: Sequence[Path]) -> list[str]:
-    """``wheelgate report`` options saying test ``test`` of ``index`` installed exactly
-    ``wheels``: the hash-pinned requirements it would have installed with --require-hashes,
-    written beside the first wheel."""
-    digest = hashlib.sha256("\0".join(sorted(str(w) for w in wheels)).encode()).hexdigest()
-    path = wheels[0].parent / f"installed-{digest[:12]}.txt"
-    path.write_text(hashed_requirements(wheels))
-    return ["--installed", f"{index}:{test}={path}"]
 
 
 def uv_binary() -> str:

@@ -25,9 +25,11 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.integration.ceph import INSTALL_SCRIPT, CephCluster, CephEndpoint, missing_binaries
+from tests.tools import missing_tool
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import PageRetention, PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
@@ -56,9 +58,10 @@ def ceph() -> Iterator[CephEndpoint]:
     """A single-node Ceph cluster with RGW, started for the session and deleted after it."""
     missing = missing_binaries()
     if missing:
-        pytest.skip(
-            f"Ceph is not installed (missing {', '.join(missing)}); "
-            f"run {INSTALL_SCRIPT} to install ceph-mon, ceph-osd and radosgw"
+        missing_tool(
+            "Ceph RGW",
+            f"missing {', '.join(missing)}; {INSTALL_SCRIPT} installs ceph-mon, ceph-osd and "
+            "radosgw",
         )
     with CephCluster(Path(tempfile.mkdtemp(prefix="wheelgate-ceph-"))) as cluster:
         endpoint = cluster.start()
@@ -158,8 +161,7 @@ def promote(
 
 
 def versions(s3: S3Client, bucket: str = NIGHTLY) -> dict[str, str]:
-    listing = s3.list_object_versions(Bucket=bucket)
-    return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+    return version_snapshot(s3, bucket)
 
 
 def error_code(exc: pytest.ExceptionInfo[ClientError]) -> str:

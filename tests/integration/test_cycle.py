@@ -3,18 +3,16 @@ install from nightly with pip and uv; a rejected run; a redelivered manifest."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, installed, uv_binary
+from tests.integration.conftest import LocalProcess
+from tests.integration.installs import evidence, installs, pip, pip_report, sha256, uv_install
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.staging.hermetic import hermetic_env
 
 INDEX = "v2/gfx94X-dcgpu"
 
@@ -26,68 +24,58 @@ def run_ok(local: LocalProcess, *args: str) -> str:
 
 
 def stage_and_report(
-    local: LocalProcess, run: str, commit: str, wheels: list[Path], result: str = "passed"
+    local: LocalProcess,
+    venv_factory: Any,
+    run: str,
+    commit: str,
+    wheels: list[Path],
+    result: str = "passed",
 ) -> tuple[int, dict[str, Any]]:
+    """Stage ``wheels`` as run ``run``; its test job installs them from the run's index with
+    pip's report (a passed test's evidence) and reports ``result``; the run's decision."""
     run_ok(local, "stage", "--run-id", run, "--index", INDEX, "--commit", commit, *map(str, wheels))
+    installed = (
+        evidence(INDEX, pip_report(venv_factory, local.run_index(run, INDEX), wheels))
+        if result == "passed"
+        else []
+    )
     run_ok(
         local,
         *("report", "--run-id", run, "--commit", commit, "--test", f"{INDEX}:smoke={result}"),
-        *installed(INDEX, "smoke", wheels),
+        *installed,
     )
     status = local.wheelgate("status", run, "--wait", "60")
     return status.returncode, json.loads(status.stdout)
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def pip(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The test environment's (current) pip, installing into the clean ``venv``."""
-    return subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *args],
-        env=hermetic_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-
-
-def uv_install(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``uv pip install`` into the clean ``venv``, hermetic like :func:`pip`."""
-    return subprocess.run(
-        [uv_binary(), "pip", "install", "--python", str(venv / "bin" / "python"), *args],
-        env=hermetic_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-
-
 @pytest.fixture(scope="module")
-def promoted(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Given nightly holding cyc-filelock, and run 100 promoted with cyc-torch needing it."""
+def promoted(
+    local: LocalProcess, venv_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """Given nightly holding cyc-filelock, and run 100 staged with cyc-torch needing it, which
+    its test job installed from the run's index with pip's installation report."""
     wheels = tmp_path_factory.mktemp("wheels")
     filelock = build_wheel(wheels, "cyc-filelock", "3.18.0")
     torch = build_wheel(
         wheels, "cyc-torch", "2.7.0", requires=["cyc-filelock>=3"], payload_bytes=2_000_000
     )
-    code, record = stage_and_report(local, "cyc-seed", "1" * 40, [filelock])
+    code, record = stage_and_report(local, venv_factory, "cyc-seed", "1" * 40, [filelock])
     assert (code, record["state"]) == (0, "promoted"), record
     run_ok(local, "stage", "--run-id", "100", "--index", INDEX, "--commit", "2" * 40, str(torch))
-    return {"torch": torch, "filelock": filelock}
+    report = pip_report(venv_factory, local.run_index("100", INDEX), [torch])
+    return {"torch": torch, "filelock": filelock, "report": report}
 
 
 def test_test_jobs_install_from_staging_with_nightly_dependencies(
-    local: LocalProcess, promoted: dict[str, Any], venv_factory: Any
+    local: LocalProcess, promoted: dict[str, Any]
 ) -> None:
-    venv = venv_factory("staging-install")
-    result = pip(venv, "install", "--index-url", local.run_index("100", INDEX), "cyc-torch==2.7.0")
-    assert result.returncode == 0, result.stderr
-    # cyc-filelock lives only in nightly: the staging page borrowed it.
-    assert "cyc-filelock" in result.stdout
+    # The test job installed cyc-torch from the run's own index, and cyc-filelock, which lives
+    # only in nightly, from nightly: the staging page borrowed it (an absolute link).
+    urls = {i["metadata"]["name"]: i["download_info"]["url"] for i in installs(promoted["report"])}
+    assert urls == {
+        "cyc-torch": local.run_index("100", INDEX) + promoted["torch"].name,
+        "cyc-filelock": f"{local.nightly_url}{INDEX}/{promoted['filelock'].name}",
+    }
 
 
 def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
@@ -102,7 +90,7 @@ def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
         "2" * 40,
         "--test",
         f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/100",
-        *installed(INDEX, "smoke", [promoted["torch"]]),
+        *evidence(INDEX, promoted["report"]),
     )
     status = local.wheelgate("status", "100", "--wait", "60")
     record = json.loads(status.stdout)
@@ -134,36 +122,12 @@ def test_passed_run_is_promoted_and_installable_with_pip_and_uv(
     assert "cyc-torch==2.7.0" in result.stderr
 
 
-def test_dry_run_resolution_reads_metadata_not_the_wheel(
-    local: LocalProcess, promoted: dict[str, Any], venv_factory: Any, tmp_path: Path
-) -> None:
-    venv = venv_factory("dry-run")
-    report = tmp_path / "report.json"
-    result = pip(
-        venv,
-        "install",
-        "--dry-run",
-        "--report",
-        str(report),
-        "-v",
-        "--index-url",
-        f"{local.nightly_url}{INDEX}/",
-        "cyc-torch==2.7.0",
-    )
-    assert result.returncode == 0, result.stderr
-    resolved = {i["metadata"]["name"]: i for i in json.loads(report.read_text())["install"]}
-    assert set(resolved) == {"cyc-torch", "cyc-filelock"}
-    # pip fetched the PEP 658 file and never downloaded the 2 MB wheel.
-    assert "cyc_torch-2.7.0-py3-none-any.whl.metadata" in result.stdout
-    assert "cyc_torch-2.7.0-py3-none-any.whl (" not in result.stdout
-
-
 def test_failed_run_is_rejected_and_nightly_keeps_every_byte(
-    local: LocalProcess, promoted: dict[str, Any], tmp_path: Path
+    local: LocalProcess, promoted: dict[str, Any], venv_factory: Any, tmp_path: Path
 ) -> None:
     bad = build_wheel(tmp_path, "cyc-torch", "2.8.0", requires=["cyc-filelock>=3"])
     before = local.nightly_versions()
-    code, record = stage_and_report(local, "101", "3" * 40, [bad], result="failed")
+    code, record = stage_and_report(local, venv_factory, "101", "3" * 40, [bad], result="failed")
     assert code == 1
     assert (record["state"], record["reason"]) == ("rejected", "tests-failed")
     assert local.nightly_versions() == before
@@ -207,7 +171,7 @@ def test_pins_install_exactly_the_staged_bytes(
     # Given nightly already has pins-b 1.0, and the run stages a rebuilt pins-b 1.0 (build
     # tag 1, other bytes) with pins-a which needs it...
     old_b = build_wheel(tmp_path / "old", "pins-b", "1.0")
-    code, _ = stage_and_report(local, "pins-seed", "8" * 40, [old_b])
+    code, _ = stage_and_report(local, venv_factory, "pins-seed", "8" * 40, [old_b])
     assert code == 0
     new_b = build_wheel(
         tmp_path / "new", "pins-b", "1.0", tag="1-py3-none-any", module_source="REBUILT = True\n"
@@ -270,7 +234,7 @@ def test_pins_cover_dependencies_that_live_only_in_nightly(
 ) -> None:
     # Given nightly has pn-dep, and a run stages pn-app, which needs it
     dep = build_wheel(tmp_path / "nightly", "pn-dep", "1.0")
-    code, _ = stage_and_report(local, "pn-seed", "a" * 40, [dep])
+    code, _ = stage_and_report(local, venv_factory, "pn-seed", "a" * 40, [dep])
     assert code == 0
     app = build_wheel(tmp_path / "run", "pn-app", "1.0+rocm7.0", requires=["pn-dep>=1"])
     run_ok(local, "stage", "--run-id", "pn-1", "--index", INDEX, "--commit", "b" * 40, str(app))

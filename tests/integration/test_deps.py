@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import LocalProcess
-from tests.integration.test_cycle import pip
+from tests.integration.installs import pip
 from tests.integration.thirdparty import ThirdPartyServer
 from wheelgate.cli.main import main
 from wheelgate.core.objects import META_SHA256

@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.integration.conftest import LocalProcess, installed
-from tests.integration.test_cycle import pip, run_ok
+from tests.integration.conftest import LocalProcess
+from tests.integration.installs import evidence, pip, pip_report
+from tests.integration.test_cycle import run_ok
 from wheelgate.core.layout import STAGING
 from wheelgate.core.objects import META_COMMIT
 from wheelgate.local.sample_wheels import build_wheel
@@ -85,11 +86,19 @@ def test_a_run_is_released_on_its_tests_pip_report_and_the_record_names_them(
 ) -> None:
     # Given nightly holds ev-dep, and a run stages ev-app (with a + in its version) needing it
     dep = build_wheel(tmp_path, "ev-dep", "2.0")
-    stage(local, "ev-seed", "b1" * 20, dep)
+    seed_index = stage(local, "ev-seed", "b1" * 20, dep)
     run_ok(
         local,
-        *("report", "--run-id", "ev-seed", "--commit", "b1" * 20),
-        *("--test", f"{INDEX}:smoke=passed", *installed(INDEX, "smoke", [dep])),
+        *(
+            "report",
+            "--run-id",
+            "ev-seed",
+            "--commit",
+            "b1" * 20,
+            "--test",
+            f"{INDEX}:smoke=passed",
+        ),
+        *evidence(INDEX, pip_report(venv_factory, seed_index, [dep])),
     )
     assert local.wheelgate("status", "ev-seed", "--wait", "60").returncode == 0
     app = build_wheel(tmp_path, "ev-app", "1.0+rocm7.0", requires=["ev-dep>=2"])

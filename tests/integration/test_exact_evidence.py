@@ -10,12 +10,12 @@ import hashlib
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.integration.conftest import LocalProcess, installed
-from tests.integration.test_cycle import pip, run_ok, uv_install
+from tests.integration.conftest import LocalProcess
+from tests.integration.installs import evidence, pip, pip_report, uv_install
+from tests.integration.test_cycle import run_ok
 from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/exact"
@@ -30,14 +30,6 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def clean_venv(tmp_path: Path, name: str) -> Path:
-    """A clean virtual environment without pip: pip and uv install into it from outside
-    (``--python``), and one without pip is made in a second rather than several."""
-    path = tmp_path / "venvs" / name
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
-    return path
-
-
 def stage(local: LocalProcess, run: str, commit: str, *wheels: Path) -> str:
     staged = run_ok(
         local, "stage", "--run-id", run, "--index", INDEX, "--commit", commit, *map(str, wheels)
@@ -45,13 +37,17 @@ def stage(local: LocalProcess, run: str, commit: str, *wheels: Path) -> str:
     return str(json.loads(staged)["index_url"])
 
 
-def seed_nightly(local: LocalProcess, run: str, commit: str, *wheels: Path) -> None:
-    """Release ``wheels`` to nightly, so runs' indexes offer them as dependencies."""
-    stage(local, run, commit, *wheels)
+def seed_nightly(
+    local: LocalProcess, venv_factory: Any, run: str, commit: str, *wheels: Path
+) -> None:
+    """Release ``wheels`` to nightly, so runs' indexes offer them as dependencies (their test
+    installs them from the run's index with pip's report)."""
+    index_url = stage(local, run, commit, *wheels)
+    report = pip_report(venv_factory, index_url, wheels)
     run_ok(
         local,
         *("report", "--run-id", run, "--commit", commit, "--test", f"{INDEX}:seed=passed"),
-        *installed(INDEX, "seed", list(wheels)),
+        *evidence(INDEX, report, test="seed"),
     )
     assert local.wheelgate("status", run, "--wait", "60").returncode == 0
 
@@ -114,7 +110,7 @@ def app_wheels(directory: Path, name: str, **options: Any) -> tuple[Path, Path]:
 
 
 def test_a_line_allowing_the_cp311_and_cp312_wheels_vouches_for_neither(
-    local: LocalProcess, tmp_path: Path
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
 ) -> None:
     # Given a run that staged its release for Python 3.11 and 3.12...
     cp311, cp312 = app_wheels(tmp_path, "ex-two")
@@ -124,7 +120,7 @@ def test_a_line_allowing_the_cp311_and_cp312_wheels_vouches_for_neither(
     hashes = (f"--hash=sha256:{sha256(wheel)}" for wheel in (cp311, cp312))
     allowing_both = tmp_path / "both.txt"
     allowing_both.write_text("# both\nex-two==1.0 \\\n    " + " \\\n    ".join(hashes) + "\n")
-    install_pinned(clean_venv(tmp_path, "ex-two-both"), index_url, allowing_both)
+    install_pinned(venv_factory("ex-two-both"), index_url, allowing_both)
     # When it is reported with that file, Then report refuses it, naming the line and saying
     # how to get exact evidence, and writes no manifest
     refused = report(local, "ex-two", "e1" * 20, ("py311", allowing_both))
@@ -140,20 +136,20 @@ def test_a_line_allowing_the_cp311_and_cp312_wheels_vouches_for_neither(
     pins.write_text(run_ok(local, "pins", "--run-id", "ex-two", "--index", INDEX))
     assert f"--hash=sha256:{sha256(cp311)}" in pins.read_text()
     assert sha256(cp312) not in pins.read_text()
-    install_pinned(clean_venv(tmp_path, "ex-two-pins"), index_url, pins)
+    install_pinned(venv_factory("ex-two-pins"), index_url, pins)
     # Then its evidence is the cp311 wheel alone, and the promoter refuses to release the
     # cp312 wheel no test installed (the whole run, as sets are all or nothing)
     rejected_untested(local, "ex-two", "e1" * 20, "py311", pins, untested=cp312)
 
 
 def test_pins_for_python_3_12_made_on_3_11_install_with_uv_for_3_12(
-    local: LocalProcess, tmp_path: Path
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
 ) -> None:
     # Given nightly holds ex-dep, which the app needs on Python 3.12 and up only, and
     # ex-old, which it needs below 3.12
     dep = build_wheel(tmp_path / "nightly", "ex-dep", "1.0")
     old = build_wheel(tmp_path / "nightly", "ex-old", "1.0")
-    seed_nightly(local, "ex-mk-seed", "e2" * 20, dep, old)
+    seed_nightly(local, venv_factory, "ex-mk-seed", "e2" * 20, dep, old)
     requires = ['ex-dep>=1; python_version >= "3.12"', 'ex-old; python_version < "3.12"']
     cp311, cp312 = app_wheels(tmp_path / "run", "ex-mk", requires=requires)
     # ...and a run that also staged a project with a 3.11 wheel only
@@ -186,7 +182,7 @@ def test_pins_for_python_3_12_made_on_3_11_install_with_uv_for_3_12(
     requirements.write_text(text)
     # Then uv installs them with --require-hashes for 3.12 (it refuses a file that leaves out
     # a distribution 3.12 needs: "no trusted hash")
-    venv = clean_venv(tmp_path, "ex-mk-uv312")
+    venv = venv_factory("ex-mk-uv312")
     result = uv_install(
         venv,
         *("--require-hashes", "--python-version", "3.12", "--index-url", index_url),
@@ -215,7 +211,7 @@ def installed_environment(local: LocalProcess, venv: Path, output: Path) -> Path
 
 
 def test_the_uv_route_releases_exactly_the_wheels_uv_installed(
-    local: LocalProcess, tmp_path: Path
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
 ) -> None:
     # Given a run whose release has a 3.11 and a 3.12 wheel, each with what installers
     # rewrite or add: a #!python script, data and header files, a purelib module and a
@@ -232,12 +228,12 @@ def test_the_uv_route_releases_exactly_the_wheels_uv_installed(
     # When a 3.11 test installs with uv (no pins, no report), and a 3.12 test with uv for 3.12
     envs = {}
     for test, options in (("py311", ()), ("py312", ("--python-version", "3.12"))):
-        venv = clean_venv(tmp_path, f"ex-uv-{test}")
+        venv = venv_factory(f"ex-uv-{test}")
         result = uv_install(venv, *options, "--index-url", index_url, "ex-uv==1.0")
         assert result.returncode == 0, result.stderr
         envs[test] = installed_environment(local, venv, tmp_path / f"{test}.json")
     # ...and another 3.11 test installs the same release with pip (which byte-compiles)
-    venv = clean_venv(tmp_path, "ex-uv-pip")
+    venv = venv_factory("ex-uv-pip")
     result = pip(venv, "install", "--index-url", index_url, "ex-uv==1.0")
     assert result.returncode == 0, result.stderr
     envs["pip311"] = installed_environment(local, venv, tmp_path / "pip311.json")
@@ -256,12 +252,12 @@ def test_the_uv_route_releases_exactly_the_wheels_uv_installed(
 
 
 def test_an_environment_whose_files_changed_after_the_install_vouches_for_nothing(
-    local: LocalProcess, tmp_path: Path
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
 ) -> None:
     # Given a test that installed the run's wheel with uv, then changed one of its files
     wheel = build_wheel(tmp_path, "ex-edit", "1.0", module_source='BUILD = "staged"\n')
     index_url = stage(local, "ex-edit", "e5" * 20, wheel)
-    venv = clean_venv(tmp_path, "ex-edit")
+    venv = venv_factory("ex-edit")
     result = uv_install(venv, "--index-url", index_url, "ex-edit==1.0")
     assert result.returncode == 0, result.stderr
     [module] = venv.glob("lib/python*/site-packages/ex_edit/__init__.py")

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import boto3
 import pytest
 
-from tests.integration.test_promoter import Context, sqs_event
+from tests.integration.test_promoter import Context, nightly_versions, sqs_event
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import PAGE_NAMES, STAGING, VERDICT_KEYS_KEY
 from wheelgate.core.override import new_request_id
@@ -35,13 +35,19 @@ from wheelgate.core.settings import (
     FANOUT_LEASE_BUSY_RETRY_SECONDS,
     FANOUT_MAX_EXECUTIONS,
     FANOUT_STEP_FIELD,
+    LEASE_BUSY_RETRY_SECONDS,
     PromoterSettings,
 )
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.fanout import InProcessLauncher
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
-from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, LocalStack
+from wheelgate.local.stack import (
+    LOCAL_REPORTER_PRINCIPAL,
+    NIGHTLY_BUCKET,
+    LocalStack,
+    sqs_lambda_event,
+)
 from wheelgate.promotion.fanout import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
@@ -52,6 +58,8 @@ from wheelgate.storage.signing import KmsSigner
 from wheelgate.storage.workflow import SqsSender
 
 COMMIT = "5" * 40
+#: SQS's longest visibility timeout (12 hours).
+SQS_MAX_VISIBILITY_SECONDS = 12 * 60 * 60
 STATE_MACHINE = "arn:aws:states:us-east-1:000000000000:stateMachine:wheelgate-fanout"
 Fault = Callable[[dict[str, Any], Callable[[], Any]], Any]
 
@@ -384,13 +392,13 @@ def test_every_check_runs_before_the_first_copy(
         ChecksumAlgorithm="SHA256",
         Metadata={"wheelgate-commit": COMMIT},
     )
-    before = nightly_objects(s3, "")
+    before = nightly_versions(s3)
     # When it is reported, Then it is rejected by verification: no job, no copy, no execution.
     record = run.report()
     assert (record["state"], record["reason"]) == ("rejected", "checksum-mismatch")
     assert not list(fanout.staging.list(STAGING.job_prefix(run.job())))
     assert fanout.steps == []
-    assert nightly_objects(s3, "") == before
+    assert nightly_versions(s3) == before
     assert leases_free(fanout.staging, run.index)
 
 
@@ -654,29 +662,72 @@ def test_publish_refuses_while_an_item_is_not_done(
     assert run.done()["state"] == "promoted"
 
 
+class QueueClock:
+    """The clock of moto's SQS (its server runs in this process), moved on by hand: a
+    message's visibility timeout passes without the test waiting for it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import moto.sqs.models
+
+        real = moto.sqs.models.unix_time_millis
+        self.ahead = 0.0
+        monkeypatch.setattr(
+            moto.sqs.models, "unix_time_millis", lambda *a: real(*a) + self.ahead * 1000
+        )
+
+    def advance(self, seconds: float) -> None:
+        self.ahead += seconds
+
+
 def test_a_run_waiting_on_a_fan_out_job_comes_back_less_often(
     fanout: Fanout, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a job holding its index directory's lease, and another run into that directory...
+    # Given a job holding its index directory's lease, and another run into that directory
+    # whose manifest event waits in a queue that would hold a failed message back for hours...
     fanout.gate = Gate()
     run = make_run(fanout, tmp_path, request)
     run.report()
     other = Run(fanout, run.run_id + "-b", run.index, [build_wheel(tmp_path / "b", "fanb", "1.0")])
-    # When the other run's message reaches the handler...
-    delays: list[int] = []
-    monkeypatch.setattr(handler, "retry_soon", lambda record, seconds: delays.append(seconds))
-    event = sqs_event(other.key, LOCAL_REPORTER_PRINCIPAL)
-    response = handler.lambda_handler(event, Context())  # type: ignore[arg-type]
-    # Then it fails as busy, and comes back after the fan-out delay (the receives before the
-    # dead-letter queue must outlast the job's lease), not the minute a promotion's lease takes.
-    assert len(response["batchItemFailures"]) == 1
-    assert delays == [FANOUT_LEASE_BUSY_RETRY_SECONDS]
+    sqs: Any = boto3.client("sqs")
+    url = sqs.create_queue(
+        QueueName=f"fanout-busy-{uuid.uuid4().hex[:12]}",
+        Attributes={"VisibilityTimeout": str(SQS_MAX_VISIBILITY_SECONDS)},
+    )["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sqs.send_message(QueueUrl=url, MessageBody=other.body())
+    clock = QueueClock(monkeypatch)
+
+    def receive() -> list[dict[str, Any]]:
+        got = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=1, MessageSystemAttributeNames=["All"]
+        )
+        return list(got.get("Messages", []))
+
+    # When the handler gets the message from the queue...
+    [message] = receive()
+    response = handler.lambda_handler(sqs_lambda_event([message], arn), Context())  # type: ignore[arg-type]
+    # Then it fails as busy, and the record says it will be retried
+    assert response == {"batchItemFailures": [{"itemIdentifier": message["MessageId"]}]}
     record = json.loads(fanout.staging.get(STAGING.record(other.run_id))[0])  # type: ignore[index]
     assert "(a fan-out execution); will retry" in record["message"]
-    # And once the job is done, the other run is promoted.
+    # And the queue holds it back past the minute a promotion's lease takes...
+    clock.advance(LEASE_BUSY_RETRY_SECONDS + 1)
+    assert receive() == []
+    # ...and delivers it again once the fan-out delay has passed (the receives before the
+    # dead-letter queue must outlast the job's lease), long before its visibility timeout
+    clock.advance(FANOUT_LEASE_BUSY_RETRY_SECONDS - LEASE_BUSY_RETRY_SECONDS)
+    [again] = receive()
+    assert again["MessageId"] == message["MessageId"]
+    assert again["Attributes"]["ApproximateReceiveCount"] == "2"
+    # And once the job is done, that redelivery promotes the other run
     fanout.gate.open()
     assert run.done()["state"] == "promoted"
-    assert other.report()["state"] == "promoted"
+    response = handler.lambda_handler(sqs_lambda_event([again], arn), Context())  # type: ignore[arg-type]
+    assert response == {"batchItemFailures": []}
+    record = json.loads(fanout.staging.get(STAGING.record(other.run_id))[0])  # type: ignore[index]
+    assert record["state"] == "promoted"
 
 
 def test_a_break_glass_override_of_a_large_run_goes_through_an_execution(
@@ -820,7 +871,7 @@ def test_a_multipart_file_with_other_bytes_is_refused_by_its_hash_step_before_an
     # Given a large set whose manifest gives a multipart-staged file another SHA-256 than its
     # staged bytes have (S3 has none of its own to compare at verification)...
     run = multipart_run(fanout, tmp_path, request, claim_other_bytes=True)
-    before = nightly_objects(s3, "")
+    before = nightly_versions(s3)
     # When it is reported, it is handed to an execution (verification reads no file in full)...
     pending = run.report()
     assert (pending["state"], pending["reason"]) == ("pending", None)
@@ -839,7 +890,7 @@ def test_a_multipart_file_with_other_bytes_is_refused_by_its_hash_step_before_an
         in (record["message"])
     )
     # And nightly is byte for byte what it was, the leases are back, nothing is re-queued.
-    assert nightly_objects(s3, "") == before
+    assert nightly_versions(s3) == before
     assert leases_free(fanout.staging, run.index)
     assert fanout.received(fanout.queue_url) == []
     assert [state for state, _ in fanout.decisions.heard if state != "pending"] == ["rejected"]

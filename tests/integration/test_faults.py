@@ -20,6 +20,7 @@ from botocore.awsrequest import AWSResponse
 
 from tests.integration.test_override import BREAK_GLASS, BREAK_GLASS_ID, put_override
 from tests.integration.test_promoter import Context, Run, deliver, wheel
+from wheelgate.cli.main import EXIT_OK, main
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import ENV_BREAK_GLASS_ID
 from wheelgate.lambda_function import handler
@@ -372,3 +373,92 @@ def test_an_override_retried_after_a_fault_keeps_its_history(
     assert record["state"] == "promoted", record
     assert record["attempts"] == 2
     assert [h["state"] for h in record["history"]] == ["pending", "promoted"]
+
+
+def _first_attempt_copies_some(
+    hooks: Callable[[Fault], Copies], buckets: tuple[Bucket, Bucket], tmp_path: Path, name: str
+) -> tuple[Run, str, list[str], list[str]]:
+    """A run of four wheels whose first delivery fails after some copies: the run, its
+    manifest key, and the file names copied and not copied."""
+    run = Run(buckets, tmp_path, name, f"f/{name}")
+    run.stage(*[wheel(tmp_path, f"pkg{i % 2}", f"1.{i}") for i in range(FILES)])
+    key = f"manifests/{run.run_id}.json"
+    run.staging.put(key, json.dumps(run.manifest()).encode(), content_type="application/json")
+    fault = Fault("CopyObject", nth=3)
+    hooks(fault)
+    assert deliver(key)["batchItemFailures"]
+    assert fault.fired
+    copied = [f.name for f in run.files if run.nightly.head(f"{run.index}/{f.name}")]
+    missing = [f.name for f in run.files if f.name not in copied]
+    assert copied, "the first attempt copied nothing"
+    assert missing, "the first attempt copied everything"
+    return run, key, copied, missing
+
+
+def _remove_staged(run: Run, s3: Any, filename: str) -> None:
+    """A staged file gone between attempts (lifecycle expiry, or removed by hand)."""
+    for suffix in ("", ".metadata"):
+        s3.delete_object(
+            Bucket=run.staging.name, Key=f"runs/{run.run_id}/{run.index}/{filename}{suffix}"
+        )
+
+
+def test_a_copied_file_gone_from_staging_is_completed_from_its_nightly_copy(
+    hooks: Callable[[Fault], Copies], buckets: tuple[Bucket, Bucket], tmp_path: Path, s3: Any
+) -> None:
+    # Given a first attempt that copied some files, one of which then left staging...
+    run, key, copied, _ = _first_attempt_copies_some(hooks, buckets, tmp_path, "gone-copied")
+    _remove_staged(run, s3, copied[0])
+    # When the message is delivered again...
+    assert deliver(key) == {"batchItemFailures": []}
+    # Then the promotion completes: the copy (S3's SHA-256 is the manifest's) stands for it.
+    record = json.loads(run.staging.get(f"records/{run.run_id}.json")[0])  # type: ignore[index]
+    assert record["state"] == "promoted", record
+    assert listed_files(run) >= {f.name for f in run.files}
+    assert not list(run.staging.list(f"records/_left/{run.index}/"))
+
+
+def test_a_rejection_after_a_partial_copy_names_what_stays_in_nightly(
+    hooks: Callable[[Fault], Copies],
+    buckets: tuple[Bucket, Bucket],
+    tmp_path: Path,
+    s3: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a first attempt that copied some files, and a file it had not copied then gone
+    # from staging, so the set can no longer be verified...
+    run, key, copied, missing = _first_attempt_copies_some(hooks, buckets, tmp_path, "gone-left")
+    _remove_staged(run, s3, missing[0])
+    left = sorted(
+        k
+        for name in copied
+        for k in (f"{run.index}/{name}", f"{run.index}/{name}.metadata")
+        if run.nightly.head(k) is not None
+    )
+    # When the message is delivered again...
+    assert deliver(key) == {"batchItemFailures": []}
+    # Then the run is rejected, and the record names the copies that stay in nightly...
+    record = json.loads(run.staging.get(f"records/{run.run_id}.json")[0])  # type: ignore[index]
+    assert (record["state"], record["reason"]) == ("rejected", "file-missing")
+    assert f"{len(left)} object(s) an earlier attempt copied stay in nightly" in record["message"]
+    assert record["sets"][0]["left_in_nightly"] == left
+    # ...as does the status page, while no index page lists them...
+    state = json.loads(run.staging.get("status/state.json")[0])  # type: ignore[index]
+    (shown,) = [r for r in state["rejections"] if r["run_id"] == run.run_id]
+    assert shown["left_in_nightly"] == left
+    assert left[0] in run.staging.get("status/index.html")[0].decode()  # type: ignore[index]
+    assert not listed_files(run) & set(copied)
+    # ...and index rebuild finds them, and lists them no more than the promoter did.
+    options = ["--staging-bucket", run.staging.name, "--nightly-bucket", run.nightly.name]
+    rebuild = ["index", "rebuild", "--index", run.index, *options]
+    capsys.readouterr()  # the promoter's logs so far
+    assert main([*rebuild, "--dry-run"]) == EXIT_OK
+    found = json.loads(capsys.readouterr().out)["left_in_nightly"]
+    assert sorted(n["filename"] for n in found) == sorted(copied)
+    assert {n["run_id"] for n in found} == {run.run_id}
+    assert main(rebuild) == EXIT_OK
+    assert not listed_files(run) & set(copied)
+    archive = run.nightly.get(f"{run.index}/_archive/pkg0/index.json")
+    assert archive is None or not set(copied) & {
+        f["filename"] for f in json.loads(archive[0])["files"]
+    }

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, installed
-from tests.integration.test_cycle import pip, run_ok
+from tests.integration.conftest import LocalProcess
+from tests.integration.installs import evidence, pip, pip_report
+from tests.integration.test_cycle import run_ok
 from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/maint"
@@ -23,7 +24,9 @@ def fetch(url: str, accept: str = "text/html") -> str:
 
 
 @pytest.fixture(scope="module")
-def released(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def released(
+    local: LocalProcess, venv_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
     wheels = tmp_path_factory.mktemp("maint")
     old = build_wheel(wheels, "maint-pkg", "1.0")
     new = build_wheel(wheels, "maint-pkg", "1.1")
@@ -38,7 +41,7 @@ def released(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> d
             "5" * 40,
             "--test",
             f"{INDEX}:smoke=passed",
-            *installed(INDEX, "smoke", [wheel]),
+            *evidence(INDEX, pip_report(venv_factory, local.run_index(run, INDEX), [wheel])),
         )
         assert local.wheelgate("status", run, "--wait", "60").returncode == 0
     return {"old": old, "new": new}

@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 import pytest
 
+from tests.integration.test_promoter import nightly_versions
 from wheelgate.core.errors import TransientError
 from wheelgate.core.manifest import parse_manifest
 from wheelgate.core.settings import PromoterSettings
@@ -99,16 +100,6 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     assert hashlib.sha256(body).hexdigest() == sha
 
 
-def nightly_snapshot(s3: Any) -> dict[str, bytes]:
-    """Every nightly object with its bytes."""
-    keys = [
-        obj["Key"]
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=NIGHTLY_BUCKET)
-        for obj in page.get("Contents", [])
-    ]
-    return {k: s3.get_object(Bucket=NIGHTLY_BUCKET, Key=k)["Body"].read() for k in keys}
-
-
 def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
     stack: LocalStack, tmp_path: Path
 ) -> None:
@@ -119,7 +110,7 @@ def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
     wheel = build_wheel(tmp_path, "mpart", "1.0", payload_bytes=6 * MB)
     key = stage_multipart(stack, wheel, run, f"v2/{run}", claimed_sha256="1" * 64)
     assert s3.head_object(Bucket=STAGING_BUCKET, Key=key)["ETag"].endswith('-2"')
-    before = nightly_snapshot(s3)
+    before = nightly_versions(s3)
     promoter = PromotionService(
         settings=PromoterSettings.from_env(os.environ),
         staging=Bucket(s3, STAGING_BUCKET),
@@ -148,7 +139,7 @@ def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
         record.message
     )
     # And nightly is byte for byte what it was.
-    assert nightly_snapshot(s3) == before
+    assert nightly_versions(s3) == before
 
 
 def test_a_staged_file_changed_since_verification_is_not_hashed(

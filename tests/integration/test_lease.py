@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 
 from tests.integration.test_promoter import (
     Context,
@@ -19,7 +21,10 @@ from tests.integration.test_promoter import (
     sqs_event,
     wheel,
 )
+from wheelgate.cli import maintenance
+from wheelgate.cli.main import EXIT_OK, EXIT_PENDING, main
 from wheelgate.core.layout import STAGING
+from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
 from wheelgate.lambda_function import handler
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.promotion.lease import IndexLeases, LeaseBusy
@@ -69,30 +74,41 @@ def test_an_expired_lease_is_taken_over(buckets: tuple[Bucket, Bucket]) -> None:
         assert json.loads(lease[0])["run_id"] == "waiting"
 
 
+#: How many promotions race for one lease.
+TAKERS = 8
+
+
 def test_racing_takers_get_it_once(buckets: tuple[Bucket, Bucket]) -> None:
     staging, _ = buckets
-    barrier = threading.Barrier(8)
-    won: list[int] = []
-    lock = threading.Lock()
+    # Every taker starts at once, and the winner holds the lease until every taker has tried.
+    start, tried = threading.Barrier(TAKERS, timeout=30), threading.Barrier(TAKERS, timeout=30)
 
-    def take(i: int) -> None:
+    def take(i: int) -> str:
         leases = IndexLeases(staging)
-        barrier.wait()
         try:
-            with leases.hold(["lease/race"], run_id=f"r{i}"):
-                with lock:
-                    won.append(i)
-                barrier_hold.wait()
-        except LeaseBusy:
-            barrier_hold.wait()
+            start.wait()
+            try:
+                with leases.hold(["lease/race"], run_id=f"r{i}"):
+                    tried.wait()
+                    return "won"
+            except LeaseBusy:
+                tried.wait()
+                return "busy"
+        except BaseException:
+            # Any other failure must not leave the others waiting: it breaks both barriers,
+            # and future.result() below raises it.
+            start.abort()
+            tried.abort()
+            raise
 
-    barrier_hold = threading.Barrier(8)
-    threads = [threading.Thread(target=take, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert len(won) == 1
+    with ThreadPoolExecutor(max_workers=TAKERS) as pool:
+        futures = [pool.submit(take, i) for i in range(TAKERS)]
+        _, running = wait(futures, timeout=60)
+    assert not running, f"{len(running)} taker(s) still running after 60 s"
+    # Every taker ended with a result (result() raises what a taker raised)...
+    outcomes = sorted(f.result() for f in futures)
+    # ...exactly one took the lease, and every other was told it was busy
+    assert outcomes == ["busy"] * (TAKERS - 1) + ["won"]
 
 
 def test_a_promotion_waits_while_its_directory_is_leased(
@@ -161,3 +177,94 @@ def test_a_busy_directory_is_retried_soon(
     (redelivered,) = again["Messages"]
     assert redelivered["MessageId"] == message["MessageId"]
     assert redelivered["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
+def test_a_yank_waits_while_its_directory_is_leased(
+    buckets: tuple[Bucket, Bucket], tmp_path: Path, s3: Any
+) -> None:
+    # Given a released file and its directory leased by a promotion...
+    run = Run(buckets, tmp_path, "lease-yank-run", "lease/yank")
+    promoted = run.stage(wheel(tmp_path, "yankee")).report(run.manifest())
+    assert promoted["state"] == "promoted"
+    request = YankRequest(
+        schema=SCHEMA_YANK_V1,
+        run_id=new_request_id(),
+        index=run.index,
+        filename=run.files[0].name,
+        yanked=True,
+        reason="broken",
+    )
+    key = STAGING.manifest(request.run_id)
+    run.staging.put(key, request.to_json().encode(), content_type="application/json")
+    before = nightly_versions(s3)
+    with IndexLeases(run.staging).hold([run.index], run_id="a-promotion"):
+        # When the yank request arrives, Then it fails transiently and writes nothing...
+        assert deliver(key)["batchItemFailures"] == [{"itemIdentifier": "m-1"}]
+        assert nightly_versions(s3) == before
+    # ...and its redelivery, once the lease is back, yanks the file.
+    assert deliver(key) == {"batchItemFailures": []}
+    page = run.nightly.get(f"{run.index}/yankee/index.json")
+    assert page is not None
+    assert [f["yanked"] for f in json.loads(page[0])["files"]] == ["broken"]
+
+
+def test_a_rebuild_waits_for_the_lease_and_gives_up_with_a_message(
+    buckets: tuple[Bucket, Bucket],
+    tmp_path: Path,
+    s3: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a promoted directory whose listing page was lost, and a promotion holding it...
+    run = Run(buckets, tmp_path, "lease-rebuild-run", "lease/rebuild")
+    assert run.stage(wheel(tmp_path, "rebuilt")).report(run.manifest())["state"] == "promoted"
+    s3.delete_object(Bucket=run.nightly.name, Key=f"{run.index}/rebuilt/index.json")
+    monkeypatch.setattr(maintenance, "LEASE_POLL_SECONDS", 0.2)
+    options = ["--staging-bucket", run.staging.name, "--nightly-bucket", run.nightly.name]
+    rebuild = ["index", "rebuild", "--index", run.index, *options]
+    before = nightly_versions(s3)
+    with IndexLeases(run.staging).hold([run.index], run_id="a-promotion"):
+        # When the rebuild runs, Then it waits, then stops naming the holder, writing nothing.
+        assert main([*rebuild, "--wait", "1"]) == EXIT_PENDING
+        assert "run a-promotion" in capsys.readouterr().err
+        assert nightly_versions(s3) == before
+        # A dry run needs no lease.
+        assert main([*rebuild, "--dry-run"]) == EXIT_OK
+    # Once the lease is back the rebuild restores the page, and gives the lease back.
+    assert main(rebuild) == EXIT_OK
+    assert run.nightly.get(f"{run.index}/rebuilt/index.json") is not None
+    assert IndexLeases(run.staging).holder(run.index) is None
+
+
+def test_a_rebuild_refused_the_lease_by_s3_warns_and_still_repairs(
+    buckets: tuple[Bucket, Bucket],
+    tmp_path: Path,
+    s3: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given credentials the staging bucket refuses a lease write (the deployed policy lets only
+    # the promoter write records/, and the break-glass role runs rebuilds)...
+    run = Run(buckets, tmp_path, "lease-refused-run", "lease/refused")
+    assert run.stage(wheel(tmp_path, "refused")).report(run.manifest())["state"] == "promoted"
+    s3.delete_object(Bucket=run.nightly.name, Key=f"{run.index}/refused/index.json")
+
+    def refuse(model: Any, params: dict[str, Any], **_: Any) -> Any:
+        if model.name == "PutObject" and "/_leases/" in str(params.get("url", "")):
+            response = AWSResponse(url="", status_code=403, headers={}, raw=None)  # type: ignore[arg-type]
+            return response, {"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}
+        return None
+
+    session = boto3.DEFAULT_SESSION
+    assert session is not None
+    session.events.register("before-call.s3", refuse)
+    try:
+        code = main(
+            ["index", "rebuild", "--index", run.index, "--staging-bucket", run.staging.name,
+             "--nightly-bucket", run.nightly.name]
+        )  # fmt: skip
+    finally:
+        session.events.unregister("before-call.s3", refuse)
+    # Then it says so, rebuilds without the lease, and the page is back.
+    assert code == EXIT_OK
+    assert "cannot take the lease of lease/refused" in capsys.readouterr().err
+    assert run.nightly.get(f"{run.index}/refused/index.json") is not None

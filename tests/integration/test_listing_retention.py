@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, installed, local_process
-from tests.integration.test_cycle import pip, run_ok, uv_install
+from tests.integration.conftest import LocalProcess, local_process
+from tests.integration.installs import evidence, pip, pip_report, uv_install
+from tests.integration.test_cycle import run_ok
 from tests.integration.test_index_maintenance import fetch
 from wheelgate.core.settings import ENV_LISTING_RETENTION
 from wheelgate.local.sample_wheels import build_wheel
@@ -58,7 +59,7 @@ def test_local_hands_its_listing_retention_to_the_cli(local_k2: LocalProcess) ->
 
 @pytest.fixture(scope="module")
 def promoted(
-    local_k2: LocalProcess, tmp_path_factory: pytest.TempPathFactory
+    local_k2: LocalProcess, venv_factory: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, dict[str, Any]]:
     """Given ret-pkg 1.0 (with its dependency ret-dep 1.0), then 1.1, 1.2 and 1.3, each
     promoted by its own run: the records, by version."""
@@ -83,7 +84,7 @@ def promoted(
         run_ok(
             local_k2,
             *("report", "--run-id", run, "--commit", COMMIT, "--test", f"{INDEX}:smoke=passed"),
-            *installed(INDEX, "smoke", files),
+            *evidence(INDEX, pip_report(venv_factory, local_k2.run_index(run, INDEX), files)),
         )
         records[version] = json.loads(run_ok(local_k2, "status", run, "--wait", "60"))
         assert records[version]["state"] == "promoted", records[version]
@@ -135,11 +136,19 @@ def test_a_pinned_old_version_installs_from_the_archive_only(
         "pip": lambda venv, *args: pip(venv, "install", "--no-cache-dir", *args),
         "uv": lambda venv, *args: uv_install(venv, "--no-cache", *args),
     }
+    # (what each says when the index lists the project but not the version: pip names the
+    # versions the listing offers)
+    not_listed = {
+        "pip": "Could not find a version that satisfies the requirement ret-pkg==1.0 "
+        "(from versions: 1.2, 1.3)",
+        "uv": "Because there is no version of ret-pkg==1.0",
+    }
     for name, installer in installers.items():
         venv = venv_factory(f"ret-{name}")
-        # When the old version is pinned against the listing, it is not found...
+        # When the old version is pinned against the listing, it is not found there...
         result = installer(venv, "--index-url", listing, "ret-pkg==1.0")
         assert result.returncode != 0, f"{name} installed a delisted version: {result.stdout}"
+        assert not_listed[name] in " ".join(result.stderr.split()), result.stderr
         # ...and against the archive it installs, with its dependency.
         result = installer(venv, "--index-url", archive, "ret-pkg==1.0")
         assert result.returncode == 0, f"{name}: {result.stdout}{result.stderr}"
@@ -153,7 +162,7 @@ def test_a_pinned_old_version_installs_from_the_archive_only(
 
 
 def test_a_release_conflict_with_a_delisted_release_is_still_refused(
-    local_k2: LocalProcess, promoted: dict[str, Any], tmp_path: Path
+    local_k2: LocalProcess, promoted: dict[str, Any], venv_factory: Any, tmp_path: Path
 ) -> None:
     # Given a build-tag rebuild of 1.0, which left the listing two promotions ago...
     rebuilt = build_wheel(tmp_path, "ret-pkg", "1.0", tag="1-py3-none-any", payload_bytes=10)
@@ -172,7 +181,9 @@ def test_a_release_conflict_with_a_delisted_release_is_still_refused(
         local_k2,
         *("report", "--run-id", "ret-rebuild", "--commit", COMMIT),
         *("--test", f"{INDEX}:smoke=passed"),
-        *installed(INDEX, "smoke", [rebuilt]),
+        *evidence(
+            INDEX, pip_report(venv_factory, local_k2.run_index("ret-rebuild", INDEX), [rebuilt])
+        ),
     )
     record = json.loads(local_k2.wheelgate("status", "ret-rebuild", "--wait", "60").stdout)
     # Then the promoter checks it against the full history and refuses it.

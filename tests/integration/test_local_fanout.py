@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, installed, local_process
+from tests.integration.conftest import LocalProcess, local_process
+from tests.integration.installs import evidence, pip_report
 from wheelgate.local.sample_wheels import build_wheel
 
 INDEX = "v2/fanout"
@@ -28,7 +30,7 @@ def ok(local: LocalProcess, *args: str) -> str:
 
 
 def test_local_mode_promotes_a_large_run_through_an_execution(
-    local_fanout: LocalProcess, tmp_path: Path
+    local_fanout: LocalProcess, venv_factory: Any, tmp_path: Path
 ) -> None:
     # Given local mode fanning out from two files, and a run of three staged wheels...
     wheels = [build_wheel(tmp_path, f"lf{n}", "1.0") for n in range(3)]
@@ -44,11 +46,12 @@ def test_local_mode_promotes_a_large_run_through_an_execution(
         commit,
         *map(str, wheels),
     )
-    # When its tests are reported...
+    # When its test, which installed them from the run's index, is reported...
+    report = pip_report(venv_factory, local_fanout.run_index("lf-1", INDEX), wheels)
     ok(
         local_fanout,
         *("report", "--run-id", "lf-1", "--commit", commit, "--test", f"{INDEX}:smoke=passed"),
-        *installed(INDEX, "smoke", wheels),
+        *evidence(INDEX, report),
     )
     status = local_fanout.wheelgate("status", "lf-1", "--wait", "60")
     record = json.loads(status.stdout)

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, installed
+from tests.integration.conftest import LocalProcess
+from tests.integration.installs import evidence, pip_report
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import STAGING_BUCKET
 
@@ -45,18 +46,22 @@ def on_a_terminal(local: LocalProcess, *argv: str) -> tuple[int, str]:
     return code, b"".join(chunks).decode().replace("\r\n", "\n")
 
 
-def decide(local: LocalProcess, run: str, index: str, wheel: Path, result: str) -> str:
-    """Stage ``wheel`` as ``run`` in ``index``, report its test ``result`` and wait for the
+def decide(
+    local: LocalProcess, make_venv: Any, run: str, index: str, wheel: Path, result: str
+) -> str:
+    """Stage ``wheel`` as ``run`` in ``index``, install it from the run's index with pip's
+    report as its test does, report the test's ``result`` with that report, and wait for the
     decision about that manifest; the manifest's SHA-256."""
     commit = run[-1] * 40
     staged = local.wheelgate(
         "stage", "--run-id", run, "--index", index, "--commit", commit, str(wheel)
     )
     assert staged.returncode == 0, staged.stderr
+    report = pip_report(make_venv, json.loads(staged.stdout)["index_url"], [wheel])
     reported = local.wheelgate(
         *("report", "--run-id", run, "--commit", commit),
         *("--test", f"{index}:smoke={result}@{URL.format(run=run)}"),
-        *installed(index, "smoke", [wheel]),
+        *evidence(index, report),
     )
     assert reported.returncode == 0, reported.stderr
     sha256 = json.loads(reported.stdout)["manifest_sha256"]
@@ -66,7 +71,9 @@ def decide(local: LocalProcess, run: str, index: str, wheel: Path, result: str) 
 
 
 @pytest.fixture(scope="module")
-def decided(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def decided(
+    local: LocalProcess, tmp_path_factory: pytest.TempPathFactory, venv_factory: Any
+) -> dict[str, Any]:
     """Given run ops-1 promoted and then run ops-2 rejected in FIRST, and run ops-3 promoted
     in SECOND (in that order)."""
     wheels = tmp_path_factory.mktemp("ops-wheels")
@@ -74,9 +81,9 @@ def decided(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> di
     two = build_wheel(wheels, "ops-one", "2.0")
     three = build_wheel(wheels, "ops-three", "1.0")
     return {
-        "ops-1": (decide(local, "ops-1", FIRST, one, "passed"), one),
-        "ops-2": (decide(local, "ops-2", FIRST, two, "failed"), two),
-        "ops-3": (decide(local, "ops-3", SECOND, three, "passed"), three),
+        "ops-1": (decide(local, venv_factory, "ops-1", FIRST, one, "passed"), one),
+        "ops-2": (decide(local, venv_factory, "ops-2", FIRST, two, "failed"), two),
+        "ops-3": (decide(local, venv_factory, "ops-3", SECOND, three, "passed"), three),
     }
 
 
@@ -116,6 +123,8 @@ def test_status_to_a_pipe_or_with_json_is_the_record(
         "rejected",
         "tests-failed",
     )
+    # where the record is, beside it (the status action's record_url)
+    assert document["record_url"] == f"s3://{STAGING_BUCKET}/records/ops-2.json"
     code, text = on_a_terminal(local, "status", "ops-2", "--json")
     assert code == 1
     assert json.loads(text) == document

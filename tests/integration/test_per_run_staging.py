@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.conftest import LocalProcess, installed
-from tests.integration.test_cycle import pip, run_ok
+from tests.integration.conftest import LocalProcess
+from tests.integration.installs import evidence, pip, pip_report
+from tests.integration.test_cycle import run_ok
 from tests.integration.test_index_maintenance import fetch
 from wheelgate.core.layout import STAGING
 from wheelgate.local.sample_wheels import build_wheel
@@ -100,16 +101,11 @@ def test_a_rejected_run_is_never_offered_to_another_run(
     run_ok(
         local, "stage", "--run-id", "rj-seed", "--index", INDEX, "--commit", "d" * 40, str(released)
     )
+    report = pip_report(venv_factory, local.run_index("rj-seed", INDEX), [released])
     run_ok(
         local,
-        "report",
-        "--run-id",
-        "rj-seed",
-        "--commit",
-        "d" * 40,
-        "--test",
-        f"{INDEX}:smoke=passed",
-        *installed(INDEX, "smoke", [released]),
+        *("report", "--run-id", "rj-seed", "--commit", "d" * 40),
+        *("--test", f"{INDEX}:smoke=passed", *evidence(INDEX, report)),
     )
     assert local.wheelgate("status", "rj-seed", "--wait", "60").returncode == 0
     rebuilt = build_wheel(

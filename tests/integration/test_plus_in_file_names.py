@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LocalProcess, installed, uv_binary
-from tests.integration.test_cycle import pip, run_ok
+from tests.integration.conftest import LocalProcess, uv_binary
+from tests.integration.installs import evidence, pip, pip_report
+from tests.integration.test_cycle import run_ok
 from tests.integration.test_index_maintenance import fetch
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.staging.hermetic import hermetic_env
@@ -62,8 +63,11 @@ def status(url: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def released(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Given pluspkg 1.0+rocm6.4 staged by run plus-1 and promoted to nightly."""
+def released(
+    local: LocalProcess, venv_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Given pluspkg 1.0+rocm6.4 staged by run plus-1, installed by its test from the run's
+    index, and promoted to nightly."""
     wheel = build_wheel(tmp_path_factory.mktemp("plus"), "pluspkg", VERSION)
     assert wheel.name == "pluspkg-1.0+rocm6.4-py3-none-any.whl"
     run_ok(local, "stage", "--run-id", "plus-1", "--index", INDEX, "--commit", COMMIT, str(wheel))
@@ -76,7 +80,7 @@ def released(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> P
         COMMIT,
         "--test",
         f"{INDEX}:smoke=passed",
-        *installed(INDEX, "smoke", [wheel]),
+        *evidence(INDEX, pip_report(venv_factory, local.run_index("plus-1", INDEX), [wheel])),
     )
     record = json.loads(run_ok(local, "status", "plus-1", "--wait", "60"))
     assert record["state"] == "promoted", record

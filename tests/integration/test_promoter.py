@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from wheelgate.core.errors import TransientError
 from wheelgate.lambda_function import handler
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,
     NIGHTLY_BUCKET,
@@ -89,15 +90,8 @@ def deliver(key: str, principal: str | None = LOCAL_REPORTER_PRINCIPAL) -> dict[
 
 
 def nightly_versions(s3: Any) -> dict[str, str]:
-    """Every object version and delete marker in nightly, each listing page of it, with its
-    ETag: equal snapshots, equal bytes."""
-    versions: dict[str, str] = {}
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=NIGHTLY_BUCKET):
-        for v in page.get("Versions", []):
-            versions[f"{v['Key']}@{v['VersionId']}"] = v["ETag"]
-        for marker in page.get("DeleteMarkers", []):
-            versions[f"{marker['Key']}@{marker['VersionId']}"] = "delete-marker"
-    return versions
+    """Every object version and delete marker in nightly: equal snapshots, nothing written."""
+    return version_snapshot(s3, NIGHTLY_BUCKET)
 
 
 class Run:
@@ -108,7 +102,9 @@ class Run:
         self.run_id, self.index, self.tmp = run_id, index, tmp
         self.files: list[Path] = []
 
-    def stage(self, *wheels: Path) -> Run:
+    def stage(self, *wheels: Path, pages: bool = True) -> Run:
+        """Stage ``wheels`` as ``wheelgate stage`` does; without ``pages``, not the run's
+        index pages (the files alone)."""
         stage(
             staging=self.staging,
             nightly=self.nightly,
@@ -117,6 +113,7 @@ class Run:
             index=self.index,
             commit=COMMIT,
             artifacts=inspect_files(list(wheels)),
+            publish_pages=pages,
         )
         self.files += wheels
         return self
@@ -421,6 +418,36 @@ def test_uv_resolves_through_the_json_api(
     assert f"{run.index}/uvpkg/index.json" in served
     assert f"{run.index}/uvpkg/index.html" not in served
     assert (target / "uvpkg" / "__init__.py").exists()
+
+
+def test_dry_run_resolution_reads_metadata_not_the_wheel(
+    stack: LocalStack, buckets: tuple[Bucket, Bucket], tmp_path: Path, venv_factory: Any
+) -> None:
+    from tests.integration.installs import installs, pip
+
+    # Given a 2 MB wheel and its dependency promoted to nightly...
+    run = Run(buckets, tmp_path, "dry-run", "t/dry-run")
+    dep = wheel(tmp_path, "dry-filelock", "3.18.0")
+    big = wheel(
+        tmp_path, "dry-torch", "2.7.0", requires=["dry-filelock>=3"], payload_bytes=2_000_000
+    )
+    assert run.stage(dep, big).report(run.manifest())["state"] == "promoted"
+    stack.nightly_server.bytes_sent.clear()
+    # When pip resolves it with --dry-run against the nightly index...
+    report = tmp_path / "report.json"
+    result = pip(
+        venv_factory("dry-run"),
+        *("install", "--dry-run", "--report", str(report)),
+        *("--index-url", f"{stack.nightly_url}{run.index}/", "dry-torch==2.7.0"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert {i["metadata"]["name"] for i in installs(report)} == {"dry-torch", "dry-filelock"}
+    # Then the server sent each wheel's PEP 658 metadata file and not one byte of a wheel.
+    served = dict(stack.nightly_server.bytes_sent)
+    for path in (big, dep):
+        key = f"{run.index}/{path.name}"
+        assert served.get(f"{key}.metadata", 0) > 0, served
+        assert served.get(key, 0) == 0, served
 
 
 def test_a_run_never_restages_a_file_name_with_other_bytes(

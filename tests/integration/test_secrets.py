@@ -12,10 +12,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.integration.conftest import installed
+from tests.integration.installs import evidence, pip_report
 from tests.integration.test_promoter import sqs_event
 from wheelgate.core.redact import MASK
 from wheelgate.local.sample_wheels import build_wheel
@@ -90,7 +91,7 @@ def test_botocore_debug_log_would_leak_the_access_key_id(stack: LocalStack) -> N
 
 
 def test_cli_and_promoter_debug_output_contains_no_secret(
-    stack: LocalStack, tmp_path: Path
+    stack: LocalStack, venv_factory: Any, tmp_path: Path
 ) -> None:
     env = planted_env(stack)
     wheel = build_wheel(tmp_path, "secretive", "1.0")
@@ -101,11 +102,14 @@ def test_cli_and_promoter_debug_output_contains_no_secret(
         *("-m", "wheelgate", "--debug", "stage", "--run-id", RUN_ID, "--index", INDEX),
         *("--commit", COMMIT, str(wheel)),
     )
+    assert outputs["stage"].returncode == 0, outputs["stage"].stderr[-1500:]
+    # (its test job installs it from the run's index with pip's report)
+    report = pip_report(venv_factory, json.loads(outputs["stage"].stdout)["index_url"], [wheel])
     test_spec = f"{INDEX}:smoke=passed@https://github.com/log?ref={MANIFEST_TOKEN}"
     outputs["report"] = run(
         env,
         *("-m", "wheelgate", "--debug", "report", "--run-id", RUN_ID, "--commit", COMMIT),
-        *("--test", test_spec, *installed(INDEX, "smoke", [wheel])),
+        *("--test", test_spec, *evidence(INDEX, report)),
     )
     # When the promoter handler runs on its manifest event with DEBUG logs everywhere
     event = sqs_event(f"manifests/{RUN_ID}.json", LOCAL_REPORTER_PRINCIPAL)

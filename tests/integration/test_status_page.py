@@ -17,9 +17,11 @@ import boto3
 import pytest
 
 from tests.integration.test_promoter import Run, wheel
+from tests.tools import require_tool
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import ENV_DASHBOARD_URL
 from wheelgate.lambda_function import handler
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.status.page import STATE_KEY, parse_state
 from wheelgate.status.store import StatusStore
@@ -46,9 +48,7 @@ def chromium_binary() -> str:
             timeout=600,
         )
         found = shutil.which("chromium")
-    if found is None:
-        pytest.skip("chromium is not installed and .ci/chromium-install.sh could not install it")
-    return found
+    return require_tool("Chromium", found, ".ci/chromium-install.sh could not install it")
 
 
 def chromium(url: str, profile: Path, *extra: str) -> str:
@@ -130,10 +130,17 @@ def _decide(
     good_record = good.report(manifest)
     assert good_record["state"] == "promoted", good_record
     bad = Run(buckets, tmp, "st-bad", INDEX).stage(wheel(tmp, "st-torch", "2.8.0"))
+    nightly = buckets[1]
+    before = version_snapshot(nightly.client, nightly.name)
     bad_record = bad.report(bad.manifest(result="failed"))
     assert (bad_record["state"], bad_record["reason"]) == ("rejected", "tests-failed")
     handler.promoter.cache_clear()
-    return {"good": good_record, "bad": bad_record}
+    return {
+        "good": good_record,
+        "bad": bad_record,
+        "nightly before the rejection": before,
+        "nightly after the rejection": version_snapshot(nightly.client, nightly.name),
+    }
 
 
 def test_state_records_both_decisions(
@@ -159,8 +166,11 @@ def test_pages_are_served_as_short_lived_utf8_html(
         assert head["CacheControl"] == "public, max-age=60, must-revalidate"
     with urllib.request.urlopen(stack.nightly_url + "status/", timeout=10) as response:
         assert response.headers["Content-Type"] == "text/html; charset=utf-8"
-    # The site is kept in staging: recording a rejection wrote nothing to nightly.
-    assert s3.list_objects_v2(Bucket=NIGHTLY_BUCKET, Prefix="status/").get("KeyCount") == 0
+    # The site is kept in staging: recording a rejection wrote nothing to nightly (no object
+    # version or delete marker anywhere in the bucket), and nightly has no status page at all.
+    after = decided["nightly after the rejection"]
+    assert after == decided["nightly before the rejection"]
+    assert not [k for k in version_snapshot(s3, NIGHTLY_BUCKET) if k.startswith("status/")]
 
 
 def test_overview_in_headless_chromium_at_phone_size(

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import installed
+from tests.integration.installs import evidence, pip_report
 from tests.integration.test_promoter import COMMIT, Run, deliver, wheel
 from wheelgate.cli.common import EXIT_OK, EXIT_PENDING, EXIT_REJECTED
 from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING
+from wheelgate.local.stack import LocalStack
 from wheelgate.storage.bucket import Bucket
 
 URL = "https://github.com/o/r/actions/runs/1"
@@ -43,6 +44,13 @@ def status(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[st
     return code, json.loads(out[out.index("{\n") :])
 
 
+def installed_by_its_test(stack: LocalStack, venv_factory: Any, run: Run, built: Path) -> list[str]:
+    """The run's test job installs ``built`` from the run's index with pip's report: the
+    ``wheelgate report`` options that pass it on."""
+    index_url = stack.staging_url + STAGING.run_index_prefix(run.run_id, run.index)
+    return evidence(run.index, pip_report(venv_factory, index_url, [built]))
+
+
 @pytest.fixture
 def rejected_run(
     buckets: tuple[Bucket, Bucket], tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -63,12 +71,15 @@ def rejected_run(
 
 def test_a_rereported_run_waits_for_the_new_manifest_not_the_old_rejection(
     rejected_run: tuple[Run, Path],
+    stack: LocalStack,
+    venv_factory: Any,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     run, built = rejected_run
-    # Given the run reported again, its test passed this time
-    second = report(run, "passed", capsys, *installed(run.index, "smoke", [built]))
+    # Given the run reported again, its test (which installed it) passed this time
+    installed = installed_by_its_test(stack, venv_factory, run, built)
+    second = report(run, "passed", capsys, *installed)
     # ...and a promoter that decides only after status has read the record once
     original, reads = Bucket.get, []
 
@@ -97,11 +108,15 @@ def test_a_rereported_run_waits_for_the_new_manifest_not_the_old_rejection(
 
 
 def test_an_undecided_manifest_is_pending_whatever_the_record_said_before(
-    rejected_run: tuple[Run, Path], capsys: pytest.CaptureFixture[str]
+    rejected_run: tuple[Run, Path],
+    stack: LocalStack,
+    venv_factory: Any,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     run, built = rejected_run
     # Given the run reported again, and the promoter has not decided on the new manifest yet
-    second = report(run, "passed", capsys, *installed(run.index, "smoke", [built]))
+    installed = installed_by_its_test(stack, venv_factory, run, built)
+    second = report(run, "passed", capsys, *installed)
     # When status is asked about that manifest (no wait)
     code, document = status(capsys, run.run_id, "--manifest-sha256", second)
     # Then it is pending, though the record still says rejected

@@ -10,24 +10,31 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
+import shutil
 import subprocess
 import sys
+import tracemalloc
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from tests.integration.test_promoter import COMMIT, Run, nightly_versions, wheel
+from tests.unit.test_wheelmeta import lie_about_size
 from wheelgate.core.objects import META_COMMIT, META_SHA256
 from wheelgate.core.wheelmeta import MAX_METADATA_BYTES
 from wheelgate.local.stack import STAGING_BUCKET
 from wheelgate.storage.bucket import Bucket
 
+T = TypeVar("T")
+
 
 @pytest.fixture
 def run(buckets: tuple[Bucket, Bucket], tmp_path: Path, request: pytest.FixtureRequest) -> Run:
-    name = request.node.name.replace("_", "-")[-50:].strip("-")
+    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[-50:].strip("-")
     return Run(buckets, tmp_path, f"ws-{name}", f"ws/{name}")
 
 
@@ -167,28 +174,69 @@ def test_an_unreadable_wheel_leaves_nightly_untouched_even_after_good_files(
     rejected(run, s3, "metadata-unreadable", manifest_of(run, files))
 
 
-def test_a_metadata_bomb_is_refused_within_bounded_memory(run: Run, s3: Any) -> None:
-    # Given a wheel of a few MB whose METADATA inflates to 1 GiB (a header that lies about
-    # the size is tests/unit/test_wheelmeta.py's case)...
-    base = wheel(run.tmp, "bomb")
+#: What METADATA inflates to in the bomb: 1 GiB and a bit, past any limit.
+BOMB_BYTES = (1024 + 1) * 1024 * 1024
+#: The most memory the promoter may allocate while it refuses a bomb: twice the capped
+#: inflation (zlib's output blocks, then the bytes joined from them), and 16 MiB for the rest:
+#: the compressed member it reads, the moto server's copies of the object (it runs in this
+#: process) and the promotion's own objects (about 11 MiB when nothing is inflated).
+BOMB_PEAK_LIMIT = 2 * MAX_METADATA_BYTES + 16 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel of about a megabyte whose METADATA inflates to ``BOMB_BYTES`` (its headers say
+    so: 32-bit sizes, which a liar can rewrite)."""
+    tmp = tmp_path_factory.mktemp("bomb")
+    base = wheel(tmp / "src", "bomb")
     with zipfile.ZipFile(base) as archive:
         [member] = [n for n in archive.namelist() if n.endswith("METADATA")]
-    out = io.BytesIO()
+    out = tmp / base.name
     with zipfile.ZipFile(base) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
             if info.filename == member:
-                with dst.open(member, "w", force_zip64=True) as handle:
+                with dst.open(member, "w") as handle:
                     chunk = b"X" * (1 << 20)
-                    for _ in range(1024 + 1):
+                    for _ in range(BOMB_BYTES // len(chunk)):
                         handle.write(chunk)
             else:
                 dst.writestr(info.filename, src.read(info))
-    body = out.getvalue()
-    assert len(body) < 4 * 1024 * 1024
-    put_staged(s3, run, base.name, body, ChecksumAlgorithm="SHA256")
-    # Then the promoter refuses it without inflating it (the read stops at the cap).
-    message = rejected(run, s3, "metadata-unreadable", manifest_of(run, {base.name: body}))
-    assert f"over the {MAX_METADATA_BYTES}-byte limit" in message
+    assert out.stat().st_size < 4 * 1024 * 1024
+    return out
+
+
+def peak_allocated(action: Callable[[], T]) -> tuple[T, int]:
+    """``action()`` and the most memory Python allocated (every thread) while it ran."""
+    tracemalloc.start()
+    try:
+        result = action()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
+@pytest.mark.parametrize("header", ["honest", "lying"])
+def test_a_metadata_bomb_is_refused_within_bounded_memory(
+    run: Run, s3: Any, bomb: Path, tmp_path: Path, header: str
+) -> None:
+    # Given a wheel of a megabyte whose METADATA inflates to 1 GiB, its zip headers saying so
+    # or (rewritten) claiming 100 bytes...
+    staged = tmp_path / bomb.name
+    shutil.copy(bomb, staged)
+    if header == "lying":
+        lie_about_size(staged, f"{bomb.name.split('-')[0]}-1.0.dist-info/METADATA", 100)
+    body = staged.read_bytes()
+    put_staged(s3, run, bomb.name, body, ChecksumAlgorithm="SHA256")
+    # When the promoter reads it, measuring what Python allocates meanwhile
+    message, peak = peak_allocated(
+        lambda: rejected(run, s3, "metadata-unreadable", manifest_of(run, {bomb.name: body}))
+    )
+    # Then it is refused, from its header or once the inflation reaches the limit...
+    limit = f"{MAX_METADATA_BYTES}-byte limit"
+    assert (f"over the {limit}" if header == "honest" else f"inflates past the {limit}") in message
+    # ...and the read never held more than the limit and its margin: the bomb was not inflated
+    assert peak < BOMB_PEAK_LIMIT, f"{peak / 2**20:.0f} MiB allocated while refusing the bomb"
 
 
 def test_the_same_release_under_another_file_name_is_refused(run: Run, s3: Any) -> None:

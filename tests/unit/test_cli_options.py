@@ -183,6 +183,21 @@ def report(*tests: str) -> list[str]:
          f"the --index directories ({INDEX})"),
         (["index", "rebuild", "--index", "status/x"],
          "wheelgate index: error: --index: index directory 'status/x' starts with 'status'"),
+        (["stage", "--run-id", "import-0123456789abcdef", "--index", INDEX, "--commit", COMMIT,
+          WHEEL], "wheelgate stage: error: --run-id: run id 'import-0123456789abcdef' starts "
+         "with import-, which only requests to the promoter take"),
+        (["promote", "--run-id", "import-0123456789abcdef", "--override", "--reason", "r" * 12],
+         "wheelgate promote: error: --run-id: 'import-0123456789abcdef' is a request, not a run"),
+        (["import", "--from", "old-bucket/v2/x/", "--index", INDEX],
+         "wheelgate import: error: --from: 'old-bucket/v2/x/' is not an s3://bucket/prefix/ URI"),
+        (["import", "--from", "s3://Old_Bucket/v2/", "--index", INDEX],
+         "wheelgate import: error: --from: 's3://Old_Bucket/v2/' does not name an S3 bucket"),
+        (["import", "--from", "s3://old-bucket/v2/x", "--index", INDEX],
+         "wheelgate import: error: --from: 's3://old-bucket/v2/x': the key prefix 'v2/x' must be"),
+        (["import", "--from", "s3://old-bucket/v2/", "--index", "runs/x"],
+         "wheelgate import: error: --index: index directory 'runs/x' starts with 'runs'"),
+        (["import", "--from", "s3://old-bucket/v2/", "--index", INDEX, "--since", "last week"],
+         "wheelgate import: error: --since: 'last week' is not a date (2025-01-31) or an ISO"),
     ],
 )  # fmt: skip
 def test_bad_options_are_named_on_one_line_before_any_storage_call(
@@ -212,6 +227,20 @@ def test_an_index_directory_not_configured_is_refused(
     line = refused(argv, capsys)
     assert f"index-not-allowed: --index '{OTHER}' is not a configured index directory" in line
     assert INDEX in line
+
+
+def test_import_refuses_a_source_outside_the_stacks_import_sources(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the stack's import_sources in the environment (the ImportSources output)...
+    monkeypatch.setenv("WHEELGATE_IMPORT_SOURCES", json.dumps(["old-bucket/v2/"]))
+    # ...a source elsewhere is refused before any storage call, as the promoter would.
+    line = refused(["import", "--from", "s3://old-bucket/v1/x/", "--index", INDEX], capsys)
+    assert "import-source-not-allowed: s3://old-bucket/v1/x/ is not under an import source" in line
+    monkeypatch.setenv("WHEELGATE_IMPORT_SOURCES", "[")
+    assert "WHEELGATE_IMPORT_SOURCES is not valid JSON" in refused(
+        ["import", "--from", "s3://old-bucket/v2/x/", "--index", INDEX], capsys
+    )
 
 
 def test_report_refuses_a_test_url_on_another_host(
@@ -300,3 +329,16 @@ def test_a_staged_set_the_manifest_cannot_hold_is_one_line() -> None:
         build_manifest(run_id="1", commit=COMMIT, staged={INDEX: files}, tests=[])
     assert "\n" not in str(bad.value)
     assert not any(text in str(bad.value) for text in PYDANTIC_BOILERPLATE)
+
+
+def test_since_reads_a_date_or_a_time_in_utc() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from wheelgate.cli.importing import since_option
+
+    assert since_option(None) is None
+    assert since_option("2025-01-31") == datetime(2025, 1, 31, tzinfo=UTC)
+    assert since_option("2025-01-31T12:30:00Z") == datetime(2025, 1, 31, 12, 30, tzinfo=UTC)
+    assert since_option("2025-01-31T12:30:00") == datetime(2025, 1, 31, 12, 30, tzinfo=UTC)
+    plus_two = since_option("2025-01-31T12:30:00+02:00")
+    assert plus_two == datetime(2025, 1, 31, 12, 30, tzinfo=timezone(timedelta(hours=2)))

@@ -163,3 +163,13 @@ def test_the_allow_list_in_the_environment() -> None:
         allowed_indexes_from_env({ENV_ALLOWED_INDEXES: '["v2", "v2/torch"]'})
     with pytest.raises(SettingsError, match="JSON list"):
         allowed_indexes_from_env({ENV_ALLOWED_INDEXES: '"v2/a"'})
+
+
+@pytest.mark.parametrize("run_id", ["yank-1", "override-12345-x", "import-0123456789abcdef"])
+def test_a_ci_run_may_not_take_a_requests_id(run_id: str) -> None:
+    from wheelgate.core.layout import check_ci_run_id
+
+    with pytest.raises(LayoutError, match="only requests to the promoter take"):
+        check_ci_run_id(run_id)
+    assert check_ci_run_id("16454515470") == "16454515470"
+    assert check_ci_run_id("deps-0123456789ab-0123456789abcdef").startswith("deps-")

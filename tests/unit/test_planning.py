@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -9,6 +10,15 @@ from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import ArtifactSet, ManifestV2
 from wheelgate.core.objects import META_COMMIT, META_SHA256, ObjectInfo
 from wheelgate.core.planning import check_release_conflicts, plan_set
+from wheelgate.core.settings import (
+    ENV_ALLOW_NEW_LOCAL_LABELS,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_BUCKET,
+    ENV_STAGING_BUCKET,
+    NewLocalLabels,
+    PromoterSettings,
+    SettingsError,
+)
 
 RUN = "16454515470"
 SIZE = 632000000
@@ -178,3 +188,124 @@ def test_the_same_bytes_under_another_spelling_pass_and_a_set_cannot_hold_two_sp
             [],
             allow_build_tag_rereleases=False,
         )
+
+
+@pytest.mark.parametrize(
+    ("released", "new", "allow"),
+    [
+        # Released without a label: never gains one, whatever the setting.
+        (["lab-1.0-py3-none-any.whl"], "lab-1.0+evil-py3-none-any.whl", True),
+        (["lab-1.0.tar.gz"], "lab-1.0+evil-cp312-cp312-linux_x86_64.whl", True),
+        # Released with labels only: never gains an unlabelled file.
+        (
+            ["torch-2.7.0+rocm6.3-cp312-cp312-linux_x86_64.whl"],
+            "torch-2.7.0-py3-none-any.whl",
+            True,
+        ),
+        # A new label of a released version, without the setting.
+        (
+            ["torch-2.7.0+rocm6.3-cp312-cp312-linux_x86_64.whl"],
+            "torch-2.7.0+rocm6.4-cp312-cp312-linux_x86_64.whl",
+            False,
+        ),
+        # ...even one that sorts lower, and under another spelling of the version.
+        (["torch-2.7.0+rocm6.3-py3-none-any.whl"], "torch-2.7+rocm6.2-py3-none-any.whl", False),
+    ],
+)
+def test_a_public_versions_equals_pin_never_changes_bytes(
+    released: list[str], new: str, allow: bool
+) -> None:
+    with pytest.raises(PromotionRejected) as caught:
+        check_release_conflicts(
+            release_set((new, SHA_B)),
+            [(name, SHA_A) for name in released],
+            allow_build_tag_rereleases=False,
+            allow_new_local_labels=allow,
+        )
+    assert caught.value.reason is Reason.LOCAL_LABEL_CONFLICT
+    assert new in caught.value.message
+    assert "==" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("released", "new", "allow"),
+    [
+        # A new label where the setting allows it (TheRock's +rocm6.3, then +rocm6.4).
+        (
+            ["torch-2.7.0+rocm6.3-cp312-cp312-linux_x86_64.whl"],
+            "torch-2.7.0+rocm6.4-cp312-cp312-linux_x86_64.whl",
+            True,
+        ),
+        # A released label for other tags, an unlabelled version for other tags.
+        (
+            ["torch-2.7.0+rocm6.3-cp312-cp312-linux_x86_64.whl"],
+            "torch-2.7.0+rocm6.3-cp313-cp313-linux_x86_64.whl",
+            False,
+        ),
+        (["lab-1.0.tar.gz"], "lab-1.0-py3-none-any.whl", False),
+        # Another public version, labelled or not.
+        (["lab-1.0-py3-none-any.whl"], "lab-1.0.post1+x-py3-none-any.whl", False),
+        (["torch-2.7.0+rocm6.3-py3-none-any.whl"], "torch-2.7.1-py3-none-any.whl", False),
+    ],
+)
+def test_labels_that_change_no_equals_pin_pass(released: list[str], new: str, allow: bool) -> None:
+    check_release_conflicts(
+        release_set((new, SHA_B)),
+        [(name, SHA_A) for name in released],
+        allow_build_tag_rereleases=False,
+        allow_new_local_labels=allow,
+    )
+
+
+def test_a_first_release_may_carry_several_labels_or_none_but_not_both() -> None:
+    rocm = [f"torch-2.7.0+rocm6.{n}-py3-none-any.whl" for n in (3, 4)]
+    check_release_conflicts(
+        release_set(*((name, SHA_A) for name in rocm)), [], allow_build_tag_rereleases=False
+    )
+    mixed = ["lab-1.0-cp312-none-any.whl", "lab-1.0+x-py3-none-any.whl"]
+    for order in (mixed, mixed[::-1]):
+        with pytest.raises(PromotionRejected) as caught:
+            check_release_conflicts(
+                release_set(*((name, SHA_A) for name in order)),
+                [],
+                allow_build_tag_rereleases=False,
+                allow_new_local_labels=True,
+            )
+        assert caught.value.reason is Reason.LOCAL_LABEL_CONFLICT
+
+
+@pytest.mark.parametrize(
+    ("raw", "everywhere", "allowed"),
+    [
+        ("", False, set()),
+        ("false", False, set()),
+        ("true", True, set()),
+        ('["v2/gfx94X-dcgpu"]', False, {"v2/gfx94X-dcgpu"}),
+    ],
+)
+def test_the_new_local_labels_setting_from_the_environment(
+    raw: str, everywhere: bool, allowed: set[str]
+) -> None:
+    env = {
+        ENV_STAGING_BUCKET: "s",
+        ENV_NIGHTLY_BUCKET: "n",
+        ENV_NIGHTLY_BASE_URL: "https://n/",
+        ENV_ALLOW_NEW_LOCAL_LABELS: raw,
+    }
+    setting = PromoterSettings.from_env(env).allow_new_local_labels
+    assert setting == NewLocalLabels(everywhere=everywhere, indexes=frozenset(allowed))
+    assert setting.allowed_in("v2/gfx94X-dcgpu") is (everywhere or bool(allowed))
+    assert setting.allowed_in("v2/other") is everywhere
+    assert NewLocalLabels.from_value(json.loads(setting.to_json()), name="x") == setting
+
+
+@pytest.mark.parametrize("raw", ['"yes"', '["../up"]', "[1]"])
+def test_a_bad_new_local_labels_setting_names_the_variable(raw: str) -> None:
+    env = {
+        ENV_STAGING_BUCKET: "s",
+        ENV_NIGHTLY_BUCKET: "n",
+        ENV_NIGHTLY_BASE_URL: "https://n/",
+        ENV_ALLOW_NEW_LOCAL_LABELS: raw,
+    }
+    with pytest.raises(SettingsError, match=ENV_ALLOW_NEW_LOCAL_LABELS):
+        PromoterSettings.from_env(env)

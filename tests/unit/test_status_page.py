@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
+from wheelgate.core.records import FileOutcome, PromotionRecord, RefusedFile, SetOutcome, State
 from wheelgate.status.page import (
     CI_HOSTS,
     MAX_DECISIONS,
@@ -553,3 +553,80 @@ def test_the_promoter_reads_the_dashboard_url_from_its_environment() -> None:
     for bad in ("http://example/dash", "console/dashboards", "https:///x", "https://a b/"):
         with pytest.raises(SettingsError, match=f"{ENV_DASHBOARD_URL} must be an https URL"):
             PromoterSettings.from_env({**base, ENV_DASHBOARD_URL: bad})
+
+
+def imported(run_id: str, n: int) -> PromotionRecord:
+    """An import's record: two files imported from a source bucket, one already released,
+    one refused."""
+    source = "s3://old-release-bucket/v2/gfx94X-dcgpu/"
+    files = [
+        FileOutcome(
+            filename=f"torch-2.{minor}.0+rocm6.3-py3-none-any.whl",
+            sha256=f"{minor:x}" * 64,
+            size=600_000_000,
+            action="imported",
+            source=f"{source}torch-2.{minor}.0+rocm6.3-py3-none-any.whl",
+        )
+        for minor in (4, 5)
+    ]
+    files.append(
+        FileOutcome(
+            filename="filelock-3.12.0-py3-none-any.whl",
+            sha256="c" * 64,
+            size=10_000,
+            action="already-released",
+        )
+    )
+    record = PromotionRecord(
+        run_id=run_id,
+        state=State.PROMOTED,
+        message="imported 2 file(s)",
+        decided_at=at(n),
+        imported_from=source,
+        sets=[
+            SetOutcome(
+                index=INDEX,
+                state=State.PROMOTED,
+                files=files,
+                refused=[
+                    RefusedFile(
+                        filename="torch-2.3.0-py3-none-any.whl",
+                        reason="wheel-name-mismatch",
+                        message="METADATA says Version 2.3.0rc1",
+                    )
+                ],
+            )
+        ],
+    )
+    return record.with_decision(
+        at=at(n), state=State.PROMOTED, reason=None, message=record.message,
+        manifest_sha256=None, actor=None,
+    )  # fmt: skip
+
+
+def test_an_import_is_shown_apart_from_the_tested_runs() -> None:
+    # Given a directory whose latest tested run is 100, then an import...
+    state = apply_record(StatusState(), promoted("100", 1))
+    state = apply_record(state, imported("import-0123456789abcdef", 2))
+    status = state.directories[INDEX]
+    # Then the tested run stays the directory's latest; the import is listed on its own.
+    assert status.latest is not None
+    assert status.latest.run_id == "100"
+    [listed] = status.imports
+    assert (listed.imported, listed.already, listed.refused) == (2, 1, 1)
+    assert listed.source == "s3://old-release-bucket/v2/gfx94X-dcgpu/"
+    assert [f.filename for f in listed.files] == [
+        "torch-2.4.0+rocm6.3-py3-none-any.whl",
+        "torch-2.5.0+rocm6.3-py3-none-any.whl",
+    ]
+    assert status.decisions[0].kind == "import"
+    page = render_directory(state, INDEX)
+    tested, _, rest = page.partition("<h2>Imported, untested</h2>")
+    assert "torch-2.7.0+100-py3-none-any.whl" in tested
+    assert "torch-2.4.0" not in tested
+    assert "torch-2.4.0%2Brocm6.3-py3-none-any.whl" in rest.split("<h2>Recent decisions</h2>")[0]
+    assert "2 file(s) imported from <code>s3://old-release-bucket/v2/gfx94X-dcgpu/</code>" in rest
+    assert "import-0123456789abcdef" in render_overview(state)
+    # Folding the same decision again changes nothing.
+    again = apply_record(state, imported("import-0123456789abcdef", 2))
+    assert again == state

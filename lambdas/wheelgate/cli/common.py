@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -61,6 +62,40 @@ M = TypeVar("M", bound=BaseModel)
 
 class UsageError(Exception):
     """Bad options or input: exit 2 with the message."""
+
+
+class Progress:
+    """Progress on stderr: a bar on a terminal, a line per 10 % in CI logs (``<verb> <name>:
+    40% of <total> <unit>``). ``unit`` is what is counted: ``bytes`` (the bar shows MB) or a
+    plural noun such as ``files``."""
+
+    def __init__(self, unit: str = "bytes", verb: str = "upload") -> None:
+        self._tty = sys.stderr.isatty()
+        self._last: dict[str, float] = {}
+        self._unit = unit
+        self._verb = verb
+
+    def _amount(self, done: int, total: int) -> str:
+        if self._unit == "bytes":
+            return f"{done / 1e6:,.1f}/{total / 1e6:,.1f} MB"
+        return f"{done:,}/{total:,} {self._unit}"
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        if self._tty:
+            width = 30
+            bar = "#" * int(width * fraction)
+            sys.stderr.write(
+                f"\r{name[:50]:50} [{bar:{width}}] {fraction:6.1%} {self._amount(done, total)}"
+            )
+            if done >= total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+            return
+        step = int(fraction * 10)
+        if step > self._last.get(name, -1):
+            self._last[name] = step
+            print(f"{self._verb} {name}: {fraction:.0%} of {total:,} {self._unit}", file=sys.stderr)
 
 
 def checked(option: str, value: V, check: Callable[[V], T]) -> T:
@@ -304,15 +339,18 @@ def wait_for_decision(
     wait: float,
     interval: float,
     manifest_sha256: str | None = None,
+    pending: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunStatus:
     """The run's status once it is settled (:func:`read_status`: decided, or with
     ``manifest_sha256``, decided about that manifest), or as it stands after ``wait``
-    seconds."""
+    seconds; ``pending`` is shown each unsettled document (an import's progress)."""
     deadline = time.monotonic() + wait
     while True:
         status = read_status(staging, run_id, manifest_sha256)
         if status.settled or time.monotonic() >= deadline:
             return status
+        if pending is not None:
+            pending(status.document)
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
 
@@ -330,10 +368,11 @@ def wait_for_record(
     wait: float,
     interval: float,
     manifest_sha256: str | None = None,
+    pending: Callable[[dict[str, Any]], None] | None = None,
 ) -> int:
-    """Wait for the run's decision (:func:`wait_for_decision`), print its document and return
-    its exit code."""
-    status = wait_for_decision(staging, run_id, wait, interval, manifest_sha256)
+    """Wait for the run's decision (:func:`wait_for_decision`, showing ``pending`` each
+    unsettled document), print its document and return its exit code."""
+    status = wait_for_decision(staging, run_id, wait, interval, manifest_sha256, pending)
     print(json.dumps(status.document, indent=2))
     return decision_exit_code(status.state)
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from wheelgate import __version__
 from wheelgate.cli import (
     deps,
+    importing,
     installed,
     local,
     maintenance,
@@ -67,6 +68,7 @@ COMMAND_GROUPS = (
     verify,
     local,
     maintenance,
+    importing,
     deps,
     schema,
 )

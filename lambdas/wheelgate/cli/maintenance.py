@@ -8,11 +8,15 @@ import hashlib
 import json
 import os
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wheelgate.cli.common import (
     EXIT_OK,
+    EXIT_PENDING,
     UsageError,
     buckets,
     checked,
@@ -23,6 +27,11 @@ from wheelgate.cli.common import (
 )
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import parse_distribution_filename
+
+if TYPE_CHECKING:
+    from wheelgate.index.rebuild import ProjectChange
+    from wheelgate.index.store import PageWrites
+    from wheelgate.promotion.lease import IndexLeases
 
 
 def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -> int:
@@ -89,24 +98,45 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
     from wheelgate.core.settings import listing_retention_from_env, page_retention_from_env
-    from wheelgate.index.rebuild import rebuild, scan_nightly
+    from wheelgate.index.rebuild import left_in_nightly, rebuild, scan_nightly
+    from wheelgate.promotion.lease import IndexLeases
 
     index_option(args)
-    _, nightly = buckets(args, nightly=True)
+    staging, nightly = buckets(args, nightly=True)
     assert nightly is not None
     try:
         rule = listing_retention_from_env(os.environ).rule_for(args.index)
-        changes, writes = rebuild(
-            target=nightly,
-            index=args.index,
-            scanned=scan_nightly(nightly, args.index),
-            dry_run=args.dry_run,
-            rule=rule,
-            now=datetime.now(UTC),
-            retention=page_retention_from_env(os.environ),
-        )
+        retention = page_retention_from_env(os.environ)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+
+    left = left_in_nightly(staging, args.index)
+
+    def run() -> tuple[list[ProjectChange], PageWrites]:
+        try:
+            return rebuild(
+                target=nightly,
+                index=args.index,
+                scanned=scan_nightly(nightly, args.index),
+                dry_run=args.dry_run,
+                rule=rule,
+                now=datetime.now(UTC),
+                retention=retention,
+                left=left,
+            )
+        except ValueError as exc:  # a file without a SHA-256, a page that is not a page
+            raise UsageError(str(exc)) from exc
+
+    if args.dry_run:
+        changes, writes = run()
+    else:
+        # The promoter's lease on the directory: no promotion or yank writes its pages meanwhile.
+        try:
+            with _leased(IndexLeases(staging), args.index, args.wait):
+                changes, writes = run()
+        except DirectoryBusy as busy:
+            print(f"wheelgate index rebuild: {busy}", file=sys.stderr)
+            return EXIT_PENDING
     print(
         json.dumps(
             {
@@ -116,12 +146,63 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
                 "listing_retention": rule.to_value(),
                 "projects": [c.__dict__ for c in changes if c.any],
                 "unchanged_projects": sum(1 for c in changes if not c.any),
+                # Found in nightly, never listed: a rejected run's earlier attempt copied them.
+                "left_in_nightly": [
+                    left[name].model_dump(mode="json")
+                    for c in changes
+                    for name in c.left_in_nightly
+                ],
                 "pages_written": writes.keys,
             },
             indent=2,
         )
     )
     return EXIT_OK
+
+
+#: Seconds between attempts at a busy directory's lease.
+LEASE_POLL_SECONDS = 5.0
+#: Whom a directory's lease names while ``index rebuild`` holds it.
+REBUILD_HOLDER = "index-rebuild"
+
+
+class DirectoryBusy(Exception):
+    """The directory stayed leased by a promotion for as long as the command would wait."""
+
+
+@contextmanager
+def _leased(leases: IndexLeases, index: str, wait: float) -> Iterator[None]:
+    """Hold ``index``'s lease for the block, waiting up to ``wait`` seconds while a promotion
+    holds it; then :class:`DirectoryBusy` naming the holder. Credentials that may not write
+    the lease (S3 refuses) run the block without it, with a warning."""
+    from wheelgate.promotion.lease import LeaseBusy
+    from wheelgate.storage.errors import AccessError
+
+    deadline = time.monotonic() + wait
+    with ExitStack() as held:
+        while True:
+            try:
+                held.enter_context(leases.hold([index], run_id=REBUILD_HOLDER))
+                break
+            except AccessError as refused:
+                # The deployed staging bucket lets only the promoter write records/, the
+                # leases' prefix; the pages stay right without it (each write reconciles).
+                print(
+                    f"wheelgate index rebuild: warning: cannot take the lease of {index} "
+                    f"({refused}); rebuilding without it: no entry is lost, but a promotion "
+                    "may publish to the directory meanwhile",
+                    file=sys.stderr,
+                )
+                break
+            except LeaseBusy as busy:
+                if time.monotonic() + LEASE_POLL_SECONDS > deadline:
+                    raise DirectoryBusy(
+                        f"{busy.args[0].removesuffix('; will retry')}: waited {wait:g} s for "
+                        "the directory's lease; nothing was written, run it again (--wait "
+                        "SECONDS to wait longer)"
+                    ) from busy
+                time.sleep(LEASE_POLL_SECONDS)
+        yield
 
 
 def register(subparsers: Any) -> None:
@@ -176,6 +257,8 @@ def register(subparsers: Any) -> None:
             "(<DIR>/_archive/: every file), then every project page and the root pages, listing "
             "what DIR's listing retention (WHEELGATE_LISTING_RETENTION, as the promoter reads "
             "it) keeps. Yank state and upload times of unchanged files are kept. "
+            "Files a rejected run left in nightly (left_in_nightly, noted in staging's "
+            "records/_left/) are reported and never listed. "
             "--dry-run prints what would change (delisted: files the rule takes off the "
             "listing) and writes nothing. Writing nightly pages needs the promoter's (or the "
             "break-glass) permissions; with $WHEELGATE_NIGHTLY_RETENTION_MODE and "
@@ -186,5 +269,12 @@ def register(subparsers: Any) -> None:
     )
     rebuild.add_argument("--index", required=True, metavar="DIR")
     rebuild.add_argument("--dry-run", action="store_true")
+    rebuild.add_argument(
+        "--wait",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long to wait while a promotion holds the directory's lease (default 300)",
+    )
     storage_options(rebuild, nightly=True)
     rebuild.set_defaults(func=cmd_index_rebuild)

@@ -20,7 +20,7 @@ from wheelgate.cli.common import (
     test_url_option,
 )
 from wheelgate.core.errors import PromotionRejected
-from wheelgate.core.layout import STAGING, check_run_id
+from wheelgate.core.layout import STAGING, check_ci_run_id
 from wheelgate.core.manifest import ManifestV2
 
 
@@ -29,7 +29,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from wheelgate.staging.installs import read_evidence, with_installs
     from wheelgate.staging.stage import build_manifest, parse_test_specs
 
-    checked("--run-id", args.run_id, check_run_id)
+    checked("--run-id", args.run_id, check_ci_run_id)
     commit = commit_option(args)
     specs = checked("--test", args.test, parse_test_specs)
     for spec in specs:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from wheelgate.cli.common import (
     EXIT_OK,
+    Progress,
     UsageError,
     buckets,
     checked,
@@ -19,7 +19,7 @@ from wheelgate.cli.common import (
     nightly_url,
     storage_options,
 )
-from wheelgate.core.layout import STAGING, check_run_id, key_url
+from wheelgate.core.layout import STAGING, check_ci_run_id, key_url
 from wheelgate.core.settings import (
     ENV_NIGHTLY_BASE_URL,
     ENV_STAGING_BASE_URL,
@@ -28,36 +28,10 @@ from wheelgate.core.settings import (
 )
 
 
-class Progress:
-    """Upload progress on stderr: a bar on a terminal, a line per 10 % in CI logs."""
-
-    def __init__(self) -> None:
-        self._tty = sys.stderr.isatty()
-        self._last: dict[str, float] = {}
-
-    def __call__(self, name: str, done: int, total: int) -> None:
-        fraction = done / total if total else 1.0
-        if self._tty:
-            width = 30
-            bar = "#" * int(width * fraction)
-            sys.stderr.write(
-                f"\r{name[:50]:50} [{bar:{width}}] {fraction:6.1%} "
-                f"{done / 1e6:,.1f}/{total / 1e6:,.1f} MB"
-            )
-            if done >= total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-            return
-        step = int(fraction * 10)
-        if step > self._last.get(name, -1):
-            self._last[name] = step
-            print(f"upload {name}: {fraction:.0%} of {total:,} bytes", file=sys.stderr)
-
-
 def cmd_stage(args: argparse.Namespace) -> int:
     from wheelgate.staging.stage import StageError, inspect_files, stage
 
-    checked("--run-id", args.run_id, check_run_id)
+    checked("--run-id", args.run_id, check_ci_run_id)
     index_option(args)
     commit = commit_option(args)
     nightly_base_url = nightly_url(args)

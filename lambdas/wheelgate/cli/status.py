@@ -43,18 +43,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     status = wait_for_decision(
         staging, args.run_id, args.wait, args.interval, manifest_sha256=args.manifest_sha256
     )
+    record_url = f"s3://{staging.name}/{STAGING.record(args.run_id)}"
     if _for_people(args):
         print(
             render_run(
                 args.run_id,
                 status.record,
-                record_url=f"s3://{staging.name}/{STAGING.record(args.run_id)}",
+                record_url=record_url,
                 pending_message=str(status.document.get("message", "")),
                 manifest_decision=status.document.get("manifest_decision"),
             )
         )
     else:
-        print(json.dumps(status.document, indent=2))
+        # Where the record is (or will be), beside it: what the status action outputs.
+        print(json.dumps({**status.document, "record_url": record_url}, indent=2))
     return decision_exit_code(status.state)
 
 
@@ -93,7 +95,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Exit 0 promoted, 1 rejected, 3 still pending. On a terminal, a summary: the "
             "state and reason, each set with its tests and files, and where the record is; "
-            "--json (and any output that is not a terminal) prints the record as JSON. With "
+            "--json (and any output that is not a terminal) prints the record as JSON, with "
+            "record_url (where it is). With "
             "--manifest-sha256 (what wheelgate report printed), the decision about that "
             "manifest: a re-reported run is pending until the promoter has decided on the new "
             "manifest, whatever it decided before."

@@ -171,7 +171,7 @@ def _report(verified: VerifiedVerdict) -> dict[str, Any]:
         "index": facts.get("index"),
         "tests": facts.get("tests", []),
     }
-    for extra in ("reason", "actor"):
+    for extra in ("reason", "actor", "source"):
         if extra in facts:
             report[extra] = facts[extra]
     return report
@@ -183,7 +183,9 @@ def _print_human(report: dict[str, Any]) -> None:
         f"verified: {report['file']} (sha256 {report['sha256']})",
         f"  gate:    {report['gate']} (key {report['keyid']})",
         f"  when:    {report['time_verified']}",
-        f"  run:     {report['run_id']} at commit {report['commit']}, into {report['index']}",
+        f"  run:     {report['run_id']}"
+        + (f" at commit {report['commit']}" if report["commit"] else "")
+        + f", into {report['index']}",
     ]
     if tests:
         lines.append(
@@ -196,6 +198,8 @@ def _print_human(report: dict[str, Any]) -> None:
         lines.append("  tests:   none (released without tests)")
     if "reason" in report:
         lines.append(f"  {report['kind']} by {report.get('actor')}: {report['reason']}")
+    if "source" in report:
+        lines.append(f"  from:    {report['source']}")
     print("\n".join(lines))
 
 

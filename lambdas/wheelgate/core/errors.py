@@ -36,10 +36,23 @@ class Reason(StrEnum):
     METADATA_MISMATCH = "metadata-mismatch"
     WHEEL_NAME_MISMATCH = "wheel-name-mismatch"
     RELEASE_CONFLICT = "release-conflict"
+    #: A file would change what ``==<public version>`` installs through a local version label.
+    LOCAL_LABEL_CONFLICT = "local-label-conflict"
     #: A staged file whose bytes no passed test of its set installed.
     UNTESTED_FILE = "untested-file"
     #: A manifest (v1) that does not say what its tests installed.
     EVIDENCE_MISSING = "evidence-missing"
+    #: An import request naming a source outside ``import_sources`` (or a WheelGate bucket).
+    IMPORT_SOURCE_NOT_ALLOWED = "import-source-not-allowed"
+    #: An import that found nothing it could import.
+    IMPORT_EMPTY = "import-empty"
+    #: A source object that is not a wheel or sdist (refused per file by an import).
+    NOT_A_DISTRIBUTION = "not-a-distribution"
+    #: A source object that changed since the import gathered it.
+    SOURCE_CHANGED = "source-changed"
+    #: A nightly index page the promotion must change is not the page it should be (one index
+    #: directory inside another, without an allow-list to refuse it first).
+    PAGE_UNREADABLE = "page-unreadable"
 
 
 #: Reasons that say the bytes or their provenance are not what they should be: a checksum,
@@ -61,6 +74,7 @@ INTEGRITY_REASONS = frozenset(
         Reason.METADATA_UNREADABLE,
         Reason.WHEEL_NAME_MISMATCH,
         Reason.RELEASE_CONFLICT,
+        Reason.LOCAL_LABEL_CONFLICT,
         Reason.NIGHTLY_CONFLICT,
         Reason.REPLAY_CONFLICT,
         Reason.UNTRUSTED_WRITER,

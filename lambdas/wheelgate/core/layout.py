@@ -8,6 +8,7 @@ Staging bucket::
     runs/<run_id>/<index>/<filename>            staged artifact (written once)
     runs/<run_id>/<index>/<filename>.metadata   its PEP 658 core metadata (written once)
     runs/<run_id>/<index>/index.html|index.json           the run's index: root page
+    runs/import-<id>/<index>/<filename>         a file an import gathered (the promoter's)
     runs/<run_id>/<index>/<project>/index.html|index.json the run's files over nightly's
     manifests/<run_id>.json                     test-result manifest (written by the reporter)
     records/<run_id>.json                       promotion record (written by the promoter)
@@ -18,6 +19,8 @@ Staging bucket::
     records/_jobs/<job_id>/done/<item>.json     a file copied and verified, with its page entry
     records/_jobs/<job_id>/rejection.json       a step's permanent refusal (reason and message)
     records/_jobs/<job_id>/concluded.json       the job's failed execution was concluded
+    records/_left/<index>/<filename>.json       a file a rejected run's earlier attempt copied
+                                                into nightly: never listed (index rebuild too)
 
 A run's index (``runs/<run_id>/<index>/``) is laid out exactly like a nightly directory, so
 ``pip install --index-url <staging>/runs/<run_id>/<index>/`` reads it as users read nightly. It
@@ -61,6 +64,8 @@ STATUS_PREFIX = "status/"
 LEASES_DIR = "_leases/"
 #: Under ``records/``: fan-out promotion jobs (the promoter's alone, like leases).
 JOBS_DIR = "_jobs/"
+#: Under ``records/``: files a rejected run's earlier attempt left in nightly, never listed.
+LEFT_DIR = "_left/"
 METADATA_SUFFIX = ".metadata"
 #: A released file's verdict: ``<filename>`` + this (docs/verdicts.md).
 VERDICT_SUFFIX = ".verdict.json"
@@ -79,11 +84,15 @@ PAGE_NAMES = frozenset({HTML_PAGE, JSON_PAGE})
 RUN_PAGE_TAG_KEY = "wheelgate-object"
 RUN_PAGE_TAG_VALUE = "run-page"
 
-#: Run ids of dependency-mirror runs (``deps.yml``) start with this; yank and break-glass
-#: override requests, which travel as manifests, start with theirs.
+#: Run ids of dependency-mirror runs (``deps.yml``) start with this; yank, break-glass
+#: override and import requests, which travel as manifests, start with theirs. An import's
+#: files are gathered under ``runs/<import id>/<index>/``, which only the promoter writes.
 MIRROR_RUN_PREFIX = "deps-"
 YANK_RUN_PREFIX = "yank-"
 OVERRIDE_RUN_PREFIX = "override-"
+IMPORT_RUN_PREFIX = "import-"
+#: Run ids a CI run may not take: the promoter routes them as requests.
+REQUEST_RUN_PREFIXES = (YANK_RUN_PREFIX, OVERRIDE_RUN_PREFIX, IMPORT_RUN_PREFIX)
 
 #: Top-level names an index directory may not start with: they hold WheelGate's own objects.
 RESERVED_TOP_LEVEL = frozenset(
@@ -109,6 +118,19 @@ def check_run_id(run_id: str) -> str:
         raise LayoutError(
             f"run id {run_id!r} is not valid: use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
+        )
+    return run_id
+
+
+def check_ci_run_id(run_id: str) -> str:
+    """Return ``run_id`` if a CI run may take it: a valid run id (:func:`check_run_id`) that
+    does not start like a request's (:data:`REQUEST_RUN_PREFIXES`), which the promoter would
+    route as one. Raises :class:`LayoutError`."""
+    check_run_id(run_id)
+    if run_id.startswith(REQUEST_RUN_PREFIXES):
+        raise LayoutError(
+            f"run id {run_id!r} starts with {run_id.split('-', 1)[0]}-, which only requests to "
+            f"the promoter take ({', '.join(REQUEST_RUN_PREFIXES)}); give the run another id"
         )
     return run_id
 
@@ -244,6 +266,13 @@ class StagingLayout:
         """The promoter's lease on an index directory (``records/`` is the promoter's alone:
         the bucket policy lets no one else write there, so no one else can take the lease)."""
         return f"{RECORDS_PREFIX}{LEASES_DIR}{check_index(index)}.json"
+
+    def left_in_nightly_prefix(self, index: str) -> str:
+        """The notes of files rejected runs left in nightly's ``index``, one per file."""
+        return f"{RECORDS_PREFIX}{LEFT_DIR}{check_index(index)}/"
+
+    def left_in_nightly(self, index: str, filename: str) -> str:
+        return f"{self.left_in_nightly_prefix(index)}{check_filename(filename)}.json"
 
     def job_prefix(self, job_id: str) -> str:
         """Everything of one fan-out promotion job (``job_id`` is a run-id-like name)."""

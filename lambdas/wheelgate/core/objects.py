@@ -12,6 +12,10 @@ from datetime import datetime
 META_SHA256 = "wheelgate-sha256"
 META_COMMIT = "wheelgate-commit"
 META_RUN_ID = "wheelgate-run-id"
+#: On a file an import gathered into staging: the ``s3://`` URI it was copied from, and the
+#: source object's ETag then (a source that changed since is not imported from that copy).
+META_IMPORT_SOURCE = "wheelgate-import-source"
+META_SOURCE_ETAG = "wheelgate-source-etag"
 
 
 def sha256_b64_to_hex(value: str) -> str | None:

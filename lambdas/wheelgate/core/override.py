@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX, check_run_id
+from wheelgate.core.layout import OVERRIDE_RUN_PREFIX, REQUEST_RUN_PREFIXES, check_run_id
 from wheelgate.core.manifest import RunId
 
 SCHEMA_OVERRIDE_V1 = "wheelgate/override/v1"
@@ -35,10 +35,11 @@ class OverrideRequest(BaseModel):
 
 
 def check_override_target(run_id: str) -> str:
-    """Return ``run_id`` if an override may name it: a valid run id that is not a yank or
-    override request's. Raises ``ValueError`` (:class:`LayoutError` for an invalid id)."""
+    """Return ``run_id`` if an override may name it: a valid run id that is not a request's
+    (yank, override or import). Raises ``ValueError`` (:class:`LayoutError` for an invalid
+    id)."""
     check_run_id(run_id)
-    if run_id.startswith((OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX)):
+    if run_id.startswith(REQUEST_RUN_PREFIXES):
         raise ValueError(f"{run_id!r} is a request, not a run: it cannot be overridden")
     return run_id
 

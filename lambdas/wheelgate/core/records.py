@@ -24,14 +24,29 @@ class FileOutcome(BaseModel):
     filename: str
     sha256: str
     size: int
-    action: Literal["copied", "already-released"]
+    #: ``imported``: an import copied it from :attr:`source`, and no test vouches for it.
+    action: Literal["copied", "already-released", "imported"]
     #: The passed tests that installed these bytes: what the file shipped on. Empty only for a
-    #: file a break-glass override (which skips the tests) released without it, and in records
-    #: written before manifest v2.
+    #: file a break-glass override (which skips the tests) or an import released without it,
+    #: and in records written before manifest v2.
     evidence: list[str] = []
+    #: ``s3://bucket/key`` an imported file was read from (``None``: a run's staged file).
+    source: str | None = None
     #: The nightly key of the file's signed verdict (docs/verdicts.md); ``None`` when the
     #: deployment signs none, and in records written before verdicts.
     verdict: str | None = None
+
+
+class RefusedFile(BaseModel):
+    """A file an import left out, with the reason code and a sentence."""
+
+    model_config = ConfigDict(frozen=True)
+
+    filename: str
+    reason: str
+    message: str
+    #: ``s3://bucket/key`` of the source object.
+    source: str | None = None
 
 
 class SetOutcome(BaseModel):
@@ -46,6 +61,11 @@ class SetOutcome(BaseModel):
     #: Files the promotion took off the directory's listing pages (listing retention): still
     #: in nightly and on its archive pages (``<index>/_archive/``).
     delisted: list[str] = []
+    #: Files an import found at its source and did not import, each with its reason.
+    refused: list[RefusedFile] = []
+    #: Of a rejected set: nightly keys an earlier attempt copied (files and their core
+    #: metadata) that no page lists, and no page will (see :class:`LeftInNightly`).
+    left_in_nightly: list[str] = []
 
 
 def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:
@@ -86,6 +106,19 @@ class HistoryEntry(BaseModel):
         )
 
 
+class Progress(BaseModel):
+    """How far an undecided request has got (an import's gathering): ``done`` of ``total``
+    files, ``read`` of them hashed by reading them (over 5 GiB, where S3 computes no SHA-256
+    during a copy)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    phase: Literal["gathering", "copying"]
+    done: int
+    total: int
+    read: int = 0
+
+
 class PromotionRecord(BaseModel):
     """``records/<run_id>.json``. ``state`` and ``reason`` answer "was this run promoted, and
     if not, why"; ``history`` keeps every decision taken on the run."""
@@ -108,6 +141,10 @@ class PromotionRecord(BaseModel):
     #: Set when a break-glass override promoted the run: ``by`` (principal), ``reason``,
     #: ``request`` (the override request's id).
     override: dict[str, str] | None = None
+    #: An import request's source (``s3://bucket/prefix/``).
+    imported_from: str | None = None
+    #: Set while an import is under way (``None`` once it is decided).
+    progress: Progress | None = None
     history: list[HistoryEntry] = []
 
     def to_json(self) -> str:
@@ -149,3 +186,20 @@ class PromotionRecord(BaseModel):
         ignored = [h for h in about if h.reason == Reason.UNTRUSTED_WRITER.value]
         chosen = decided or ignored
         return chosen[-1] if chosen else None
+
+
+class LeftInNightly(BaseModel):
+    """``records/_left/<index>/<filename>.json``: a file an earlier attempt of ``run_id``
+    copied into nightly (Object Lock: it stays) before the run was rejected (``reason``, at
+    ``at``), with the nightly ``keys`` it left (the file, its core metadata). No index page
+    lists it, and ``wheelgate index rebuild`` does not list it either, unless a later promotion
+    released those very bytes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    index: str
+    filename: str
+    keys: list[str]
+    reason: str
+    at: str

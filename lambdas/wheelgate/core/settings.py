@@ -7,7 +7,8 @@ sets the same ones, so both run the promoter with one contract.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
@@ -41,6 +42,10 @@ ENV_BLOCK_ALL_ON_FAILURE = "WHEELGATE_BLOCK_ALL_ON_FAILURE"
 #: ``false`` (default): a wheel that differs from a released one only by its build tag is a
 #: re-release of that release with other bytes, and is refused; ``true``: it is allowed.
 ENV_ALLOW_BUILD_TAG_RERELEASES = "WHEELGATE_ALLOW_BUILD_TAG_RERELEASES"
+#: JSON ``false`` (default), ``true``, or a list of index directories: where a public version
+#: released with local version labels (``2.7.0+rocm6.3``) may gain a new one (``+rocm6.4``),
+#: which then becomes what ``==2.7.0`` installs (see :class:`NewLocalLabels`).
+ENV_ALLOW_NEW_LOCAL_LABELS = "WHEELGATE_ALLOW_NEW_LOCAL_LABELS"
 
 #: JSON list of the host names test URLs may point to (``test_url_hosts`` in cdk.json); unset:
 #: :data:`DEFAULT_TEST_URL_HOSTS`. The promoter and ``wheelgate report`` read the same list.
@@ -48,6 +53,9 @@ ENV_TEST_URL_HOSTS = "WHEELGATE_TEST_URL_HOSTS"
 DEFAULT_TEST_URL_HOSTS = ("github.com",)
 #: Console URL of the stack's CloudWatch dashboard, linked from the status page.
 ENV_DASHBOARD_URL = "WHEELGATE_DASHBOARD_URL"
+#: JSON list of the buckets (``bucket``) or bucket prefixes (``bucket/prefix/``) that import
+#: requests may name as their source (``import_sources`` in cdk.json); unset: none.
+ENV_IMPORT_SOURCES = "WHEELGATE_IMPORT_SOURCES"
 
 #: JSON object: which versions index pages list (``listing_retention`` in cdk.json, same shape:
 #: ``{"default": RULE, "indexes": {DIR: RULE}}``, a RULE being ``{"keep_versions": K or null,
@@ -64,6 +72,14 @@ LEASE_SECONDS = PROMOTER_TIMEOUT_SECONDS + 60
 #: A message whose index directory is leased by another promotion is made visible again after
 #: this long (SQS ChangeMessageVisibility), instead of the queue's whole visibility timeout.
 LEASE_BUSY_RETRY_SECONDS = 60
+#: How long one invocation starts copies of an import's files into staging: the function's
+#: timeout less 5 minutes for the copies still running (a 5 GiB server-side copy takes about
+#: a minute) and the record. The rest is gathered by the next invocation, which the request's
+#: event, sent back to the queue, starts.
+IMPORT_GATHER_SECONDS = PROMOTER_TIMEOUT_SECONDS - 5 * 60
+#: How often a gathering import writes its progress to its record (``wheelgate import`` shows
+#: it as a progress bar).
+IMPORT_PROGRESS_SECONDS = 10
 
 #: Object Lock of the nightly index pages the promoter writes: the bucket's retention mode
 #: (``GOVERNANCE`` or ``COMPLIANCE``, ``nightly_retention.mode``) and the days each page version
@@ -188,6 +204,7 @@ ENV_VERDICT_KEY_ARN = "WHEELGATE_VERDICT_KEY_ARN"
 #: Every variable the stack sets on the promoter function.
 ALL_ENV_NAMES = (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
+    ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_STAGING_BUCKET,
     ENV_NIGHTLY_BUCKET,
     ENV_NIGHTLY_BASE_URL,
@@ -209,11 +226,81 @@ ALL_ENV_NAMES = (
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
     ENV_LISTING_RETENTION,
     ENV_VERDICT_KEY_ARN,
+    ENV_IMPORT_SOURCES,
 )
 
 
 class SettingsError(ValueError):
     """The environment does not describe a usable promoter configuration."""
+
+
+#: S3's rule for a bucket name (general purpose buckets): 3-63 lower-case letters, digits, '.'
+#: and '-', starting and ending with a letter or digit.
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+#: A key prefix an import may read: segments of printable ASCII without '*', '?' (IAM resource
+#: wildcards) or a backslash, each followed by '/'; no '.' or '..' segment.
+_SOURCE_PREFIX = re.compile(r"(?:(?!\.{1,2}/)[!-)+->@-\[\]-~]+/)*")
+
+
+@dataclass(frozen=True)
+class ImportSource:
+    """A place imports read from: a bucket and a key prefix (``""``: the whole bucket, else
+    ending in ``/``). An allow-list entry (``import_sources``) covers every source under it."""
+
+    bucket: str
+    prefix: str = ""
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+    def covers(self, other: ImportSource) -> bool:
+        """Whether ``other`` (a requested source) lies under this entry."""
+        return other.bucket == self.bucket and other.prefix.startswith(self.prefix)
+
+
+def _import_source(bucket: str, prefix: str, shown: str) -> ImportSource:
+    if not _BUCKET_NAME.fullmatch(bucket) or ".." in bucket:
+        raise ValueError(f"{shown!r} does not name an S3 bucket ({bucket!r} is not a bucket name)")
+    if not _SOURCE_PREFIX.fullmatch(prefix):
+        raise ValueError(
+            f"{shown!r}: the key prefix {prefix!r} must be '/'-separated segments of printable "
+            "ASCII without '*', '?', spaces or a '.'/'..' segment, ending in '/'"
+        )
+    return ImportSource(bucket, prefix)
+
+
+def check_import_source(entry: str) -> ImportSource:
+    """An ``import_sources`` entry, ``bucket`` or ``bucket/prefix/``; raises ``ValueError``
+    naming what is wrong."""
+    bucket, _, prefix = entry.partition("/")
+    return _import_source(bucket, prefix, entry)
+
+
+def parse_source_uri(uri: str) -> ImportSource:
+    """An import's source, ``s3://bucket/prefix/`` (the prefix of a directory, or none);
+    raises ``ValueError`` naming what is wrong."""
+    if not uri.startswith("s3://"):
+        raise ValueError(f"{uri!r} is not an s3://bucket/prefix/ URI")
+    rest = uri[len("s3://") :]
+    bucket, _, prefix = rest.partition("/")
+    return _import_source(bucket, prefix, uri)
+
+
+def check_import_sources(entries: Iterable[str]) -> tuple[ImportSource, ...]:
+    """Every entry of an allow-list (:func:`check_import_source`); ``ValueError`` for the first
+    bad one."""
+    return tuple(check_import_source(entry) for entry in entries)
+
+
+def import_sources_from_env(environ: Mapping[str, str]) -> tuple[ImportSource, ...]:
+    """The allow-list of ``WHEELGATE_IMPORT_SOURCES`` (empty when unset: no import source).
+    Raises :class:`SettingsError` naming a bad entry."""
+    entries = _json_strings(environ, ENV_IMPORT_SOURCES, "buckets or bucket/prefix/ entries")
+    try:
+        return check_import_sources(entries)
+    except ValueError as exc:
+        raise SettingsError(f"{ENV_IMPORT_SOURCES}: {exc}") from exc
 
 
 def run_stage_window_days(run_expiry_days: int, page_expiry_days: int) -> int:
@@ -454,6 +541,42 @@ def listing_retention_from_env(environ: Mapping[str, str]) -> ListingRetention:
 
 
 @dataclass(frozen=True)
+class NewLocalLabels:
+    """Where a released public version may gain a local version label it was not released
+    with: in every index directory (``everywhere``), or in ``indexes``.
+
+    PEP 440 ``==2.7.0`` matches ``2.7.0+rocm6.4`` and installers prefer the highest local
+    version, so a new label changes what that pin installs. Builds of one public version for
+    several platform stacks (``+rocm6.3``, then ``+rocm6.4``) are the case for allowing it; a
+    version released without a label never gains one, whatever this says
+    (:func:`~wheelgate.core.planning.check_local_labels`).
+    """
+
+    everywhere: bool = False
+    indexes: frozenset[str] = frozenset()
+
+    def allowed_in(self, index: str) -> bool:
+        return self.everywhere or index in self.indexes
+
+    def to_json(self) -> str:
+        """The value of ``WHEELGATE_ALLOW_NEW_LOCAL_LABELS``."""
+        return json.dumps(sorted(self.indexes) if self.indexes else self.everywhere)
+
+    @classmethod
+    def from_value(cls, value: object, *, name: str) -> NewLocalLabels:
+        """Read ``true``, ``false`` or a list of index directories (``None``: ``false``).
+        ``name`` names the setting in errors. Raises :class:`SettingsError`."""
+        if value is None or isinstance(value, bool):
+            return cls(everywhere=bool(value))
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SettingsError(f"{name} must be true, false or a list of index directories")
+        try:
+            return cls(indexes=frozenset(check_index(v) for v in value))
+        except LayoutError as exc:
+            raise SettingsError(f"{name}: {exc}") from exc
+
+
+@dataclass(frozen=True)
 class PromoterSettings:
     """Everything the promoter needs to know about its deployment."""
 
@@ -468,6 +591,7 @@ class PromoterSettings:
     break_glass_id: str | None = None
     block_all_on_failure: bool = True
     allow_build_tag_rereleases: bool = False
+    allow_new_local_labels: NewLocalLabels = NewLocalLabels()
     test_url_hosts: frozenset[str] = frozenset(DEFAULT_TEST_URL_HOSTS)
     #: Console URL of the stack's dashboard (the status page links it); ``None``: no link.
     dashboard_url: str | None = None
@@ -484,6 +608,8 @@ class PromoterSettings:
     listing_retention: ListingRetention = ListingRetention()
     #: The KMS key that signs verdicts; ``None``: none are written.
     verdict_key_arn: str | None = None
+    #: Where import requests may read from (``import_sources``); empty: nowhere.
+    import_sources: tuple[ImportSource, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
@@ -535,6 +661,10 @@ class PromoterSettings:
             break_glass_id=optional(ENV_BREAK_GLASS_ID),
             block_all_on_failure=boolean(ENV_BLOCK_ALL_ON_FAILURE, True),
             allow_build_tag_rereleases=boolean(ENV_ALLOW_BUILD_TAG_RERELEASES, False),
+            allow_new_local_labels=NewLocalLabels.from_value(
+                _json_value(environ, ENV_ALLOW_NEW_LOCAL_LABELS, None),
+                name=ENV_ALLOW_NEW_LOCAL_LABELS,
+            ),
             test_url_hosts=test_url_hosts_from_env(environ),
             dashboard_url=dashboard_url_from_env(environ),
             fanout_state_machine_arn=optional(ENV_FANOUT_STATE_MACHINE_ARN),
@@ -545,4 +675,5 @@ class PromoterSettings:
             page_retention=page_retention_from_env(environ),
             listing_retention=listing_retention_from_env(environ),
             verdict_key_arn=optional(ENV_VERDICT_KEY_ARN),
+            import_sources=import_sources_from_env(environ),
         )

@@ -50,6 +50,7 @@ LEVEL_UNTESTED = "WHEELGATE_INTEGRITY_ONLY_V1"
 #: Kinds of release a verdict records.
 KIND_PROMOTION = "promotion"
 KIND_OVERRIDE = "override"
+KIND_IMPORT = "import"
 #: Signature algorithm of every verdict key (the KMS key spec ``ECC_NIST_P256`` with
 #: ``ECDSA_SHA_256``); named in the keys document so a verifier need not guess.
 KEY_ALGORITHM = "ecdsa-sha2-nistp256"
@@ -81,7 +82,8 @@ class VerdictFacts:
     ``gate`` is the deployment's identity (its nightly base URL), ``resource_uri`` the file's
     nightly URL, ``manifest_uri``/``manifest_sha256`` the manifest decided on, ``at`` the
     verification time (an upload-time string). ``override`` (``reason`` and ``by``) is set for a
-    break-glass release, whose ``tests`` are then empty.
+    break-glass release or an import, whose ``tests`` are then empty; ``extra`` adds fields to
+    the extension (an import's ``source``). ``commit`` is ``None`` for an import.
     """
 
     filename: str
@@ -92,7 +94,7 @@ class VerdictFacts:
     manifest_uri: str
     manifest_sha256: str
     run_id: str
-    commit: str
+    commit: str | None
     index: str
     tests: tuple[EvidenceTest, ...] = ()
     override: Mapping[str, str] | None = None
@@ -105,13 +107,14 @@ def build_statement(facts: VerdictFacts) -> dict[str, Any]:
     extension: dict[str, Any] = {
         "kind": facts.kind,
         "runId": facts.run_id,
-        "commit": facts.commit,
+        **({"commit": facts.commit} if facts.commit else {}),
         "index": facts.index,
         "tests": [{"name": t.name, **({"url": t.url} if t.url else {})} for t in facts.tests],
     }
     if facts.override is not None:
         extension["reason"] = facts.override.get("reason", "")
         extension["actor"] = facts.override.get("by", "")
+    extension.update(facts.extra)
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": facts.filename, "digest": {"sha256": facts.sha256}}],

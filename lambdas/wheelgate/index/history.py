@@ -6,6 +6,12 @@ the directory's :class:`~wheelgate.core.settings.RetentionRule`. Promotion, yank
 change a project through :func:`update_history`, so the two pages never disagree for long: a
 crash between them leaves the listing one change behind, and the retry (whose archive update
 finds nothing to do) writes it.
+
+The listing is never written from an archive read before the listing itself: each attempt of
+the listing's conditional write reads the listing (its ETag), then the archive as it stands,
+and lists what the rule keeps of that. Of two writers changing one project at once, the one
+whose listing write comes last read the archive after the other's archive write, so the
+listing ends with both changes (a yank racing a promotion keeps the promotion's file listed).
 """
 
 from __future__ import annotations
@@ -43,14 +49,15 @@ def update_history(
     if known is None:
         known = archive.read_history(index, project)
     history = archive.update_project(index, project, transform, known=known)
-    assert history.page is not None  # update_project always returns the page
-    retained = retain(history.page.entries, rule, now=now)
-    listed = {e.filename for e in retained.listed}
     left: list[str] = []
 
     def relist(current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
-        left[:] = [e.filename for e in current if e.filename not in listed]
-        return retained.listed
+        # Read here, after the listing this attempt changes: see the module's docstring.
+        entries = archive.read_history(index, project)[0].entries
+        listed = retain(entries, rule, now=now).listed
+        kept = {e.filename for e in listed}
+        left[:] = [e.filename for e in current if e.filename not in kept]
+        return listed
 
     listing = pages.update_project(index, project, relist)
     writes = PageWrites()

@@ -19,7 +19,6 @@ import json
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from html import escape
 from urllib.parse import unquote, urljoin
 
@@ -28,7 +27,11 @@ from packaging.version import InvalidVersion, Version
 
 from wheelgate.core.layout import VERDICT_SUFFIX, href
 from wheelgate.core.manifest import parse_distribution_filename
+from wheelgate.core.timestamps import parse_upload_time, upload_time
 from wheelgate.core.verdicts import HTML_ATTRIBUTE, JSON_FIELD
+
+__all__ = ["parse_upload_time", "upload_time"]  # defined in core, used from here too
+from wheelgate.core.wheelmeta import CoreMetadata
 
 API_VERSION = "1.1"
 HTML_CONTENT_TYPE = "text/html; charset=utf-8"
@@ -84,6 +87,36 @@ class IndexEntry:
     def with_url(self, url: str) -> IndexEntry:
         return replace(self, url=url)
 
+    @classmethod
+    def for_file(
+        cls,
+        filename: str,
+        *,
+        key: str,
+        page_dir: str,
+        sha256: str,
+        size: int,
+        uploaded: str,
+        metadata: CoreMetadata | None,
+        yanked: str | bool = False,
+    ) -> IndexEntry:
+        """The entry of a file stored at ``key`` (a released file, a staged one, or one found
+        by a rebuild), listed on a page served from ``page_dir`` with a relative link, uploaded
+        at ``uploaded`` (an :func:`upload_time` string). ``metadata`` is a wheel's core
+        metadata (PEP 658 hash and ``Requires-Python``); ``None`` for an sdist or a wheel
+        whose metadata is not known. ``yanked`` as :attr:`yanked` (an imported file keeps its
+        source index's yank state)."""
+        return cls(
+            filename=filename,
+            url=href(page_dir, key),
+            sha256=sha256,
+            size=size,
+            upload_time=uploaded,
+            requires_python=metadata.requires_python if metadata else None,
+            metadata_sha256=metadata.sha256 if metadata else None,
+            yanked=yanked,
+        )
+
 
 @dataclass(frozen=True)
 class ProjectPage:
@@ -91,18 +124,6 @@ class ProjectPage:
 
     name: str
     entries: tuple[IndexEntry, ...]
-
-
-def upload_time(moment: datetime) -> str:
-    """PEP 700 timestamp: ISO 8601 in UTC with a ``Z`` suffix and microseconds."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_upload_time(at: str) -> datetime:
-    """An upload-time string (:func:`upload_time`'s: ISO 8601 with a ``Z``) as an aware
-    datetime; any other ISO 8601 time as ``datetime.fromisoformat`` reads it. Raises
-    ``ValueError`` for a string that is not one."""
-    return datetime.fromisoformat(at.replace("Z", "+00:00"))
 
 
 def _sort_key(entry: IndexEntry) -> tuple[Version, str]:

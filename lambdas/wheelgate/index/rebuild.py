@@ -5,7 +5,9 @@ Promotion keeps pages current incrementally; this is for the day a page is lost 
 the directory's retention rule changed. The archive pages are rebuilt from every file in the
 directory, the listing pages from what the rule keeps of them
 (:func:`~wheelgate.index.history.update_history`). Yank state and upload times already on a
-page are kept for files whose bytes are unchanged.
+page are kept for files whose bytes are unchanged. The command runs it under the directory's
+lease, as a promotion runs; without the lease it still loses nothing a concurrent writer adds:
+each page write reconciles the scan with the page as it then stands (:func:`rescanned`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from wheelgate.core.layout import METADATA_SUFFIX, PAGES, VERDICT_SUFFIX, check_index, href
+from wheelgate.core.layout import (
+    METADATA_SUFFIX,
+    NIGHTLY,
+    PAGES,
+    STAGING,
+    VERDICT_SUFFIX,
+    check_index,
+)
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
+from wheelgate.core.records import LeftInNightly
 from wheelgate.core.settings import PageRetention, RetentionRule
 from wheelgate.core.wheelmeta import core_metadata
 from wheelgate.index.history import add_projects, update_history
@@ -33,7 +43,8 @@ class ProjectChange:
     """What a rebuild changes on a project's pages, by file name: ``added``, ``removed`` and
     ``changed`` on its listing page, of which ``delisted`` are removed by the retention rule
     alone (still in nightly and on the archive); ``archive_added``, ``archive_removed`` and
-    ``archive_changed`` on its archive page."""
+    ``archive_changed`` on its archive page; and ``left_in_nightly``, files found that no page
+    lists and none will (a rejected run's copies, :func:`left_in_nightly`)."""
 
     project: str
     added: list[str] = field(default_factory=list)
@@ -43,6 +54,8 @@ class ProjectChange:
     archive_added: list[str] = field(default_factory=list)
     archive_removed: list[str] = field(default_factory=list)
     archive_changed: list[str] = field(default_factory=list)
+    #: Files in nightly that a rejected run's earlier attempt left there: never listed.
+    left_in_nightly: list[str] = field(default_factory=list)
 
     @property
     def any(self) -> bool:
@@ -85,14 +98,14 @@ def _entry(bucket: Bucket, obj: ListedObject, filename: str, page_dir: str) -> I
     if filename.endswith(".whl"):
         found = bucket.get(obj.key + METADATA_SUFFIX)
         metadata = core_metadata(found[0]) if found else None
-    return IndexEntry(
-        filename=filename,
-        url=href(page_dir, obj.key),
+    return IndexEntry.for_file(
+        filename,
+        key=obj.key,
+        page_dir=page_dir,
         sha256=head.sha256,
         size=head.size,
-        upload_time=upload_time(obj.last_modified) if obj.last_modified else "",
-        requires_python=metadata.requires_python if metadata else None,
-        metadata_sha256=metadata.sha256 if metadata else None,
+        uploaded=upload_time(obj.last_modified) if obj.last_modified else "",
+        metadata=metadata,
     )
 
 
@@ -141,13 +154,38 @@ def reconcile(current: tuple[IndexEntry, ...], scanned: list[IndexEntry]) -> tup
     return merge_entries([], result)
 
 
-def _replace_with(
-    entries: tuple[IndexEntry, ...],
+def rescanned(
+    bucket: Bucket, index: str, scanned: list[IndexEntry]
 ) -> Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]:
-    def transform(_current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
-        return entries
+    """Archive transform of a rebuild of ``index``: the ``scanned`` entries reconciled with the
+    page as it stands at each write (:func:`reconcile`: its yank states and upload times), plus
+    each entry of that page whose file the scan did not see but ``bucket`` now holds (released
+    after the scan, by a promotion the rebuild raced). An entry whose file is gone is dropped."""
+    names = {e.filename for e in scanned}
+
+    def transform(current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
+        later = [
+            e
+            for e in current
+            if e.filename not in names
+            and bucket.head(NIGHTLY.artifact(index, e.filename)) is not None
+        ]
+        return merge_entries(reconcile(current, scanned), later)
 
     return transform
+
+
+def left_in_nightly(staging: Bucket, index: str) -> dict[str, LeftInNightly]:
+    """The files of ``index`` that rejected runs left in nightly, by file name: the notes the
+    promoter keeps in ``staging`` (``records/_left/<index>/``, see
+    :mod:`wheelgate.promotion.leftovers`)."""
+    notes: dict[str, LeftInNightly] = {}
+    for obj in staging.list(STAGING.left_in_nightly_prefix(index)):
+        found = staging.get(obj.key)
+        if found is not None:
+            note = LeftInNightly.model_validate_json(found[0])
+            notes[note.filename] = note
+    return notes
 
 
 def rebuild(
@@ -159,10 +197,13 @@ def rebuild(
     rule: RetentionRule,
     now: datetime,
     retention: PageRetention | None = None,
+    left: Mapping[str, LeftInNightly] | None = None,
 ) -> tuple[list[ProjectChange], PageWrites]:
     """Rewrite every project's archive page of ``index`` in ``target`` from ``scanned``
     entries, and its listing page from what ``rule`` keeps of them at ``now``, each page
-    version locked with ``retention`` when given (as the promoter writes them).
+    version locked with ``retention`` when given (as the promoter writes them). A scanned file
+    ``left`` names (:func:`left_in_nightly`) is not listed unless its archive page lists it
+    already (a later promotion released it); it is reported instead.
 
     Returns the per-project changes and (unless ``dry_run``) the pages written. Raises
     :class:`~wheelgate.core.errors.TransientError` when a page keeps changing under it.
@@ -172,11 +213,19 @@ def rebuild(
     projects = set(scanned)
     changes: list[ProjectChange] = []
     writes = PageWrites()
+    left = left or {}
     for project in sorted(projects):
         history = store.read_history(index, project)
         archived, _ = archive.read_project(index, project)
         listing, _ = store.read_project(index, project)
-        entries = reconcile(history[0].entries, scanned.get(project, []))
+        on_archive = {e.filename for e in history[0].entries}
+        unlisted = sorted(
+            e.filename
+            for e in scanned.get(project, [])
+            if e.filename in left and e.filename not in on_archive
+        )
+        found = [e for e in scanned.get(project, []) if e.filename not in unlisted]
+        entries = reconcile(history[0].entries, found)
         listed = retain(entries, rule, now=now).listed
         added, removed, changed = _diff(listing.entries, listed)
         archive_added, archive_removed, archive_changed = _diff(archived.entries, entries)
@@ -190,11 +239,18 @@ def rebuild(
             archive_added=archive_added,
             archive_removed=archive_removed,
             archive_changed=archive_changed,
+            left_in_nightly=unlisted,
         )
         changes.append(change)
         if change.any and not dry_run:
             written = update_history(
-                store, index, project, _replace_with(entries), rule=rule, now=now, known=history
+                store,
+                index,
+                project,
+                rescanned(target, index, found),
+                rule=rule,
+                now=now,
+                known=history,
             )
             writes.extend(written)
     if not dry_run:

@@ -1,12 +1,13 @@
 """Incremental, concurrency-safe updates of the index pages in one bucket.
 
-Each project page pair is updated on its own: the JSON page is read (with its ETag), changed by a
-pure function, and written back with ``If-Match`` (``If-None-Match: *`` for a new page). Losing
-that race means another writer committed first; we re-read and re-apply, so no entry is lost.
-The HTML page is written first and the JSON page is the commit point: every committed JSON page
-was preceded by an HTML page rendered from the same entries, so a crash at any moment leaves
-the pair consistent once the update is retried, and a retry never finds "nothing to do" while
-the HTML lags. Three requests per page when nobody else is writing: read, HTML, JSON.
+Each project page pair is updated on its own through
+:func:`~wheelgate.storage.conditional.read_modify_write`: the JSON page (the state) is read
+with its ETag, changed by a pure transform of the entries it holds, and written back with
+``If-Match`` (``If-None-Match: *`` for a new page) after the HTML page rendered from the same
+entries. Losing that race means another writer committed first; the transform is applied again
+to the page as it then stands, so no entry is lost, and the HTML page is written again. A crash
+between the two writes leaves the JSON page without the change, so the retry writes both.
+Three requests per page when nobody else is writing: read, HTML, JSON.
 
 A promotion touches only its own projects' pages, plus the root page when a project is new: its
 cost does not depend on how many other files the directory holds.
@@ -20,11 +21,13 @@ takes entries linked as from the listing's pages, so entries of both compare equ
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
-from wheelgate.core.errors import TransientError
+from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import PAGES, project_dir
 from wheelgate.core.settings import PageRetention
 from wheelgate.index.pages import (
@@ -32,6 +35,7 @@ from wheelgate.index.pages import (
     JSON_CONTENT_TYPE,
     PAGE_CACHE_CONTROL,
     IndexEntry,
+    PageFormatError,
     ProjectPage,
     parse_project_json,
     parse_root_json,
@@ -41,8 +45,16 @@ from wheelgate.index.pages import (
     render_root_html,
     render_root_json,
 )
-from wheelgate.storage.bucket import Bucket, ObjectLock, retry_delay
+from wheelgate.storage.bucket import Bucket, ObjectLock
+from wheelgate.storage.conditional import (
+    MAX_ATTEMPTS,
+    Decided,
+    Put,
+    Rendered,
+    read_modify_write,
+)
 
+P = TypeVar("P")
 EntriesTransform = Callable[[tuple[IndexEntry, ...]], tuple[IndexEntry, ...]]
 
 
@@ -81,7 +93,7 @@ class IndexStore:
         retention: PageRetention | None = None,
         tags: Mapping[str, str] | None = None,
         archive: bool = False,
-        max_attempts: int = 25,
+        max_attempts: int = MAX_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
@@ -134,49 +146,35 @@ class IndexStore:
         )
         return ProjectPage(name=page.name, entries=entries)
 
-    def _commit_pair(
-        self,
-        html_key: str,
-        html: str,
-        json_key: str,
-        json_text: str,
-        etag: str | None,
-        attempt: int,
-    ) -> bool:
-        """Write the HTML page, then the JSON page conditionally on ``etag``; ``False`` (after
-        a backoff) when another writer committed first and the caller must re-read."""
-        self.bucket.put(
-            html_key,
-            html.encode(),
-            content_type=HTML_CONTENT_TYPE,
+    def _page(self, key: str, text: str, content_type: str) -> Put:
+        """One page version to write, with this store's lock and tags."""
+        return Put(
+            key,
+            text.encode(),
+            content_type=content_type,
             cache_control=PAGE_CACHE_CONTROL,
             lock=self._lock(),
             tags=self.tags,
         )
-        if self.bucket.commit(
-            json_key,
-            json_text.encode(),
-            etag=etag,
-            content_type=JSON_CONTENT_TYPE,
-            cache_control=PAGE_CACHE_CONTROL,
-            lock=self._lock(),
-            tags=self.tags,
-        ):
-            return True
-        # Our HTML page is rewritten by the retry (or by the writer that won).
-        self._sleep(retry_delay(attempt))
-        return False
+
+    def _pair(self, html_key: str, html: str, json_key: str, json_text: str) -> Rendered:
+        """A page pair as written: the HTML page first, the JSON page (the state) last."""
+        return Rendered(
+            state=self._page(json_key, json_text, JSON_CONTENT_TYPE),
+            derived=(self._page(html_key, html, HTML_CONTENT_TYPE),),
+        )
 
     def read_project(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
-        """The current page (empty if none) and the ETag of its JSON form."""
+        """The current page (empty if none) and the ETag of its JSON form. Raises
+        :class:`~wheelgate.index.pages.PageFormatError` naming the key of a page that is not a
+        project page."""
         name = project_dir(project)
-        found = self.bucket.get(
-            self.prefix + PAGES.project_page(index, name, json=True, archive=self.archive)
-        )
+        key = self.prefix + PAGES.project_page(index, name, json=True, archive=self.archive)
+        found = self.bucket.get(key)
         if found is None:
             return ProjectPage(name=name, entries=()), None
         body, etag = found
-        return self._loaded(index, parse_project_json(body)), etag
+        return self._loaded(index, _parsed(key, body, parse_project_json)), etag
 
     def read_history(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
         """Every released file of a project: its archive page and that page's ETag (on an
@@ -201,47 +199,94 @@ class IndexStore:
         """Apply ``transform`` to a project's entries and write both page formats.
 
         ``known`` is the page and ETag the caller read already (saves a request; a stale one
-        only costs a lost condition and a re-read). Raises :class:`TransientError` when the
-        page keeps changing under us for too long.
+        only costs a lost condition and a re-read). Returns the keys written (none when the
+        page already held the change) and the page as it stands after the update. Raises
+        :class:`~wheelgate.core.errors.TransientError` when the page keeps changing under us
+        for too long, and what ``transform`` raises.
         """
         name = project_dir(project)
         json_key = self.prefix + PAGES.project_page(index, name, json=True, archive=self.archive)
-        for attempt in range(self._max_attempts):
-            page, etag = known if known is not None else self.read_project(index, name)
-            known = None
+        html_key = self.prefix + PAGES.project_page(index, name, archive=self.archive)
+
+        def decide(page: ProjectPage) -> Decided[ProjectPage]:
             entries = transform(page.entries)
-            if entries == page.entries and etag is not None:
-                return PageWrites(page=page)
             new_page = ProjectPage(name=name, entries=entries)
-            stored = self._stored(index, name, entries)
-            html_key = self.prefix + PAGES.project_page(index, name, archive=self.archive)
-            html, json_text = render_project_html(stored), render_project_json(stored)
-            if not self._commit_pair(html_key, html, json_key, json_text, etag, attempt):
-                continue
-            return PageWrites([json_key, html_key], page=new_page)
-        raise TransientError(f"{json_key} kept changing; gave up after {self._max_attempts} tries")
+            return Decided(new_page, entries != page.entries, lambda: render(new_page))
+
+        def render(page: ProjectPage) -> Rendered:
+            stored = self._stored(index, name, page.entries)
+            return self._pair(
+                html_key, render_project_html(stored), json_key, render_project_json(stored)
+            )
+
+        outcome = read_modify_write(
+            self.bucket,
+            lambda: self.read_project(index, name),
+            decide,
+            known=known,
+            max_attempts=self._max_attempts,
+            sleep=self._sleep,
+        )
+        return PageWrites([json_key, html_key] if outcome.written else [], page=outcome.result)
 
     def read_root(self, index: str) -> tuple[tuple[str, ...], str | None]:
-        found = self.bucket.get(
-            self.prefix + PAGES.root_page(index, json=True, archive=self.archive)
-        )
+        """The projects the root page lists (none if there is no page) and its ETag. Raises
+        :class:`~wheelgate.index.pages.PageFormatError` naming the key of a page that is not a
+        root page."""
+        key = self.prefix + PAGES.root_page(index, json=True, archive=self.archive)
+        found = self.bucket.get(key)
         if found is None:
             return (), None
         body, etag = found
-        return parse_root_json(body), etag
+        return _parsed(key, body, parse_root_json), etag
 
     def add_projects(self, index: str, projects: Iterable[str]) -> PageWrites:
         """Make sure the root page lists ``projects``; write only if the set changes."""
         wanted = {project_dir(p) for p in projects}
         json_key = self.prefix + PAGES.root_page(index, json=True, archive=self.archive)
-        for attempt in range(self._max_attempts):
-            current, etag = self.read_root(index)
-            if wanted <= set(current) and etag is not None:
-                return PageWrites()
+        html_key = self.prefix + PAGES.root_page(index, archive=self.archive)
+
+        def decide(current: tuple[str, ...]) -> Decided[None]:
             names = sorted(wanted | set(current))
-            html_key = self.prefix + PAGES.root_page(index, archive=self.archive)
-            html, json_text = render_root_html(names), render_root_json(names)
-            if not self._commit_pair(html_key, html, json_key, json_text, etag, attempt):
-                continue
-            return PageWrites([json_key, html_key])
-        raise TransientError(f"{json_key} kept changing; gave up after {self._max_attempts} tries")
+            return Decided(
+                None,
+                not wanted <= set(current),
+                lambda: self._pair(
+                    html_key, render_root_html(names), json_key, render_root_json(names)
+                ),
+            )
+
+        outcome = read_modify_write(
+            self.bucket,
+            lambda: self.read_root(index),
+            decide,
+            max_attempts=self._max_attempts,
+            sleep=self._sleep,
+        )
+        return PageWrites([json_key, html_key] if outcome.written else [])
+
+
+def _parsed(key: str, body: bytes, parse: Callable[[bytes], P]) -> P:
+    """``parse(body)``, with the page's key in the :class:`PageFormatError` it may raise."""
+    try:
+        return parse(body)
+    except PageFormatError as exc:
+        raise PageFormatError(f"{key}: {exc}") from exc
+
+
+@contextmanager
+def pages_must_parse(index: str) -> Iterator[None]:
+    """Refuse a change to ``index`` whose pages cannot be read back (``page-unreadable``): a
+    page that is not the page its key says (one index directory inside another, whose pages
+    would overwrite each other's) never becomes better on a retry, so it is a decision, not
+    a transient error. Raises :class:`~wheelgate.core.errors.PromotionRejected`."""
+    try:
+        yield
+    except PageFormatError as exc:
+        raise PromotionRejected(
+            Reason.PAGE_UNREADABLE,
+            f"nightly's pages of {index!r} cannot be read as index pages ({exc}): is one index "
+            "directory inside another? Its pages would overwrite the other's; list the "
+            "directories in WHEELGATE_ALLOWED_INDEXES (index_dirs), which refuses nesting",
+            index=index,
+        ) from exc

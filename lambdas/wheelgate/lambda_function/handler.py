@@ -110,8 +110,10 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
         invalidator = CloudFrontInvalidator(boto3.client("cloudfront", config=config))
     staging = Bucket(s3, settings.staging_bucket)
     launcher = launchers(settings, staging)
+    # The queues take back a failed fan-out execution's event and an import that goes on in
+    # the next invocation.
     queue = None
-    if launcher is not None and (settings.manifest_queue_url or settings.dead_letter_queue_url):
+    if settings.manifest_queue_url or settings.dead_letter_queue_url:
         queue = SqsSender(queue_client())
     signer = None
     if settings.verdict_key_arn:

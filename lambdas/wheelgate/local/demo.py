@@ -3,10 +3,10 @@
 1. start ``wheelgate local`` (embedded S3, promoter loop, index servers);
 2. seed nightly with ``demo-filelock`` through a normal promotion (its test installs it from
    the run's index);
-3. run 1: stage ``demo-torch 2.7.0`` (needs demo-filelock, which only nightly has), install it
-   from the run's index in a clean venv with pip's installation report, report its test passed
-   with that report as the evidence of what it installed, wait for promotion, install it from
-   the nightly index in another clean venv;
+3. run 1: stage ``demo-torch 2.7.0`` (needs demo-filelock, which only nightly has); two tests
+   install it from the run's index in clean venvs, one with pip (its installation report is
+   the evidence) and one with uv (``wheelgate installed`` reads the environment as evidence);
+   report both passed, wait for promotion, install it from the nightly index with pip and uv;
 4. run 2: stage ``demo-torch 2.8.0``, report a failed test: it is rejected and nightly keeps
    every byte it had;
 5. ``wheelgate verify`` the wheel pip installed from nightly in step 3 against its signed
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.local.snapshot import version_snapshot
 from wheelgate.staging.hermetic import hermetic_env
 
 INDEX = "v2/gfx94X-dcgpu"
@@ -94,23 +96,20 @@ class Demo:
         return str(json.loads(staged.stdout)["index_url"])
 
     def report(
-        self, run: str, result: str, installed: Path | None = None
+        self, run: str, result: str, installed: dict[str, Path | None] | None = None
     ) -> tuple[int, dict[str, Any], float]:
-        """Report the run's test (and pip's report of what it installed), wait for the
-        decision; return when the wait started."""
+        """Report the run's tests (``installed``: each test's evidence of what it installed;
+        without it, one test ``demo-smoke``), wait for the decision; return when the wait
+        started."""
         started = time.monotonic()
-        test = f"{INDEX}:demo-smoke"
-        reported = self.wheelgate(
-            "report",
-            "--run-id",
-            run,
-            "--commit",
-            COMMITS[run],
-            "--test",
-            f"{test}={result}@https://github.com/example/project/actions/runs/{run}",
-            *(["--installed", f"{test}={installed}"] if installed else []),
-        )
-        self.step(f"run {run}: reported test {result}", reported.returncode == 0, started)
+        url = f"https://github.com/example/project/actions/runs/{run}"
+        options: list[str] = []
+        for name, evidence in (installed or {"demo-smoke": None}).items():
+            options += ["--test", f"{INDEX}:{name}={result}@{url}"]
+            if evidence is not None:
+                options += ["--installed", f"{INDEX}:{name}={evidence}"]
+        reported = self.wheelgate("report", "--run-id", run, "--commit", COMMITS[run], *options)
+        self.step(f"run {run}: reported test(s) {result}", reported.returncode == 0, started)
         written = json.loads(reported.stdout)["manifest_sha256"]
         started = time.monotonic()
         status = self.wheelgate(
@@ -164,6 +163,30 @@ class Demo:
                 return str(item["download_info"]["url"])
         return ""
 
+    def uv_install(self, name: str, index_url: str, requirement: str) -> Path | None:
+        """Install ``requirement`` with uv in a clean venv and import demo-torch; the
+        environment as evidence (``wheelgate installed``), or ``None`` when any step failed."""
+        uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+        if uv is None:
+            sys.stderr.write("uv is not installed: pip install uv (requirements-dev.txt has it)\n")
+            return None
+        venv = self.work / name
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        python = str(venv / "bin" / "python")
+        env = hermetic_env()
+        env.pop("PIP_FIND_LINKS", None)
+        for command in (
+            [uv, "pip", "install", "--python", python, "--index-url", index_url, requirement],
+            [python, "-c", "import demo_torch, demo_filelock"],
+        ):
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                sys.stderr.write(done.stdout[-2000:] + done.stderr[-2000:])
+                return None
+        evidence = self.work / f"{name}.environment.json"
+        found = self.wheelgate("installed", "--python", python, "-o", str(evidence))
+        return evidence if found.returncode == 0 else None
+
     def nightly_snapshot(self) -> dict[str, str]:
         import boto3
 
@@ -174,9 +197,7 @@ class Demo:
             aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
         )
-        bucket = self.env["WHEELGATE_NIGHTLY_BUCKET"]
-        listing = s3.list_object_versions(Bucket=bucket)
-        return {f"{v['Key']}@{v['VersionId']}": v["ETag"] for v in listing.get("Versions", [])}
+        return version_snapshot(s3, self.env["WHEELGATE_NIGHTLY_BUCKET"])
 
     def run(self) -> None:
         began = time.monotonic()
@@ -194,7 +215,7 @@ class Demo:
         self.step(
             "seed: pip installed demo-filelock from the run's index", bool(seed_installed), started
         )
-        code, record, started = self.report("seed", "passed", seed_installed)
+        code, record, started = self.report("seed", "passed", {"demo-smoke": seed_installed})
         self.step("seed: demo-filelock promoted to nightly", code == 0, started)
 
         run_index = self.stage("1", torch_ok)
@@ -206,17 +227,30 @@ class Demo:
             installed is not None,
             started,
         )
-        code, record, started = self.report("1", "passed", installed)
+        started = time.monotonic()
+        by_uv = self.uv_install("venv-staging-uv", run_index, "demo-torch==2.7.0")
+        self.step(
+            "run 1: uv installed demo-torch==2.7.0 from the run's index; wheelgate installed "
+            "read the environment",
+            by_uv is not None,
+            started,
+        )
+        tests: dict[str, Path | None] = {"demo-smoke": installed, "demo-smoke-uv": by_uv}
+        code, record, started = self.report("1", "passed", tests)
         [released] = record["sets"][0]["files"] if code == 0 else [{}]
         self.step(
             f"run 1: {record['state']} ({record['message']}; "
             f"{released.get('filename')} on the evidence of {released.get('evidence')})",
-            code == 0 and released.get("evidence") == ["demo-smoke"],
+            code == 0 and released.get("evidence") == sorted(tests),
             started,
         )
         started = time.monotonic()
-        ok = self.pip_install("venv-nightly", f"{self.nightly_url}{INDEX}/", "demo-torch==2.7.0")
+        nightly_index = f"{self.nightly_url}{INDEX}/"
+        ok = self.pip_install("venv-nightly", nightly_index, "demo-torch==2.7.0")
         self.step("run 1: pip installed demo-torch==2.7.0 from nightly", ok is not None, started)
+        started = time.monotonic()
+        ok = self.uv_install("venv-nightly-uv", nightly_index, "demo-torch==2.7.0")
+        self.step("run 1: uv installed demo-torch==2.7.0 from nightly", ok is not None, started)
 
         before = self.nightly_snapshot()
         self.stage("2", torch_bad)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name
 
 
 def _record_hash(data: bytes) -> str:
@@ -90,7 +90,12 @@ def manifest_for(
     installed: Sequence[Path] | None = None,
 ) -> dict[str, Any]:
     """A manifest v2 document with one set: ``files`` (their real SHA-256 and size) and one
-    test with ``result`` that installed ``installed`` (default: exactly ``files``)."""
+    test with ``result`` that installed ``installed`` (default: exactly ``files``).
+
+    It writes the evidence itself, without installing anything: for the tests and benchmarks
+    whose subject is the promoter's decision on a given manifest (the hostile catalogue, the
+    promoter's checks, fan-out, Ceph). A test of the whole cycle installs the run with pip
+    instead and reports pip's installation report (``tests/integration/installs.py``)."""
     return {
         "schema": "wheelgate/manifest/v2",
         "run_id": run_id,
@@ -115,13 +120,3 @@ def manifest_for(
             }
         ],
     }
-
-
-def hashed_requirements(files: Sequence[Path]) -> str:
-    """A requirements file pinning ``files`` by SHA-256, as a test that installed exactly them
-    with ``pip install --require-hashes -r`` passes it to ``wheelgate report --installed``."""
-    lines = []
-    for f in files:
-        name, version, _build, _tags = parse_wheel_filename(f.name)
-        lines.append(f"{name}=={version} --hash=sha256:{_sha256(f)}\n")
-    return "".join(lines)

@@ -339,6 +339,10 @@ class LocalStack:
     def start(self) -> LocalStack:
         from moto.server import ThreadedMotoServer
 
+        from wheelgate.local import atomic_writes
+
+        # S3's conditional writes check and write in one step; moto's need this to do so.
+        atomic_writes.install()
         if not self.verbose:
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
 

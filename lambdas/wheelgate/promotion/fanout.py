@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import ManifestFile
-from wheelgate.core.planning import FileStep, SetPlan
+from wheelgate.core.planning import FileStep, Provenance, SetPlan
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.core.settings import (
     FANOUT_LEASE_SECONDS,
@@ -55,6 +55,7 @@ from wheelgate.core.settings import (
 )
 from wheelgate.index.pages import IndexEntry, upload_time
 from wheelgate.promotion.lease import IndexLeases
+from wheelgate.promotion.leftovers import account_for_copies, rejected_outcomes
 from wheelgate.promotion.observer import DecisionObserver, decision_stats
 from wheelgate.promotion.publish import Publisher
 from wheelgate.promotion.recorder import (
@@ -142,6 +143,10 @@ class JobItem(BaseModel):
     metadata_sha256: str | None = None
     #: S3 has no SHA-256 of the staged bytes: a ``hash`` step reads them before any copy.
     hash_read: bool = False
+    #: Where an imported file came from (``None``: a run's staged file).
+    provenance: Provenance | None = None
+    #: The staged file is gone; its bytes are an earlier attempt's nightly copy (``source_key``).
+    from_nightly: bool = False
 
     def step(self) -> FileStep:
         return FileStep(
@@ -151,6 +156,8 @@ class JobItem(BaseModel):
             source_etag=self.source_etag,
             target_key=self.target_key,
             copy=self.copies,
+            provenance=self.provenance,
+            from_nightly=self.from_nightly,
         )
 
 
@@ -283,6 +290,8 @@ class FanoutJobs:
                 in_nightly=step.target_key in v.nightly_keys,
                 metadata_sha256=v.metadata[step.file.filename].sha256 if step.is_wheel else None,
                 hash_read=(step.index, step.file.filename) in unhashed,
+                provenance=step.provenance,
+                from_nightly=step.from_nightly,
             )
             for v in verified
             for step in v.plan.steps
@@ -481,16 +490,29 @@ class FanoutJobs:
         if found is not None:
             rejection = Rejection.model_validate_json(found[0])
             if existing is None or existing.state is State.PENDING:
+                # Copy steps that finished before the refusal left their files in nightly.
+                left, refusal = account_for_copies(
+                    verifier=self.verifier,
+                    staging=self.staging,
+                    run_id=job.run_id,
+                    rejection=PromotionRejected(
+                        rejection.reason, rejection.message, index=rejection.index
+                    ),
+                    sets=[
+                        (index, [i.file.filename for i in job.items if i.index == index])
+                        for index in job.indexes
+                    ],
+                    at=at,
+                )
                 rejected = self.records.save(
                     rejected_record(
                         existing,
-                        PromotionRejected(
-                            rejection.reason, rejection.message, index=rejection.index
-                        ),
+                        refusal,
                         run_id=job.run_id,
                         at=at,
                         manifest_sha256=promotion.manifest_sha256,
                         actor=promotion.actor,
+                        sets=rejected_outcomes(job.indexes, refusal, left),
                     )
                 )
                 self.observer.decided(

@@ -97,7 +97,8 @@ def decision_stats(
 ) -> DecisionStats:
     """The stats of ``record``'s latest decision, read from the record the decision wrote.
 
-    Copies are the files its sets show as ``copied``, counted only for a promotion (a
+    Copies are the files its sets show as ``copied`` or ``imported``, counted only for a
+    promotion (a
     rejection copies nothing it keeps: a replay refused on a promoted run keeps that run's
     earlier sets). The publish time is the decision's own time, which the promoter takes
     after its pages were published, and only for a promotion that published pages.
@@ -106,7 +107,11 @@ def decision_stats(
     if decision.state is not State.PROMOTED:
         return DecisionStats(manifest_written_at=manifest_written_at)
     copied = [
-        f for s in record.sets if s.state is State.PROMOTED for f in s.files if f.action == "copied"
+        f
+        for s in record.sets
+        if s.state is State.PROMOTED
+        for f in s.files
+        if f.action in ("copied", "imported")
     ]
     return DecisionStats(
         files_copied=len(copied),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import STAGING
@@ -28,10 +28,13 @@ from wheelgate.promotion.fanout import FanoutJobs
 from wheelgate.promotion.recorder import RecordStore, build_record
 from wheelgate.storage.bucket import Bucket
 
+if TYPE_CHECKING:
+    from wheelgate.promotion.importing import ImportedSet
+
 
 class PromotionFlow(Protocol):
-    """The service's promotion of a run: acceptance (skipped under ``override``), verification,
-    copies, pages and the record, in that order."""
+    """The service's promotion of a run: acceptance (skipped under ``override``, and for an
+    ``imported`` set), verification, copies, pages and the record, in that order."""
 
     def __call__(
         self,
@@ -41,6 +44,7 @@ class PromotionFlow(Protocol):
         existing: PromotionRecord | None,
         *,
         override: dict[str, str] | None = None,
+        imported: ImportedSet | None = None,
         event: ManifestEvent,
     ) -> PromotionRecord: ...
 

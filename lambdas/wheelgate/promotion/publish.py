@@ -22,7 +22,7 @@ from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.history import add_projects, page_keys, update_history
 from wheelgate.index.pages import IndexEntry, ProjectPage, merge_entries
-from wheelgate.index.store import IndexStore, PageWrites
+from wheelgate.index.store import IndexStore, PageWrites, pages_must_parse
 from wheelgate.index.yank import YankRequest, apply_yank
 from wheelgate.promotion.verify import VerifiedSet
 
@@ -106,15 +106,16 @@ class Publisher:
         writes = PageWrites()
         now = self.clock()
         for (index, project), page_entries in sorted(by_page.items()):
-            written = update_history(
-                self.nightly_pages,
-                index,
-                project,
-                add_missing(page_entries),
-                rule=self.settings.listing_retention.rule_for(index),
-                now=now,
-                known=known.get((index, project)),
-            )
+            with pages_must_parse(index):
+                written = update_history(
+                    self.nightly_pages,
+                    index,
+                    project,
+                    add_missing(page_entries),
+                    rule=self.settings.listing_retention.rule_for(index),
+                    now=now,
+                    known=known.get((index, project)),
+                )
             # Invalidate the project's pages even when this attempt found them written already:
             # an earlier attempt may have failed between writing them and invalidating.
             writes.extend(page_keys(index, project))
@@ -123,23 +124,26 @@ class Publisher:
         for index, project in by_page:
             projects_by_index[index].add(project)
         for index, projects in sorted(projects_by_index.items()):
-            writes.extend(add_projects(self.nightly_pages, index, projects))
+            with pages_must_parse(index):
+                writes.extend(add_projects(self.nightly_pages, index, projects))
         return writes
 
     def yank(self, request: YankRequest) -> PageWrites:
         """Set a released file's yank state (PEP 592) on its archive page, and list what the
         directory's retention keeps (a yank can change which versions count). Raises
-        :class:`~wheelgate.core.errors.PromotionRejected` when nightly never released it."""
+        :class:`~wheelgate.core.errors.PromotionRejected` when nightly never released it, or
+        its page cannot be read back (``page-unreadable``)."""
         yanked: str | bool = (request.reason or True) if request.yanked else False
         project = parse_distribution_filename(request.filename).project
-        return update_history(
-            self.nightly_pages,
-            request.index,
-            project,
-            lambda current: apply_yank(current, request.filename, yanked),
-            rule=self.settings.listing_retention.rule_for(request.index),
-            now=self.clock(),
-        )
+        with pages_must_parse(request.index):
+            return update_history(
+                self.nightly_pages,
+                request.index,
+                project,
+                lambda current: apply_yank(current, request.filename, yanked),
+                rule=self.settings.listing_retention.rule_for(request.index),
+                now=self.clock(),
+            )
 
     def invalidate(self, writes: PageWrites) -> list[str]:
         """Invalidate the written pages on the nightly distribution; return the invalidation

@@ -9,6 +9,7 @@ reports has happened.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,6 +22,7 @@ from wheelgate.core.records import (
     FileOutcome,
     HistoryEntry,
     PromotionRecord,
+    RefusedFile,
     SetOutcome,
     State,
     recorded_tests,
@@ -45,12 +47,14 @@ def build_record(
     pages: Sequence[str] = (),
     invalidations: Sequence[str] = (),
     override: dict[str, str] | None = None,
+    imported_from: str | None = None,
 ) -> PromotionRecord:
     """The record to save for ``decision`` on ``run_id``.
 
     It states the decision and what it did (``commit``, ``sets``, ``pages``, ``invalidations``,
-    ``override``), counts one attempt more than ``existing`` (``None`` for a run never
-    recorded) and keeps its history with this decision appended.
+    ``override``, ``imported_from``: an import's keeps its source), counts one attempt more
+    than ``existing`` (``None`` for a run never recorded) and keeps its history with this
+    decision appended. A pending decision keeps the progress ``existing`` showed.
     """
     record = PromotionRecord(
         run_id=run_id,
@@ -66,9 +70,19 @@ def build_record(
         pages=list(pages),
         invalidations=list(invalidations),
         override=override,
+        imported_from=imported_from or (existing.imported_from if existing else None),
+        progress=(existing.progress if existing and decision.state is State.PENDING else None),
         history=existing.history if existing else [],
     )
     return record.with_entry(decision)
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What an import's record says beside its files: its source and what it refused."""
+
+    source: str
+    refused: tuple[RefusedFile, ...] = ()
 
 
 class Promotion(BaseModel):
@@ -79,10 +93,12 @@ class Promotion(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     run_id: str
-    commit: str
+    commit: str | None
     manifest_sha256: str
     actor: str | None = None
     override: dict[str, str] | None = None
+    #: An import's source (``s3://bucket/prefix/``).
+    imported_from: str | None = None
     sets: list[SetOutcome]
     message: str
 
@@ -90,18 +106,20 @@ class Promotion(BaseModel):
 def settle_promotion(
     *,
     run_id: str,
-    commit: str,
+    commit: str | None,
     plans: Sequence[SetPlan],
     accepted: Mapping[str, ArtifactSet],
     rejected_sets: Sequence[SetOutcome],
     manifest_sha256: str,
     actor: str | None,
     override: dict[str, str] | None,
+    imported: ImportOutcome | None = None,
     signed: bool = False,
 ) -> Promotion:
     """The promotion of ``plans`` (the verified plans of the ``accepted`` sets, by index),
-    beside the ``rejected_sets`` of the same manifest; ``signed``: each file gets a verdict,
-    whose key its outcome names."""
+    beside the ``rejected_sets`` of the same manifest. ``imported`` is an import's source and
+    the files it refused (its files come with their provenance in the plans); ``signed``: each
+    file gets a verdict, whose key its outcome names."""
     sets = []
     for plan in plans:
         evidence = evidence_by_file(accepted[plan.index])
@@ -110,8 +128,15 @@ def settle_promotion(
                 filename=step.file.filename,
                 sha256=step.file.sha256,
                 size=step.file.size,
-                action="copied" if step.copy else "already-released",
+                action=(
+                    "already-released"
+                    if not step.copy
+                    else "imported"
+                    if step.provenance is not None
+                    else "copied"
+                ),
                 evidence=list(evidence[step.file.filename]),
+                source=step.provenance.source if step.provenance is not None else None,
                 verdict=NIGHTLY.verdict(plan.index, step.file.filename) if signed else None,
             )
             for step in plan.steps
@@ -122,21 +147,29 @@ def settle_promotion(
                 state=State.PROMOTED,
                 files=files,
                 tests=recorded_tests(accepted[plan.index].tests),
+                refused=list(imported.refused) if imported is not None else [],
             )
         )
     copied = sum(len(p.copies) for p in plans)
     total = sum(len(p.steps) for p in plans)
-    message = f"promoted {total} file(s) in {len(plans)} set(s) ({copied} copied)"
+    if imported is not None:
+        message = (
+            f"imported {copied} file(s) from {imported.source} ({total - copied} already "
+            f"released, {len(imported.refused)} refused); no test vouches for them"
+        )
+    else:
+        message = f"promoted {total} file(s) in {len(plans)} set(s) ({copied} copied)"
     if override is not None:
         message += f"; tests overridden by {override['by']}: {override['reason']}"
     if rejected_sets:
         message += f"; {len(rejected_sets)} set(s) rejected"
     return Promotion(
         run_id=run_id,
-        commit=commit,
+        commit=commit or None,
         manifest_sha256=manifest_sha256,
         actor=actor,
         override=override,
+        imported_from=imported.source if imported is not None else None,
         sets=[*sets, *rejected_sets],
         message=message,
     )
@@ -175,6 +208,7 @@ def promoted_record(
         pages=writes.keys,
         invalidations=invalidations,
         override=promotion.override,
+        imported_from=promotion.imported_from,
     )
 
 

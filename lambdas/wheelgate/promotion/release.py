@@ -2,7 +2,8 @@
 
 Every planned file is copied to its nightly key and must end up holding the manifest's bytes;
 a key nightly already holds is checked, never written. A wheel's PEP 658 core metadata is
-released beside it. No index page changes here: the entries returned are published only once
+released beside it. An imported file's page entry carries its source's upload time and yank
+state. No index page changes here: the entries returned are published only once
 every copy has succeeded.
 """
 
@@ -13,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import NIGHTLY, PAGES, href
+from wheelgate.core.layout import NIGHTLY, PAGES
 from wheelgate.core.planning import FileStep
 from wheelgate.core.wheelmeta import CoreMetadata
 from wheelgate.index.pages import METADATA_CONTENT_TYPE, IndexEntry, upload_time
@@ -80,15 +81,18 @@ class Releaser:
             self._copy(step, in_nightly=in_nightly)
         if metadata is not None:
             self._core_metadata(step, metadata)
-        page_dir = PAGES.project_dir(step.index, step.file.distribution.project)
-        return IndexEntry(
-            filename=step.file.filename,
-            url=href(page_dir, step.target_key),
+        # An imported file is listed as its source index listed it: uploaded when it was
+        # uploaded there, yanked if it was yanked there.
+        source = step.provenance
+        return IndexEntry.for_file(
+            step.file.filename,
+            key=step.target_key,
+            page_dir=PAGES.project_dir(step.index, step.file.distribution.project),
             sha256=step.file.sha256,
             size=step.file.size,
-            upload_time=upload_time(self.clock()),
-            requires_python=metadata.requires_python if metadata else None,
-            metadata_sha256=metadata.sha256 if metadata else None,
+            uploaded=source.upload_time if source else upload_time(self.clock()),
+            metadata=metadata,
+            yanked=source.yanked if source else False,
         )
 
     def _copy(self, step: FileStep, *, in_nightly: bool) -> None:
@@ -106,7 +110,7 @@ class Releaser:
                 target,
                 part_size=self.part_size,
                 single_request_limit=self.single_request_limit,
-            )
+            ).sha256
         except PreconditionFailed:
             # Already there (an interrupted earlier attempt, or a twin): same bytes or refuse.
             head = self.nightly.head(target)

@@ -1,8 +1,9 @@
 """Promotion of one manifest: the flow from a manifest event to the run's record.
 
 :class:`PromotionService` routes a manifest to its flow: a run's promotion (here), a yank
-request (:mod:`~wheelgate.promotion.yanking`) or a break-glass override
-(:mod:`~wheelgate.promotion.override`, which promotes its target through this flow). A
+request (:mod:`~wheelgate.promotion.yanking`), a break-glass override
+(:mod:`~wheelgate.promotion.override`, which promotes its target through this flow) or an
+import (:mod:`~wheelgate.promotion.importing`, which promotes what it gathered through it). A
 promotion takes its steps in an order that is the product's promise: every set is verified
 (:mod:`~wheelgate.promotion.verify`, including the hash read of each file S3 has no SHA-256
 of) before the first copy; every copy is verified (:mod:`~wheelgate.promotion.release`) and
@@ -22,6 +23,7 @@ from datetime import UTC, datetime
 from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import (
+    IMPORT_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
     STAGING,
     YANK_RUN_PREFIX,
@@ -40,7 +42,9 @@ from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.event import ManifestEvent, written_by
 from wheelgate.promotion.fanout import FanoutJobs, Launcher, MessageSender
+from wheelgate.promotion.importing import ImportedSet, ImportRoute
 from wheelgate.promotion.lease import IndexLeases
+from wheelgate.promotion.leftovers import account_for_copies, rejected_outcomes
 from wheelgate.promotion.observer import DecisionObserver, NoObserver, decision_stats
 from wheelgate.promotion.override import OverrideRoute
 from wheelgate.promotion.publish import Invalidator, Publisher
@@ -75,9 +79,11 @@ class PromotionService:
     ``launcher`` starts fan-out executions (``None``: every run is promoted in one invocation;
     the thresholds are the settings'); ``queue`` sends a failed execution's manifest event back.
     Yank requests go to ``yanks`` (:class:`~wheelgate.promotion.yanking.YankRoute`), override
-    requests to ``overrides`` (:class:`~wheelgate.promotion.override.OverrideRoute`).
-    ``signer`` signs each released file's verdict
-    (:class:`~wheelgate.promotion.verdicts.VerdictWriter`; ``None``: no verdicts).
+    requests to ``overrides`` (:class:`~wheelgate.promotion.override.OverrideRoute`), import
+    requests to ``imports`` (:class:`~wheelgate.promotion.importing.ImportRoute`, which also
+    sends an unfinished import's event back through ``queue``). ``signer`` signs each released
+    file's verdict (:class:`~wheelgate.promotion.verdicts.VerdictWriter`; ``None``: no
+    verdicts).
     """
 
     def __init__(
@@ -116,6 +122,7 @@ class PromotionService:
             nightly_pages=nightly_pages,
             workers=workers,
             allow_build_tag_rereleases=settings.allow_build_tag_rereleases,
+            allow_new_local_labels=settings.allow_new_local_labels,
         )
         self.releaser = Releaser(
             staging=staging,
@@ -157,7 +164,9 @@ class PromotionService:
                 workers=workers,
             )
         )
-        self.yanks = YankRoute(publisher=self.publisher, records=self.records, clock=clock)
+        self.yanks = YankRoute(
+            publisher=self.publisher, records=self.records, leases=self.leases, clock=clock
+        )
         self.overrides = OverrideRoute(
             settings=settings,
             staging=staging,
@@ -166,6 +175,20 @@ class PromotionService:
             clock=clock,
             promote=self._promote,
             reject=self._reject,
+        )
+        self.imports = ImportRoute(
+            settings=settings,
+            staging=staging,
+            nightly=nightly,
+            nightly_pages=nightly_pages,
+            records=self.records,
+            fanout=self.fanout,
+            queue=queue,
+            clock=clock,
+            workers=workers,
+            single_request_limit=single_request_limit,
+            part_size=part_size,
+            promote=self._promote,
         )
 
     def load_record(self, run_id: str) -> PromotionRecord | None:
@@ -232,6 +255,10 @@ class PromotionService:
         try:
             if run_id.startswith(YANK_RUN_PREFIX):
                 return self._decided(event, self.yanks.apply(run_id, raw, digest, actor, existing))
+            if run_id.startswith(IMPORT_RUN_PREFIX):
+                return self._decided(
+                    event, self.imports.apply(run_id, raw, digest, actor, existing, event)
+                )
             manifest = parse_manifest(raw, expected_run_id=run_id)
             off_host = manifest_test_url_problems(manifest, self.settings.test_url_hosts)
             if off_host:
@@ -268,7 +295,10 @@ class PromotionService:
 
     def _check_writer(self, principal_id: str | None, run_id: str) -> None:
         """The reporter writes run manifests; a dependency-mirror run (``deps-*``), which the
-        promoter accepts on its review instead of tests, only from the mirror's own role."""
+        promoter accepts on its review instead of tests, only from the mirror's own role; an
+        import request, which releases files no test installed, the break-glass role alone."""
+        if run_id.startswith(IMPORT_RUN_PREFIX):
+            return self.imports.check_writer(principal_id)
         mirror = run_id.startswith(self.policy.review_run_prefix)
         trusted = self.settings.trusted_deps_id if mirror else self.settings.trusted_reporter_id
         if trusted is None and mirror and self.settings.trusted_reporter_id is not None:
@@ -339,6 +369,31 @@ class PromotionService:
             )
         )
 
+    def _reject_accepted(
+        self,
+        manifest: Manifest,
+        rejection: PromotionRejected,
+        acceptance: AcceptanceDecision,
+        rejected_sets: list[SetOutcome],
+        digest: str,
+        actor: str | None,
+        existing: PromotionRecord | None,
+    ) -> PromotionRecord:
+        """Record the rejection of accepted sets found under the leases, with the copies
+        earlier attempts left in nightly (:mod:`~wheelgate.promotion.leftovers`)."""
+        left, rejection = account_for_copies(
+            verifier=self.verifier,
+            staging=self.staging,
+            run_id=manifest.run_id,
+            rejection=rejection,
+            sets=[(s.index, [f.filename for f in s.files]) for s in acceptance.accepted],
+            at=upload_time(self.clock()),
+        )
+        sets = rejected_outcomes([s.index for s in acceptance.accepted], rejection, left)
+        return self._reject(
+            manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
+        )
+
     def _promote(
         self,
         manifest: Manifest,
@@ -347,6 +402,7 @@ class PromotionService:
         existing: PromotionRecord | None,
         *,
         override: dict[str, str] | None = None,
+        imported: ImportedSet | None = None,
         event: ManifestEvent,
     ) -> PromotionRecord:
         if self.fanout is not None:
@@ -356,8 +412,9 @@ class PromotionService:
                 # decision (the job's start is made sure of, once more).
                 return self.fanout.launch(running, existing)
         acceptance = decide(manifest, self.policy)
-        if override is not None:
-            # Break-glass: the tests do not decide; every integrity check below still does.
+        if override is not None or imported is not None:
+            # Break-glass, or an import (no tests): the tests do not decide; every integrity
+            # check below still does.
             acceptance = AcceptanceDecision(accepted=tuple(manifest.sets), rejected=())
         rejected_sets = [
             SetOutcome(
@@ -378,7 +435,12 @@ class PromotionService:
             [s.index for s in acceptance.accepted], run_id=manifest.run_id
         ) as held:
             try:
-                verified = [self.verifier.verify(manifest, s) for s in acceptance.accepted]
+                verified = [
+                    imported.verified(self.verifier, manifest, s)
+                    if imported is not None
+                    else self.verifier.verify(manifest, s)
+                    for s in acceptance.accepted
+                ]
                 fanout = self.fanout
                 if fanout is not None and not fanout.wanted([v.plan for v in verified]):
                     fanout = None
@@ -388,21 +450,8 @@ class PromotionService:
                     # that this invocation's time does not grow with their bytes.
                     self.verifier.check_hashes([s for v in verified for s in v.unhashed])
             except PromotionRejected as rejection:
-                sets = [
-                    SetOutcome(
-                        index=s.index,
-                        state=State.REJECTED,
-                        reason=(
-                            rejection.reason.value
-                            if rejection.index in (None, s.index)
-                            else Reason.BLOCKED_BY_OTHER_SET.value
-                        ),
-                        message=rejection.message,
-                    )
-                    for s in acceptance.accepted
-                ]
-                return self._reject(
-                    manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
+                return self._reject_accepted(
+                    manifest, rejection, acceptance, rejected_sets, digest, actor, existing
                 )
             promotion = settle_promotion(
                 run_id=manifest.run_id,
@@ -413,6 +462,7 @@ class PromotionService:
                 manifest_sha256=digest,
                 actor=actor,
                 override=override,
+                imported=imported.outcome if imported is not None else None,
                 signed=self.verdicts is not None,
             )
             if fanout is not None:
@@ -422,12 +472,17 @@ class PromotionService:
                 # The job keeps the leases until its publish or conclude step.
                 held.hand_over(job.job_id, FANOUT_LEASE_SECONDS)
                 return fanout.launch(job, existing)
-            entries = self.releaser.release(verified)
-            if self.verdicts is not None:
-                # Every verdict is written before the first page lists its file.
-                steps = [step for v in verified for step in v.plan.steps]
-                entries = self.verdicts.attest_all(promotion, steps, entries)
-            pages_nightly = self.publisher.publish(verified, entries)
+            try:
+                entries = self.releaser.release(verified)
+                if self.verdicts is not None:
+                    # Every verdict is written before the first page lists its file.
+                    steps = [step for v in verified for step in v.plan.steps]
+                    entries = self.verdicts.attest_all(promotion, steps, entries)
+                pages_nightly = self.publisher.publish(verified, entries)
+            except PromotionRejected as rejection:
+                return self._reject_accepted(
+                    manifest, rejection, acceptance, rejected_sets, digest, actor, existing
+                )
         invalidations = self.publisher.invalidate(pages_nightly)
         return self.records.save(
             promoted_record(

@@ -33,9 +33,11 @@ from wheelgate.core.settings import (
 )
 from wheelgate.core.verdicts import (
     ENVELOPE_CONTENT_TYPE,
+    KIND_IMPORT,
     KIND_OVERRIDE,
     KIND_PROMOTION,
     PAYLOAD_TYPE,
+    EvidenceTest,
     KeyDocument,
     PublishedKey,
     VerdictFacts,
@@ -176,8 +178,22 @@ class VerdictWriter:
     def facts(self, promotion: Promotion, step: FileStep) -> VerdictFacts:
         """What the verdict of ``step``'s file says, from the settled ``promotion``."""
         outcome = next(s for s in promotion.sets if s.index == step.index)
-        names = next((f.evidence for f in outcome.files if f.filename == step.file.filename), [])
+        released = next((f for f in outcome.files if f.filename == step.file.filename), None)
+        kind = KIND_PROMOTION
+        tests: tuple[EvidenceTest, ...] = ()
+        extra: dict[str, str] = {}
         override = promotion.override
+        if override is not None:
+            # An override skips the tests: its verdict names none, whatever ran.
+            kind = KIND_OVERRIDE
+        elif promotion.imported_from is not None:
+            # An import is released on its integrity checks alone: who asked, and from where.
+            kind = KIND_IMPORT
+            source = (released.source if released else None) or promotion.imported_from
+            override = {"by": promotion.actor or "", "reason": "imported by request"}
+            extra = {"source": source}
+        else:
+            tests = evidence_tests(released.evidence if released else [], outcome.tests)
         return VerdictFacts(
             filename=step.file.filename,
             sha256=step.file.sha256,
@@ -190,10 +206,10 @@ class VerdictWriter:
             run_id=promotion.run_id,
             commit=promotion.commit,
             index=step.index,
-            # An override skips the tests: its verdict names none, whatever ran.
-            tests=() if override else evidence_tests(names, outcome.tests),
+            tests=tests,
             override=override,
-            kind=KIND_OVERRIDE if override else KIND_PROMOTION,
+            kind=kind,
+            extra=extra,
         )
 
     def publish_key(self) -> str:

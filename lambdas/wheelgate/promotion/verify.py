@@ -13,9 +13,11 @@ For each accepted set, all read before the first copy of the run:
   wheel must be what its file name says, and a staged ``.metadata`` sidecar must be byte for
   byte the wheel's own METADATA (the sidecar is what nightly serves to resolvers);
 - the nightly archive pages of the set's projects (every file ever released, not the listing
-  that retention trims) and the nightly keys of their files: a file released under its own name
-  must have the same bytes, and no file may re-release a released release under another name
-  (:func:`wheelgate.core.planning.check_release_conflicts`).
+  that retention trims), the directory's root page (it must be one: a directory nested in
+  another finds the other's project page there), and the nightly keys of their files: a file
+  released under its own name must have the same bytes, and no file may re-release a released
+  release under another name, nor give a public version a local label that would change what
+  its ``==`` pin installs (:func:`wheelgate.core.planning.check_release_conflicts`).
 
 :func:`wheelgate.core.planning.plan_set` checks these against the manifest and decides each
 copy. Nothing here writes.
@@ -27,13 +29,13 @@ reads over its execution's steps instead of one invocation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGE_NAMES, STAGING
-from wheelgate.core.manifest import ArtifactSet, Manifest
+from wheelgate.core.manifest import ArtifactSet, Manifest, parse_distribution_filename
 from wheelgate.core.objects import ObjectInfo
 from wheelgate.core.planning import (
     FileStep,
@@ -42,14 +44,15 @@ from wheelgate.core.planning import (
     checksum_mismatch,
     plan_set,
 )
+from wheelgate.core.settings import NewLocalLabels
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
     WheelIdentityError,
     WheelMetadataError,
     read_core_metadata,
 )
-from wheelgate.index.pages import IndexEntry, ProjectPage
-from wheelgate.index.store import IndexStore
+from wheelgate.index.pages import IndexEntry, PageFormatError, ProjectPage
+from wheelgate.index.store import IndexStore, pages_must_parse
 from wheelgate.storage.bucket import Bucket, S3RangeReader
 from wheelgate.storage.errors import PreconditionFailed
 
@@ -57,6 +60,28 @@ from wheelgate.storage.errors import PreconditionFailed
 def nightly_entry(page: tuple[ProjectPage, str | None], filename: str) -> IndexEntry | None:
     """The nightly history's entry for a file: the file is released."""
     return next((e for e in page[0].entries if e.filename == filename), None)
+
+
+def wheel_identity(
+    bucket: Bucket, key: str, etag: str, size: int, filename: str, *, index: str
+) -> CoreMetadata:
+    """The METADATA of the wheel ``filename`` stored in ``bucket`` at ``key`` (the version
+    ``etag`` pins, ``size`` bytes), read with bounded ranged reads, once its METADATA and WHEEL
+    are found to be what its file name says.
+
+    Raises :class:`~wheelgate.core.errors.PromotionRejected` (``wheel-name-mismatch``,
+    ``metadata-unreadable``, naming ``index``) and
+    :class:`~wheelgate.core.errors.TransientError` when the object changed while it was read.
+    """
+    reader = S3RangeReader(bucket.client, bucket.name, key, size, etag)
+    try:
+        return read_core_metadata(reader, filename)
+    except WheelIdentityError as exc:
+        raise PromotionRejected(Reason.WHEEL_NAME_MISMATCH, str(exc), index=index) from exc
+    except WheelMetadataError as exc:
+        raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=index) from exc
+    except PreconditionFailed:
+        raise TransientError(f"{key} changed while it was being read") from None
 
 
 @dataclass(frozen=True)
@@ -80,8 +105,8 @@ class VerifiedSet:
 class SetVerifier:
     """Reads what verifying a set needs from both buckets, ``workers`` requests at a time.
 
-    ``allow_build_tag_rereleases`` is the deployment's setting (see
-    :func:`~wheelgate.core.planning.check_release_conflicts`).
+    ``allow_build_tag_rereleases`` and ``allow_new_local_labels`` are the deployment's
+    settings (see :func:`~wheelgate.core.planning.check_release_conflicts`).
     """
 
     def __init__(
@@ -92,15 +117,30 @@ class SetVerifier:
         nightly_pages: IndexStore,
         workers: int,
         allow_build_tag_rereleases: bool,
+        allow_new_local_labels: NewLocalLabels,
     ) -> None:
         self.staging = staging
         self.nightly = nightly
         self.nightly_pages = nightly_pages
         self.workers = workers
         self.allow_build_tag_rereleases = allow_build_tag_rereleases
+        self.allow_new_local_labels = allow_new_local_labels
 
-    def verify(self, manifest: Manifest, artifact_set: ArtifactSet) -> VerifiedSet:
+    def verify(
+        self,
+        manifest: Manifest,
+        artifact_set: ArtifactSet,
+        *,
+        whole_run: bool = True,
+        known_metadata: Mapping[tuple[str, str], CoreMetadata] | None = None,
+    ) -> VerifiedSet:
         """Verify one set of ``manifest`` and plan its copies.
+
+        ``whole_run`` (a run's set): every file staged for the run's directory must be in the
+        set. An import's set is what it chose of what it gathered (``whole_run=False``): the
+        files it refused stay staged and are not planned. ``known_metadata`` is METADATA a
+        caller read with :meth:`wheel_metadata` already, by (staged key, ETag): a wheel whose
+        pinned version is one of those is not read again.
 
         Whether a file is already released is read from the nightly archive page, which lists
         every released file of the project with its SHA-256; a file in nightly but not listed
@@ -113,17 +153,21 @@ class SetVerifier:
         Raises :class:`~wheelgate.core.errors.PromotionRejected` when the staged files do not
         match the set (see :func:`~wheelgate.core.planning.plan_set`), a wheel is not what its
         name says (``wheel-name-mismatch``) or unreadable (``metadata-unreadable``), a sidecar
-        differs from its wheel's METADATA (``metadata-mismatch``), or the set would re-release a
-        release with other bytes (``release-conflict``).
+        differs from its wheel's METADATA (``metadata-mismatch``), the set would re-release a
+        release with other bytes (``release-conflict``) or change what a public version's
+        ``==`` installs (``local-label-conflict``), or a page of the directory is not the
+        page its key says (``page-unreadable``: one directory inside another).
         """
         index = artifact_set.index
         prefix = STAGING.run_index_prefix(manifest.run_id, index)
         # Only the run directory's own files: its project pages sit in subfolders, one per
         # project of the nightly directory, and must not make this listing grow with them.
+        set_names = {f.filename for f in artifact_set.files}
         listing = {
             obj.key[len(prefix) :]: obj
             for obj in self.staging.list(prefix, direct=True)
             if obj.key[len(prefix) :] not in PAGE_NAMES
+            and (whole_run or obj.key[len(prefix) :].removesuffix(METADATA_SUFFIX) in set_names)
         }
         files = [n for n in listing if not n.endswith(METADATA_SUFFIX)]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
@@ -144,11 +188,16 @@ class SetVerifier:
         }
         for name in unhashed_names:
             staged[name] = replace(staged[name], s3_sha256=manifest_sha256[name])
-        pages = self._read_pages(artifact_set)
+        with pages_must_parse(index):
+            pages = self._read_pages(artifact_set)
+            # The root page is written after the copies: one that is not a root page (another
+            # directory's project page, this directory being inside it) must refuse now.
+            self.nightly_pages.read_root(index)
         check_release_conflicts(
             artifact_set,
             [(e.filename, e.sha256) for page, _ in pages.values() for e in page.entries],
             allow_build_tag_rereleases=self.allow_build_tag_rereleases,
+            allow_new_local_labels=self.allow_new_local_labels.allowed_in(index),
         )
         # Every nightly key of these projects' files (one listing per file-name prefix, so the
         # cost follows the project's own files, not the directory's): catches a file that an
@@ -160,6 +209,7 @@ class SetVerifier:
             for obj in self.nightly.list(NIGHTLY.artifact(index, prefix))
         }
         released: dict[str, ObjectInfo | None] = {}
+        copied_before: dict[str, ObjectInfo] = {}
         for f in artifact_set.files:
             key = NIGHTLY.artifact(index, f.filename)
             listed = nightly_entry(pages[f.distribution.project], f.filename)
@@ -171,16 +221,30 @@ class SetVerifier:
                 released[f.filename] = self.nightly.head(key)
             else:
                 released[f.filename] = None
+            if f.filename not in staged and (listed is not None or key in nightly_keys):
+                # Staged once, copied by an earlier attempt, then gone from staging (expired,
+                # removed): the copy stands for it when S3's own SHA-256 of it is the
+                # manifest's, so the promotion completes instead of leaving it unlisted.
+                copy = self.nightly.head(key)
+                if copy is not None and copy.s3_sha256 == f.sha256:
+                    copied_before[f.filename] = copy
         plan = plan_set(
             artifact_set,
             run_id=manifest.run_id,
             commit=manifest.commit,
             staged=staged,
             released=released,
+            copied_before=copied_before,
         )
         wheels = [step for step in plan.steps if step.is_wheel]
+        known = known_metadata or {}
+
+        def read(step: FileStep) -> CoreMetadata:
+            found = known.get((step.source_key, step.source_etag))
+            return found if found is not None else self.wheel_metadata(step)
+
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            metadata = list(pool.map(self.wheel_metadata, wheels))
+            metadata = list(pool.map(read, wheels))
         return VerifiedSet(
             plan=plan,
             pages=pages,
@@ -218,23 +282,18 @@ class SetVerifier:
 
     def wheel_metadata(self, step: FileStep) -> CoreMetadata:
         """The staged wheel's own METADATA (bounded ranged reads of the exact version whose
-        SHA-256 was checked), which its staged ``.metadata`` sidecar, if any, must equal."""
-        reader = S3RangeReader(
-            self.staging.client,
-            self.staging.name,
+        SHA-256 was checked), which its staged ``.metadata`` sidecar, if any, must equal. For a
+        step :attr:`~wheelgate.core.planning.FileStep.from_nightly`, the nightly copy's (the
+        released ``.metadata`` beside it is then checked against it on release)."""
+        metadata = wheel_identity(
+            self.nightly if step.from_nightly else self.staging,
             step.source_key,
-            step.file.size,
             step.source_etag,
+            step.file.size,
+            step.file.filename,
+            index=step.index,
         )
-        try:
-            metadata = read_core_metadata(reader, step.file.filename)
-        except WheelIdentityError as exc:
-            raise PromotionRejected(Reason.WHEEL_NAME_MISMATCH, str(exc), index=step.index) from exc
-        except WheelMetadataError as exc:
-            raise PromotionRejected(Reason.METADATA_UNREADABLE, str(exc), index=step.index) from exc
-        except PreconditionFailed:
-            raise TransientError(f"{step.source_key} changed while it was being read") from None
-        sidecar = self.staging.get(step.source_key + METADATA_SUFFIX)
+        sidecar = None if step.from_nightly else self.staging.get(step.source_key + METADATA_SUFFIX)
         if sidecar is not None and sidecar[0] != metadata.content:
             raise PromotionRejected(
                 Reason.METADATA_MISMATCH,
@@ -244,6 +303,34 @@ class SetVerifier:
                 index=step.index,
             )
         return metadata
+
+    def unlisted_copies(self, index: str, filenames: Iterable[str]) -> list[str]:
+        """Nightly keys of ``filenames`` in ``index`` (the files and their core metadata) that
+        nightly holds but no archive page lists: copies an interrupted attempt made, which a
+        rejection leaves behind (Object Lock keeps them). A page that cannot be read lists
+        nothing."""
+        names = sorted(set(filenames))
+        projects = {parse_distribution_filename(n).project for n in names}
+        listed: set[str] = set()
+        for project in projects:
+            try:
+                page, _ = self.nightly_pages.read_history(index, project)
+            except PageFormatError:
+                continue
+            listed.update(e.filename for e in page.entries)
+        prefixes = sorted({n.split("-", 1)[0] + "-" for n in names})
+        held = {
+            obj.key
+            for prefix in prefixes
+            for obj in self.nightly.list(NIGHTLY.artifact(index, prefix))
+        }
+        left = []
+        for name in names:
+            if name in listed:
+                continue
+            key = NIGHTLY.artifact(index, name)
+            left += [k for k in (key, key + METADATA_SUFFIX) if k in held]
+        return left
 
     def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, tuple[ProjectPage, str | None]]:
         """The nightly history of each project of a set (one request a project; two for a

@@ -4,7 +4,9 @@ A request travels as a manifest does, so it reaches this route only after the se
 check (the reporter role, as for a run's manifest). The request is parsed, the released file's
 yank state (PEP 592) set on its nightly pages through the
 :class:`~wheelgate.promotion.publish.Publisher` (nothing is deleted; a file nightly never
-released is a rejection), the changed pages invalidated, and the request's record written last.
+released is a rejection), under the index directory's lease as a promotion holds it (a busy
+directory is a transient error: the request is retried), the changed pages invalidated, and the
+request's record written last.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.index.pages import upload_time
 from wheelgate.index.yank import parse_yank
+from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.publish import Publisher
 from wheelgate.promotion.recorder import RecordStore, build_record
 
@@ -27,9 +30,11 @@ class YankRoute:
         *,
         publisher: Publisher,
         records: RecordStore,
+        leases: IndexLeases,
         clock: Callable[[], datetime],
     ) -> None:
         self.publisher = publisher
+        self.leases = leases
         self.records = records
         self.clock = clock
 
@@ -46,10 +51,13 @@ class YankRoute:
         ``raw`` is the request as written under ``run_id`` (SHA-256 ``digest``, by ``actor``);
         ``existing`` is the request's record so far. Returns the record saved. Raises
         :class:`~wheelgate.core.errors.PromotionRejected` for a request that is invalid or
-        names a file nightly never released (the service records the rejection).
+        names a file nightly never released (the service records the rejection), and
+        :class:`~wheelgate.promotion.lease.LeaseBusy` while another promotion or request holds
+        the directory's lease.
         """
         request = parse_yank(raw, expected_run_id=run_id)
-        nightly = self.publisher.yank(request)
+        with self.leases.hold([request.index], run_id=run_id):
+            nightly = self.publisher.yank(request)
         invalidations = self.publisher.invalidate(nightly)
         verb = "yanked" if request.yanked else "unyanked"
         message = f"{verb} {request.index}/{request.filename}" + (

@@ -19,9 +19,8 @@ from wheelgate.core.layout import (
     RUN_PAGE_TAG_KEY,
     RUN_PAGE_TAG_VALUE,
     STAGING,
+    check_ci_run_id,
     check_index,
-    check_run_id,
-    href,
     key_url,
     project_dir,
 )
@@ -51,15 +50,20 @@ from wheelgate.core.wheelmeta import (
 from wheelgate.index.pages import (
     METADATA_CONTENT_TYPE,
     IndexEntry,
+    PageFormatError,
     absolute,
     staging_view,
     upload_time,
 )
 from wheelgate.index.store import IndexStore, PageWrites
-from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.bucket import (
+    ARTIFACT_CONTENT_TYPE,
+    MULTIPART_PART_SIZE,
+    SINGLE_REQUEST_LIMIT,
+    Bucket,
+)
 from wheelgate.storage.errors import PreconditionFailed
 
-ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 _HASH_CHUNK = 8 * 1024 * 1024
 
 
@@ -208,18 +212,23 @@ def stage(
     Raises :class:`StageError`, before anything is uploaded, when a file of the same name is
     already staged for this run with other bytes or from another commit, or (with
     ``publish_pages``) when the run's first object was staged more than ``window_days`` ago: its
-    pages, written now, would outlive the files they list (:mod:`wheelgate.core.lifecycle`).
+    pages, written now, would outlive the files they list (:mod:`wheelgate.core.lifecycle`), or
+    nightly's pages of ``index`` cannot be read (a directory nested in another; when only a
+    project's page shows it, after the upload).
     Also when another writer wins the race for a name with other bytes, and when the window
     closes while the files upload (then the files are staged but the pages are not written).
     """
-    check_run_id(run_id)
+    check_ci_run_id(run_id)
     check_index(index)
     started = clock()
     # When the run was first staged, listed once: a run this call starts (nothing staged yet)
     # counts from this call's start, which no object of it predates.
     first = first_staged(staging, run_id) if publish_pages else None
+    nightly_projects = None
     if publish_pages:
         _check_window(run_id, first, started, window_days)
+        # Read before any upload: a directory nested in another is refused with nothing staged.
+        nightly_projects = nightly_root(nightly, index)
     heads = {
         a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
     }
@@ -264,16 +273,39 @@ def stage(
         raise StageError(
             f"{exc} (the files were uploaded, but the run's index pages were not updated)"
         ) from None
-    pages = publish_run_index(
-        staging=staging,
-        nightly=nightly,
-        nightly_base_url=nightly_base_url,
-        run_id=run_id,
-        index=index,
-        artifacts=artifacts,
-        now=upload_time(clock()),
-    )
+    try:
+        pages = publish_run_index(
+            staging=staging,
+            nightly=nightly,
+            nightly_base_url=nightly_base_url,
+            run_id=run_id,
+            index=index,
+            artifacts=artifacts,
+            now=upload_time(clock()),
+            nightly_projects=nightly_projects,
+        )
+    except PageFormatError as exc:
+        raise _nested(
+            index, exc, "the files were uploaded, but the run's index pages were not written"
+        ) from exc
     return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
+
+
+def nightly_root(nightly: Bucket, index: str) -> tuple[str, ...]:
+    """The projects nightly's root page of ``index`` lists. Raises :class:`StageError` when the
+    page is not a root page: ``index`` is inside another directory."""
+    try:
+        return IndexStore(nightly).read_root(index)[0]
+    except PageFormatError as exc:
+        raise _nested(index, exc, "nothing was staged") from exc
+
+
+def _nested(index: str, exc: PageFormatError, then: str) -> StageError:
+    return StageError(
+        f"nightly's pages of {index!r} cannot be read ({exc}): is {index!r} inside another "
+        f"index directory, or another inside it? Their pages would overwrite each other's; "
+        f"stage into a directory of WHEELGATE_ALLOWED_INDEXES ({then})"
+    )
 
 
 def first_staged(staging: Bucket, run_id: str) -> datetime | None:
@@ -362,13 +394,15 @@ def publish_run_index(
     artifacts: Sequence[LocalArtifact],
     now: str,
     workers: int = 16,
+    nightly_projects: tuple[str, ...] | None = None,
 ) -> PageWrites:
     """Write the run's index for ``index``: a page for every project of the run and of the
     nightly directory, each listing the run's own staged files (relative links) over nightly's
     files as they stand now (absolute links), and the root page naming them all.
 
     So the run's tests resolve dependencies that live only in nightly, and install no other
-    run's bytes. Pages are updated with conditional writes, so several build jobs staging into
+    run's bytes. ``nightly_projects`` is what nightly's root page lists, when the caller read
+    it already. Pages are updated with conditional writes, so several build jobs staging into
     one run's directory at once lose no entry.
     """
     by_project: dict[str, list[LocalArtifact]] = defaultdict(list)
@@ -381,21 +415,22 @@ def publish_run_index(
         tags={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
     )
     nightly_pages = IndexStore(nightly)
-    nightly_projects, _ = nightly_pages.read_root(index)
+    if nightly_projects is None:
+        nightly_projects = nightly_root(nightly, index)
     projects = sorted({*by_project, *nightly_projects})
 
     def publish(project: str) -> PageWrites:
         page_dir = PAGES.project_dir(index, project)
         run_page_dir = run_pages.prefix + page_dir
         entries = [
-            IndexEntry(
-                filename=a.filename,
-                url=href(run_page_dir, STAGING.artifact(run_id, index, a.filename)),
+            IndexEntry.for_file(
+                a.filename,
+                key=STAGING.artifact(run_id, index, a.filename),
+                page_dir=run_page_dir,
                 sha256=a.sha256,
                 size=a.size,
-                upload_time=now,
-                requires_python=a.metadata.requires_python if a.metadata else None,
-                metadata_sha256=a.metadata.sha256 if a.metadata else None,
+                uploaded=now,
+                metadata=a.metadata,
             )
             for a in by_project.get(project, ())
         ]

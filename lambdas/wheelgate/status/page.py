@@ -13,7 +13,8 @@ the run id and the commit are shown as those links.
 
 The state is bounded whatever happens: :data:`MAX_DECISIONS` decisions per directory,
 :data:`MAX_REJECTIONS` rejections overall, :data:`MAX_DIRECTORIES` directories, and the first
-:data:`MAX_FILES` files and :data:`MAX_TESTS` tests of a directory's latest promoted run.
+:data:`MAX_FILES` files and :data:`MAX_TESTS` tests of a directory's latest promoted run, and
+:data:`MAX_IMPORTS` imports of :data:`MAX_IMPORT_FILES` files each.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.core.layout import (
     HTML_PAGE,
+    IMPORT_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
     STATUS_PREFIX,
     YANK_RUN_PREFIX,
@@ -49,7 +51,11 @@ MAX_TESTS = 100
 #: Longer record messages are cut: they are shown in lists, and the state must stay small.
 MAX_MESSAGE = 500
 
-Kind = Literal["run", "yank", "override"]
+Kind = Literal["run", "yank", "override", "import"]
+#: Imports a directory's page lists (newest first), and the files it shows of each: an import
+#: may bring thousands, and the state is read and written on every decision.
+MAX_IMPORTS = 5
+MAX_IMPORT_FILES = 50
 
 #: Hosts whose GitHub Actions run URLs the pages turn into run and commit links.
 CI_HOSTS = frozenset({"github.com"})
@@ -100,6 +106,20 @@ class PromotedRun(BaseModel):
     links: CiLinks = CiLinks()
 
 
+class ImportedFiles(BaseModel):
+    """An import into a directory: files released with no test, apart from tested runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    source: str
+    decided_at: str
+    imported: int
+    already: int = 0
+    refused: int = 0
+    files: list[FileLine] = []
+
+
 class Decision(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -123,6 +143,8 @@ class Rejection(BaseModel):
     message: str = ""
     at: str = ""
     links: CiLinks = CiLinks()
+    #: Nightly keys an earlier attempt copied that stay there, listed on no index page.
+    left_in_nightly: list[str] = []
 
 
 class DirectoryStatus(BaseModel):
@@ -131,6 +153,8 @@ class DirectoryStatus(BaseModel):
     latest: PromotedRun | None = None
     #: Newest first.
     decisions: list[Decision] = []
+    #: Imports into the directory, newest first: never its latest (tested) run.
+    imports: list[ImportedFiles] = []
 
 
 class StatusState(BaseModel):
@@ -201,6 +225,8 @@ def run_kind(run_id: str) -> Kind:
         return "yank"
     if run_id.startswith(OVERRIDE_RUN_PREFIX):
         return "override"
+    if run_id.startswith(IMPORT_RUN_PREFIX):
+        return "import"
     return "run"
 
 
@@ -241,15 +267,31 @@ def _promoted_run(
     )
 
 
+def _imported_files(record: PromotionRecord, outcome: SetOutcome, at: str) -> ImportedFiles:
+    new = sorted((f for f in outcome.files if f.action == "imported"), key=lambda f: f.filename)
+    return ImportedFiles(
+        run_id=record.run_id,
+        source=record.imported_from or "",
+        decided_at=at,
+        imported=len(new),
+        already=len(outcome.files) - len(new),
+        refused=len(outcome.refused),
+        files=[FileLine(filename=f.filename, size=f.size, sha256=f.sha256) for f in new][
+            :MAX_IMPORT_FILES
+        ],
+    )
+
+
 def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
     """The state with the latest decision of ``record`` folded in.
 
     Idempotent: a decision already in the state (same run and time) replaces itself. The
     decision is the record's last history entry; when it is the record's own current decision
     its per-directory outcomes are used, otherwise (a refused replay of a promoted run) it is
-    listed as one run-level decision. Only a fresh promotion of a plain run (not a yank or an
-    override) can become a directory's latest promoted run, and only if it is not older than
-    the one shown.
+    listed as one run-level decision. Only a fresh promotion of a plain run (not a yank, an
+    override or an import) can become a directory's latest promoted run, and only if it is not
+    older than the one shown; an import's files are listed apart, under the directory's
+    imports.
     """
     kind = run_kind(record.run_id)
     if record.history:
@@ -298,11 +340,15 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
             and (latest is None or latest.decided_at <= at)
         ):
             latest = _promoted_run(record, outcome, at, links)
+        imports = [i for i in current.imports if (i.run_id, i.decided_at) != (record.run_id, at)]
+        if outcome is not None and kind == "import" and set_state is State.PROMOTED:
+            imports.append(_imported_files(record, outcome, at))
         directories[index] = DirectoryStatus(
             latest=latest,
             decisions=sorted([decision, *decisions], key=lambda d: d.at, reverse=True)[
                 :MAX_DECISIONS
             ],
+            imports=sorted(imports, key=lambda i: i.decided_at, reverse=True)[:MAX_IMPORTS],
         )
         if set_state is State.REJECTED:
             add_rejection(
@@ -314,6 +360,7 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
                     message=_cut(set_message),
                     at=at,
                     links=links,
+                    left_in_nightly=outcome.left_in_nightly[:MAX_FILES] if outcome else [],
                 )
             )
     if not outcomes and state_ is State.REJECTED:
@@ -515,11 +562,19 @@ def _rejection_item(rejection: Rejection, page_index: str | None) -> str:
         else _e(rejection.index or "no directory")
     )
     kind = "" if rejection.kind == "run" else f" {_badge('other', rejection.kind)}"
+    left = (
+        f'<p class="meta">{len(rejection.left_in_nightly)} object(s) an earlier attempt '
+        "copied stay in nightly, listed on no index page: "
+        + ", ".join(f"<code>{_e(key)}</code>" for key in rejection.left_in_nightly)
+        + "</p>"
+        if rejection.left_in_nightly
+        else ""
+    )
     return (
         f"<li>{_badge(State.REJECTED, rejection.reason or 'rejected')}{kind} "
         f"run {_run_id(rejection.run_id, rejection.links)}"
         f'<div class="meta">{where} · {_time(rejection.at)}</div>'
-        f'<p class="message">{_e(rejection.message)}</p></li>'
+        f'<p class="message">{_e(rejection.message)}</p>{left}</li>'
     )
 
 
@@ -531,6 +586,15 @@ def _run_summary(run: PromotedRun) -> str:
         f"<dt>Promoted</dt><dd>{_time(run.decided_at)}</dd>"
         f"<dt>Files</dt><dd>{run.file_count}</dd>"
         "</dl>"
+    )
+
+
+def _import_line(imported: ImportedFiles) -> str:
+    return (
+        f"{_badge('other', 'import')} <code>{_e(imported.run_id)}</code>: "
+        f"{imported.imported} file(s) imported from <code>{_e(imported.source)}</code> "
+        f"({imported.already} already released, {imported.refused} refused), "
+        f"{_time(imported.decided_at)}"
     )
 
 
@@ -554,6 +618,8 @@ def render_overview(state: StatusState, *, dashboard_url: str | None = None) -> 
             parts.append("<p>No run promoted yet.</p>")
         else:
             parts.append(_run_summary(run) + _tests(run.tests))
+        if status.imports:
+            parts.append(f'<p class="meta">{_import_line(status.imports[0])}</p>')
         parts.append("</section>")
         body.append("".join(parts))
     body.append("<h2>Recent rejections</h2>")
@@ -604,6 +670,27 @@ def render_directory(state: StatusState, index: str, *, dashboard_url: str | Non
             f'<ul class="plain card">{files}</ul>'
             + (f'<p class="meta">and {more} more in the package index.</p>' if more > 0 else "")
         )
+    if status.imports:
+        body.append("<h2>Imported, untested</h2>")
+        body.append(
+            '<p class="meta">Files brought in from an existing bucket by an import: no test '
+            "installed them here.</p>"
+        )
+        for imported in status.imports:
+            files = "".join(
+                f'<li><a href="{_e(_href(index, f"{index}/{f.filename}"))}">'
+                f"{_e(f.filename)}</a>"
+                f'<br><span class="meta">{human_size(f.size)} · sha256 '
+                f'<code title="{_e(f.sha256)}">{_e(f.sha256[:12])}</code></span></li>'
+                for f in imported.files
+            )
+            more = imported.imported - len(imported.files)
+            body.append(
+                f'<section class="card"><p>{_import_line(imported)}</p>'
+                + (f'<ul class="plain">{files}</ul>' if files else "")
+                + (f'<p class="meta">and {more} more in the package index.</p>' if more > 0 else "")
+                + "</section>"
+            )
     body.append("<h2>Recent decisions</h2>")
     if status.decisions:
         items = []

@@ -3,9 +3,10 @@
 The state (``status/state.json``) is read with its ETag, a decision record is folded in by
 :func:`wheelgate.status.page.apply_record`, the touched pages are rendered from the new state and
 written, and the state is written last with ``If-Match`` (``If-None-Match: *`` when there is
-none yet): it is the commit point. Losing that race means another promoter committed first; we
-re-read and re-apply, so no decision is lost, and every writer's last page writes come from a
-state that includes all committed decisions (the pattern of :mod:`wheelgate.index.store`).
+none yet): it is the commit point, through the one conditional read-modify-write loop
+(:func:`~wheelgate.storage.conditional.read_modify_write`), as index pages are. Losing that race
+means another promoter committed first; we re-read and re-apply, so no decision is lost, and
+every writer's last page writes come from a state that includes all committed decisions.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from wheelgate.core.errors import TransientError
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.redact import Redactor
 from wheelgate.index.pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
@@ -28,7 +28,8 @@ from wheelgate.status.page import (
     render_directory,
     render_overview,
 )
-from wheelgate.storage.bucket import Bucket, retry_delay
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.conditional import MAX_ATTEMPTS, Decided, Put, Rendered, read_modify_write
 
 STATE_CONTENT_TYPE = "application/json"
 
@@ -43,7 +44,7 @@ class StatusStore:
         bucket: Bucket,
         *,
         dashboard_url: str | None = None,
-        max_attempts: int = 25,
+        max_attempts: int = MAX_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.bucket = bucket
@@ -72,17 +73,22 @@ class StatusStore:
         """
         # The site is public: mask credential-shaped strings exactly as the record was saved.
         record = PromotionRecord.model_validate_json(Redactor()(record.to_json()))
-        for attempt in range(self._max_attempts):
-            current, etag = self.read()
+        link = self.dashboard_url
+        # Directory pages an attempt that lost wrote from its state: written again.
+        rendered: list[str] = []
+
+        def decide(current: StatusState) -> Decided[list[str]]:
             new = apply_record(current, record)
-            if new == current and etag is not None:
-                return []
             touched = [
                 index
                 for index, status in new.directories.items()
-                if status != current.directories.get(index)
+                if status != current.directories.get(index) or index in rendered
             ]
-            link = self.dashboard_url
+            keys = [page_key(), *(page_key(index) for index in touched), STATE_KEY]
+            return Decided(keys, new != current, lambda: render(new, touched))
+
+        def render(new: StatusState, touched: list[str]) -> Rendered:
+            rendered.extend(index for index in touched if index not in rendered)
             pages = {page_key(): render_overview(new, dashboard_url=link)}
             pages.update(
                 {
@@ -90,21 +96,25 @@ class StatusStore:
                     for index in touched
                 }
             )
-            for key, html in pages.items():
-                self.bucket.put(
-                    key,
-                    html.encode(),
-                    content_type=HTML_CONTENT_TYPE,
+            return Rendered(
+                state=Put(
+                    STATE_KEY,
+                    new.to_json().encode(),
+                    content_type=STATE_CONTENT_TYPE,
                     cache_control=PAGE_CACHE_CONTROL,
-                )
-            if self.bucket.commit(
-                STATE_KEY,
-                new.to_json().encode(),
-                etag=etag,
-                content_type=STATE_CONTENT_TYPE,
-                cache_control=PAGE_CACHE_CONTROL,
-            ):
-                return [*pages, STATE_KEY]
-            # Another promoter committed first; our pages are rewritten on the retry.
-            self._sleep(retry_delay(attempt))
-        raise TransientError(f"{STATE_KEY} kept changing; gave up after {self._max_attempts} tries")
+                ),
+                derived=[
+                    Put(
+                        key,
+                        html.encode(),
+                        content_type=HTML_CONTENT_TYPE,
+                        cache_control=PAGE_CACHE_CONTROL,
+                    )
+                    for key, html in pages.items()
+                ],
+            )
+
+        outcome = read_modify_write(
+            self.bucket, self.read, decide, max_attempts=self._max_attempts, sleep=self._sleep
+        )
+        return outcome.result if outcome.written else []

@@ -40,6 +40,8 @@ from wheelgate.storage.errors import (
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+#: Content type of a stored wheel or sdist.
+ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 #: S3's single-request limit for PutObject and CopyObject.
 SINGLE_REQUEST_LIMIT = 5 * 1024**3
 #: Part size for multipart uploads and copies of larger files (S3 allows at most 10,000 parts).
@@ -61,6 +63,15 @@ class ObjectLock:
 
     mode: str
     until: datetime
+
+
+@dataclass(frozen=True)
+class Copied:
+    """A server-side copy: the copy's ETag and the full-object SHA-256 S3 computed of it
+    (``None`` for a multipart copy, of which S3 keeps a composite checksum only)."""
+
+    etag: str
+    sha256: str | None
 
 
 def s3_translated(client: S3Client, operation: str, bucket: str, key: str) -> Any:
@@ -229,10 +240,10 @@ class Bucket:
     ) -> str:
         """Write a small object with a SHA-256 checksum; return its ETag.
 
-        ``if_match`` / ``if_none_match`` make the write conditional; a lost condition raises
-        :class:`PreconditionFailed`. ``lock`` gives the version its own Object Lock (the
-        writer needs ``s3:PutObjectRetention``); ``tags`` are its object tags (the writer needs
-        ``s3:PutObjectTagging``).
+        ``if_match`` / ``if_none_match`` make the write conditional; a lost condition (an
+        ``if_match`` key that is gone included) raises :class:`PreconditionFailed`. ``lock``
+        gives the version its own Object Lock (the writer needs ``s3:PutObjectRetention``);
+        ``tags`` are its object tags (the writer needs ``s3:PutObjectTagging``).
         """
         digest = hashlib.sha256(body).digest()
         kwargs: dict[str, Any] = {
@@ -255,7 +266,13 @@ class Bucket:
         if tags:
             kwargs["Tagging"] = urlencode(tags)
         with self._translated("PutObject", key):
-            response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
+            try:
+                response = self.client.put_object(Bucket=self.name, Key=key, **kwargs)
+            except ClientError as exc:
+                if if_match and error_code(exc) in _NOT_FOUND:
+                    # S3 answers If-Match on a key that is gone with 404: the version read is.
+                    raise PreconditionFailed(f"s3://{self.name}/{key}: {error_code(exc)}") from exc
+                raise
         return str(response["ETag"])
 
     def commit(
@@ -396,15 +413,28 @@ class Bucket:
         *,
         part_size: int = MULTIPART_PART_SIZE,
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
-    ) -> str | None:
-        """Server-side copy that never overwrites; return the copy's full-object SHA-256.
+        metadata: Mapping[str, str] | None = None,
+    ) -> Copied:
+        """Server-side copy that never overwrites; return the copy's ETag and full-object
+        SHA-256.
 
         The source is pinned by ETag. Up to ``single_request_limit`` bytes, S3 computes a
-        full-object SHA-256 of the copy, which is returned for the caller to verify; larger
-        objects are copied part by part and ``None`` is returned (the hash recorded in user
-        metadata travels with the copy). Raises :class:`PreconditionFailed` if ``key`` exists.
+        full-object SHA-256 of the copy (the request asks for ``ChecksumAlgorithm=SHA256``),
+        which is returned for the caller to verify; larger objects are copied part by part and
+        have none. The copy keeps the source's user metadata (the hash recorded in it
+        travels with the copy), or has ``metadata`` instead (and the content type of a
+        distribution file). Raises :class:`PreconditionFailed` if ``key`` exists.
         """
         copy_source = {"Bucket": source.name, "Key": source_key}
+        replaced: dict[str, Any] = (
+            {}
+            if metadata is None
+            else {
+                "MetadataDirective": "REPLACE",
+                "Metadata": dict(metadata),
+                "ContentType": ARTIFACT_CONTENT_TYPE,
+            }
+        )
         if size <= single_request_limit:
             with self._translated("CopyObject", key):
                 response = self.client.copy_object(
@@ -414,24 +444,36 @@ class Bucket:
                     CopySourceIfMatch=source_etag,
                     IfNoneMatch="*",
                     ChecksumAlgorithm="SHA256",
+                    **replaced,
                 )
-            checksum = response.get("CopyObjectResult", {}).get("ChecksumSHA256")
-            return sha256_b64_to_hex(checksum) if checksum else None
-        self._multipart_copy(source, source_key, source_etag, size, key, part_size)
-        return None
+            result = response.get("CopyObjectResult", {})
+            checksum = result.get("ChecksumSHA256")
+            return Copied(
+                etag=str(result.get("ETag", "")),
+                sha256=sha256_b64_to_hex(checksum) if checksum else None,
+            )
+        etag = self._multipart_copy(source, source_key, source_etag, size, key, part_size, metadata)
+        return Copied(etag=etag, sha256=None)
 
     def _multipart_copy(
-        self, source: Bucket, source_key: str, source_etag: str, size: int, key: str, part: int
-    ) -> None:
+        self,
+        source: Bucket,
+        source_key: str,
+        source_etag: str,
+        size: int,
+        key: str,
+        part: int,
+        metadata: Mapping[str, str] | None,
+    ) -> str:
         head = source.head(source_key)
         if head is None or head.etag != source_etag:
-            raise PreconditionFailed(f"s3://{source.name}/{source_key} changed during promotion")
+            raise PreconditionFailed(f"s3://{source.name}/{source_key} changed during the copy")
         with self._translated("multipart copy", key):
             upload = self.client.create_multipart_upload(
                 Bucket=self.name,
                 Key=key,
-                ContentType="application/octet-stream",
-                Metadata=dict(head.metadata),
+                ContentType=ARTIFACT_CONTENT_TYPE,
+                Metadata=dict(head.metadata if metadata is None else metadata),
             )
             upload_id = upload["UploadId"]
             ranges = [(start, min(start + part, size) - 1) for start in range(0, size, part)]
@@ -452,13 +494,14 @@ class Bucket:
             try:
                 with ThreadPoolExecutor(max_workers=8) as pool:
                     parts = list(pool.map(copy_part, enumerate(ranges, start=1)))
-                self.client.complete_multipart_upload(
+                completed = self.client.complete_multipart_upload(
                     Bucket=self.name,
                     Key=key,
                     UploadId=upload_id,
                     MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
                     IfNoneMatch="*",
                 )
+                return str(completed["ETag"])
             except BaseException:
                 self._abort(key, upload_id)
                 raise
