@@ -54,11 +54,9 @@ from wheelgate.core.verdicts import (
 )
 from wheelgate.index.pages import IndexEntry, upload_time
 from wheelgate.promotion.recorder import Promotion
-from wheelgate.storage.bucket import Bucket, retry_delay
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.conditional import Decided, Put, Rendered, read_modify_write
 from wheelgate.storage.errors import PreconditionFailed
-
-#: Attempts at the keys document's conditional write against concurrent promoters.
-_KEY_DOCUMENT_ATTEMPTS = 8
 
 
 class Signer(Protocol):
@@ -214,8 +212,10 @@ class VerdictWriter:
 
     def publish_key(self) -> str:
         """Make sure the keys document lists the signer's key as the signing key (once per
-        writer); return its keyid. Raises :class:`~wheelgate.core.errors.TransientError`
-        when concurrent writers keep winning the document's conditional write."""
+        writer), through the one conditional read-modify-write loop
+        (:func:`~wheelgate.storage.conditional.read_modify_write`); return its keyid.
+        Raises :class:`~wheelgate.core.errors.TransientError` when the document cannot be
+        read or concurrent writers keep winning its conditional write."""
         with self._lock:
             if self._keyid is not None:
                 return self._keyid
@@ -223,36 +223,24 @@ class VerdictWriter:
             key = PublishedKey(
                 keyid=keyid_of(der), pem=pem_of(der), valid_from=upload_time(self.clock())
             )
-            for attempt in range(1, _KEY_DOCUMENT_ATTEMPTS + 1):
+
+            def read() -> tuple[KeyDocument, str | None]:
                 found = self.nightly.get(VERDICT_KEYS_KEY)
+                if found is None:
+                    return KeyDocument(), None
                 try:
-                    current = parse_key_document(found[0]) if found else KeyDocument()
+                    return parse_key_document(found[0]), found[1]
                 except VerdictFormatError as exc:
                     raise TransientError(f"{VERDICT_KEYS_KEY}: {exc}") from exc
+
+            def decide(current: KeyDocument) -> Decided[None]:
                 updated = current.with_signing_key(key)
-                if found is not None and updated == current:
-                    break
-                try:
-                    self.nightly.put(
-                        VERDICT_KEYS_KEY,
-                        updated.to_bytes(),
-                        content_type=ENVELOPE_CONTENT_TYPE,
-                        if_match=found[1] if found else None,
-                        if_none_match=found is None,
-                    )
-                    break
-                except PreconditionFailed:
-                    self._sleep(attempt)
-            else:
-                raise TransientError(
-                    f"{VERDICT_KEYS_KEY}: lost {_KEY_DOCUMENT_ATTEMPTS} conditional writes"
-                )
+                put = Put(VERDICT_KEYS_KEY, updated.to_bytes(), ENVELOPE_CONTENT_TYPE)
+                return Decided(None, updated != current, lambda: Rendered(put))
+
+            read_modify_write(self.nightly, read, decide)
             self._keyid = key.keyid
             return key.keyid
-
-    @staticmethod
-    def _sleep(attempt: int) -> None:
-        threading.Event().wait(retry_delay(attempt))
 
     @staticmethod
     def _check_same(key: str, held: bytes | None, step: FileStep) -> None:
