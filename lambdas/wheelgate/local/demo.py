@@ -246,8 +246,10 @@ class Demo:
         )
         started = time.monotonic()
         nightly_index = f"{self.nightly_url}{INDEX}/"
-        ok = self.pip_install("venv-nightly", nightly_index, "demo-torch==2.7.0")
-        self.step("run 1: pip installed demo-torch==2.7.0 from nightly", ok is not None, started)
+        pip_report = self.pip_install("venv-nightly", nightly_index, "demo-torch==2.7.0")
+        self.step(
+            "run 1: pip installed demo-torch==2.7.0 from nightly", pip_report is not None, started
+        )
         started = time.monotonic()
         ok = self.uv_install("venv-nightly-uv", nightly_index, "demo-torch==2.7.0")
         self.step("run 1: uv installed demo-torch==2.7.0 from nightly", ok is not None, started)
@@ -277,7 +279,7 @@ class Demo:
         self.step("run 2: demo-torch==2.8.0 cannot be installed from nightly", refused, started)
 
         started = time.monotonic()
-        url = self.installed_url(ok, "demo-torch") if ok else ""
+        url = self.installed_url(pip_report, "demo-torch") if pip_report else ""
         verified = self.wheelgate("verify", url, "--json", check=False)
         facts = json.loads(verified.stdout) if verified.stdout.strip() else {}
         self.step(
