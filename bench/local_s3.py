@@ -59,14 +59,15 @@ def local_s3() -> Iterator[dict[str, Any]]:
             local.kill()
 
 
-def counting_client(counter: Counter[str]) -> Any:
-    """An S3 client (of the default session) that counts each request it sends by operation."""
-    client = boto3.client("s3")
+def counting_client(counter: Counter[str], service: str = "s3") -> Any:
+    """A client of ``service`` (of the default session) that counts each request it sends by
+    operation."""
+    client = boto3.client(service)  # type: ignore[call-overload]
 
     def count(model: Any, **_: Any) -> None:
         counter[model.name] += 1
 
-    client.meta.events.register("before-call.s3", count)
+    client.meta.events.register(f"before-call.{service}", count)
     return client
 
 

@@ -5,8 +5,9 @@ project of the directory, so its cost follows the directory's project count).
 
 The local S3 (``wheelgate local``: moto server, real HTTP) runs in its own process, so the
 objects it holds do not slow the measured process; it is filled over HTTP, then each promotion
-runs the real promoter with a client that counts every request it sends. Rounds alternate
-between the two directories so machine noise hits both alike.
+runs the real promoter with clients that count every request it sends (S3, and KMS for the
+verdicts it signs). Rounds alternate between the two directories so machine noise hits both
+alike.
 
     .venv/bin/python bench/promotion_cost.py [--rounds 5]
 """
@@ -38,6 +39,7 @@ from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.signing import KmsSigner
 
 N_FILES = 20
 PROJECTS = ("torch", "torchvision")
@@ -84,10 +86,13 @@ def one_round(
     )
     counter: Counter[str] = Counter()
     client = counting_client(counter)
+    settings = PromoterSettings.from_env(os.environ)
     promoter = PromotionService(
-        settings=PromoterSettings.from_env(__import__("os").environ),
+        settings=settings,
         staging=Bucket(client, STAGING_BUCKET),
         nightly=Bucket(client, NIGHTLY_BUCKET),
+        # Each file's verdict is signed by the local stack's KMS key (counted with S3's).
+        signer=KmsSigner(counting_client(counter, "kms"), settings.verdict_key_arn or ""),
     )
     started = time.perf_counter()
     record = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
@@ -121,7 +126,7 @@ def main() -> int:
     p = len(PROJECTS)
     print(
         f"Promote N={N_FILES} files of P={p} projects into a directory holding M other files "
-        f"(median of {args.rounds} rounds; bound 9N + 7P + 10 = {9 * N_FILES + 7 * p + 10})"
+        f"(median of {args.rounds} rounds; bound 11N + 7P + 12 = {11 * N_FILES + 7 * p + 12})"
     )
     header = f"| {'M other files':>13} | {'requests':>8} | {'seconds':>8} |"
     print(f"{header} {'requests by operation':<60} | {'stage requests':>14} |")

@@ -22,6 +22,7 @@ from wheelgate.core.layout import (
     RESERVED_TOP_LEVEL,
     RUNS_PREFIX,
     STATUS_PREFIX,
+    VERDICT_KEYS_KEY,
 )
 from wheelgate.core.settings import ImportSource
 
@@ -453,6 +454,14 @@ class Access(Construct):
                     resources=[nightly.arn_for_objects(f"{index}/*") for index in index_dirs],
                 ),
                 iam.PolicyStatement(
+                    # The public keys of verdicts (docs/verdicts.md): a fixed key outside every
+                    # index directory, named like a page, so it may be updated in place (If-Match)
+                    # when a rotation adds a key.
+                    sid="WriteVerdictKeys",
+                    actions=["s3:PutObject"],
+                    resources=[nightly.arn_for_objects(VERDICT_KEYS_KEY)],
+                ),
+                iam.PolicyStatement(
                     # A PutObject that sets its own Object Lock needs this too: the index pages
                     # are written with a lock shorter than the files', so that replaced page
                     # versions can expire. Pages only; the bucket policy denies a file a
@@ -517,25 +526,39 @@ class Access(Construct):
         acknowledge_resource_wildcards(policy, statements, WILDCARD_REASON)
         return policy
 
-    def confine_promoter_to(self, function_arn: str) -> None:
-        """Let the promoter role write staging and nightly only from ``function_arn``'s code.
+    def confine_promoter_to(
+        self, function_arn: str, *, signing_key_arns: Sequence[str] = ()
+    ) -> None:
+        """Let the promoter role write staging and nightly, and sign with ``signing_key_arns``,
+        only from ``function_arn``'s code.
 
         Lambda puts the calling function's ARN in its credentials' context
         (``lambda:SourceFunctionArn``, identity policies only); a function created with the
-        promoter role (``iam:PassRole`` + ``lambda:CreateFunction``) is refused every write.
-        The promoter function's own code (``lambda:UpdateFunctionCode``) is not, which
-        docs/security.md says.
+        promoter role (``iam:PassRole`` + ``lambda:CreateFunction``) is refused every write and
+        every signature. The promoter function's own code (``lambda:UpdateFunctionCode``) is
+        not, which docs/security.md says.
         """
+        # Absent (credentials used outside a function) counts as not equal: denied.
+        elsewhere = {"ArnNotEquals": {"lambda:SourceFunctionArn": function_arn}}
         self.promoter_policy.add_statements(
             iam.PolicyStatement(
                 sid="DenyWritesFromOtherFunctions",
                 effect=iam.Effect.DENY,
                 actions=OBJECT_WRITE_ACTIONS,
                 resources=[bucket.arn_for_objects("*") for bucket in self._buckets],
-                # Absent (credentials used outside a function) counts as not equal: denied.
-                conditions={"ArnNotEquals": {"lambda:SourceFunctionArn": function_arn}},
+                conditions=elsewhere,
             )
         )
+        if signing_key_arns:
+            self.promoter_policy.add_statements(
+                iam.PolicyStatement(
+                    sid="DenySigningFromOtherFunctions",
+                    effect=iam.Effect.DENY,
+                    actions=["kms:Sign"],
+                    resources=list(signing_key_arns),
+                    conditions=elsewhere,
+                )
+            )
 
     def _protect_staging(self, staging: s3.IBucket, break_glass: list[str]) -> None:
         build, reporter, promoter, deps = (

@@ -313,6 +313,8 @@ class WheelGateProps(_Settings):
     #: Which versions index pages list, per index directory (``WHEELGATE_LISTING_RETENTION``).
     listing_retention: Retention = ListingRetention()
     block_all_on_failure: Flag = True
+    #: Which verdict signing key the stack holds: raising it rotates the key (docs/operations.md).
+    verdict_key_generation: PositiveInt = 1
     dev_bucket_name: NonEmptyString
     oidc_provider_arn: NullableString = None
     cache_bucket_name: NullableString = None

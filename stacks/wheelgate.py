@@ -17,6 +17,7 @@ from wheelgate.core.settings import (
     ENV_BLOCK_ALL_ON_FAILURE,
     ENV_BREAK_GLASS_ID,
     ENV_DASHBOARD_URL,
+    ENV_FANOUT_COPY_CONCURRENCY,
     ENV_FANOUT_MIN_BYTES,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
@@ -32,6 +33,7 @@ from wheelgate.core.settings import (
     ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
+    ENV_VERDICT_KEY_ARN,
 )
 
 from .access import Access
@@ -42,6 +44,7 @@ from .monitoring import Monitoring
 from .promoter_function import PromoterFunction
 from .promoter_layer import layer_code
 from .props import ConfigError, Problem, WheelGateProps, key
+from .signing import VerdictKey
 from .storage import Storage
 from .waf import RateLimitAcl
 
@@ -61,9 +64,9 @@ def package_code_dir() -> Path:
 
 class WheelGate(Construct):
     """WheelGate: the staging and nightly buckets, the GitHub OIDC roles and bucket policies,
-    the promoter function and its queue, the fan-out state machine, the two CloudFront
-    distributions, alarms and dashboard, configured by ``props`` (the keys of docs/deploy.md).
-    Its ``CfnOutput`` s are what CI and operators read (docs/deploy.md, Outputs).
+    the promoter function and its queue, the verdict signing key, the fan-out state machine,
+    the two CloudFront distributions, alarms and dashboard, configured by ``props`` (the keys of
+    docs/deploy.md). Its ``CfnOutput`` s are what CI and operators read (docs/deploy.md, Outputs).
 
     One per stack: the fan-out state machine and the dashboard are named after the stack
     (``<stack>-fanout``, ``<stack>-promotion``); give each deployment a stack of its own. An
@@ -80,7 +83,8 @@ class WheelGate(Construct):
             function runs; ``None``: the one this process imports (:func:`package_code_dir`).
 
     Attributes:
-        storage, access, promoter, fanout, cdn, monitoring, dashboard: the components.
+        storage, access, promoter, fanout, cdn, monitoring, dashboard, verdict_key: the
+            components.
 
     Raises :class:`~stacks.props.ConfigError` for settings the stack's region cannot deploy
     (``waf_rate_limit`` outside us-east-1), ``ValueError`` for a second WheelGate in one stack
@@ -156,6 +160,13 @@ class WheelGate(Construct):
             nightly_retention_days=props.nightly_retention_days,
             import_sources=props.import_locations,
         )
+        verdict_key = VerdictKey(
+            self,
+            "VerdictKey",
+            signer=access.promoter_role,
+            deploy_role_arn=deploy_role_arn(stack),
+            generation=props.verdict_key_generation,
+        )
         web_acl_arn = props.waf_web_acl_arn
         if props.waf_rate_limit is not None:
             web_acl_arn = RateLimitAcl(self, "Waf", rate_limit=props.waf_rate_limit).web_acl_arn
@@ -210,10 +221,14 @@ class WheelGate(Construct):
                 ENV_NIGHTLY_RETENTION_MODE: props.nightly_retention_mode,
                 ENV_NIGHTLY_PAGE_RETENTION_DAYS: str(props.nightly_page_retention_days),
                 ENV_LISTING_RETENTION: props.listing_retention.to_json(),
+                ENV_VERDICT_KEY_ARN: verdict_key.key.key_arn,
+                ENV_FANOUT_COPY_CONCURRENCY: str(props.fanout.copy_concurrency),
                 ENV_IMPORT_SOURCES: import_sources,
             },
         )
-        access.confine_promoter_to(promoter.function.function_arn)
+        access.confine_promoter_to(
+            promoter.function.function_arn, signing_key_arns=[verdict_key.key.key_arn]
+        )
         cdn.nightly.grant_create_invalidation(access.promoter_role)
         fanout = FanOut(
             self,
@@ -276,6 +291,8 @@ class WheelGate(Construct):
             # For an operator's `wheelgate index rebuild` (WHEELGATE_LISTING_RETENTION): the
             # listing pages it writes keep what the promoter's would.
             "ListingRetention": props.listing_retention.to_json(),
+            # The key that signs verdicts now (its public key is also in nightly's keys document).
+            "VerdictKeyArn": verdict_key.key.key_arn,
             # For the operator's `wheelgate import` (WHEELGATE_IMPORT_SOURCES): it refuses a
             # source the promoter would.
             "ImportSources": import_sources,
@@ -291,6 +308,7 @@ class WheelGate(Construct):
         self.fanout = fanout
         self.monitoring = monitoring
         self.dashboard = dashboard
+        self.verdict_key = verdict_key
 
     @property
     def oidc_provider_arn(self) -> str:

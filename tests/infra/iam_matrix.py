@@ -21,7 +21,9 @@ integration tests, never sets ``s3:if-none-match``, so this evaluator is the onl
 rule.
 
 A third table (:func:`compute_services`) shows who may start the fan-out state machine and
-invoke the promoter function (identity policies alone: neither has a resource policy).
+invoke the promoter function (identity policies alone: neither has a resource policy). A fourth
+(:func:`compute_verdict_key`) shows who may sign with the verdict key and take it out of
+service, its key policy evaluated as the resource policy.
 
 Run ``python -m tests.infra.iam_matrix`` to print the tables, or with ``--write docs/security.md``
 to refresh the tables between the markers in that file.
@@ -65,6 +67,8 @@ BUCKET_MARK_START = "<!-- bucket-settings-matrix:start -->"
 BUCKET_MARK_END = "<!-- bucket-settings-matrix:end -->"
 SERVICE_MARK_START = "<!-- service-matrix:start -->"
 SERVICE_MARK_END = "<!-- service-matrix:end -->"
+KEY_MARK_START = "<!-- verdict-key-matrix:start -->"
+KEY_MARK_END = "<!-- verdict-key-matrix:end -->"
 OTHER_ACCOUNT = "444455556666"
 
 #: Condition keys as AWS's "Enforce conditional writes on Amazon S3 buckets" names them:
@@ -455,6 +459,45 @@ def render_services(cells: Sequence[Cell]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Columns of the verdict key matrix: KMS actions on the key.
+KEY_REQUESTS = (
+    Request("Sign", "kms:Sign"),
+    Request("GetPublicKey", "kms:GetPublicKey"),
+    Request("ScheduleKeyDeletion", "kms:ScheduleKeyDeletion"),
+    Request("DisableKey", "kms:DisableKey"),
+    Request("PutKeyPolicy", "kms:PutKeyPolicy"),
+)
+KEY_TARGET = "verdict key"
+
+
+def compute_verdict_key(template: dict[str, Any]) -> list[Cell]:
+    """Evaluate every principal x :data:`KEY_REQUESTS` on the verdict key, its key policy as
+    the resource policy (the account-root statement delegates to identity policies)."""
+    resolver = Resolver(template)
+    nodes = _nodes(resolver)
+    principal_context = _principal_context(resolver)
+    (key,) = [
+        lid
+        for lid, r in resolver.of_type("AWS::KMS::Key").items()
+        if r["Properties"].get("KeyUsage") == "SIGN_VERIFY"
+    ]
+    arn = resolver.get_att(key, "Arn")
+    policy = resolver.resolve(resolver.resources[key]["Properties"]["KeyPolicy"])
+    cells = []
+    for principal in PRINCIPALS:
+        for request in KEY_REQUESTS:
+            allowed = _decide(
+                nodes[principal], request, arn, policy, principal_context.get(principal, {})
+            )
+            cells.append(Cell(principal, KEY_TARGET, request.label, allowed))
+    return cells
+
+
+def render_verdict_key(cells: Sequence[Cell]) -> str:
+    """The verdict key matrix (:func:`compute_verdict_key`) as a Markdown table."""
+    return render(cells, KEY_REQUESTS, (KEY_TARGET,))
+
+
 def render(
     cells: Sequence[Cell],
     requests: Sequence[Request] = REQUESTS,
@@ -514,14 +557,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = render_bucket_settings(compute_bucket_settings(template))
     services = render_services(compute_services(template))
     locks = render_locks(compute_locks(template))
+    key = render_verdict_key(compute_verdict_key(template))
     if args.write:
         document = replace_table(args.write.read_text(), table)
         document = replace_table(document, settings, BUCKET_MARK_START, BUCKET_MARK_END)
         document = replace_table(document, services, SERVICE_MARK_START, SERVICE_MARK_END)
         document = replace_table(document, locks, LOCK_MARK_START, LOCK_MARK_END)
+        document = replace_table(document, key, KEY_MARK_START, KEY_MARK_END)
         args.write.write_text(document)
     else:
-        sys.stdout.write(table + "\n" + settings + "\n" + services + "\n" + locks)
+        sys.stdout.write(table + "\n" + settings + "\n" + services + "\n" + locks + "\n" + key)
     return 0
 
 

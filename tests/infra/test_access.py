@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match, Template
 
 from tests.infra.oidc_matrix import string_like
 from tests.infra.resolve import ACCOUNT, DEPLOY_ROLE_ARN, Resolver
+from wheelgate.core.layout import VERDICT_KEYS_KEY
 
 STAGING = "arn:aws:s3:::wheelgate-staging"
 NIGHTLY = "arn:aws:s3:::wheelgate-nightly"
@@ -114,6 +115,12 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
     queues = resolver.of_type("AWS::SQS::Queue")
     (main,) = [lid for lid, q in queues.items() if "RedrivePolicy" in q["Properties"]]
     dlq = queues[main]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    (key,) = [
+        lid
+        for lid, r in resolver.of_type("AWS::KMS::Key").items()
+        if r["Properties"].get("KeyUsage") == "SIGN_VERIFY"
+    ]
+    verdict_key = resolver.get_att(key, "Arn")
     assert _statements(template_json, "promoter") == {
         "ReadStaging": ("Allow", ["s3:GetObject", "s3:GetObjectAttributes"], f"{STAGING}/*"),
         "WriteRecordsAndStatus": (
@@ -167,6 +174,11 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
             ["s3:PutObject*", "s3:DeleteObject*", "s3:RestoreObject"],
             [f"{STAGING}/*", f"{NIGHTLY}/*"],
         ),
+        # The verdicts' public keys: one fixed key outside every index directory.
+        "WriteVerdictKeys": ("Allow", "s3:PutObject", f"{NIGHTLY}/{VERDICT_KEYS_KEY}"),
+        # Signing verdicts with the stack's key, from the promoter function's code alone.
+        "SignVerdicts": ("Allow", ["kms:Sign", "kms:GetPublicKey"], verdict_key),
+        "DenySigningFromOtherFunctions": ("Deny", "kms:Sign", verdict_key),
     }
 
 

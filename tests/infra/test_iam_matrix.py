@@ -19,6 +19,8 @@ from tests.infra.iam_matrix import (
     BUCKET_MARK_START,
     BUCKET_REQUESTS,
     BUCKET_TARGETS,
+    KEY_MARK_END,
+    KEY_MARK_START,
     LOCK_MARK_END,
     LOCK_MARK_START,
     LOCK_REQUESTS,
@@ -39,10 +41,12 @@ from tests.infra.iam_matrix import (
     compute_bucket_settings,
     compute_locks,
     compute_services,
+    compute_verdict_key,
     render,
     render_bucket_settings,
     render_locks,
     render_services,
+    render_verdict_key,
 )
 from tests.infra.summary import publish
 from tests.infra.synth import REPO_ROOT, Deployed
@@ -677,3 +681,54 @@ def test_without_the_mode_deny_a_page_takes_the_other_mode(matrix_template: dict
     cells = compute_locks(_without(matrix_template, "DenyOtherLockModes"))
     writers = {(c.principal, c.target) for c in cells if c.allowed and c.request == OTHER_MODE}
     assert ("promoter", "nightly index") in writers
+
+
+# -- The verdict key: only the promoter function signs, only deploys retire it ---------------
+
+
+@pytest.fixture(scope="module")
+def verdict_key(deployed: Deployed) -> list[Cell]:
+    return compute_verdict_key(deployed.template)
+
+
+def _who(cells: list[Cell], request: str) -> set[str]:
+    return {c.principal for c in cells if c.allowed and c.request == request}
+
+
+def test_only_the_promoter_function_signs_with_the_verdict_key(verdict_key: list[Cell]) -> None:
+    # Not the promoter role from another function, not an administrator, not the deploy role
+    assert _who(verdict_key, "Sign") == {"promoter"}
+    # The public key is readable in the account (it is published anyway)
+    assert "other-account" not in _who(verdict_key, "GetPublicKey")
+
+
+def test_only_the_deploy_role_retires_the_verdict_key(verdict_key: list[Cell]) -> None:
+    for request in ("ScheduleKeyDeletion", "DisableKey", "PutKeyPolicy"):
+        assert _who(verdict_key, request) == {"deploy"}, request
+
+
+def test_the_key_matrix_reads_the_key_policy_and_the_confinement(
+    matrix_template: dict[str, Any],
+) -> None:
+    """Without the key policy's Denies an administrator may sign and delete; without the
+    identity Deny the promoter role signs from any function."""
+    mutated = copy.deepcopy(matrix_template)
+    for resource in mutated["Resources"].values():
+        if resource["Type"] == "AWS::KMS::Key":
+            statements = resource["Properties"]["KeyPolicy"]["Statement"]
+            statements[:] = [s for s in statements if s["Effect"] != "Deny"]
+        if resource["Type"] == "AWS::IAM::Policy":
+            statements = resource["Properties"]["PolicyDocument"]["Statement"]
+            statements[:] = [
+                s for s in statements if s.get("Sid") != "DenySigningFromOtherFunctions"
+            ]
+    cells = compute_verdict_key(mutated)
+    assert {"account-admin", "promoter-elsewhere"} <= _who(cells, "Sign")
+    assert "account-admin" in _who(cells, "ScheduleKeyDeletion")
+
+
+def test_security_doc_shows_the_current_verdict_key_matrix(verdict_key: list[Cell]) -> None:
+    document = SECURITY_DOC.read_text()
+    assert between(document, KEY_MARK_START, KEY_MARK_END) == (
+        render_verdict_key(verdict_key).strip()
+    ), STALE.format("iam_matrix")

@@ -4,6 +4,7 @@ retry numbers, and every fault converges on the single invocation's final state.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -19,7 +20,7 @@ import pytest
 
 from tests.integration.test_promoter import Context, nightly_versions, sqs_event
 from wheelgate.core.errors import TransientError
-from wheelgate.core.layout import STAGING
+from wheelgate.core.layout import PAGE_NAMES, STAGING, VERDICT_KEYS_KEY
 from wheelgate.core.override import new_request_id
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import (
@@ -53,6 +54,7 @@ from wheelgate.promotion.observer import DecisionStats
 from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.signing import KmsSigner
 from wheelgate.storage.workflow import SqsSender
 
 COMMIT = "5" * 40
@@ -124,6 +126,8 @@ class Fanout:
             launcher=self.launcher,
             queue=SqsSender(sqs),
             observer=self.decisions,
+            # The local stack's verdict key, as the promoter function signs with it.
+            signer=KmsSigner(boto3.client("kms"), settings.verdict_key_arn or ""),
         )
 
     def _run_step(self, event: dict[str, Any]) -> Any:
@@ -265,7 +269,11 @@ def nightly_objects(s3: Any, prefix: str) -> dict[str, bytes]:
 
 
 def without_times(page: bytes) -> Any:
-    """A page with its upload times left out (they say when, not what)."""
+    """A page with its upload times left out (they say when, not what); a verdict as its
+    subject (its run, time and signature differ between two runs of the same bytes)."""
+    if b'"payloadType"' in page:
+        statement = json.loads(base64.b64decode(json.loads(page)["payload"]))
+        return statement["subject"]
     if not page.lstrip().startswith(b"{"):
         return re.sub(rb' data-upload-time="[^"]*"', b"", page)
     doc = json.loads(page)
@@ -296,6 +304,10 @@ def assert_promoted_alike(
     assert [h["state"] for h in record["history"]] == ["pending", "promoted"]
     assert baseline["state"] == "promoted", baseline["message"]
     assert [h["state"] for h in baseline["history"]] == ["promoted"]
+    # Each file has its verdict beside it, through either path.
+    files = [f for s in record["sets"] for f in s["files"]]
+    assert files
+    assert all(f["verdict"] == f"{fanned.index}/{f['filename']}.verdict.json" for f in files)
     assert not list(single.fanout.staging.list(STAGING.job_prefix(single.job())))
     fanned_objects = nightly_objects(s3, fanned.index + "/")
     single_objects = nightly_objects(s3, single.index + "/")
@@ -307,9 +319,19 @@ def assert_promoted_alike(
         assert record[field] == baseline[field], field
     strip = len(fanned.index), len(single.index)
     assert [p[strip[0] :] for p in record["pages"]] == [p[strip[1] :] for p in baseline["pages"]]
-    assert [dict(s, index="") for s in record["sets"]] == [
-        dict(s, index="") for s in baseline["sets"]
-    ]
+
+    def shape(sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The sets with their index directory (also in each verdict's key) left out."""
+        return [
+            dict(
+                s,
+                index="",
+                files=[dict(f, verdict=f["verdict"].rsplit("/", 1)[1]) for f in s["files"]],
+            )
+            for s in sets
+        ]
+
+    assert shape(record["sets"]) == shape(baseline["sets"])
 
 
 def test_a_large_set_ends_as_a_single_invocation_would_leave_it(
@@ -346,7 +368,9 @@ def test_a_large_set_ends_as_a_single_invocation_would_leave_it(
     pages = [
         n
         for n, (bucket, key) in enumerate(puts)
-        if bucket == NIGHTLY_BUCKET and key.endswith(("index.html", "index.json"))
+        if bucket == NIGHTLY_BUCKET
+        and key.endswith(("index.html", "index.json"))
+        and key != VERDICT_KEYS_KEY  # the public keys, written before the first verdict
     ]
     assert len(done) == 3
     assert pages
@@ -468,7 +492,7 @@ def test_a_refused_copy_rejects_the_run_and_leaves_the_pages(
     item2 = [s for s in fanout.steps if s.get("item") == 2]
     assert len(item2) == 1
     assert [s["fanout_step"] for s in fanout.steps if "item" not in s] == ["conclude"]
-    pages = [k for k in nightly_objects(s3, run.index + "/") if k.endswith((".html", ".json"))]
+    pages = [k for k in nightly_objects(s3, run.index + "/") if k.endswith(tuple(PAGE_NAMES))]
     assert pages == []
     assert leases_free(fanout.staging, run.index)
     assert fanout.received(fanout.queue_url) == []
@@ -744,6 +768,17 @@ def test_a_break_glass_override_of_a_large_run_goes_through_an_execution(
     assert record["state"] == "promoted", record["message"]
     assert record["override"]["by"] == f"AWS:{role_id}:oncall"
     assert "tests overridden by" in record["message"]
+    # And each file's verdict says who overrode the tests and why, and names no test.
+    envelope = fanout.nightly.get(f"{run.index}/{wheels[0].name}.verdict.json")
+    assert envelope is not None
+    statement = json.loads(base64.b64decode(json.loads(envelope[0])["payload"]))
+    facts = statement["predicate"]["https://wheelgate.dev/verdict/v1"]
+    assert (facts["kind"], facts["actor"], facts["tests"]) == (
+        "override",
+        f"AWS:{role_id}:oncall",
+        [],
+    )
+    assert facts["reason"] == "GPU runners down; verified by hand"
 
 
 MB = 1024 * 1024

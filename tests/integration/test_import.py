@@ -29,13 +29,15 @@ from tests.integration.installs import pip
 from tests.integration.test_fanout import Fanout
 from tests.integration.test_promoter import Run, deliver, nightly_versions, sqs_event
 from wheelgate.core.importing import new_import_request
-from wheelgate.core.layout import STAGING
+from wheelgate.core.layout import STAGING, VERDICT_KEYS_KEY
 from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
     ENV_BREAK_GLASS_ID,
     ENV_IMPORT_SOURCES,
     PromoterSettings,
 )
+from wheelgate.core.signatures import check_verdict
+from wheelgate.core.verdicts import parse_key_document
 from wheelgate.core.wheelmeta import FileRangeReader, read_core_metadata
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
@@ -187,10 +189,21 @@ def test_an_import_brings_the_seed_in_and_refuses_what_a_promotion_would(
         "dup-1.0-py3-none-any.whl",
     }
     assert set(files) == expected
+    keys = parse_key_document(nightly.get(VERDICT_KEYS_KEY)[0]).keys  # type: ignore[index]
     for name, f in files.items():
         assert f["action"] == "imported"
         assert f["evidence"] == []
         assert f["source"] == f"s3://{SOURCE_BUCKET}/{seed.source.prefix}{name}"
+        # Each carries a verdict: an import, by whom and from where, with no test.
+        assert f["verdict"] == f"{seed.index}/{name}.verdict.json"
+        envelope = nightly.get(f["verdict"])
+        assert envelope is not None
+        verified = check_verdict(envelope[0], keys=keys, filename=name, sha256=f["sha256"])
+        assert verified.facts["kind"] == "import"
+        assert verified.facts["actor"] == BREAK_GLASS
+        assert verified.facts["source"] == f["source"]
+        assert verified.facts["tests"] == []
+        assert "commit" not in verified.facts
     # ...and what a promotion would refuse is refused, each with its reason.
     refused = {r["filename"]: r["reason"] for r in outcome["refused"]}
     assert refused == {

@@ -39,8 +39,9 @@ def pinned() -> dict[str, Requirement]:
 
 def test_the_base_install_leaves_out_moto_and_powertools() -> None:
     base = {canonicalize_name(Requirement(spec).name) for spec in PROJECT["dependencies"]}
-    # pip: `wheelgate pins` runs `python -m pip` of the environment it is installed in.
-    assert base == {"boto3", "pydantic", "packaging", "pyyaml", "pip"}
+    # pip: `wheelgate pins` runs `python -m pip` of the environment it is installed in;
+    # cryptography: `wheelgate verify` checks signatures with the base install.
+    assert base == {"boto3", "pydantic", "packaging", "pyyaml", "pip", "cryptography"}
     extras = PROJECT["optional-dependencies"]
     assert {Requirement(s).name for s in extras["promoter"]} == {"aws-lambda-powertools"}
     assert {Requirement(s).name for s in extras["local"]} == {"wheelgate", "moto"}

@@ -5,10 +5,10 @@ staging index exactly as users will; a final job runs `wheelgate report` with th
 which writes the run's manifest and so triggers the promoter; `wheelgate status RUN --wait S`
 reports the decision. `wheelgate local` runs the whole stack on this machine.
 
-Exit codes: 0 success (status/yank: done), 1 rejected (a decision, and nothing else),
-2 bad input or configuration, 3 still pending, 4 storage or network error (one line naming
-the operation, what it acted on, the endpoint and the error; --debug adds the traceback),
-141 the output's reader went away (| head).
+Exit codes: 0 success (status/yank: done; verify: verified), 1 rejected (a decision; verify:
+not verified), 2 bad input or configuration, 3 still pending, 4 storage or network error (one
+line naming the operation, what it acted on, the endpoint and the error; --debug adds the
+traceback), 141 the output's reader went away (| head).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from wheelgate.cli import (
     schema,
     stage,
     status,
+    verify,
 )
 from wheelgate.cli.common import (
     EXIT_BROKEN_PIPE,
@@ -64,6 +65,7 @@ COMMAND_GROUPS = (
     pins,
     installed,
     status,
+    verify,
     local,
     maintenance,
     importing,

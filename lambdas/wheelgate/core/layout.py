@@ -30,13 +30,19 @@ Nightly bucket::
 
     <index>/<filename>                          released artifact (Object Lock)
     <index>/<filename>.metadata                 its PEP 658 core metadata
+    <index>/<filename>.verdict.json             its signed verdict (DSSE envelope, written once)
     <index>/index.html|index.json               index root page
     <index>/<project>/index.html|index.json     project page (listing retention may trim it)
     <index>/_archive/index.html|index.json      archive root page
     <index>/_archive/<project>/index.html|.json archive project page: every file ever released
 
+    _wheelgate/verdict-keys/index.json          the public keys verdicts are signed with
+
 The archive's segment starts with ``_``, which neither a normalized project name nor an index
-directory segment can contain or start with, so it never collides with a project's page.
+directory segment can contain or start with, so it never collides with a project's page;
+nor does ``_wheelgate/`` with an index directory. The keys document is named like a page
+(``*/index.json``): the one nightly object besides the pages that is updated in place (a key
+rotation adds a key), never a file.
 """
 
 from __future__ import annotations
@@ -67,6 +73,10 @@ METADATA_SUFFIX = ".metadata"
 CHECKSUM_SUFFIX = ".sha256"
 #: What staging keeps beside a file, never a file of the set itself.
 SIDECAR_SUFFIXES = (METADATA_SUFFIX, CHECKSUM_SUFFIX)
+#: A released file's verdict: ``<filename>`` + this (docs/verdicts.md).
+VERDICT_SUFFIX = ".verdict.json"
+#: The public keys of verdicts, at a fixed nightly key no index directory can hold.
+VERDICT_KEYS_KEY = "_wheelgate/verdict-keys/index.json"
 HTML_PAGE = "index.html"
 #: The full-history ("archive") index of a directory: ``<index>/_archive/``. Normalized project
 #: names never contain ``_`` and index directory segments never start with it.
@@ -343,6 +353,10 @@ class NightlyLayout:
 
     def metadata(self, index: str, filename: str) -> str:
         return self.artifact(index, filename) + METADATA_SUFFIX
+
+    def verdict(self, index: str, filename: str) -> str:
+        """The signed verdict of a released file, beside it."""
+        return self.artifact(index, filename) + VERDICT_SUFFIX
 
 
 STAGING = StagingLayout()

@@ -32,6 +32,9 @@ class FileOutcome(BaseModel):
     evidence: list[str] = []
     #: ``s3://bucket/key`` an imported file was read from (``None``: a run's staged file).
     source: str | None = None
+    #: The nightly key of the file's signed verdict (docs/verdicts.md); ``None`` when the
+    #: deployment signs none, and in records written before verdicts.
+    verdict: str | None = None
 
 
 class RefusedFile(BaseModel):

@@ -178,6 +178,28 @@ DEFAULT_FANOUT_HASH_CONCURRENCY = 200
 DEFAULT_FANOUT_COPY_CONCURRENCY = 200
 #: The most child executions a Distributed Map runs at once (a hard Step Functions quota).
 MAX_MAP_CONCURRENCY = 10_000
+#: The copy map's concurrency, as the stack set it (the ``fanout`` setting's
+#: ``copy_concurrency``): it divides the fan-out steps' share of the signing budget.
+ENV_FANOUT_COPY_CONCURRENCY = "WHEELGATE_FANOUT_COPY_CONCURRENCY"
+#: AWS KMS's "Cryptographic operations (ECC) request rate": Sign requests per second with ECC
+#: keys, shared by every ECC key of the account and region (adjustable; the default).
+KMS_ECC_REQUESTS_PER_SECOND = 300
+#: Verdict signatures per second of one promoter invocation (a single invocation's promotion),
+#: and of every fan-out copy step that runs at once together. At most 2 invocations (the event
+#: source's maximum concurrency) and the copy map's steps run at once: 2 x 45 + 200 = 290,
+#: under KMS_ECC_REQUESTS_PER_SECOND whatever the copy concurrency (tests/unit/test_verdicts.py
+#: holds the sum to it). A copy step signs once, after copying a file of gigabytes, so its share
+#: (:func:`fanout_step_signs_per_second`) only bounds a burst of small files.
+VERDICT_SIGNS_PER_SECOND_PROMOTION = 45
+VERDICT_SIGNS_PER_SECOND_FANOUT = 200
+
+
+def fanout_step_signs_per_second(copy_concurrency: int) -> float:
+    """One fan-out copy step container's signing rate when ``copy_concurrency`` steps run at
+    once: an equal share of ``VERDICT_SIGNS_PER_SECOND_FANOUT``."""
+    return VERDICT_SIGNS_PER_SECOND_FANOUT / max(1, copy_concurrency)
+
+
 #: Retries of one file's copy (Step Functions Retry: attempts after the first, first interval,
 #: backoff rate); local mode retries with the same numbers.
 FANOUT_ITEM_RETRY_ATTEMPTS = 4
@@ -195,6 +217,9 @@ FANOUT_REJECTED_ERROR = "PromotionRejected"
 #: manifest's event back to the first, or, after ``FANOUT_MAX_EXECUTIONS``, to the second.
 ENV_MANIFEST_QUEUE_URL = "WHEELGATE_MANIFEST_QUEUE_URL"
 ENV_DEAD_LETTER_QUEUE_URL = "WHEELGATE_DEAD_LETTER_QUEUE_URL"
+#: The KMS key (ARN) that signs released files' verdicts (docs/verdicts.md); a new ARN is a key
+#: rotation. Unset (a deployment outside the stack): no verdicts are written.
+ENV_VERDICT_KEY_ARN = "WHEELGATE_VERDICT_KEY_ARN"
 
 #: Every variable the stack sets on the promoter function.
 ALL_ENV_NAMES = (
@@ -220,7 +245,9 @@ ALL_ENV_NAMES = (
     ENV_NIGHTLY_RETENTION_MODE,
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
     ENV_LISTING_RETENTION,
+    ENV_VERDICT_KEY_ARN,
     ENV_IMPORT_SOURCES,
+    ENV_FANOUT_COPY_CONCURRENCY,
 )
 
 
@@ -593,6 +620,8 @@ class PromoterSettings:
     fanout_state_machine_arn: str | None = None
     fanout_min_files: int = DEFAULT_FANOUT_MIN_FILES
     fanout_min_bytes: int = DEFAULT_FANOUT_MIN_BYTES
+    #: The copy map's concurrency (``WHEELGATE_FANOUT_COPY_CONCURRENCY``).
+    fanout_copy_concurrency: int = DEFAULT_FANOUT_COPY_CONCURRENCY
     #: Where a failed fan-out execution sends its manifest's event back (see
     #: ``FANOUT_MAX_EXECUTIONS``).
     manifest_queue_url: str | None = None
@@ -600,6 +629,8 @@ class PromoterSettings:
     #: The lock nightly index pages are written with (``None``: the bucket's default).
     page_retention: PageRetention | None = None
     listing_retention: ListingRetention = ListingRetention()
+    #: The KMS key that signs verdicts; ``None``: none are written.
+    verdict_key_arn: str | None = None
     #: Where import requests may read from (``import_sources``); empty: nowhere.
     import_sources: tuple[ImportSource, ...] = ()
 
@@ -662,9 +693,13 @@ class PromoterSettings:
             fanout_state_machine_arn=optional(ENV_FANOUT_STATE_MACHINE_ARN),
             fanout_min_files=count(ENV_FANOUT_MIN_FILES, DEFAULT_FANOUT_MIN_FILES),
             fanout_min_bytes=count(ENV_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_BYTES),
+            fanout_copy_concurrency=max(
+                1, count(ENV_FANOUT_COPY_CONCURRENCY, DEFAULT_FANOUT_COPY_CONCURRENCY)
+            ),
             manifest_queue_url=optional(ENV_MANIFEST_QUEUE_URL),
             dead_letter_queue_url=optional(ENV_DEAD_LETTER_QUEUE_URL),
             page_retention=page_retention_from_env(environ),
             listing_retention=listing_retention_from_env(environ),
+            verdict_key_arn=optional(ENV_VERDICT_KEY_ARN),
             import_sources=import_sources_from_env(environ),
         )

@@ -7,7 +7,10 @@ separate database to drift from what clients see.
 Fields written: PEP 503 ``#sha256=`` and ``data-requires-python``; PEP 629
 ``pypi:repository-version``; PEP 658/714 ``data-core-metadata`` and ``data-dist-info-metadata``;
 PEP 592 ``data-yanked``; PEP 691 JSON with PEP 700 ``versions``, ``size`` and ``upload-time``
-(also ``data-upload-time`` in HTML).
+(also ``data-upload-time`` in HTML); a released file's signed verdict as ``_wheelgate_verdict``
+(JSON: PEP 691 leaves keys starting with ``_`` to the index server) and
+``data-wheelgate-verdict`` (HTML), a link relative to the page like the file's own
+(docs/verdicts.md).
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from urllib.parse import unquote, urljoin
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from wheelgate.core.layout import href
+from wheelgate.core.layout import VERDICT_SUFFIX, href
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.timestamps import parse_upload_time, upload_time
+from wheelgate.core.verdicts import HTML_ATTRIBUTE, JSON_FIELD
 
 __all__ = ["parse_upload_time", "upload_time"]  # defined in core, used from here too
 from wheelgate.core.wheelmeta import CoreMetadata
@@ -50,6 +54,7 @@ class IndexEntry:
 
     ``url`` is relative to the project page (or absolute, for files of another index) and has
     no fragment. ``yanked`` is ``False`` or the reason (possibly empty) it was yanked.
+    ``verdict`` says a signed verdict sits beside the file (at :attr:`verdict_url`).
     """
 
     filename: str
@@ -60,6 +65,12 @@ class IndexEntry:
     requires_python: str | None = None
     metadata_sha256: str | None = None
     yanked: str | bool = False
+    verdict: bool = False
+
+    @property
+    def verdict_url(self) -> str | None:
+        """The link to the file's verdict (relative like :attr:`url`), if it has one."""
+        return self.url + VERDICT_SUFFIX if self.verdict else None
 
     @property
     def project(self) -> str:
@@ -196,6 +207,8 @@ def render_project_html(page: ProjectPage) -> str:
         if e.yanked is not False:
             reason = "" if e.yanked is True else str(e.yanked)
             attrs.append(f'data-yanked="{escape(reason)}"')
+        if e.verdict_url:
+            attrs.append(f'{HTML_ATTRIBUTE}="{escape(e.verdict_url)}"')
         lines.append(f"    <a {' '.join(attrs)}>{escape(e.filename)}</a><br>")
     lines += ["  </body>", "</html>", ""]
     return "\n".join(lines)
@@ -215,6 +228,8 @@ def _file_json(e: IndexEntry) -> dict[str, object]:
     item["size"] = e.size
     item["upload-time"] = e.upload_time
     item["yanked"] = e.yanked
+    if e.verdict_url:
+        item[JSON_FIELD] = e.verdict_url
     return item
 
 
@@ -254,6 +269,7 @@ def parse_project_json(raw: bytes | str) -> ProjectPage:
                         str(metadata["sha256"]) if isinstance(metadata, dict) else None
                     ),
                     yanked=yanked if isinstance(yanked, str | bool) else False,
+                    verdict=JSON_FIELD in f,
                 )
             )
     except (ValueError, KeyError, TypeError) as exc:

@@ -18,7 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from wheelgate.core.layout import METADATA_SUFFIX, NIGHTLY, PAGES, STAGING, check_index
+from wheelgate.core.layout import (
+    METADATA_SUFFIX,
+    NIGHTLY,
+    PAGES,
+    STAGING,
+    VERDICT_SUFFIX,
+    check_index,
+)
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.records import LeftInNightly
@@ -119,14 +126,20 @@ def _scan(
 
 
 def scan_nightly(bucket: Bucket, index: str) -> dict[str, list[IndexEntry]]:
-    """Entries for every distribution file directly under ``<index>/``."""
+    """Entries for every distribution file directly under ``<index>/``; a file with its
+    verdict beside it (``<file>.verdict.json``) links it."""
     prefix = f"{check_index(index)}/"
-    files = {
+    names = {
         obj.key[len(prefix) :]: obj
         for obj in bucket.list(prefix)
-        if "/" not in obj.key[len(prefix) :] and _is_distribution(obj.key[len(prefix) :])
+        if "/" not in obj.key[len(prefix) :]
     }
-    return _scan(bucket, files, index)
+    files = {name: obj for name, obj in names.items() if _is_distribution(name)}
+    scanned = _scan(bucket, files, index)
+    return {
+        project: [replace(e, verdict=e.filename + VERDICT_SUFFIX in names) for e in entries]
+        for project, entries in scanned.items()
+    }
 
 
 def reconcile(current: tuple[IndexEntry, ...], scanned: list[IndexEntry]) -> tuple[IndexEntry, ...]:

@@ -63,6 +63,7 @@ from wheelgate.promotion.service import PromotionService
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
+from wheelgate.storage.signing import KmsSigner
 from wheelgate.storage.workflow import SqsSender, StepFunctionsLauncher
 
 if TYPE_CHECKING:
@@ -114,6 +115,9 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
     queue = None
     if settings.manifest_queue_url or settings.dead_letter_queue_url:
         queue = SqsSender(queue_client())
+    signer = None
+    if settings.verdict_key_arn:
+        signer = KmsSigner(boto3.client("kms", config=config), settings.verdict_key_arn)
     service = PromotionService(
         settings=settings,
         staging=staging,
@@ -122,6 +126,7 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
         observer=DecisionMetrics(metrics, namespace=METRICS_NAMESPACE),
         launcher=launcher,
         queue=queue,
+        signer=signer,
     )
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.

@@ -8,7 +8,9 @@
    the evidence) and one with uv (``wheelgate installed`` reads the environment as evidence);
    report both passed, wait for promotion, install it from the nightly index with pip and uv;
 4. run 2: stage ``demo-torch 2.8.0``, report a failed test: it is rejected and nightly keeps
-   every byte it had.
+   every byte it had;
+5. ``wheelgate verify`` the wheel pip installed from nightly in step 3 against its signed
+   verdict: run 1, its commit, its test, the gate.
 """
 
 from __future__ import annotations
@@ -153,6 +155,14 @@ class Demo:
         )
         return report if probe.returncode == 0 else None
 
+    @staticmethod
+    def installed_url(report: Path, project: str) -> str:
+        """The URL pip downloaded ``project`` from, by its installation report."""
+        for item in json.loads(report.read_text())["install"]:
+            if item["metadata"]["name"] == project:
+                return str(item["download_info"]["url"])
+        return ""
+
     def uv_install(self, name: str, index_url: str, requirement: str) -> Path | None:
         """Install ``requirement`` with uv in a clean venv and import demo-torch; the
         environment as evidence (``wheelgate installed``), or ``None`` when any step failed."""
@@ -236,8 +246,10 @@ class Demo:
         )
         started = time.monotonic()
         nightly_index = f"{self.nightly_url}{INDEX}/"
-        ok = self.pip_install("venv-nightly", nightly_index, "demo-torch==2.7.0")
-        self.step("run 1: pip installed demo-torch==2.7.0 from nightly", ok is not None, started)
+        pip_report = self.pip_install("venv-nightly", nightly_index, "demo-torch==2.7.0")
+        self.step(
+            "run 1: pip installed demo-torch==2.7.0 from nightly", pip_report is not None, started
+        )
         started = time.monotonic()
         ok = self.uv_install("venv-nightly-uv", nightly_index, "demo-torch==2.7.0")
         self.step("run 1: uv installed demo-torch==2.7.0 from nightly", ok is not None, started)
@@ -265,6 +277,20 @@ class Demo:
             is None
         )
         self.step("run 2: demo-torch==2.8.0 cannot be installed from nightly", refused, started)
+
+        started = time.monotonic()
+        url = self.installed_url(pip_report, "demo-torch") if pip_report else ""
+        verified = self.wheelgate("verify", url, "--json", check=False)
+        facts = json.loads(verified.stdout) if verified.stdout.strip() else {}
+        self.step(
+            f"verify: the installed {url.rsplit('/', 1)[-1]} carries a verdict signed by the gate "
+            f"(run {facts.get('run_id')}, commit {str(facts.get('commit'))[:8]}, tests "
+            f"{[t.get('name') for t in facts.get('tests', [])]})",
+            verified.returncode == 0
+            and facts.get("run_id") == "1"
+            and facts.get("commit") == COMMITS["1"],
+            started,
+        )
 
         print("\nWheelGate demo summary")
         print(f"{'step':<80} {'result':>7} {'seconds':>8}")

@@ -49,6 +49,7 @@ from wheelgate.core.settings import (
     ENV_STAGING_BUCKET,
     ENV_TRUSTED_DEPS_ID,
     ENV_TRUSTED_REPORTER_ID,
+    ENV_VERDICT_KEY_ARN,
 )
 from wheelgate.index.pages import JSON_CONTENT_TYPE
 
@@ -329,6 +330,8 @@ class LocalStack:
     env: dict[str, str] = field(default_factory=dict)
     staging_url: str = ""
     nightly_url: str = ""
+    #: The KMS key (in the local KMS) the promoter signs verdicts with.
+    verdict_key_arn: str = ""
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _servers: list[Any] = field(default_factory=list)
@@ -360,6 +363,12 @@ class LocalStack:
         s3 = boto3.client("s3")
         sqs = boto3.client("sqs")
         queue_url, queue_arn = self._create(s3, sqs)
+        # The verdict key, as the stack's: moto's KMS signs with ECDSA P-256 like AWS's.
+        self.verdict_key_arn = boto3.client("kms").create_key(
+            KeySpec="ECC_NIST_P256",
+            KeyUsage="SIGN_VERIFY",
+            Description="WheelGate local verdict key",
+        )["KeyMetadata"]["Arn"]
         staging_server = _IndexServer(
             self.staging_port, s3, [STAGING_BUCKET, NIGHTLY_BUCKET], self.verbose
         )
@@ -379,6 +388,7 @@ class LocalStack:
             ENV_NIGHTLY_BUCKET: NIGHTLY_BUCKET,
             ENV_NIGHTLY_BASE_URL: self.nightly_url,
             ENV_STAGING_BASE_URL: self.staging_url,
+            ENV_VERDICT_KEY_ARN: self.verdict_key_arn,
         }
         if self.allowed_indexes:
             self.env[ENV_ALLOWED_INDEXES] = json.dumps(list(self.allowed_indexes))

@@ -13,8 +13,9 @@ execution. The same promoter function then runs the execution's steps (:meth:`Fa
   Every ``hash`` step ends before the first ``copy`` starts: the promise "every check before
   the first copy" holds for a fan-out promotion too, and the promoter's own invocation reads no
   file in full.
-- ``copy`` one item: copy the file, verify the copy, release its core metadata, and write the
-  item's done marker (its page entry). A done item returns at once.
+- ``copy`` one item: copy the file, verify the copy, release its core metadata, sign and write
+  its verdict (:mod:`~wheelgate.promotion.verdicts`), and write the item's done marker (its
+  page entry). A done item returns at once.
 - ``publish``: with every item done, publish the nightly pages, invalidate them, record the run
   PROMOTED (the record a single invocation writes) and give the leases back.
 - ``conclude`` a failed execution: a permanent refusal records the run REJECTED; anything else
@@ -66,6 +67,7 @@ from wheelgate.promotion.recorder import (
     rejected_record,
 )
 from wheelgate.promotion.release import Releaser
+from wheelgate.promotion.verdicts import VerdictWriter
 from wheelgate.promotion.verify import SetVerifier, VerifiedSet
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
@@ -221,6 +223,7 @@ class FanoutJobs:
         verifier: SetVerifier,
         releaser: Releaser,
         publisher: Publisher,
+        verdicts: VerdictWriter | None = None,
         records: RecordStore,
         leases: IndexLeases,
         observer: DecisionObserver,
@@ -234,6 +237,7 @@ class FanoutJobs:
         self.queue = queue
         self.verifier = verifier
         self.releaser = releaser
+        self.verdicts = verdicts
         self.publisher = publisher
         self.records = records
         self.leases = leases
@@ -405,8 +409,8 @@ class FanoutJobs:
         return {"item": item, "hash": "checked"}
 
     def copy(self, job_id: str, item: int) -> dict[str, Any]:
-        """Copy item ``item`` of the job, verify it, release its core metadata and write its
-        done marker; a done item returns at once."""
+        """Copy item ``item`` of the job, verify it, release its core metadata, write its
+        verdict and its done marker; a done item returns at once."""
         done_key = STAGING.job_done(job_id, item)
         if self.staging.head(done_key) is not None:
             return {"item": item, "done": "already"}
@@ -425,6 +429,9 @@ class FanoutJobs:
                     index=step.index,
                 )
         entry = self.releaser.release_file(step, metadata=metadata, in_nightly=spec.in_nightly)
+        if self.verdicts is not None:
+            # Before the done marker: publish lists only items whose verdict is written.
+            entry = self.verdicts.attest(self.load(job_id).promotion, step, entry)
         # A twin delivery of this item may have finished first: its entry stands.
         with suppress(PreconditionFailed):
             self.staging.put(

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.evidence import evidence_by_file
-from wheelgate.core.layout import STAGING
+from wheelgate.core.layout import NIGHTLY, STAGING
 from wheelgate.core.manifest import ArtifactSet
 from wheelgate.core.planning import SetPlan
 from wheelgate.core.records import (
@@ -114,10 +114,12 @@ def settle_promotion(
     actor: str | None,
     override: dict[str, str] | None,
     imported: ImportOutcome | None = None,
+    signed: bool = False,
 ) -> Promotion:
     """The promotion of ``plans`` (the verified plans of the ``accepted`` sets, by index),
     beside the ``rejected_sets`` of the same manifest. ``imported`` is an import's source and
-    the files it refused (its files come with their provenance in the plans)."""
+    the files it refused (its files come with their provenance in the plans); ``signed``: each
+    file gets a verdict, whose key its outcome names."""
     sets = []
     for plan in plans:
         evidence = evidence_by_file(accepted[plan.index])
@@ -135,6 +137,7 @@ def settle_promotion(
                 ),
                 evidence=list(evidence[step.file.filename]),
                 source=step.provenance.source if step.provenance is not None else None,
+                verdict=NIGHTLY.verdict(plan.index, step.file.filename) if signed else None,
             )
             for step in plan.steps
         ]

@@ -6,8 +6,9 @@ request (:mod:`~wheelgate.promotion.yanking`), a break-glass override
 import (:mod:`~wheelgate.promotion.importing`, which promotes what it gathered through it). A
 promotion takes its steps in an order that is the product's promise: every set is verified
 (:mod:`~wheelgate.promotion.verify`, including the hash read of each file S3 has no SHA-256
-of) before the first copy; every copy is verified (:mod:`~wheelgate.promotion.release`) before
-any index page changes (:mod:`~wheelgate.promotion.publish`); the record is written last
+of) before the first copy; every copy is verified (:mod:`~wheelgate.promotion.release`) and
+every released file's signed verdict written (:mod:`~wheelgate.promotion.verdicts`) before any
+index page changes (:mod:`~wheelgate.promotion.publish`); the record is written last
 (:mod:`~wheelgate.promotion.recorder`). Each step is idempotent (a released file with the same
 bytes is skipped, a page that already lists a file is left alone), so a redelivered or retried
 message converges on the same final state.
@@ -56,6 +57,7 @@ from wheelgate.promotion.recorder import (
     settle_promotion,
 )
 from wheelgate.promotion.release import Releaser
+from wheelgate.promotion.verdicts import Signer, VerdictWriter
 from wheelgate.promotion.verify import SetVerifier
 from wheelgate.promotion.yanking import YankRoute
 from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
@@ -79,7 +81,9 @@ class PromotionService:
     Yank requests go to ``yanks`` (:class:`~wheelgate.promotion.yanking.YankRoute`), override
     requests to ``overrides`` (:class:`~wheelgate.promotion.override.OverrideRoute`), import
     requests to ``imports`` (:class:`~wheelgate.promotion.importing.ImportRoute`, which also
-    sends an unfinished import's event back through ``queue``).
+    sends an unfinished import's event back through ``queue``). ``signer`` signs each released
+    file's verdict (:class:`~wheelgate.promotion.verdicts.VerdictWriter`; ``None``: no
+    verdicts).
     """
 
     def __init__(
@@ -96,6 +100,7 @@ class PromotionService:
         observer: DecisionObserver | None = None,
         launcher: Launcher | None = None,
         queue: MessageSender | None = None,
+        signer: Signer | None = None,
     ) -> None:
         self.settings = settings
         self.observer: DecisionObserver = observer or NoObserver()
@@ -127,6 +132,13 @@ class PromotionService:
             single_request_limit=single_request_limit,
             part_size=part_size,
         )
+        self.verdicts = (
+            None
+            if signer is None
+            else VerdictWriter(
+                settings=settings, nightly=nightly, signer=signer, clock=clock, workers=workers
+            )
+        )
         self.publisher = Publisher(
             settings=settings,
             nightly_pages=nightly_pages,
@@ -143,6 +155,7 @@ class PromotionService:
                 queue=queue,
                 verifier=self.verifier,
                 releaser=self.releaser,
+                verdicts=self.verdicts,
                 publisher=self.publisher,
                 records=self.records,
                 leases=self.leases,
@@ -450,6 +463,7 @@ class PromotionService:
                 actor=actor,
                 override=override,
                 imported=imported.outcome if imported is not None else None,
+                signed=self.verdicts is not None,
             )
             if fanout is not None:
                 job = fanout.prepare(
@@ -460,6 +474,10 @@ class PromotionService:
                 return fanout.launch(job, existing)
             try:
                 entries = self.releaser.release(verified)
+                if self.verdicts is not None:
+                    # Every verdict is written before the first page lists its file.
+                    steps = [step for v in verified for step in v.plan.steps]
+                    entries = self.verdicts.attest_all(promotion, steps, entries)
                 pages_nightly = self.publisher.publish(verified, entries)
             except PromotionRejected as rejection:
                 return self._reject_accepted(

@@ -1,0 +1,261 @@
+"""``wheelgate verify``: check a released file against its signed verdict (docs/verdicts.md).
+
+Exit codes: 0 verified; 1 the verdict does not verify, is about other bytes or another file,
+or there is none; 2 bad input; 4 storage or network error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import posixpath
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urljoin, urlsplit
+
+from packaging.utils import canonicalize_name
+
+from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError
+from wheelgate.core.layout import MAX_INDEX_DEPTH, VERDICT_KEYS_KEY, VERDICT_SUFFIX, base_url
+from wheelgate.core.manifest import parse_distribution_filename
+from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL
+from wheelgate.core.signatures import (
+    VerdictRejected,
+    VerifiedVerdict,
+    check_verdict,
+    published_key,
+)
+from wheelgate.core.verdicts import (
+    JSON_FIELD,
+    PublishedKey,
+    VerdictFormatError,
+    parse_key_document,
+)
+from wheelgate.index.pages import JSON_CONTENT_TYPE
+from wheelgate.storage.http import fetch, sha256_of
+
+_CHUNK = 1024 * 1024
+
+
+def _is_url(text: str) -> bool:
+    return urlsplit(text).scheme in ("http", "https")
+
+
+def _file_digest(target: str) -> tuple[str, str]:
+    """File name and SHA-256 of a local path or a URL."""
+    if _is_url(target):
+        name = unquote(posixpath.basename(urlsplit(target).path))
+        digest = sha256_of(target)
+        if digest is None:
+            raise UsageError(f"{target} does not exist")
+        return name, digest
+    path = Path(target)
+    if not path.is_file():
+        raise UsageError(f"{target} is not a file")
+    hashed = hashlib.sha256()
+    with path.open("rb") as handle:
+        while data := handle.read(_CHUNK):
+            hashed.update(data)
+    return path.name, hashed.hexdigest()
+
+
+def _verdict_url_from_index(index_url: str, filename: str) -> str | None:
+    """The verdict link the index's PEP 691 project page gives ``filename``."""
+    try:
+        project = parse_distribution_filename(filename).project
+    except ValueError as exc:
+        raise UsageError(f"{filename} is not a distribution's file name: {exc}") from exc
+    page_url = urljoin(base_url(index_url), f"{canonicalize_name(project)}/")
+    raw = fetch(page_url, accept=JSON_CONTENT_TYPE)
+    if raw is None:
+        return None
+    try:
+        files = json.loads(raw)["files"]
+        entry = next((f for f in files if f.get("filename") == filename), None)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{page_url} is not a PEP 691 project page: {exc!r}") from exc
+    if entry is None or not isinstance(entry.get(JSON_FIELD), str):
+        return None
+    return urljoin(page_url, str(entry[JSON_FIELD]))
+
+
+def _statement(args: argparse.Namespace, filename: str) -> tuple[bytes | None, str]:
+    """The verdict's bytes (``None``: there is none) and where they were looked for."""
+    if args.statement:
+        path = Path(args.statement)
+        if not path.is_file():
+            raise UsageError(f"--statement {args.statement} is not a file")
+        return path.read_bytes(), str(path)
+    if args.index_url:
+        url = _verdict_url_from_index(args.index_url, filename)
+        if url is None:
+            return None, f"the project page of {args.index_url}"
+        return fetch(url), url
+    if _is_url(args.file):
+        url = args.file + VERDICT_SUFFIX
+        return fetch(url), url
+    beside = Path(args.file + VERDICT_SUFFIX)
+    if beside.is_file():
+        return beside.read_bytes(), str(beside)
+    raise UsageError(
+        f"no verdict for {args.file}: give --statement FILE, --index-url URL, or the file's URL"
+    )
+
+
+def _candidate_gates(args: argparse.Namespace, looked_at: str) -> list[str]:
+    """Nightly base URLs whose keys document may hold the key: the one given, else every
+    parent of the index or file URL (an index directory is at most ``MAX_INDEX_DEPTH`` deep)."""
+    given = args.nightly_url or os.environ.get(ENV_NIGHTLY_BASE_URL, "")
+    if given:
+        return [base_url(given)]
+    start = args.index_url or (args.file if _is_url(args.file) else looked_at)
+    if not _is_url(start):
+        raise UsageError(
+            f"give --key FILE (offline) or --nightly-url (or set {ENV_NIGHTLY_BASE_URL}): "
+            "where the published keys are"
+        )
+    url = base_url(start) if args.index_url else urljoin(start, ".")
+    found = []
+    for _ in range(MAX_INDEX_DEPTH + 3):
+        found.append(url)
+        parent = urljoin(url, "..")
+        if parent == url:
+            break
+        url = parent
+    return found
+
+
+def _keys(args: argparse.Namespace, looked_at: str) -> tuple[list[PublishedKey], str | None]:
+    """The keys to verify under, and the gate (nightly base URL) they are the keys of
+    (``None`` for ``--key`` without ``--nightly-url``)."""
+    if args.key:
+        path = Path(args.key)
+        try:
+            key = published_key(path.read_bytes())
+        except OSError as exc:
+            raise UsageError(f"--key {args.key}: {exc.strerror}") from exc
+        except VerdictFormatError as exc:
+            raise UsageError(f"--key {args.key}: {exc}") from exc
+        given = args.nightly_url or os.environ.get(ENV_NIGHTLY_BASE_URL, "")
+        return [key], base_url(given) if given else None
+    for gate in _candidate_gates(args, looked_at):
+        raw = fetch(gate + VERDICT_KEYS_KEY)
+        if raw is None:
+            continue
+        try:
+            return list(parse_key_document(raw).keys), gate
+        except VerdictFormatError:
+            continue
+    raise UsageError(
+        f"no published keys found above {args.index_url or args.file}: "
+        "give --nightly-url or --key FILE"
+    )
+
+
+def _report(verified: VerifiedVerdict) -> dict[str, Any]:
+    facts = verified.facts
+    report: dict[str, Any] = {
+        "verified": True,
+        "file": verified.filename,
+        "sha256": verified.sha256,
+        "gate": verified.gate,
+        "keyid": verified.keyid,
+        "time_verified": verified.time_verified,
+        "resource_uri": verified.resource_uri,
+        "kind": facts.get("kind"),
+        "run_id": facts.get("runId"),
+        "commit": facts.get("commit"),
+        "index": facts.get("index"),
+        "tests": facts.get("tests", []),
+    }
+    for extra in ("reason", "actor", "source"):
+        if extra in facts:
+            report[extra] = facts[extra]
+    return report
+
+
+def _print_human(report: dict[str, Any]) -> None:
+    tests = report["tests"]
+    lines = [
+        f"verified: {report['file']} (sha256 {report['sha256']})",
+        f"  gate:    {report['gate']} (key {report['keyid']})",
+        f"  when:    {report['time_verified']}",
+        f"  run:     {report['run_id']}"
+        + (f" at commit {report['commit']}" if report["commit"] else "")
+        + f", into {report['index']}",
+    ]
+    if tests:
+        lines.append(
+            "  tests:   "
+            + ", ".join(
+                f"{t.get('name')}" + (f" ({t['url']})" if t.get("url") else "") for t in tests
+            )
+        )
+    else:
+        lines.append("  tests:   none (released without tests)")
+    if "reason" in report:
+        lines.append(f"  {report['kind']} by {report.get('actor')}: {report['reason']}")
+    if "source" in report:
+        lines.append(f"  from:    {report['source']}")
+    print("\n".join(lines))
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    filename, sha256 = _file_digest(args.file)
+    raw, looked_at = _statement(args, filename)
+    if raw is None:
+        problem = {"code": "no-verdict", "message": f"no verdict for {filename} at {looked_at}"}
+        return _refused(args, filename, problem)
+    keys, gate = _keys(args, looked_at)
+    try:
+        verified = check_verdict(raw, keys=keys, filename=filename, sha256=sha256, gate=gate)
+    except VerdictRejected as exc:
+        return _refused(args, filename, {"code": exc.code, "message": exc.message})
+    except VerdictFormatError as exc:
+        return _refused(args, filename, {"code": "not-a-verdict", "message": str(exc)})
+    report = _report(verified)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print_human(report)
+    return EXIT_OK
+
+
+def _refused(args: argparse.Namespace, filename: str, problem: dict[str, str]) -> int:
+    if args.json:
+        print(json.dumps({"verified": False, "file": filename, **problem}, indent=2))
+    print(f"wheelgate verify: NOT verified: {filename}: {problem['message']}", file=sys.stderr)
+    return EXIT_REJECTED
+
+
+def register(subparsers: Any) -> None:
+    """Add ``verify`` to the ``wheelgate`` command."""
+    parser = subparsers.add_parser(
+        "verify",
+        help="check a released file against its signed verdict (exit 0 verified, 1 not)",
+        description=(
+            "Check that FILE_OR_URL's sha256 is its verdict's subject, that the verdict is about "
+            "that file name, and that its signature verifies under the gate's published keys "
+            "(or --key). Prints the run, commit, tests, time and gate it states."
+        ),
+    )
+    parser.add_argument("file", metavar="FILE_OR_URL", help="a downloaded file, or its URL")
+    parser.add_argument(
+        "--index-url", help="the index the file came from: its project page links the verdict"
+    )
+    parser.add_argument(
+        "--statement", metavar="FILE", help="the verdict (a <file>.verdict.json), read locally"
+    )
+    parser.add_argument(
+        "--key", metavar="FILE", help="a PEM public key to verify under (offline; no key lookup)"
+    )
+    parser.add_argument(
+        "--nightly-url",
+        help=f"the gate's nightly base URL: its published keys, and the verifier the verdict "
+        f"must name (default: ${ENV_NIGHTLY_BASE_URL}, else found above the index or file URL)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=cmd_verify)
