@@ -57,6 +57,10 @@ from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.signing import KmsSigner
 from wheelgate.storage.workflow import SqsSender
 
+# Fan-out executions of sets large enough to fan out, every file signed: seconds each; `make
+# test` only (tests/unit/test_fanout.py keeps the steps and the engine in `make quick`).
+pytestmark = pytest.mark.slow
+
 COMMIT = "5" * 40
 #: SQS's longest visibility timeout (12 hours).
 SQS_MAX_VISIBILITY_SECONDS = 12 * 60 * 60
@@ -866,7 +870,6 @@ def test_a_multipart_file_is_hashed_by_its_step_before_any_copy_then_promoted(
     assert page["files"][0]["hashes"]["sha256"] == sha
 
 
-@pytest.mark.slow
 def test_a_multipart_file_with_other_bytes_is_refused_by_its_hash_step_before_any_copy(
     fanout: Fanout, s3: Any, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

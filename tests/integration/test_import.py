@@ -552,6 +552,8 @@ def test_a_file_over_the_copy_limit_is_read_once_and_never_again(
     assert {f.filename: f.sha256 for f in outcome.files}[big.name] == sha
 
 
+# An import large enough to fan out, through an execution: seconds.
+@pytest.mark.slow
 def test_a_large_import_fans_out_as_a_run_does(
     seed: Seed, buckets: tuple[Bucket, Bucket], stack: LocalStack
 ) -> None:
