@@ -211,7 +211,7 @@ class Access(Construct):
         )
 
         self._grant_build(staging, nightly)
-        self._grant_reporter(staging)
+        self._grant_reporter(staging, nightly)
         self._grant_dev(dev_bucket_name)
         self._grant_deps(staging, nightly, cache, cache_prefixes)
         self._buckets = (staging, nightly)
@@ -298,7 +298,7 @@ class Access(Construct):
             ],
         )
 
-    def _grant_reporter(self, staging: s3.IBucket) -> None:
+    def _grant_reporter(self, staging: s3.IBucket, nightly: s3.IBucket) -> None:
         self.reporter_policy = self._policy(
             self.reporter_role,
             [
@@ -331,9 +331,18 @@ class Access(Construct):
                     ],
                 ),
                 iam.PolicyStatement(
-                    sid="ListStaging",
+                    # report holds each test's evidence to the bytes the run's index offers:
+                    # nightly's pages and metadata of the closure, and the nightly wheels an
+                    # environment is matched with (all of it public through the CDN anyway).
+                    sid="ReadNightly",
+                    actions=["s3:GetObject"],
+                    resources=[nightly.arn_for_objects("*")],
+                ),
+                iam.PolicyStatement(
+                    # ListBucket makes a missing page a 404 instead of a 403.
+                    sid="ListBuckets",
                     actions=["s3:ListBucket"],
-                    resources=[staging.bucket_arn],
+                    resources=[staging.bucket_arn, nightly.bucket_arn],
                 ),
             ],
         )

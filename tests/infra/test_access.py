@@ -71,7 +71,9 @@ def test_reporter_role_policy(template_json: dict[str, Any]) -> None:
             "s3:GetObject",
             [f"{STAGING}/runs/*", f"{STAGING}/records/*"],
         ),
-        "ListStaging": ("Allow", "s3:ListBucket", STAGING),
+        # report holds each test's evidence to nightly's bytes (pages, metadata, wheels).
+        "ReadNightly": ("Allow", "s3:GetObject", f"{NIGHTLY}/*"),
+        "ListBuckets": ("Allow", "s3:ListBucket", [STAGING, NIGHTLY]),
     }
 
 

@@ -77,10 +77,10 @@ def test_a_wheel_replaced_after_its_test_installed_it_is_not_released(
     before = local.nightly_versions()
     # When the passed test is reported with what it installed
     code, record, warned = report_and_wait(local, "ev-swap", commit, report)
-    # Then the report warns, and the run is rejected, naming the file whose bytes no test
-    # installed...
-    assert f"no passed test installed: {tested.name}" in warned
-    assert (code, record["state"], record["reason"]) == (1, "rejected", "untested-file"), record
+    # Then report refuses the test's evidence (it ran on bytes the run's index no longer
+    # offers), and the run is rejected, naming the file...
+    assert f"foreign-bytes: evidence {report}: {tested.name}" in warned
+    assert (code, record["state"], record["reason"]) == (1, "rejected", "foreign-bytes"), record
     assert tested.name in record["message"]
     # ...and nightly holds every byte it held before
     assert local.nightly_versions() == before

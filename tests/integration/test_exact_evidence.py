@@ -268,15 +268,20 @@ def test_an_environment_whose_files_changed_after_the_install_vouches_for_nothin
     [module] = venv.glob("lib/python*/site-packages/ex_edit/__init__.py")
     module.write_text('BUILD = "patched"\n')
     environment = installed_environment(local, venv, tmp_path / "env.json")
-    # When it is reported, Then report warns which file differs and vouches for nothing
+    # When it is reported, Then report refuses it, naming which file differs, and vouches
+    # for nothing: the test ran on bytes no file of the run's index holds
     reported = local.wheelgate(
         *("report", "--run-id", "ex-edit", "--commit", "e5" * 20, "--dry-run"),
         *("--test", f"{INDEX}:smoke=passed", "--installed", f"{INDEX}:smoke={environment}"),
     )
     assert reported.returncode == 0, reported.stderr
     assert re.search(
-        r"ex-edit 1\.0 is installed, but it is none of the run's files .*"
-        r"ex_edit/__init__\.py has other bytes",
+        r"foreign-bytes: .*ex-edit 1\.0 is installed, but it is none of the files the run's "
+        r"index offers for it .*ex_edit/__init__\.py has other bytes",
         reported.stderr,
     ), reported.stderr
-    assert json.loads(reported.stdout)["sets"][0]["tests"][0]["installed"] == []
+    [test] = json.loads(reported.stdout)["sets"][0]["tests"]
+    assert test["installed"] == []
+    assert [(r["reason"], r["filename"]) for r in test["refused"]] == [
+        ("foreign-bytes", wheel.name)
+    ]

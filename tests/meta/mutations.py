@@ -94,6 +94,58 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "record against members",
+        "a wheel's RECORD is trusted without holding it to the wheel's own members",
+        "check_record(filename, dist_info, content.rows, members)",
+        "pass",
+        (
+            "tests/unit/test_wheelmembers.py",
+            "tests/integration/test_redirected_evidence.py"
+            "::test_a_wheel_whose_record_lies_about_its_members_is_never_released_as_tested",
+        ),
+    ),
+    Mutation(
+        "refused evidence",
+        "the promoter releases a set whose test's evidence report refused",
+        "check_refused_evidence(artifact_set)",
+        "pass",
+        (
+            "tests/unit/test_evidence.py",
+            "tests/integration/test_redirected_evidence.py"
+            "::test_a_wheel_whose_record_lies_about_its_members_is_never_released_as_tested",
+            "tests/integration/test_redirected_evidence.py"
+            "::test_a_test_that_ran_on_another_runs_dependency_does_not_vouch",
+        ),
+    ),
+    Mutation(
+        "foreign bytes at report",
+        "report takes installed bytes of an offered release that are none of its files",
+        'if judgement == "foreign":',
+        "if False:",
+        (
+            "tests/integration/test_redirected_evidence.py"
+            "::test_a_test_that_ran_on_another_runs_dependency_does_not_vouch",
+        ),
+    ),
+    Mutation(
+        "foreign build of the set",
+        "the promoter takes a passed test that installed another build of the set's release",
+        "check_own_releases(artifact_set)",
+        "pass",
+        ("tests/unit/test_evidence.py",),
+    ),
+    Mutation(
+        "pins held to objects",
+        "pins pins whatever file the run's pages link",
+        'if offer.judge(name, found.version, found.sha256) != "offered":',
+        "if False:",
+        (
+            "tests/unit/test_pins.py",
+            "tests/integration/test_redirected_evidence.py"
+            "::test_a_test_that_ran_on_another_runs_dependency_does_not_vouch",
+        ),
+    ),
+    Mutation(
         "checksum",
         "S3's SHA-256 of a staged file is not compared with the manifest's",
         "if info.s3_sha256 != f.sha256:",

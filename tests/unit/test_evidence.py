@@ -121,3 +121,56 @@ def test_a_v1_manifest_whose_test_failed_says_so_first() -> None:
 def test_a_record_lists_the_tests_not_what_they_installed() -> None:
     s = artifact_set(ran("smoke", "passed", SHA_A))
     assert recorded_tests(s.tests) == [{"name": "smoke", "result": "passed"}]
+
+
+def refused(reason: str, filename: str | None = None) -> dict[str, Any]:
+    return {"reason": reason, "filename": filename, "message": f"{reason} of {filename}"}
+
+
+@pytest.mark.parametrize(
+    ("result", "rejected"), [("passed", True), ("skipped", False)], ids=["passed", "skipped"]
+)
+@pytest.mark.parametrize("reason", ["record-mismatch", "foreign-bytes"])
+def test_evidence_report_refused_rejects_the_set_with_its_reason(
+    reason: str, result: str, rejected: bool
+) -> None:
+    # Given report refused part of a test's evidence (a lying RECORD, another run's bytes)
+    refusing = ran("gpu", result, SHA_A) | {"refused": [refused(reason, TORCH)]}
+    s = artifact_set(ran("smoke", "passed", SHA_A), refusing)
+    if not rejected:
+        # A skipped test vouches for nothing, so its refusals do not matter
+        check_evidence(s)
+        return
+    # Then the set is rejected with that reason, naming the test and what report said
+    error = rejection(s)
+    assert error.reason == Reason(reason)
+    assert "test 'gpu' passed on bytes users would not get" in error.message
+    assert f"{reason} of {TORCH}" in error.message
+
+
+def test_a_passed_test_that_installed_another_build_of_a_release_of_the_set_is_refused() -> None:
+    # Given every file of the set was installed by a passed test, and another passed test
+    # installed a file named like the set's release with other bytes (another run's build)
+    other_build = {"sha256": SHA_C, "filename": OTHER}
+    s = artifact_set(
+        ran("smoke", "passed", SHA_A, SHA_B),
+        {"name": "gpu", "result": "passed", "installed": [other_build]},
+        files=(SHA_A, SHA_B),
+    )
+    # Then the set is rejected: that test ran on bytes users would not get
+    error = rejection(s)
+    assert error.reason is Reason.FOREIGN_BYTES
+    assert f"installed {OTHER} (sha256 {SHA_C})" in error.message
+
+
+def test_a_dependency_that_is_no_release_of_the_set_is_fine_whatever_its_bytes() -> None:
+    s = artifact_set(
+        ran("smoke", "passed", SHA_A)
+        | {
+            "installed": [
+                {"sha256": SHA_A, "filename": TORCH},
+                {"sha256": SHA_C, "filename": "filelock-3.18.0-py3-none-any.whl"},
+            ]
+        }
+    )
+    check_evidence(s)

@@ -60,10 +60,17 @@ def test_a_pip_report_gives_each_archive_its_sha256_and_decoded_file_name(
         # An archive whose hash pip did not learn: no evidence for it.
         pip_item("https://elsewhere.example/other-1.0.tar.gz", {}, name="other"),
     )
-    assert read_installs(report) == [
+    installs = read_installs(report)
+    assert isinstance(installs, list)
+    assert [i.file for i in installs] == [
         InstalledFile(sha256=SHA_A, filename="torch-2.7.0+rocm7.0-cp312-cp312-linux_x86_64.whl"),
         InstalledFile(sha256=SHA_B, filename="filelock-3.18.0-py3-none-any.whl"),
     ]
+    # Each names its release (pip's metadata, which the report's fixture gives as 2.7.0,
+    # before the file name) and the URL it came from, which report holds to what the run's
+    # index offers
+    assert [(i.project, i.version) for i in installs] == [("torch", "2.7.0"), ("filelock", "2.7.0")]
+    assert installs[1].url == "https://nightly.example/v2/x/filelock-3.18.0-py3-none-any.whl"
 
 
 def test_a_file_name_that_is_no_single_segment_is_left_out(tmp_path: Path) -> None:
@@ -71,7 +78,9 @@ def test_a_file_name_that_is_no_single_segment_is_left_out(tmp_path: Path) -> No
         tmp_path,
         pip_item("https://x.example/a%2Fb-1.0-py3-none-any.whl", {"hash": f"sha256={SHA_A}"}),
     )
-    assert read_installs(report) == [InstalledFile(sha256=SHA_A, filename=None)]
+    installs = read_installs(report)
+    assert isinstance(installs, list)
+    assert [i.file for i in installs] == [InstalledFile(sha256=SHA_A, filename=None)]
 
 
 def test_a_requirements_file_gives_the_one_sha256_of_each_requirement(tmp_path: Path) -> None:
@@ -86,7 +95,12 @@ def test_a_requirements_file_gives_the_one_sha256_of_each_requirement(tmp_path: 
         f"FileLock==3.18.0 --hash=sha256:{SHA_C}\n"
         "unpinned==1.0\n"
     )
-    assert read_installs(requirements) == [InstalledFile(sha256=SHA_A), InstalledFile(sha256=SHA_C)]
+    installs = read_installs(requirements)
+    assert isinstance(installs, list)
+    assert [i.file for i in installs] == [InstalledFile(sha256=SHA_A), InstalledFile(sha256=SHA_C)]
+    # A name==version pin names its release (the first line's hash follows a comment line,
+    # which ends the requirement it continued, as pip reads it)
+    assert [(i.project, i.version) for i in installs] == [(None, None), ("filelock", "3.18.0")]
 
 
 @pytest.mark.parametrize(
@@ -174,7 +188,7 @@ def test_installs_go_to_the_test_they_name_once_each(tmp_path: Path) -> None:
     )
     tests = [spec(), spec("gpu")]
     evidence = read_evidence(tests, [f"{INDEX}:smoke={first}", f"{INDEX}:smoke={second}"])
-    tests = with_installs(tests, evidence)
+    tests, _ = with_installs(tests, evidence)
     assert [t.name for t in tests] == ["smoke", "gpu"]
     assert [i.sha256 for i in tests[0].installed] == [SHA_A, SHA_B]
     assert tests[1].installed == ()
@@ -209,7 +223,7 @@ def test_the_manifest_carries_each_tests_installs(tmp_path: Path) -> None:
         tmp_path, pip_item("https://x/torch-2.7.0-py3-none-any.whl", {"hash": f"sha256={SHA_A}"})
     )
     tests = [spec(), spec("lint")]
-    tests = with_installs(tests, read_evidence(tests, [f"{INDEX}:smoke={report}"]))
+    tests, _ = with_installs(tests, read_evidence(tests, [f"{INDEX}:smoke={report}"]))
     staged = {INDEX: [ManifestFile(filename="torch-2.7.0-py3-none-any.whl", sha256=SHA_A, size=1)]}
     manifest = build_manifest(run_id="1", commit=COMMIT, staged=staged, tests=tests)
     document = json.loads(manifest.to_json())
@@ -219,6 +233,7 @@ def test_the_manifest_carries_each_tests_installs(tmp_path: Path) -> None:
             "name": "smoke",
             "result": "passed",
             "installed": [{"sha256": SHA_A, "filename": "torch-2.7.0-py3-none-any.whl"}],
+            "refused": [],
         },
-        {"name": "lint", "result": "passed", "installed": []},
+        {"name": "lint", "result": "passed", "installed": [], "refused": []},
     ]

@@ -11,6 +11,7 @@ import pytest
 
 from tests.unit.samples import SHA_A, SHA_B
 from wheelgate.core.manifest import ManifestFile
+from wheelgate.staging.offer import OfferedFile, RunOffer
 from wheelgate.staging.pins import (
     Resolved,
     Target,
@@ -23,6 +24,7 @@ from wheelgate.staging.pins import (
     target_from_options,
     target_preset,
 )
+from wheelgate.storage.bucket import Bucket
 
 SHA_C = "c" * 64
 SHA_D = "d" * 64
@@ -42,6 +44,8 @@ RUNNER = {
     "python_version": "3.11",
     "sys_platform": "linux",
 }
+#: Where offered files are; a unit test reads none of them.
+OBJECTS = Bucket(None, "objects")  # type: ignore[arg-type]
 
 
 def staged(*names_and_hashes: tuple[str, str]) -> list[ManifestFile]:
@@ -63,6 +67,24 @@ def resolved(
 def report(*items: dict[str, Any]) -> dict[str, Any]:
     # Round-tripped through JSON, as pip's stdout is.
     return dict(json.loads(json.dumps({"version": "1", "install": list(items)})))
+
+
+def offering(*reports: object) -> RunOffer:
+    """What the run's index offers by its objects: every file the reports name (the page
+    the fake pip read links only offered files, unless a test says otherwise)."""
+    reports = tuple(r for r in reports if isinstance(r, dict))
+    files = [
+        OfferedFile(
+            item["download_info"]["url"].rsplit("/", 1)[-1],
+            item["download_info"]["archive_info"]["hashes"]["sha256"].lower(),
+            OBJECTS,
+            "runs/1/v2/x/" + item["download_info"]["url"].rsplit("/", 1)[-1],
+        )
+        for r in reports
+        for item in r["install"]
+        if item["download_info"].get("archive_info")
+    ]
+    return RunOffer(files)
 
 
 class FakePip:
@@ -91,13 +113,49 @@ def test_the_default_target_pins_the_one_file_pip_chose_for_each_distribution() 
         )
     )
     # When pins are made for this environment
-    text = pin_for_target("http://i/", projects, Target(), resolve=pip, base_environment=RUNNER)
+    text = pin_for_target(
+        "http://i/",
+        projects,
+        Target(),
+        offer=offering(*pip.reports),
+        resolve=pip,
+        base_environment=RUNNER,
+    )
     # Then each distribution has one hash: torch's cp311 wheel alone, not the cp312 one
     assert text == (
         f"filelock==3.18.0 \\\n    --hash=sha256:{SHA_C}\n"
         f"torch==2.7.0+rocm7.0 \\\n    --hash=sha256:{SHA_B}\n"
     )
     assert pip.calls == [(["torch==2.7.0+rocm7.0"], [])]
+
+
+def test_a_file_the_run_does_not_offer_by_its_objects_is_never_pinned() -> None:
+    # Given a run whose dependency page was rewritten to link another run's filelock: pip
+    # resolves it, but neither the run's staged files nor nightly hold those bytes
+    projects = staged_projects(staged((TORCH_311, SHA_B)))
+    honest = report(
+        resolved("torch", "2.7.0+rocm7.0", TORCH_311, SHA_B, "filelock"),
+        resolved("filelock", "3.18.0", "filelock-3.18.0-py3-none-any.whl", SHA_C),
+    )
+    smuggled = report(
+        resolved("torch", "2.7.0+rocm7.0", TORCH_311, SHA_B, "filelock"),
+        resolved("filelock", "3.18.0", "filelock-3.18.0-py3-none-any.whl", SHA_D),
+    )
+    # When pins are made
+    with pytest.raises(ValueError, match="pip resolved filelock==") as refused:
+        pin_for_target(
+            "http://i/",
+            projects,
+            Target(),
+            offer=offering(honest),
+            resolve=FakePip(smuggled),
+            base_environment=RUNNER,
+        )
+    # Then nothing is pinned, and the message names the file and what is offered
+    message = str(refused.value)
+    assert "filelock-3.18.0-py3-none-any.whl" in message
+    assert SHA_D in message
+    assert "neither a file the run staged nor one nightly holds" in message
 
 
 def test_markers_are_evaluated_for_the_target_not_for_the_machine_running_pip() -> None:
@@ -116,7 +174,14 @@ def test_markers_are_evaluated_for_the_target_not_for_the_machine_running_pip() 
     )
     # When pins are made for 3.12
     target = Target(python_version="3.12")
-    text = pin_for_target("http://i/", projects, target, resolve=pip, base_environment=RUNNER)
+    text = pin_for_target(
+        "http://i/",
+        projects,
+        target,
+        offer=offering(*pip.reports),
+        resolve=pip,
+        base_environment=RUNNER,
+    )
     # Then pip is asked again with what 3.12 needs and it missed (marker dropped)...
     options = ["--python-version", "3.12", "--only-binary=:all:"]
     assert pip.calls == [(["app==1.0"], options), (["app==1.0", "dep>=2"], options)]
@@ -176,7 +241,7 @@ def test_a_requirement_that_names_a_url_cannot_be_pinned() -> None:
     ("reports", "expected"),
     [
         (
-            [report(resolved("dep", "1.0", "d.whl", SHA_C))],
+            [report(resolved("dep", "1.0", "dep-1.0-py3-none-any.whl", SHA_C))],
             "pip's resolution leaves out the run's torch==2.7.0+rocm7.0",
         ),
         (
@@ -195,7 +260,14 @@ def test_a_closure_that_cannot_be_pinned_is_refused(reports: list[object], expec
     projects = staged_projects(staged((TORCH_312, SHA_A)))
     pip = FakePip(*reports)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="pip") as refused:
-        pin_for_target("http://i/", projects, Target(), resolve=pip, base_environment=RUNNER)
+        pin_for_target(
+            "http://i/",
+            projects,
+            Target(),
+            offer=offering(*pip.reports),
+            resolve=pip,
+            base_environment=RUNNER,
+        )
     assert expected in str(refused.value)
 
 
@@ -314,4 +386,11 @@ def test_a_literal_manylinux_platform_pip_refuses_says_how_to_cover_the_others()
     projects = staged_projects(staged(("app-1.0-py3-none-any.whl", SHA_A)))
     target = Target(python_version="3.12", platforms=("manylinux_2_28_x86_64",))
     with pytest.raises(ValueError, match="pip takes --platform literally"):
-        pin_for_target("http://i/", projects, target, resolve=refusing, base_environment=RUNNER)
+        pin_for_target(
+            "http://i/",
+            projects,
+            target,
+            offer=offering(),
+            resolve=refusing,
+            base_environment=RUNNER,
+        )

@@ -21,6 +21,7 @@ from wheelgate.core.settings import ENV_STAGING_BASE_URL
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
+    from wheelgate.staging.offer import run_offer
     from wheelgate.staging.pins import (
         pin_for_target,
         select_projects,
@@ -41,7 +42,8 @@ def cmd_pins(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    staging, _ = buckets(args, nightly=False)
+    staging, nightly = buckets(args, nightly=True)
+    assert nightly is not None
     files = staged_sets(staging, args.run_id).get(args.index)
     if not files:
         raise UsageError(
@@ -55,7 +57,8 @@ def cmd_pins(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     projects = checked("--project", args.project, lambda names: select_projects(projects, names))
     try:
-        text = pin_for_target(index_url, projects, target)
+        offer = run_offer(staging, nightly, args.run_id, args.index, files)
+        text = pin_for_target(index_url, projects, target, offer=offer)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     header = (
@@ -77,6 +80,8 @@ def register(subparsers: Any) -> None:
             "Resolve the projects staged for RUN in DIR (or those given with --project) "
             "against the run's index with pip (a dry run: python -m pip of this environment, "
             "which should be a current pip), for this environment or the target given, "
+            "holding every file pip chose to the run's staged files and nightly's (never to "
+            "what a page links: a file that is neither is refused), "
             "evaluating environment markers for that target, and print a name==version line "
             "with one --hash for every distribution they need there: the run's files and the "
             "dependencies from nightly. pip install --require-hashes --index-url <index_url> "
@@ -125,5 +130,5 @@ def register(subparsers: Any) -> None:
             default=[] if repeatable else None,
             help=f"resolve for {what}, as pip's option does",
         )
-    storage_options(pins, nightly=False)
+    storage_options(pins, nightly=True)
     pins.set_defaults(func=cmd_pins)

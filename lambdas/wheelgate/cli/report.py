@@ -25,7 +25,7 @@ from wheelgate.core.manifest import ManifestV2
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from wheelgate.staging.environment import StagedWheelMatcher
+    from wheelgate.staging.evidence import EvidenceJudge
     from wheelgate.staging.installs import read_evidence, with_installs
     from wheelgate.staging.stage import build_manifest, parse_test_specs
 
@@ -36,15 +36,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         if spec.url is not None:
             test_url_option("--test", spec.url)
     evidence = checked("--installed", args.installed, lambda given: read_evidence(specs, given))
-    staging, _ = buckets(args, nightly=False)
+    staging, nightly = buckets(args, nightly=True)
+    assert nightly is not None
     staged = staged_sets(staging, args.run_id)
     if not staged:
         raise UsageError(f"nothing is staged for run {args.run_id} in s3://{staging.name}/")
     configured_indexes(staged, f"run {args.run_id} has files staged in")
-    matcher = StagedWheelMatcher(staging, args.run_id, staged)
-    tests = checked("--installed", evidence, lambda e: with_installs(specs, e, matcher.installs))
-    for warning in matcher.warnings:
+    judge = EvidenceJudge(staging, nightly, args.run_id, staged)
+    tests, warnings = checked("--installed", evidence, lambda e: with_installs(specs, e, judge))
+    for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for test in tests:
+        for refusal in test.refused:
+            print(
+                f"refused: test {test.name!r} of {test.index}: {refusal.reason}: {refusal.message}",
+                file=sys.stderr,
+            )
     try:
         manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
     except ValueError as exc:
@@ -68,8 +75,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _rejections_foreseen(manifest: ManifestV2) -> list[str]:
-    """Why the promoter will reject sets whose tests all passed: no test results, or files
-    no passed test installed (``core/evidence.py``)."""
+    """Why the promoter will reject sets whose tests all passed: no test results, refused
+    evidence, or files no passed test installed (``core/evidence.py``)."""
     from wheelgate.core.evidence import check_evidence
     from wheelgate.core.manifest import Outcome
 
@@ -117,5 +124,5 @@ def register(subparsers: Any) -> None:
         "any installer) (repeatable). The promoter releases only files a passed test installed",
     )
     report.add_argument("--dry-run", action="store_true", help="print the manifest, write nothing")
-    storage_options(report, nightly=False)
+    storage_options(report, nightly=True)
     report.set_defaults(func=cmd_report)

@@ -40,6 +40,12 @@ class Reason(StrEnum):
     LOCAL_LABEL_CONFLICT = "local-label-conflict"
     #: A staged file whose bytes no passed test of its set installed.
     UNTESTED_FILE = "untested-file"
+    #: A passed test's evidence names a staged or nightly wheel whose RECORD does not
+    #: describe the wheel's own members (``wheelgate report`` refused it).
+    RECORD_MISMATCH = "record-mismatch"
+    #: A passed test installed bytes of a name and version the run's index offers that are
+    #: none of the files it offers for them (another run's build, a rewritten page).
+    FOREIGN_BYTES = "foreign-bytes"
     #: A manifest (v1) that does not say what its tests installed.
     EVIDENCE_MISSING = "evidence-missing"
     #: An import request naming a source outside ``import_sources`` (or a WheelGate bucket).
@@ -69,6 +75,8 @@ INTEGRITY_REASONS = frozenset(
         Reason.COMMIT_MISMATCH,
         Reason.COPY_VERIFICATION_FAILED,
         Reason.UNTESTED_FILE,
+        Reason.RECORD_MISMATCH,
+        Reason.FOREIGN_BYTES,
         Reason.EVIDENCE_MISSING,
         Reason.METADATA_MISMATCH,
         Reason.METADATA_UNREADABLE,

@@ -62,6 +62,10 @@ MAX_TEST_URL = 2048
 #: A test may have to vouch for every file of a set (a mirror run's review names each reviewed
 #: wheel), so it may name as many installed files as a set has files.
 MAX_INSTALLED_PER_TEST = MAX_FILES_PER_SET
+#: Refused evidence a test names: the first few are enough to reject its set and say why.
+MAX_REFUSALS_PER_TEST = 20
+#: A refusal's sentence names a file, a URL and what differs.
+MAX_REFUSAL_MESSAGE = 2000
 
 #: A commit is its full SHA-1, in lowercase hex (what ``git rev-parse`` and ``$GITHUB_SHA`` give).
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"
@@ -269,10 +273,25 @@ class InstalledFile(BaseModel):
     filename: Annotated[str, Field(pattern=INSTALLED_FILENAME_PATTERN)] | None = None
 
 
+class EvidenceRefusal(BaseModel):
+    """Part of a test's evidence that ``wheelgate report`` refused: a staged wheel whose RECORD
+    does not describe its own members (``record-mismatch``), or installed bytes of a name and
+    version the run's index offers that are none of its files (``foreign-bytes``). The
+    promoter rejects the set with that reason."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reason: Literal["record-mismatch", "foreign-bytes"]
+    filename: Annotated[str, Field(pattern=INSTALLED_FILENAME_PATTERN)] | None = None
+    message: Annotated[str, Field(min_length=1, max_length=MAX_REFUSAL_MESSAGE)]
+
+
 class ManifestTestV2(ManifestTest):
-    """One test job's outcome for a set, with every file it installed (manifest v2)."""
+    """One test job's outcome for a set, with every file it installed (manifest v2) and what
+    of its evidence ``report`` refused."""
 
     installed: Annotated[tuple[InstalledFile, ...], Field(max_length=MAX_INSTALLED_PER_TEST)] = ()
+    refused: Annotated[tuple[EvidenceRefusal, ...], Field(max_length=MAX_REFUSALS_PER_TEST)] = ()
 
 
 class ArtifactSet(BaseModel):

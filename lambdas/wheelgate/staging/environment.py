@@ -10,13 +10,8 @@ itself says what was installed: each distribution's ``.dist-info/RECORD`` names 
   distribution's installed RECORD lists (the installed RECORD's own hashes are copied from the
   wheel by the installer, so they are never used), and writes them with each distribution's
   name, version and entry-point scripts: ``wheelgate/environment/v1``.
-- :class:`StagedWheelMatcher` (in the reporter job, which reads staging): for each installed
-  distribution whose name and version the run staged in the test's index directory, reads the
-  RECORD and WHEEL of each such staged wheel with a few ranged reads of the object version
-  whose SHA-256 S3 reports (as the promoter reads METADATA), and compares
-  (:func:`wheelgate.core.wheelrecord.differences`). The one staged wheel the environment holds
-  exactly is what the test installed: its SHA-256 is the evidence. Another platform's wheel of
-  the same release differs at least in its WHEEL tags, so it never matches.
+- :class:`wheelgate.staging.evidence.EvidenceJudge` (in the reporter job) matches each
+  installed distribution with the files the run's index offers for its name and version.
 """
 
 from __future__ import annotations
@@ -26,37 +21,22 @@ import hashlib
 import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
 from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any, Literal
 
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import (
-    InstalledFile,
-    ManifestFile,
     describe_errors,
-    parse_distribution_filename,
 )
-from wheelgate.core.wheelmeta import MAX_WHEEL_FILE_BYTES, WheelArchive, WheelMetadataError
 from wheelgate.core.wheelrecord import (
     InstalledDistribution,
     RecordError,
     Scheme,
-    WheelContent,
-    describe,
-    differences,
     parse_record,
-    script_body,
-    wheel_content,
 )
-from wheelgate.staging.stage import recorded_sha256, sha256_file
-from wheelgate.storage.bucket import Bucket, S3RangeReader
-from wheelgate.storage.errors import PreconditionFailed
+from wheelgate.staging.stage import sha256_file
 
 SCHEMA_ENVIRONMENT_V1 = "wheelgate/environment/v1"
 #: A RECORD of 200,000 files is about 30 MB.
@@ -253,110 +233,3 @@ def is_environment(document: object) -> bool:
     return isinstance(document, dict) and str(document.get("schema", "")).startswith(
         "wheelgate/environment/"
     )
-
-
-class StagedWheelMatcher:
-    """Which of a run's staged wheels an installed environment holds exactly (module
-    docstring). Each staged wheel's RECORD is read once, whichever tests installed it;
-    :attr:`warnings` says which installed distributions of the run's projects matched none."""
-
-    def __init__(
-        self, staging: Bucket, run_id: str, staged: Mapping[str, Sequence[ManifestFile]]
-    ) -> None:
-        self._staging = staging
-        self._run_id = run_id
-        self._staged = staged
-        self._contents: dict[tuple[str, str], tuple[WheelContent, WheelArchive]] = {}
-        self.warnings: list[str] = []
-
-    def installs(
-        self, index: str, environment: InstalledEnvironment, source: str
-    ) -> list[InstalledFile]:
-        """The staged wheels of ``index`` that ``environment`` holds exactly. Raises
-        ``ValueError`` when a staged wheel cannot be read or changed since it was listed, or
-        when two staged wheels match one distribution."""
-        wheels: dict[tuple[str, Version], list[ManifestFile]] = {}
-        for file in self._staged.get(index, ()):
-            if file.filename.endswith(".whl"):
-                dist = parse_distribution_filename(file.filename)
-                wheels.setdefault((dist.project, dist.version), []).append(file)
-        found = []
-        for installed in environment.distributions:
-            try:
-                version = Version(installed.version)
-            except InvalidVersion:
-                continue
-            candidates = wheels.get((canonicalize_name(installed.name), version), [])
-            if not candidates:
-                continue
-            outcome = {
-                file.filename: self._differences(index, file, installed, environment.scheme)
-                for file in candidates
-            }
-            matched = [f for f in candidates if not outcome[f.filename]]
-            if len(matched) > 1:
-                raise ValueError(
-                    f"evidence {source}: {installed.name} {installed.version} is the content of "
-                    f"{len(matched)} staged wheels ({', '.join(f.filename for f in matched)}); "
-                    "it does not say which one the test installed"
-                )
-            if matched:
-                found.append(InstalledFile(sha256=matched[0].sha256, filename=matched[0].filename))
-                continue
-            closest = min(candidates, key=lambda f: len(outcome[f.filename]))
-            self.warnings.append(
-                f"{source}: {installed.name} {installed.version} is installed, but it is none "
-                f"of the run's files in {index} (closest, {closest.filename}: "
-                f"{describe(outcome[closest.filename])}); the test vouches for none of them"
-            )
-        return found
-
-    def _differences(
-        self, index: str, file: ManifestFile, installed: InstalledDistribution, scheme: Scheme
-    ) -> list[str]:
-        content, archive = self._content(index, file)
-
-        def body_sha256(path: str) -> str | None:
-            body = script_body(self._read(archive, file, path, MAX_SCRIPT_BYTES))
-            return None if body is None else hashlib.sha256(body).hexdigest()
-
-        try:
-            return differences(installed, content, scheme, body_sha256)
-        except RecordError as exc:
-            raise ValueError(str(exc)) from None
-
-    def _content(self, index: str, file: ManifestFile) -> tuple[WheelContent, WheelArchive]:
-        cached = self._contents.get((index, file.filename))
-        if cached is not None:
-            return cached
-        key = STAGING.artifact(self._run_id, index, file.filename)
-        head = self._staging.head(key)
-        if head is None or recorded_sha256(self._staging, head) != file.sha256:
-            raise ValueError(f"s3://{self._staging.name}/{key} changed since it was listed")
-        reader = S3RangeReader(self._staging.client, self._staging.name, key, head.size, head.etag)
-        try:
-            archive = WheelArchive(reader, file.filename)
-            record_path = archive.dist_info_path("RECORD")
-        except WheelMetadataError as exc:
-            raise ValueError(f"staged {exc}") from None
-        except PreconditionFailed:
-            raise ValueError(f"s3://{self._staging.name}/{key} changed while it was read") from None
-        try:
-            content = wheel_content(
-                file.filename,
-                record_path.rpartition("/")[0],
-                self._read(archive, file, record_path, MAX_RECORD_BYTES),
-                archive.read_dist_info("WHEEL", MAX_WHEEL_FILE_BYTES),
-            )
-        except RecordError as exc:
-            raise ValueError(f"staged {exc}") from None
-        self._contents[(index, file.filename)] = (content, archive)
-        return content, archive
-
-    def _read(self, archive: WheelArchive, file: ManifestFile, path: str, limit: int) -> bytes:
-        try:
-            return archive.read(path, limit)
-        except WheelMetadataError as exc:
-            raise ValueError(f"staged {exc}") from None
-        except PreconditionFailed:
-            raise ValueError(f"staged {file.filename} changed while it was read") from None

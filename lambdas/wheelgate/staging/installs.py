@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -33,8 +33,12 @@ from wheelgate.core.layout import check_index
 from wheelgate.core.manifest import (
     INSTALLED_FILENAME_PATTERN,
     MAX_INSTALLED_PER_TEST,
+    MAX_REFUSALS_PER_TEST,
+    EvidenceRefusal,
     InstalledFile,
+    parse_distribution_filename,
 )
+from wheelgate.core.redact import redact_urls
 from wheelgate.staging.environment import InstalledEnvironment, is_environment, read_environment
 from wheelgate.staging.stage import TestSpec
 
@@ -51,6 +55,30 @@ EXACT_EVIDENCE = (
     "pinning one file each (wheelgate pins, for the test's --target), or the environment the "
     "test installed into (wheelgate installed)"
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Install:
+    """One file a test's evidence says it installed: its SHA-256, and what the evidence tells
+    of it besides (file name, normalized project, version, the URL it came from)."""
+
+    sha256: str
+    filename: str | None = None
+    project: str | None = None
+    version: str | None = None
+    url: str | None = None
+
+    @property
+    def file(self) -> InstalledFile:
+        """The manifest's record of it."""
+        return InstalledFile(sha256=self.sha256, filename=self.filename)
+
+    def describe(self) -> str:
+        """The file as a message names it."""
+        name = self.filename or (
+            f"{self.project}=={self.version}" if self.project and self.version else "a file"
+        )
+        return f"{name} (sha256 {self.sha256}" + (f", from {self.url})" if self.url else ")")
 
 
 def _sha256(value: str, where: str, source: Path) -> str:
@@ -92,7 +120,7 @@ def archive_sha256(item: dict[str, Any]) -> tuple[str, str] | None:
     return None if digest is None else (str(digest), str(info.get("url", "")))
 
 
-def installs_from_pip_report(document: object, source: Path) -> list[InstalledFile]:
+def installs_from_pip_report(document: object, source: Path) -> list[Install]:
     """Every archive pip's installation report ``document`` says was installed, with its
     SHA-256. Entries installed from a directory or a VCS, or without a SHA-256, are left out:
     no staged file can be one of them. Raises ``ValueError`` when ``document`` is not a pip
@@ -110,8 +138,16 @@ def installs_from_pip_report(document: object, source: Path) -> list[InstalledFi
             continue
         digest, url = archive
         where = url.rsplit("/", 1)[-1] or url
+        filename = _url_filename(url)
+        project, version = _report_release(item, filename)
         found.append(
-            InstalledFile(sha256=_sha256(digest, where, source), filename=_url_filename(url))
+            Install(
+                sha256=_sha256(digest, where, source),
+                filename=filename,
+                project=project,
+                version=version,
+                url=redact_urls(url) if url else None,
+            )
         )
     if not found:
         raise ValueError(
@@ -119,6 +155,21 @@ def installs_from_pip_report(document: object, source: Path) -> list[InstalledFi
             "with pip install --report in an environment without the packages"
         )
     return found
+
+
+def _report_release(item: dict[str, Any], filename: str | None) -> tuple[str | None, str | None]:
+    """The project (normalized) and version of a pip report's ``install`` entry: its
+    ``metadata``, else its file name."""
+    metadata = item.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("name") and metadata.get("version"):
+        return canonicalize_name(str(metadata["name"])), str(metadata["version"])
+    if filename is not None:
+        try:
+            dist = parse_distribution_filename(filename)
+        except ValueError:
+            return None, None
+        return dist.project, str(dist.version)
+    return None, None
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -139,7 +190,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, _COMMENT.sub("", "".join(parts))
 
 
-def installs_from_requirements(text: str, source: Path) -> list[InstalledFile]:
+def installs_from_requirements(text: str, source: Path) -> list[Install]:
     """The ``--hash=sha256:`` of each requirement of a hash-pinned requirements file.
 
     Raises ``ValueError`` naming the file, line and requirement for a requirement with more
@@ -147,7 +198,7 @@ def installs_from_requirements(text: str, source: Path) -> list[InstalledFile]:
     files (each allows a file the test may not have installed); for a value that is not a
     SHA-256; and for a file without a hash.
     """
-    found: dict[str, InstalledFile] = {}
+    found: dict[str, Install] = {}
     pinned: dict[str, tuple[str, str]] = {}
     for number, line in _logical_lines(text):
         hashes = _HASH_OPTION.findall(line)
@@ -175,13 +226,30 @@ def installs_from_requirements(text: str, source: Path) -> list[InstalledFile]:
                 f"evidence {where} pins {project} to another file than {earlier[1]} does, so "
                 f"it does not say which one the test installed; {EXACT_EVIDENCE}"
             )
-        found.setdefault(digest, InstalledFile(sha256=digest))
+        found.setdefault(
+            digest, Install(digest, None, project or None, _pinned_version(requirement))
+        )
     if not found:
         raise ValueError(
             f"evidence {source} has no --hash=sha256: pins; give pip's installation report "
             "or the hash-pinned requirements the test installed with --require-hashes"
         )
     return list(found.values())
+
+
+def _pinned_version(requirement: str) -> str | None:
+    """The version of a ``name==version`` requirement (``None`` for any other)."""
+    try:
+        specifiers = list(Requirement(requirement).specifier)
+    except InvalidRequirement:
+        return None
+    if (
+        len(specifiers) == 1
+        and specifiers[0].operator in ("==", "===")
+        and "*" not in str(specifiers[0].version)
+    ):
+        return specifiers[0].version
+    return None
 
 
 def _first_option(tokens: list[str]) -> int:
@@ -196,10 +264,10 @@ def _project(requirement: str) -> str:
         return requirement
 
 
-def read_installs(path: Path) -> list[InstalledFile] | InstalledEnvironment:
+def read_installs(path: Path) -> list[Install] | InstalledEnvironment:
     """What the evidence file at ``path`` says was installed: a pip installation report (a
     JSON object), an environment (``wheelgate installed``), whose files
-    :class:`~wheelgate.staging.environment.StagedWheelMatcher` finds, or a hash-pinned
+    :class:`~wheelgate.staging.evidence.EvidenceJudge` finds, or a hash-pinned
     requirements file. Raises ``ValueError`` naming the file when it is absent, unreadable
     or none of these."""
     try:
@@ -229,11 +297,27 @@ class Evidence:
     index: str
     test: str
     source: Path
-    installed: tuple[InstalledFile, ...] | InstalledEnvironment
+    installed: tuple[Install, ...] | InstalledEnvironment
 
 
-#: Finds the staged files an environment holds: ``(index, environment, source) -> files``.
-EnvironmentInstalls = Callable[[str, InstalledEnvironment, str], Sequence[InstalledFile]]
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """What one piece of evidence vouches for: the files the test installed that the manifest
+    lists, the evidence ``report`` refused (the promoter rejects the set for it), and
+    warnings for the person reading ``report``'s output."""
+
+    installed: tuple[InstalledFile, ...] = ()
+    refused: tuple[EvidenceRefusal, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+class Judge(Protocol):
+    """Judges evidence against what the run's index offers
+    (:class:`wheelgate.staging.evidence.EvidenceJudge`)."""
+
+    def files(self, index: str, installs: Sequence[Install], source: str) -> Judged: ...
+
+    def environment(self, index: str, environment: InstalledEnvironment, source: str) -> Judged: ...
 
 
 def read_evidence(tests: Sequence[TestSpec], specs: Sequence[str]) -> list[Evidence]:
@@ -256,31 +340,47 @@ def read_evidence(tests: Sequence[TestSpec], specs: Sequence[str]) -> list[Evide
 
 
 def with_installs(
-    tests: Sequence[TestSpec],
-    evidence: Sequence[Evidence],
-    environment_installs: EnvironmentInstalls | None = None,
-) -> list[TestSpec]:
-    """``tests`` with what each :class:`Evidence` says its test installed (each SHA-256 once);
-    an environment's files are those ``environment_installs`` finds in it. Raises
-    ``ValueError`` for a test with more than :data:`MAX_INSTALLED_PER_TEST` installs, and for
-    an environment without ``environment_installs``."""
+    tests: Sequence[TestSpec], evidence: Sequence[Evidence], judge: Judge | None = None
+) -> tuple[list[TestSpec], list[str]]:
+    """``tests`` with what each :class:`Evidence` says its test installed (each SHA-256 once)
+    and what ``judge`` refused of it, and the judge's warnings. Without ``judge`` files are
+    taken as the evidence names them, and an environment is refused. Raises ``ValueError``
+    for a test with more than :data:`MAX_INSTALLED_PER_TEST` installs, and for an environment
+    without ``judge``."""
     installs: dict[tuple[str, str], dict[str, InstalledFile]] = {
         (t.index, t.name): {i.sha256: i for i in t.installed} for t in tests
     }
+    refused: dict[tuple[str, str], list[EvidenceRefusal]] = {
+        (t.index, t.name): list(t.refused) for t in tests
+    }
+    warnings: list[str] = []
     for item in evidence:
-        files = item.installed
-        if isinstance(files, InstalledEnvironment):
-            if environment_installs is None:
-                raise ValueError(f"evidence {item.source}: an environment needs the staged files")
-            files = tuple(environment_installs(item.index, files, str(item.source)))
+        source = str(item.source)
+        if judge is not None:
+            judged = (
+                judge.environment(item.index, item.installed, source)
+                if isinstance(item.installed, InstalledEnvironment)
+                else judge.files(item.index, item.installed, source)
+            )
+        elif isinstance(item.installed, InstalledEnvironment):
+            raise ValueError(f"evidence {source}: an environment needs the staged files")
+        else:
+            judged = Judged(installed=tuple(i.file for i in item.installed))
         test = installs[(item.index, item.test)]
-        for installed in files:
+        for installed in judged.installed:
             test.setdefault(installed.sha256, installed)
         if len(test) > MAX_INSTALLED_PER_TEST:
             raise ValueError(
                 f"test {item.test!r} of {item.index} installed {len(test)} files; "
                 f"a manifest holds at most {MAX_INSTALLED_PER_TEST} a test"
             )
+        refused[(item.index, item.test)] += judged.refused
+        warnings += judged.warnings
     return [
-        dataclasses.replace(t, installed=tuple(installs[(t.index, t.name)].values())) for t in tests
-    ]
+        dataclasses.replace(
+            t,
+            installed=tuple(installs[(t.index, t.name)].values()),
+            refused=tuple(refused[(t.index, t.name)][:MAX_REFUSALS_PER_TEST]),
+        )
+        for t in tests
+    ], warnings

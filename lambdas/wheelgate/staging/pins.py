@@ -20,6 +20,10 @@ requirement of its own, until the walk finds nothing missing; what the walk neve
 only the machine running pip needed) is left out. Each distribution is pinned to the one file
 pip chose for the target, so the file is exact evidence of what a test that installs from it
 installed (:mod:`wheelgate.staging.installs`).
+
+pip reads the run's pages, which a build job may write, so what it chose proves nothing by
+itself: each chosen file must be one the run's index offers by its objects (the run's staged
+files and nightly's, :mod:`wheelgate.staging.offer`), or nothing is pinned.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from packaging.version import InvalidVersion, Version
 from wheelgate.core.manifest import ManifestFile, parse_distribution_filename
 from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.staging.installs import archive_sha256, pip_report_installs
+from wheelgate.staging.offer import RunOffer
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -445,12 +450,16 @@ def _requirement(text: str, parent: str) -> Requirement:
 
 
 def pinned_requirements(
-    projects: Mapping[str, StagedProject], resolved: Mapping[str, Resolved], closure: Closure
+    projects: Mapping[str, StagedProject],
+    resolved: Mapping[str, Resolved],
+    closure: Closure,
+    offer: RunOffer,
 ) -> str:
     """A requirements file pinning each distribution the target needs to the one file pip
     chose for it: a ``name==version`` line with one ``--hash``. Raises ``ValueError`` when pip
-    resolved one of the run's projects at another version, or chose a file without a
-    SHA-256 (it cannot be pinned)."""
+    resolved one of the run's projects at another version, chose a file without a SHA-256
+    (it cannot be pinned), or chose a file that ``offer`` (the run's staged files and
+    nightly's, derived from objects) does not hold: the run's pages link other bytes."""
     lines = []
     for name in sorted(closure.needed):
         found = resolved[name]
@@ -463,6 +472,14 @@ def pinned_requirements(
             raise ValueError(
                 f"pip resolved {name}=={found.version} to a file without a SHA-256; it cannot "
                 "be pinned (does its index page give #sha256=?)"
+            )
+        if offer.judge(name, found.version, found.sha256) != "offered":
+            raise ValueError(
+                f"pip resolved {name}=={found.version} to {found.filename or 'a file'} (sha256 "
+                f"{found.sha256}), which is neither a file the run staged nor one nightly "
+                f"holds (offered for {name} {found.version}: "
+                f"{offer.describe(name, found.version)}); the run's index page for {name} "
+                "links other bytes than the run's files"
             )
         if own is not None and found.sha256 not in own.hashes:
             lines.append(f"# {name}: the target takes {found.filename}, which is not the run's")
@@ -479,12 +496,14 @@ def pin_for_target(
     projects: Mapping[str, StagedProject],
     target: Target,
     *,
+    offer: RunOffer,
     resolve: Resolver | None = None,
     base_environment: Mapping[str, str] | None = None,
 ) -> str:
     """Requirements pinning, for ``target``, one file of each distribution ``projects`` need
-    (module docstring). ``resolve`` (default :func:`resolve_with_pip`) is called as
-    ``resolve(index_url, requirements, options=...)``; ``base_environment`` (default: this
+    (module docstring), each one of the files ``offer`` holds. ``resolve`` (default
+    :func:`resolve_with_pip`) is called as ``resolve(index_url, requirements, options=...)``;
+    ``base_environment`` (default: this
     interpreter's, which is pip's) is what the target's markers start from.
 
     Raises ``ValueError`` when pip cannot resolve, a file cannot be pinned, or the target's
@@ -510,7 +529,7 @@ def pin_for_target(
         if left_out:
             raise ValueError(f"pip's resolution leaves out the run's {', '.join(left_out)}")
         if not closure.missing:
-            return pinned_requirements(projects, resolved, closure)
+            return pinned_requirements(projects, resolved, closure, offer)
         new = [r for r in closure.missing if r not in added]
         if not new:
             raise ValueError(

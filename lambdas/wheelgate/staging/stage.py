@@ -31,6 +31,7 @@ from wheelgate.core.lifecycle import StageWindowClosed, check_stage_window
 from wheelgate.core.manifest import (
     SCHEMA_V2,
     ArtifactSetV2,
+    EvidenceRefusal,
     InstalledFile,
     ManifestFile,
     ManifestTestV2,
@@ -541,6 +542,8 @@ class TestSpec:
     url: str | None
     #: The files the test installed (``--installed``, :mod:`wheelgate.staging.installs`).
     installed: tuple[InstalledFile, ...] = ()
+    #: What ``report`` refused of the test's evidence (:mod:`wheelgate.staging.evidence`).
+    refused: tuple[EvidenceRefusal, ...] = ()
 
 
 def parse_test_spec(spec: str) -> TestSpec:
@@ -596,7 +599,11 @@ def build_manifest(
                     files=sorted(files, key=lambda f: f.filename),
                     tests=tuple(
                         ManifestTestV2(
-                            name=t.name, result=t.result, url=t.url, installed=t.installed
+                            name=t.name,
+                            result=t.result,
+                            url=t.url,
+                            installed=t.installed,
+                            refused=t.refused,
                         )
                         for t in tests
                         if t.index == index

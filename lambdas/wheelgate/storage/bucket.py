@@ -267,7 +267,21 @@ class Bucket:
         checksums), this is the one way to know its full-object SHA-256 without trusting what
         its writer said: it reads the whole object once.
         """
-        response = self._call(key, self.client.get_object, IfMatch=etag)
+        return self.read_into(key, None, if_match=etag, chunk=chunk)
+
+    def read_into(
+        self,
+        key: str,
+        handle: BinaryIO | None,
+        *,
+        if_match: str | None = None,
+        chunk: int = 8 * 1024 * 1024,
+    ) -> str:
+        """Stream the object (only the version with ETag ``if_match``, if given) into
+        ``handle`` (or nowhere) in ``chunk``-byte pieces, and return the SHA-256 of the bytes
+        read. Raises :class:`PreconditionFailed` when there is no such object (version)."""
+        condition = {"IfMatch": if_match} if if_match else {}
+        response = self._call(key, self.client.get_object, **condition)
         if response is None:
             raise PreconditionFailed(key)
         digest = hashlib.sha256()
@@ -275,6 +289,8 @@ class Bucket:
         with self._translated("GetObject", key):
             while data := body.read(chunk):
                 digest.update(data)
+                if handle is not None:
+                    handle.write(data)
         return digest.hexdigest()
 
     def get(self, key: str, *, if_match: str | None = None) -> tuple[bytes, str] | None:
