@@ -89,6 +89,11 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("reporter", "staging records/_jobs/"): {GET},
     ("reporter", "staging runs/deps-*"): {GET},
     ("reporter", "staging runs/import-*"): {GET},
+    # report holds each test's evidence to the bytes the run's index offers, nightly's too.
+    **{
+        ("reporter", t): {GET}
+        for t in ("nightly files", "nightly .metadata", "nightly index", "nightly other dir")
+    },
     # Its manifests/* grant stops at import requests too (both layers).
     ("reporter", "staging manifests/import-*"): set(),
     # The reporter's identity policy allows manifests/*; the bucket policy refuses overrides.
