@@ -21,7 +21,6 @@ from typing import Any
 import boto3
 import jsonschema
 import pytest
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
@@ -29,24 +28,12 @@ from securesystemslib.signer import SSlibKey
 
 from tests.integration.conftest import uv_binary
 from tests.integration.test_promoter import COMMIT, Run, wheel
+from tests.unit.test_verdicts import sign
 from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING, VERDICT_KEYS_KEY, VERDICT_SUFFIX
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_VERDICT_KEY_ARN
 from wheelgate.core.signatures import check_verdict
-from wheelgate.core.verdicts import (
-    EXTENSION_KEY,
-    PAYLOAD_TYPE,
-    EvidenceTest,
-    KeyDocument,
-    PublishedKey,
-    VerdictFacts,
-    build_statement,
-    envelope_bytes,
-    keyid_of,
-    pae,
-    pem_of,
-    statement_bytes,
-)
+from wheelgate.core.verdicts import EXTENSION_KEY, EvidenceTest, KeyDocument, VerdictFacts, pem_of
 from wheelgate.lambda_function import handler
 from wheelgate.local.stack import LocalStack
 from wheelgate.staging.hermetic import hermetic_env
@@ -280,17 +267,6 @@ def planted_by_a_build_job(stack: LocalStack, run: Run, path: Path) -> Planted:
     run.stage(path)
     folder = STAGING.run_prefix(run.run_id)
     fake_gate = stack.staging_url + folder
-    private = ec.generate_private_key(ec.SECP256R1())
-    der = private.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    key = PublishedKey(keyid=keyid_of(der), pem=pem_of(der), valid_from="2026-01-01T00:00:00Z")
-    run.staging.put(
-        folder + VERDICT_KEYS_KEY,
-        KeyDocument(keys=[key]).to_bytes(),
-        content_type="application/json",
-        if_none_match=True,
-    )
     file_key = STAGING.artifact(run.run_id, run.index, path.name)
     facts = VerdictFacts(
         filename=path.name,
@@ -305,9 +281,13 @@ def planted_by_a_build_job(stack: LocalStack, run: Run, path: Path) -> Planted:
         index=run.index,
         tests=(EvidenceTest(name="smoke"),),
     )
-    payload = statement_bytes(build_statement(facts))
-    signature = private.sign(pae(PAYLOAD_TYPE, payload), ec.ECDSA(hashes.SHA256()))
-    verdict = envelope_bytes(payload, keyid=key.keyid, signature=signature)
+    verdict, key = sign(ec.generate_private_key(ec.SECP256R1()), facts)
+    run.staging.put(
+        folder + VERDICT_KEYS_KEY,
+        KeyDocument(keys=[key]).to_bytes(),
+        content_type="application/json",
+        if_none_match=True,
+    )
     run.staging.put(
         file_key + VERDICT_SUFFIX, verdict, content_type="application/json", if_none_match=True
     )
