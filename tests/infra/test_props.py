@@ -525,6 +525,8 @@ def test_import_sources_default_to_none_and_are_read() -> None:
         (["Old_Bucket"], r"wheelgate\.import_sources: 'Old_Bucket' does not name an S3 bucket"),
         (["old-bucket/v2"], r"wheelgate\.import_sources: .*ending in '/'"),
         (["old-bucket/v2/*/"], r"wheelgate\.import_sources: .*without '\*'"),
+        (["old-bucket/v2/../v1/"], r"wheelgate\.import_sources: .*has the segment '\.\.'"),
+        (["old-bucket/v2//"], r"wheelgate\.import_sources: .*has an empty segment"),
         ("old-bucket", r"wheelgate\.import_sources must be a list"),
     ],
 )

@@ -28,7 +28,7 @@ import pytest
 from tests.integration.installs import pip
 from tests.integration.test_fanout import Fanout
 from tests.integration.test_promoter import Run, deliver, nightly_versions, sqs_event
-from wheelgate.core.importing import new_import_request
+from wheelgate.core.importing import SCHEMA_IMPORT_V1, import_id, new_import_request
 from wheelgate.core.layout import STAGING, VERDICT_KEYS_KEY
 from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
@@ -262,6 +262,42 @@ def test_a_source_outside_the_allow_list_is_refused_before_it_is_read(
         decided = record(staging, run_id)
         assert (decided["state"], decided["reason"]) == ("rejected", reason), decided
         assert source in decided["message"]
+
+
+@pytest.mark.parametrize("prefix", ["v2/../v1/x/", "v2/./x/", "v2//x/"])
+def test_a_source_with_a_dot_or_empty_segment_is_refused_before_it_is_read(
+    prefix: str, buckets: tuple[Bucket, Bucket], s3: Any, tmp_path: Path
+) -> None:
+    staging, _ = buckets
+    source_bucket(s3)
+    # Given wheels where such a source could lead: under the key it spells (S3 takes it
+    # literally) and where it points (v1/, outside the import_sources entry v2/)...
+    path = build_wheel(tmp_path, "dotted", "1.0")
+    for key in (f"{prefix}{path.name}", f"v1/x/{path.name}", f"v2/x/{path.name}"):
+        s3.put_object(Bucket=SOURCE_BUCKET, Key=key, Body=path.read_bytes())
+    # ...and the break-glass role's request for it, written as a hand-made request can be
+    # (`wheelgate import` refuses to write one)
+    source, index = f"s3://{SOURCE_BUCKET}/{prefix}", "imp/dotted"
+    run_id = import_id(source, index, None)
+    request = {
+        "schema": SCHEMA_IMPORT_V1,
+        "run_id": run_id,
+        "source": source,
+        "index": index,
+        "requested_at": datetime.now(UTC).isoformat(),
+    }
+    key = STAGING.manifest(run_id)
+    staging.put(key, json.dumps(request).encode(), content_type="application/json")
+    before = nightly_versions(s3)
+    # When the promoter gets it
+    assert deliver(key, BREAK_GLASS) == {"batchItemFailures": []}
+    # Then it is refused, naming the segment, and nothing is gathered or released
+    decided = record(staging, run_id)
+    assert (decided["state"], decided["reason"]) == ("rejected", "import-source-not-allowed")
+    assert "segment" in decided["message"]
+    assert source in decided["message"]
+    assert not list(staging.list(STAGING.run_prefix(run_id)))
+    assert nightly_versions(s3) == before
 
 
 def test_a_directory_that_is_not_configured_is_refused(

@@ -10,25 +10,30 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
 import jsonschema
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey
 
 from tests.integration.conftest import uv_binary
 from tests.integration.test_promoter import COMMIT, Run, wheel
+from tests.unit.test_verdicts import sign
 from wheelgate.cli.main import main
-from wheelgate.core.layout import VERDICT_KEYS_KEY
-from wheelgate.core.settings import ENV_VERDICT_KEY_ARN
-from wheelgate.core.verdicts import EXTENSION_KEY, pem_of
+from wheelgate.core.layout import STAGING, VERDICT_KEYS_KEY, VERDICT_SUFFIX
+from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_VERDICT_KEY_ARN
+from wheelgate.core.signatures import check_verdict
+from wheelgate.core.verdicts import EXTENSION_KEY, EvidenceTest, KeyDocument, VerdictFacts, pem_of
 from wheelgate.lambda_function import handler
 from wheelgate.local.stack import LocalStack
 from wheelgate.staging.hermetic import hermetic_env
@@ -157,8 +162,13 @@ def test_a_promotion_signs_each_file_and_the_pages_link_its_verdict(
     # And the public keys document lists the signing key
     keys = json.loads(run.nightly.get(VERDICT_KEYS_KEY)[0])  # type: ignore[index]
     assert any(k["pem"] == published_pem(stack) and "retired" not in k for k in keys["keys"])
-    # When a user verifies the file by its nightly URL (keys found above it)
-    code, report = verify(f"{stack.nightly_url}{run.index}/{path.name}", capsys=capsys)
+    # When a user verifies the file by its nightly URL, naming the gate
+    code, report = verify(
+        f"{stack.nightly_url}{run.index}/{path.name}",
+        "--nightly-url",
+        stack.nightly_url,
+        capsys=capsys,
+    )
     # Then it verifies and says what was verified
     assert code == 0, report
     assert report["run_id"] == run.run_id
@@ -167,7 +177,8 @@ def test_a_promotion_signs_each_file_and_the_pages_link_its_verdict(
     assert [t["name"] for t in report["tests"]] == ["smoke"]
     assert report["gate"] == stack.nightly_url
     assert report["kind"] == "promotion"
-    # And by the downloaded file, through the index's project page
+    # And by the downloaded file, through the index's project page (the gate from
+    # WHEELGATE_NIGHTLY_BASE_URL, which the local stack sets as CI would)
     local = run.tmp / "download" / path.name
     local.parent.mkdir()
     local.write_bytes(path.read_bytes())
@@ -236,6 +247,104 @@ def test_verify_refuses_tampered_files_statements_names_and_keys(
     assert main(["verify", str(path), "--statement", str(statement), "--key", str(key)]) == 2
     # Storage or network error: nothing answers
     assert main(["verify", f"http://127.0.0.1:9/{run.index}/{path.name}"]) == 4
+
+
+@dataclass(frozen=True)
+class Planted:
+    """What a build job planted in its own run folder: the staged file's URL, the gate its
+    verdict names (the run folder's URL) and its key's PEM."""
+
+    file_url: str
+    fake_gate: str
+    pem: str
+
+
+def planted_by_a_build_job(stack: LocalStack, run: Run, path: Path) -> Planted:
+    """Stage ``path`` as a build job, then, as the same job, create a keys document with a key
+    of its own and a verdict for the file signed with it, both under its run's folder: the build
+    role may create any key under staging ``runs/`` (If-None-Match, as here;
+    ``tests/infra/test_iam_matrix.py``, ``EXPECTED_ALLOWED[("build", "staging runs/")]``)."""
+    run.stage(path)
+    folder = STAGING.run_prefix(run.run_id)
+    fake_gate = stack.staging_url + folder
+    file_key = STAGING.artifact(run.run_id, run.index, path.name)
+    facts = VerdictFacts(
+        filename=path.name,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        gate=fake_gate,
+        resource_uri=stack.staging_url + file_key,
+        at="2026-01-01T00:00:00Z",
+        manifest_uri=f"s3://{run.staging.name}/{STAGING.manifest(run.run_id)}",
+        manifest_sha256="0" * 64,
+        run_id=run.run_id,
+        commit=COMMIT,
+        index=run.index,
+        tests=(EvidenceTest(name="smoke"),),
+    )
+    verdict, key = sign(ec.generate_private_key(ec.SECP256R1()), facts)
+    run.staging.put(
+        folder + VERDICT_KEYS_KEY,
+        KeyDocument(keys=[key]).to_bytes(),
+        content_type="application/json",
+        if_none_match=True,
+    )
+    run.staging.put(
+        file_key + VERDICT_SUFFIX, verdict, content_type="application/json", if_none_match=True
+    )
+    # A well-made forgery: under its own key and its own gate, it verifies.
+    check_verdict(verdict, keys=[key], filename=path.name, sha256=facts.sha256, gate=fake_gate)
+    return Planted(stack.staging_url + file_key, fake_gate, key.pem)
+
+
+def test_verify_without_a_gate_trusts_no_keys_a_build_job_planted_beside_its_file(
+    stack: LocalStack,
+    run: Run,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a build job's staged file, with a keys document and a verdict it planted in its run
+    # folder, and a user who names no gate (no --nightly-url, no variable, no --key)
+    planted = planted_by_a_build_job(stack, run, wheel(tmp_path, "planted", "1.0"))
+    monkeypatch.delenv(ENV_NIGHTLY_BASE_URL)
+    capsys.readouterr()
+    # When they verify the file by its staging URL
+    code = main(["verify", planted.file_url, "--json"])
+    out = capsys.readouterr()
+    # Then it refuses as bad input before reading anything, says how to name the gate, and
+    # verifies nothing
+    assert code == 2, out
+    assert out.out == ""
+    assert "--nightly-url" in out.err
+    assert "--key" in out.err
+    assert ENV_NIGHTLY_BASE_URL in out.err
+    assert planted.fake_gate not in out.err
+
+
+def test_verify_with_a_gate_refuses_a_planted_verdict_and_another_gates_verdict(
+    stack: LocalStack,
+    run: Run,
+    buckets: tuple[Bucket, Bucket],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a gate that has released a file (so it publishes its keys), and a build job's
+    # planted verdict
+    released = Run(buckets, tmp_path / "released", f"{run.run_id}-rel"[-60:], run.index)
+    promoted(released, "genuine")
+    planted = planted_by_a_build_job(stack, run, wheel(tmp_path, "planted", "1.0"))
+    # When the user names the gate: the planted key is not one it publishes
+    code, report = verify(planted.file_url, "--nightly-url", stack.nightly_url, capsys=capsys)
+    assert (code, report["code"]) == (1, "unknown-key"), report
+    # When the user is handed the build job's key as --key and names the gate: the signature
+    # verifies, and the verdict is refused for naming another gate
+    key = tmp_path / "handed.pem"
+    key.write_text(planted.pem)
+    code, report = verify(
+        planted.file_url, "--key", str(key), "--nightly-url", stack.nightly_url, capsys=capsys
+    )
+    assert (code, report["code"]) == (1, "other-gate"), report
+    assert planted.fake_gate in report["message"]
 
 
 def test_an_independent_implementation_verifies_the_envelope_and_the_schemas(

@@ -232,6 +232,37 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "verify needs a gate",
+        "verify goes on with neither a gate nor a key to trust",
+        "if gate is None:",
+        "if False:",
+        (
+            "tests/integration/test_verdicts.py::test_verify_without_a_gate_trusts_no_keys_a_build_job_planted_beside_its_file",
+        ),
+    ),
+    Mutation(
+        "verifier is the gate",
+        "a verdict naming another gate verifies when its key is trusted (given as --key)",
+        'if gate is not None and verifier_id.rstrip("/") != gate.rstrip("/"):',
+        "if False:",
+        (
+            "tests/unit/test_verdicts.py::test_a_verdict_verifies_for_its_file_only_and_under_its_key_only",
+            "tests/integration/test_verdicts.py::test_verify_with_a_gate_refuses_a_planted_verdict_and_another_gates_verdict",
+        ),
+    ),
+    Mutation(
+        "import source segments",
+        "a '.' or '..' segment in an import source or import_sources prefix passes, under an entry",
+        "if segment in _DOT_SEGMENTS:",
+        "if False:",
+        (
+            "tests/unit/test_cli_options.py::test_import_refuses_a_source_with_a_dot_or_empty_segment",
+            "tests/unit/test_importing.py::test_bad_allow_list_entries_are_named",
+            "tests/infra/test_props.py::test_bad_import_sources_are_refused_naming_the_key",
+            "tests/integration/test_import.py::test_a_source_with_a_dot_or_empty_segment_is_refused_before_it_is_read",
+        ),
+    ),
+    Mutation(
         "fan-out busy delay",
         "a run waiting on a fan-out job's lease comes back after a promotion's delay",
         "delay = FANOUT_LEASE_BUSY_RETRY_SECONDS if exc.fanout else LEASE_BUSY_RETRY_SECONDS",

@@ -243,6 +243,32 @@ def test_import_refuses_a_source_outside_the_stacks_import_sources(
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        ("s3://old-bucket/v2/../v1/x/", "has the segment '..'"),
+        ("s3://old-bucket/v2/./x/", "has the segment '.'"),
+        ("s3://old-bucket/v2//x/", "has an empty segment"),
+    ],
+)
+@pytest.mark.parametrize("allow_list", [True, False])
+def test_import_refuses_a_source_with_a_dot_or_empty_segment(
+    source: str,
+    named: str,
+    allow_list: bool,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a source whose text starts with an import_sources entry (or none configured)...
+    if allow_list:
+        monkeypatch.setenv("WHEELGATE_IMPORT_SOURCES", json.dumps(["old-bucket/v2/"]))
+    # ...it is bad input, the segment named, before any storage call (dry run or not).
+    for extra in ([], ["--dry-run"]):
+        line = refused(["import", "--from", source, "--index", INDEX, *extra], capsys)
+        assert line.startswith(f"wheelgate import: error: --from: {source!r}: "), line
+        assert named in line
+
+
 def test_report_refuses_a_test_url_on_another_host(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

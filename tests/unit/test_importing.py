@@ -91,7 +91,11 @@ def test_allow_list_entries_are_buckets_or_prefixes(entry: str, expected: Import
         ("ab", "does not name an S3 bucket"),
         ("old-bucket/v2", "ending in '/'"),
         ("old-bucket/v2/*/", "without '*'"),
-        ("old-bucket/../", "'.'/'..' segment"),
+        ("old-bucket/../", "has the segment '..'"),
+        # A first segment that passes, then one that is not a place of its own.
+        ("old-bucket/v2/../v1/", "has the segment '..'"),
+        ("old-bucket/v2/./", "has the segment '.'"),
+        ("old-bucket/v2//x/", "has an empty segment"),
         ("old-bucket/a b/", "spaces"),
     ],
 )

@@ -197,7 +197,11 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--from", dest="source", required=True, metavar="S3_URI", help="s3://bucket/prefix/"
+        "--from",
+        dest="source",
+        required=True,
+        metavar="S3_URI",
+        help="s3://bucket/prefix/ (no '.', '..' or empty segment: exit 2 naming it)",
     )
     parser.add_argument("--index", required=True, metavar="DIR", help="nightly index directory")
     parser.add_argument(

@@ -1,7 +1,15 @@
 """``wheelgate verify``: check a released file against its signed verdict (docs/verdicts.md).
 
-Exit codes: 0 verified; 1 the verdict does not verify, is about other bytes or another file,
-or there is none; 2 bad input; 4 storage or network error.
+What is trusted is only what the caller names: the gate (``--nightly-url`` or
+``WHEELGATE_NIGHTLY_BASE_URL``), whose published keys verify the signature and whose identity
+the verdict's verifier must be, or a key (``--key``). Never a keys document found from the
+checked file's or index's URL: anyone who can write beside a file (a build job, in its run's
+staging folder) could put one there. Where the verdict is read from is not trusted either;
+only its signature and what it states are.
+
+Exit codes: 0 verified; 1 the verdict does not verify, is about other bytes, another file or
+another gate, or there is none; 2 bad input (no gate and no key included); 4 storage or network
+error.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from packaging.utils import canonicalize_name
 
 from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError
-from wheelgate.core.layout import MAX_INDEX_DEPTH, VERDICT_KEYS_KEY, VERDICT_SUFFIX, base_url
+from wheelgate.core.layout import VERDICT_KEYS_KEY, VERDICT_SUFFIX, base_url
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL
 from wheelgate.core.signatures import (
@@ -105,54 +113,47 @@ def _statement(args: argparse.Namespace, filename: str) -> tuple[bytes | None, s
     )
 
 
-def _candidate_gates(args: argparse.Namespace, looked_at: str) -> list[str]:
-    """Nightly base URLs whose keys document may hold the key: the one given, else every
-    parent of the index or file URL (an index directory is at most ``MAX_INDEX_DEPTH`` deep)."""
+#: How to name what ``verify`` trusts, for a command given neither.
+NO_GATE = (
+    "name the gate to verify against: --nightly-url URL (the gate's nightly base URL, or set "
+    f"{ENV_NIGHTLY_BASE_URL}): its published keys, and the verifier the verdict must name; "
+    "or --key FILE: a public key you trust (offline). Keys are never looked for beside the "
+    "file, where whoever wrote the file could have put their own"
+)
+
+
+def _gate(args: argparse.Namespace) -> str | None:
+    """The gate (nightly base URL) the caller named: ``--nightly-url``, else its variable;
+    ``None`` when neither is set."""
     given = args.nightly_url or os.environ.get(ENV_NIGHTLY_BASE_URL, "")
-    if given:
-        return [base_url(given)]
-    start = args.index_url or (args.file if _is_url(args.file) else looked_at)
-    if not _is_url(start):
-        raise UsageError(
-            f"give --key FILE (offline) or --nightly-url (or set {ENV_NIGHTLY_BASE_URL}): "
-            "where the published keys are"
-        )
-    url = base_url(start) if args.index_url else urljoin(start, ".")
-    found = []
-    for _ in range(MAX_INDEX_DEPTH + 3):
-        found.append(url)
-        parent = urljoin(url, "..")
-        if parent == url:
-            break
-        url = parent
-    return found
+    if not given:
+        return None
+    if not _is_url(given):
+        raise UsageError(f"--nightly-url {given!r} is not an http(s) URL")
+    return base_url(given)
 
 
-def _keys(args: argparse.Namespace, looked_at: str) -> tuple[list[PublishedKey], str | None]:
-    """The keys to verify under, and the gate (nightly base URL) they are the keys of
-    (``None`` for ``--key`` without ``--nightly-url``)."""
+def _keys(args: argparse.Namespace, gate: str | None) -> list[PublishedKey]:
+    """The keys to verify under: ``--key`` (the key given is what is trusted), else the keys
+    the gate publishes. Raises UsageError for neither, or for a gate that publishes none."""
     if args.key:
         path = Path(args.key)
         try:
-            key = published_key(path.read_bytes())
+            return [published_key(path.read_bytes())]
         except OSError as exc:
             raise UsageError(f"--key {args.key}: {exc.strerror}") from exc
         except VerdictFormatError as exc:
             raise UsageError(f"--key {args.key}: {exc}") from exc
-        given = args.nightly_url or os.environ.get(ENV_NIGHTLY_BASE_URL, "")
-        return [key], base_url(given) if given else None
-    for gate in _candidate_gates(args, looked_at):
-        raw = fetch(gate + VERDICT_KEYS_KEY)
-        if raw is None:
-            continue
-        try:
-            return list(parse_key_document(raw).keys), gate
-        except VerdictFormatError:
-            continue
-    raise UsageError(
-        f"no published keys found above {args.index_url or args.file}: "
-        "give --nightly-url or --key FILE"
-    )
+    if gate is None:
+        raise UsageError(NO_GATE)
+    url = gate + VERDICT_KEYS_KEY
+    raw = fetch(url)
+    if raw is None:
+        raise UsageError(f"no published keys at {url}: is {gate} the gate's nightly base URL?")
+    try:
+        return list(parse_key_document(raw).keys)
+    except VerdictFormatError as exc:
+        raise UsageError(f"{url}: {exc}") from exc
 
 
 def _report(verified: VerifiedVerdict) -> dict[str, Any]:
@@ -204,12 +205,14 @@ def _print_human(report: dict[str, Any]) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    gate = _gate(args)
+    # What is trusted comes first, from the options alone: nothing read later can choose it.
+    keys = _keys(args, gate)
     filename, sha256 = _file_digest(args.file)
     raw, looked_at = _statement(args, filename)
     if raw is None:
         problem = {"code": "no-verdict", "message": f"no verdict for {filename} at {looked_at}"}
         return _refused(args, filename, problem)
-    keys, gate = _keys(args, looked_at)
     try:
         verified = check_verdict(raw, keys=keys, filename=filename, sha256=sha256, gate=gate)
     except VerdictRejected as exc:
@@ -238,8 +241,11 @@ def register(subparsers: Any) -> None:
         help="check a released file against its signed verdict (exit 0 verified, 1 not)",
         description=(
             "Check that FILE_OR_URL's sha256 is its verdict's subject, that the verdict is about "
-            "that file name, and that its signature verifies under the gate's published keys "
-            "(or --key). Prints the run, commit, tests, time and gate it states."
+            "that file name, that its signature verifies under the gate's published keys (or "
+            "--key), and that the gate made it (its verifier is --nightly-url). Prints the run, "
+            "commit, tests, time and gate it states. Trusts only what it is given: the gate "
+            f"(--nightly-url or ${ENV_NIGHTLY_BASE_URL}) or a key (--key); with neither it "
+            "exits 2. Keys are never looked for near the file's or the index's URL."
         ),
     )
     parser.add_argument("file", metavar="FILE_OR_URL", help="a downloaded file, or its URL")
@@ -250,12 +256,16 @@ def register(subparsers: Any) -> None:
         "--statement", metavar="FILE", help="the verdict (a <file>.verdict.json), read locally"
     )
     parser.add_argument(
-        "--key", metavar="FILE", help="a PEM public key to verify under (offline; no key lookup)"
+        "--key",
+        metavar="FILE",
+        help="a PEM public key to verify under, instead of the gate's published keys (offline: "
+        "the key is what is trusted; with --nightly-url the verdict must still name that gate)",
     )
     parser.add_argument(
         "--nightly-url",
-        help=f"the gate's nightly base URL: its published keys, and the verifier the verdict "
-        f"must name (default: ${ENV_NIGHTLY_BASE_URL}, else found above the index or file URL)",
+        help=f"the gate's nightly base URL (default: ${ENV_NIGHTLY_BASE_URL}): the keys it "
+        "publishes are the keys trusted, and the verdict's verifier must be this gate; "
+        "required unless --key is given",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=cmd_verify)

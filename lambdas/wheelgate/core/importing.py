@@ -101,14 +101,21 @@ def new_import_request(
 
 
 def parse_import(raw: bytes, *, expected_run_id: str) -> ImportRequest:
-    """Validate an import request; :class:`PromotionRejected` (``invalid-manifest``, or
-    ``run-id-mismatch`` when its id is not its key's or not the one its source, directory and
-    date give) if bad."""
+    """Validate an import request; :class:`PromotionRejected` if bad: ``invalid-manifest``;
+    ``import-source-not-allowed`` when its source is a string that is no source (not an
+    ``s3://`` folder URI, or one with a ``.``, ``..`` or empty segment: under no
+    ``import_sources`` entry); ``run-id-mismatch`` when its id is not its key's or not the one
+    its source, directory and date give."""
     try:
         request = ImportRequest.model_validate(json.loads(raw))
     except ValidationError as exc:
+        # The source's own rule refused it (parse_source_uri's ValueError): no entry covers it.
+        bad_source = any(
+            error["loc"] == ("source",) and error["type"] == "value_error" for error in exc.errors()
+        )
         raise PromotionRejected(
-            Reason.INVALID_MANIFEST, f"import request is invalid: {describe_errors(exc)}"
+            Reason.IMPORT_SOURCE_NOT_ALLOWED if bad_source else Reason.INVALID_MANIFEST,
+            f"import request is invalid: {describe_errors(exc)}",
         ) from exc
     except ValueError as exc:
         raise PromotionRejected(

@@ -258,9 +258,12 @@ class SettingsError(ValueError):
 #: S3's rule for a bucket name (general purpose buckets): 3-63 lower-case letters, digits, '.'
 #: and '-', starting and ending with a letter or digit.
 _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-#: A key prefix an import may read: segments of printable ASCII without '*', '?' (IAM resource
-#: wildcards) or a backslash, each followed by '/'; no '.' or '..' segment.
-_SOURCE_PREFIX = re.compile(r"(?:(?!\.{1,2}/)[!-)+->@-\[\]-~]+/)*")
+#: One segment of a key prefix an import may read: printable ASCII without '/', '*', '?' (IAM
+#: resource wildcards), a backslash or a space. '.', '..' and empty segments are refused apart.
+_SOURCE_SEGMENT = re.compile(r"[!-)+-.0->@-\[\]-~]+")
+#: Segments a prefix may not have: S3 takes them literally, but they read as another place
+#: (``v2/../v1/`` starts with an entry's ``v2/`` and looks like ``v1/``).
+_DOT_SEGMENTS = frozenset({"", ".", ".."})
 
 
 @dataclass(frozen=True)
@@ -281,13 +284,26 @@ class ImportSource:
 
 
 def _import_source(bucket: str, prefix: str, shown: str) -> ImportSource:
+    """``bucket`` and ``prefix`` as an :class:`ImportSource`; ``ValueError`` naming the bucket,
+    or the prefix and its first bad segment (``shown`` is the entry or URI they came from)."""
     if not _BUCKET_NAME.fullmatch(bucket) or ".." in bucket:
         raise ValueError(f"{shown!r} does not name an S3 bucket ({bucket!r} is not a bucket name)")
-    if not _SOURCE_PREFIX.fullmatch(prefix):
+    if prefix and not prefix.endswith("/"):
         raise ValueError(
-            f"{shown!r}: the key prefix {prefix!r} must be '/'-separated segments of printable "
-            "ASCII without '*', '?', spaces or a '.'/'..' segment, ending in '/'"
+            f"{shown!r}: the key prefix {prefix!r} must be a folder's: segments ending in '/'"
         )
+    for segment in prefix.split("/")[:-1]:
+        if segment in _DOT_SEGMENTS:
+            named = f"the segment {segment!r}" if segment else "an empty segment ('//')"
+            raise ValueError(
+                f"{shown!r}: the key prefix {prefix!r} has {named}: a prefix names one place, "
+                "so no '.', '..' or empty segment"
+            )
+        if not _SOURCE_SEGMENT.fullmatch(segment):
+            raise ValueError(
+                f"{shown!r}: the key prefix {prefix!r} has the segment {segment!r}: segments "
+                "are printable ASCII without '*', '?', '\\' or spaces, each ending in '/'"
+            )
     return ImportSource(bucket, prefix)
 
 
