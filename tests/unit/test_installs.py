@@ -233,7 +233,6 @@ def test_the_manifest_carries_each_tests_installs(tmp_path: Path) -> None:
             "name": "smoke",
             "result": "passed",
             "installed": [{"sha256": SHA_A, "filename": "torch-2.7.0-py3-none-any.whl"}],
-            "refused": [],
         },
-        {"name": "lint", "result": "passed", "installed": [], "refused": []},
+        {"name": "lint", "result": "passed", "installed": []},
     ]

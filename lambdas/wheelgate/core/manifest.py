@@ -291,7 +291,13 @@ class ManifestTestV2(ManifestTest):
     of its evidence ``report`` refused."""
 
     installed: Annotated[tuple[InstalledFile, ...], Field(max_length=MAX_INSTALLED_PER_TEST)] = ()
-    refused: Annotated[tuple[EvidenceRefusal, ...], Field(max_length=MAX_REFUSALS_PER_TEST)] = ()
+    #: Absent when ``report`` refused nothing (so a manifest without refusals reads as before).
+    refused: (
+        Annotated[
+            tuple[EvidenceRefusal, ...], Field(min_length=1, max_length=MAX_REFUSALS_PER_TEST)
+        ]
+        | None
+    ) = None
 
 
 class ArtifactSet(BaseModel):

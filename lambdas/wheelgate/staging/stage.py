@@ -603,7 +603,7 @@ def build_manifest(
                             result=t.result,
                             url=t.url,
                             installed=t.installed,
-                            refused=t.refused,
+                            refused=t.refused or None,
                         )
                         for t in tests
                         if t.index == index
