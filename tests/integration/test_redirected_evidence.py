@@ -13,7 +13,6 @@ Real pip and uv, run hermetically, against ``wheelgate local`` and its promoter.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -23,28 +22,20 @@ import pytest
 
 from tests.integration.conftest import LocalProcess
 from tests.integration.installs import pip, uv_install
-from tests.integration.test_cycle import run_ok
-from tests.integration.test_exact_evidence import installed_environment, seed_nightly
+from tests.integration.test_exact_evidence import (
+    INDEX,
+    URL,
+    installed_environment,
+    seed_nightly,
+    sha256,
+    stage,
+)
 from wheelgate.core.layout import PAGES, STAGING
 from wheelgate.index.pages import parse_project_json, render_project_html, render_project_json
 from wheelgate.local.sample_wheels import build_wheel
 
 # Real pip and uv installs into fresh virtualenvs: `make test` only.
 pytestmark = pytest.mark.slow
-
-INDEX = "v2/exact"
-URL = "https://github.com/ROCm/TheRock/actions/runs/1"
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def stage(local: LocalProcess, run: str, commit: str, *wheels: Path) -> str:
-    staged = run_ok(
-        local, "stage", "--run-id", run, "--index", INDEX, "--commit", commit, *map(str, wheels)
-    )
-    return str(json.loads(staged)["index_url"])
 
 
 def lying_copy(honest: Path, directory: Path, module: str, source: bytes) -> Path:

@@ -72,7 +72,7 @@ def report(*items: dict[str, Any]) -> dict[str, Any]:
 def offering(*reports: object) -> RunOffer:
     """What the run's index offers by its objects: every file the reports name (the page
     the fake pip read links only offered files, unless a test says otherwise)."""
-    reports = tuple(r for r in reports if isinstance(r, dict))
+    documents = [r for r in reports if isinstance(r, dict)]
     files = [
         OfferedFile(
             item["download_info"]["url"].rsplit("/", 1)[-1],
@@ -80,11 +80,24 @@ def offering(*reports: object) -> RunOffer:
             OBJECTS,
             "runs/1/v2/x/" + item["download_info"]["url"].rsplit("/", 1)[-1],
         )
-        for r in reports
+        for r in documents
         for item in r["install"]
         if item["download_info"].get("archive_info")
     ]
     return RunOffer(files)
+
+
+def pin(projects: Any, target: Target, resolve: Any, offer: RunOffer | None = None) -> str:
+    """``pin_for_target`` with ``resolve``; by default the run offers what its reports name."""
+    reports = getattr(resolve, "reports", [])
+    return pin_for_target(
+        "http://i/",
+        projects,
+        target,
+        offer=offering(*reports) if offer is None else offer,
+        resolve=resolve,
+        base_environment=RUNNER,
+    )
 
 
 class FakePip:
@@ -113,14 +126,7 @@ def test_the_default_target_pins_the_one_file_pip_chose_for_each_distribution() 
         )
     )
     # When pins are made for this environment
-    text = pin_for_target(
-        "http://i/",
-        projects,
-        Target(),
-        offer=offering(*pip.reports),
-        resolve=pip,
-        base_environment=RUNNER,
-    )
+    text = pin(projects, Target(), pip)
     # Then each distribution has one hash: torch's cp311 wheel alone, not the cp312 one
     assert text == (
         f"filelock==3.18.0 \\\n    --hash=sha256:{SHA_C}\n"
@@ -143,14 +149,7 @@ def test_a_file_the_run_does_not_offer_by_its_objects_is_never_pinned() -> None:
     )
     # When pins are made
     with pytest.raises(ValueError, match="pip resolved filelock==") as refused:
-        pin_for_target(
-            "http://i/",
-            projects,
-            Target(),
-            offer=offering(honest),
-            resolve=FakePip(smuggled),
-            base_environment=RUNNER,
-        )
+        pin(projects, Target(), FakePip(smuggled), offer=offering(honest))
     # Then nothing is pinned, and the message names the file and what is offered
     message = str(refused.value)
     assert "filelock-3.18.0-py3-none-any.whl" in message
@@ -174,14 +173,7 @@ def test_markers_are_evaluated_for_the_target_not_for_the_machine_running_pip() 
     )
     # When pins are made for 3.12
     target = Target(python_version="3.12")
-    text = pin_for_target(
-        "http://i/",
-        projects,
-        target,
-        offer=offering(*pip.reports),
-        resolve=pip,
-        base_environment=RUNNER,
-    )
+    text = pin(projects, target, pip)
     # Then pip is asked again with what 3.12 needs and it missed (marker dropped)...
     options = ["--python-version", "3.12", "--only-binary=:all:"]
     assert pip.calls == [(["app==1.0"], options), (["app==1.0", "dep>=2"], options)]
@@ -260,14 +252,7 @@ def test_a_closure_that_cannot_be_pinned_is_refused(reports: list[object], expec
     projects = staged_projects(staged((TORCH_312, SHA_A)))
     pip = FakePip(*reports)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="pip") as refused:
-        pin_for_target(
-            "http://i/",
-            projects,
-            Target(),
-            offer=offering(*pip.reports),
-            resolve=pip,
-            base_environment=RUNNER,
-        )
+        pin(projects, Target(), pip)
     assert expected in str(refused.value)
 
 
@@ -386,11 +371,4 @@ def test_a_literal_manylinux_platform_pip_refuses_says_how_to_cover_the_others()
     projects = staged_projects(staged(("app-1.0-py3-none-any.whl", SHA_A)))
     target = Target(python_version="3.12", platforms=("manylinux_2_28_x86_64",))
     with pytest.raises(ValueError, match="pip takes --platform literally"):
-        pin_for_target(
-            "http://i/",
-            projects,
-            target,
-            offer=offering(),
-            resolve=refusing,
-            base_environment=RUNNER,
-        )
+        pin(projects, target, refusing, offer=offering())
