@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property, lru_cache
+from typing import Literal
 
 from packaging.tags import Tag, compatible_tags, cpython_tags, generic_tags, mac_platforms
 from packaging.utils import BuildTag, NormalizedName, parse_wheel_filename
@@ -351,7 +352,7 @@ class Shadowing:
     interpreter: Interpreter
     new_tag: Tag
     released_tag: Tag
-    how: str
+    how: Literal["tag", "build tag", "tie"]
 
 
 def _preferred(a: tuple[Rank, BuildTag], b: tuple[Rank, BuildTag]) -> bool:
@@ -390,6 +391,7 @@ def shadowing_on(
         return None
     if new.sha256 is not None and any(w.sha256 == new.sha256 for w, _ in installed):
         return None
+    how: Literal["tag", "build tag", "tie"]
     if new_rank < best[0]:
         how = "tag"
     elif new_rank == best[0] and new.build > best[1]:
