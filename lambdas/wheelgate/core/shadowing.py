@@ -305,20 +305,31 @@ def _platforms(tags: Iterable[Tag]) -> list[Platform]:
     return list(dict.fromkeys(platforms))
 
 
+@lru_cache(maxsize=256)
+def _standing_for(tags: frozenset[Tag]) -> tuple[Interpreter, ...]:
+    """:func:`interpreters_for` ``tags``, built once for each set of tags (a project's versions
+    mostly have the same tags, so the interpreters and their rank tables are reused)."""
+    pythons = _pythons(tags)
+    return tuple(
+        Interpreter(python, platform, installer)
+        for platform in _platforms(tags)
+        for python in pythons
+        for installer in _INSTALLERS
+    )
+
+
+_INSTALLERS = tuple(Installer)
+
+
 def interpreters_for(tags: Iterable[Tag], supporting: Iterable[Tag] = ()) -> Iterator[Interpreter]:
     """Interpreters that stand for every interpreter as far as the order of ``tags`` goes: for
     any interpreter, one of these supports the same of ``tags`` in the same order, under
     the same :class:`Installer`. With ``supporting``, only those that support one of those
     tags."""
-    tags = frozenset(tags)
     wanted = frozenset(supporting)
-    pythons = _pythons(tags)
-    for platform in _platforms(tags):
-        for python in pythons:
-            for installer in Installer:
-                interpreter = Interpreter(python, platform, installer)
-                if not wanted or any(interpreter.rank(t) is not None for t in wanted):
-                    yield interpreter
+    for interpreter in _standing_for(frozenset(tags)):
+        if not wanted or any(interpreter.rank(t) is not None for t in wanted):
+            yield interpreter
 
 
 @dataclass(frozen=True)
