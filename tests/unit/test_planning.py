@@ -307,7 +307,7 @@ def test_a_wheel_some_interpreter_would_install_instead_of_a_released_one_is_ref
     assert new in message
     assert released[0] in message
     assert "==" in message
-    assert re.search(r"(pip|uv) on cp3\d+-cp3\d+t?-\S+ would install", message), message
+    assert re.search(r"(pip|uv) on cp3\d+-cp3\d+t?-\S+, for one, would install", message), message
 
 
 @pytest.mark.parametrize(

@@ -433,7 +433,7 @@ class TagBook:
             "tag": f"{found.new_tag} ranks before {found.released_tag} there",
             "build tag": (
                 f"{found.new_tag} ranks level with {found.released_tag} there and its build tag "
-                "is higher (a build tag decides only where allow_build_tag_rereleases is set)"
+                "is higher, which may decide only where allow_build_tag_rereleases is set"
             ),
             "tie": (
                 f"{found.new_tag} ranks level with {found.released_tag} there under the same "
@@ -443,8 +443,8 @@ class TagBook:
         return PromotionRejected(
             Reason.TAG_SHADOWING,
             f"{wheel.filename}: `pip install {wheel.project}=={wheel.version}` would change "
-            f"what it installs: {interpreter.installer} on {interpreter.tag} would install "
-            f"{wheel.filename} instead of {found.released}, released before ({why}). A "
+            f"what it installs: {interpreter.installer} on {interpreter.tag}, for one, would "
+            f"install {wheel.filename} instead of {found.released}, released before ({why}). A "
             "released version gains a wheel only where no interpreter that installed one of "
             "its wheels would switch to it: release this one as a new version",
             index=index,
