@@ -143,7 +143,7 @@ PICKS: dict[str, tuple[tuple[str, str], tuple[str, str] | None, Interpreter]] = 
         None,
         Interpreter(
             Python("cp", sys.version_info[1], (THIS_PYTHON,)),
-            single_platform("win_amd64"),
+            glibc_platform("x86_64", 17),
             Installer.PIP,
         ),
     ),

@@ -16,11 +16,12 @@ of the tags names, so the tags compared say which interpreters stand for all the
 debug builds where a debug ABI is named) and PyPy (which stands for every other
 implementation as far as ``py`` tags go); glibc and musl Linux on any architecture, macOS on
 x86_64 and arm64, Windows and any other platform a tag names; version numbers up to
-:data:`MAX_VERSION`. Each is ranked as pip 26.3 ranks and as uv 0.13.9 (and pip before 26)
-ranks (:class:`Installer`). Not covered: Python 2 and CPython before 3.8, Android and iOS API
-levels (each such platform tag counts as a platform of its own), 32-bit Python on a 64-bit
-ARM Linux (``armv8l``). A yanked wheel counts as installable: pip and uv skip it unless every
-file the pin matches is yanked, which a new wheel changes however it ranks.
+:data:`MAX_VERSION`. Each is ranked as pip 26.3 ranks and as uv 0.13.9 ranks, which is how pip
+ranked before its packaging moved ``linux_<arch>`` first (:class:`Installer`). Not covered:
+Python 2 and CPython before 3.8, Android and iOS API levels (each such platform tag counts as
+a platform of its own), 32-bit Python on a 64-bit ARM Linux (``armv8l``). A yanked wheel
+counts as installable: pip and uv skip it unless every file the pin matches is yanked, which a
+new wheel changes however it ranks.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class Installer(StrEnum):
     #: pip 26.3 (its packaging 26.3): ``linux_<arch>`` before the manylinux and musllinux tags,
     #: and the free-threaded stable ABI ``abi3t``.
     PIP = "pip"
-    #: uv 0.13.9, and pip before 26: ``linux_<arch>`` after them, no ``abi3t``.
+    #: uv 0.13.9, and pip before its packaging moved ``linux_<arch>`` first: ``linux_<arch>``
+    #: after them, no ``abi3t``.
     UV = "uv"
 
 
