@@ -223,6 +223,18 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "tag shadowing",
+        "a wheel joining a released version is released though an interpreter ranks its tag first",
+        "if new_rank < best[0]:",
+        "if False:",
+        (
+            "tests/unit/test_shadowing.py",
+            "tests/unit/test_planning.py",
+            "tests/unit/test_importing.py::test_screening_refuses_a_wheel_an_interpreter_would_install_instead_of_nightlys",
+            "tests/integration/test_tag_shadowing.py::test_a_wheel_this_python_would_prefer_is_refused_and_equals_installs_the_same_bytes",
+        ),
+    ),
+    Mutation(
         "METADATA inflation cap",
         "a METADATA whose header lies about its size is inflated in full",
         "content = inflater.decompress(raw, limit + 1)",

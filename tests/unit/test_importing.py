@@ -290,6 +290,40 @@ def test_screening_refuses_per_file_what_would_change_an_equals_pin(allowed: boo
     ]
 
 
+@pytest.mark.parametrize("sha256", [SHA["c"], None])
+def test_screening_refuses_a_wheel_an_interpreter_would_install_instead_of_nightlys(
+    sha256: str | None,
+) -> None:
+    # Given nightly with lt 1.0 for CPython 3.11 on glibc 2.17 x86_64
+    released = {"lt-1.0-cp311-cp311-manylinux_2_17_x86_64.whl": (SHA["a"], 100)}
+    # When a source offers lt 1.0 for glibc 2.28 and for aarch64, and a new version whose two
+    # wheels arrive together (with hashes, and without: a dry run)
+    screened = screen(
+        [
+            candidate("lt-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", sha256),
+            candidate("lt-1.0-cp311-cp311-manylinux_2_17_aarch64.whl", sha256),
+            candidate("lt-1.1-py3-none-any.whl", sha256),
+            candidate("lt-1.1-cp311-none-any.whl", sha256),
+        ],
+        released,
+        index="v2/x",
+        allow_build_tag_rereleases=False,
+    )
+    # Then only the wheel that glibc 2.28 machines would install instead of nightly's is
+    # refused
+    (refused,) = screened.refused
+    assert (refused.filename, refused.reason) == (
+        "lt-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "tag-shadowing",
+    )
+    assert "lt-1.0-cp311-cp311-manylinux_2_17_x86_64.whl" in refused.message
+    assert [c.filename for c in screened.accepted] == [
+        "lt-1.0-cp311-cp311-manylinux_2_17_aarch64.whl",
+        "lt-1.1-py3-none-any.whl",
+        "lt-1.1-cp311-none-any.whl",
+    ]
+
+
 def test_build_tags_are_judged_as_the_deployment_judges_them() -> None:
     both = [
         candidate("b-1.0-1-py3-none-any.whl", SHA["a"]),

@@ -275,6 +275,106 @@ def test_a_first_release_may_carry_several_labels_or_none_but_not_both() -> None
 
 
 @pytest.mark.parametrize(
+    ("released", "new"),
+    [
+        # CPython 3.11 ranks cp311-none-any before py3-none-any: `==1.0` would switch there.
+        (["lt-1.0-py3-none-any.whl"], "lt-1.0-cp311-none-any.whl"),
+        # The same within a released label: `==2.0+rocm6.3` (and `==2.0`) would switch.
+        (["lt-2.0+rocm6.3-py3-none-any.whl"], "lt-2.0+rocm6.3-cp311-none-any.whl"),
+        # CPython 3.13 installed the cp312-abi3 wheel; it ranks cp313-cp313 first.
+        (
+            ["lt-1.0-cp312-abi3-manylinux_2_17_x86_64.whl"],
+            "lt-1.0-cp313-cp313-manylinux_2_17_x86_64.whl",
+        ),
+        # Another spelling of the version is the same version to `==`.
+        (["lt-1.0-py3-none-any.whl"], "lt-1.0.0-cp311-none-any.whl"),
+    ],
+)
+def test_a_wheel_some_interpreter_would_install_instead_of_a_released_one_is_refused(
+    released: list[str], new: str
+) -> None:
+    with pytest.raises(PromotionRejected) as caught:
+        check_release_conflicts(
+            release_set((new, SHA_B)),
+            [(name, SHA_A) for name in released],
+            allow_build_tag_rereleases=True,
+            allow_new_local_labels=True,
+        )
+    assert caught.value.reason is Reason.TAG_SHADOWING
+    assert caught.value.index == INDEX
+    # It names the new file, the released file, the pin and an interpreter that would switch.
+    message = caught.value.message
+    assert new in message
+    assert released[0] in message
+    assert "==" in message
+    assert re.search(r"(pip|uv) on cp3\d+-cp3\d+t?-\S+, for one, would install", message), message
+
+
+@pytest.mark.parametrize(
+    ("released", "new"),
+    [
+        # A new architecture or operating system: no interpreter had a wheel of the version.
+        (
+            ["lt-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"],
+            "lt-1.0-cp311-cp311-manylinux_2_17_aarch64.whl",
+        ),
+        (["lt-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"], "lt-1.0-cp311-cp311-win_amd64.whl"),
+        # A pure fallback after platform wheels ranks after them wherever they install.
+        (
+            [
+                "lt-1.0-cp311-cp311-manylinux_2_17_x86_64.whl",
+                "lt-1.0-cp311-cp311-macosx_11_0_arm64.whl",
+                "lt-1.0.tar.gz",
+            ],
+            "lt-1.0-py3-none-any.whl",
+        ),
+        # A wheel after an sdist: installers take any wheel that fits before an sdist.
+        (["lt-1.0.tar.gz"], "lt-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"),
+        # Another version.
+        (["lt-1.0-py3-none-any.whl"], "lt-1.0.post1-cp311-none-any.whl"),
+    ],
+)
+def test_a_wheel_no_interpreter_would_switch_to_joins_a_released_version(
+    released: list[str], new: str
+) -> None:
+    check_release_conflicts(
+        release_set((new, SHA_B)),
+        [(name, SHA_A) for name in released],
+        allow_build_tag_rereleases=False,
+    )
+
+
+def test_files_arriving_together_are_the_first_release_of_their_version() -> None:
+    together = [("lt-1.0-py3-none-any.whl", SHA_A), ("lt-1.0-cp311-none-any.whl", SHA_B)]
+    check_release_conflicts(release_set(*together), [], allow_build_tag_rereleases=False)
+    # A set listing a released wheel again does not make a new wheel beside it part of the
+    # first release.
+    with pytest.raises(PromotionRejected) as caught:
+        check_release_conflicts(
+            release_set(*together), [together[0]], allow_build_tag_rereleases=False
+        )
+    assert caught.value.reason is Reason.TAG_SHADOWING
+
+
+def test_a_build_tag_may_decide_only_where_build_tag_rereleases_are_allowed() -> None:
+    released = [("lt-1.0-py3-none-any.whl", SHA_A)]
+    rebuilt = release_set(("lt-1.0-1-py2.py3-none-any.whl", SHA_B))
+    with pytest.raises(PromotionRejected) as caught:
+        check_release_conflicts(rebuilt, released, allow_build_tag_rereleases=False)
+    assert caught.value.reason is Reason.TAG_SHADOWING
+    assert "allow_build_tag_rereleases" in caught.value.message
+    check_release_conflicts(rebuilt, released, allow_build_tag_rereleases=True)
+    # The setting lets a build tag decide, never a better tag.
+    with pytest.raises(PromotionRejected) as caught:
+        check_release_conflicts(
+            release_set(("lt-1.0-1-cp311-none-any.whl", SHA_B)),
+            released,
+            allow_build_tag_rereleases=True,
+        )
+    assert caught.value.reason is Reason.TAG_SHADOWING
+
+
+@pytest.mark.parametrize(
     ("raw", "everywhere", "allowed"),
     [
         ("", False, set()),

@@ -38,6 +38,9 @@ class Reason(StrEnum):
     RELEASE_CONFLICT = "release-conflict"
     #: A file would change what ``==<public version>`` installs through a local version label.
     LOCAL_LABEL_CONFLICT = "local-label-conflict"
+    #: A wheel joining a released version would be what ``==<version>`` installs instead of a
+    #: released wheel on some interpreter (its tag ranks first there).
+    TAG_SHADOWING = "tag-shadowing"
     #: A staged file whose bytes no passed test of its set installed.
     UNTESTED_FILE = "untested-file"
     #: A passed test's evidence names a staged or nightly wheel whose RECORD does not
@@ -83,6 +86,7 @@ INTEGRITY_REASONS = frozenset(
         Reason.WHEEL_NAME_MISMATCH,
         Reason.RELEASE_CONFLICT,
         Reason.LOCAL_LABEL_CONFLICT,
+        Reason.TAG_SHADOWING,
         Reason.NIGHTLY_CONFLICT,
         Reason.REPLAY_CONFLICT,
         Reason.UNTRUSTED_WRITER,

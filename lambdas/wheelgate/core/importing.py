@@ -37,7 +37,7 @@ from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, METADATA_SUFFIX, PAGE_NAMES
 from wheelgate.core.manifest import IndexDir, RunId, describe_errors, parse_distribution_filename
 from wheelgate.core.objects import ListedObject
-from wheelgate.core.planning import LabelBook, ReleaseBook
+from wheelgate.core.planning import LabelBook, ReleaseBook, TagBook
 from wheelgate.core.records import RefusedFile
 from wheelgate.core.settings import ImportSource, parse_source_uri
 from wheelgate.core.timestamps import normalized_upload_time
@@ -348,7 +348,11 @@ def screen(
       bytes: ``release-conflict`` (a duplicate at the source, or a conflict with nightly);
     - it would change what ``==<public version>`` installs through a local version label, as
       nightly and the candidates kept before it stand (:class:`~wheelgate.core.planning.
-      LabelBook`, with ``allow_new_local_labels``): ``local-label-conflict``.
+      LabelBook`, with ``allow_new_local_labels``): ``local-label-conflict``;
+    - it is a wheel joining a version nightly released that some interpreter would install
+      instead of a released wheel (:class:`~wheelgate.core.planning.TagBook`, with
+      ``allow_build_tag_rereleases``): ``tag-shadowing``. The candidates arrive together:
+      they are not judged against each other.
 
     A candidate whose SHA-256 is unknown (a dry run) is judged by its size where nightly holds
     its name, and any other spelling of its release counts as a conflict; the messages say
@@ -358,6 +362,10 @@ def screen(
     for filename, (sha256, _size) in released.items():
         book.add(filename, sha256)
     labels = LabelBook(released, allow_new_local_labels=allow_new_local_labels)
+    tags = TagBook(
+        ((name, sha256) for name, (sha256, _size) in released.items()),
+        allow_build_tag_rereleases=allow_build_tag_rereleases,
+    )
     accepted: list[Candidate] = []
     already: set[str] = set()
     refused: list[RefusedFile] = []
@@ -403,6 +411,10 @@ def screen(
         label_refusal = labels.conflict(c.filename, index=index)
         if label_refusal is not None:
             refuse(c, label_refusal.reason, label_refusal.message)
+            continue
+        tag_refusal = tags.conflict(c.filename, c.sha256, index=index)
+        if tag_refusal is not None:
+            refuse(c, tag_refusal.reason, tag_refusal.message)
             continue
         book.add(c.filename, sha256)
         labels.add(c.filename)

@@ -13,6 +13,7 @@ from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import NIGHTLY, PAGE_NAMES, SIDECAR_SUFFIXES, STAGING
 from wheelgate.core.manifest import ArtifactSet, ManifestFile, parse_distribution_filename
 from wheelgate.core.objects import META_COMMIT, ObjectInfo
+from wheelgate.core.shadowing import Shadowing, Wheel, shadowing
 
 
 class Provenance(BaseModel):
@@ -253,15 +254,17 @@ def check_release_conflicts(
     allow_new_local_labels: bool = False,
 ) -> None:
     """Refuse a set that would re-release a release with other bytes, or change what a
-    public version's ``==`` pin installs.
+    version's ``==`` pin installs.
 
     ``released`` are (file name, SHA-256) of the files nightly already lists for the set's
     projects. A set file is refused when a released file, or another file of the set, is the
     same :class:`Release` under another name with other bytes (see :class:`ReleaseBook`).
-    It checks :func:`check_local_labels` (with ``allow_new_local_labels``) first.
+    It checks :func:`check_local_labels` (with ``allow_new_local_labels``) first, and last
+    that no wheel joining a released version would be what some interpreter installs instead
+    of a released wheel (:class:`TagBook`, with ``allow_build_tag_rereleases``).
 
-    Raises :class:`PromotionRejected` (``release-conflict`` or ``local-label-conflict``)
-    naming the first conflict.
+    Raises :class:`PromotionRejected` (``release-conflict``, ``local-label-conflict`` or
+    ``tag-shadowing``) naming the first conflict.
     """
     released = tuple(released)
     check_local_labels(
@@ -277,6 +280,11 @@ def check_release_conflicts(
         if refusal is not None:
             raise refusal
         book.add(f.filename, f.sha256)
+    tags = TagBook(released, allow_build_tag_rereleases=allow_build_tag_rereleases)
+    for f in artifact_set.files:
+        shadows = tags.conflict(f.filename, f.sha256, index=artifact_set.index)
+        if shadows is not None:
+            raise shadows
 
 
 def _public_and_label(filename: str) -> tuple[tuple[str, Version], str | None]:
@@ -372,3 +380,82 @@ def check_local_labels(
         if refusal is not None:
             raise refusal
         book.add(f.filename)
+
+
+class TagBook:
+    """The wheels each released version has, to tell whether one more wheel would change what
+    ``pip install <project>==<version>`` installs on some interpreter (the rule:
+    :func:`~wheelgate.core.shadowing.shadowing`). A version is the project and the PEP 440
+    version with its local label (``2.0+rocm6.3``): what ``==`` picks among the highest
+    matching version. ``released`` are (file name, SHA-256) of every file nightly ever released
+    for the projects, yanked and delisted ones too.
+
+    Only released wheels are judged against: files arriving together (a set, an import) are
+    their version's first release, whatever their tags, and a file released under its own
+    name is :func:`plan_set`'s to judge. An sdist is neither judged nor judged against:
+    installers take any wheel that fits before it. ``allow_build_tag_rereleases`` lets a
+    higher build tag decide where the tags rank level (the deployment lets a release be
+    rebuilt), never a better tag.
+    """
+
+    def __init__(
+        self, released: Iterable[tuple[str, str]], *, allow_build_tag_rereleases: bool
+    ) -> None:
+        self.allow_build_tag_rereleases = allow_build_tag_rereleases
+        self._names: set[str] = set()
+        self._wheels: dict[tuple[str, Version], list[Wheel]] = {}
+        for filename, sha256 in released:
+            self._names.add(filename)
+            wheel = _wheel(filename, sha256)
+            if wheel is not None:
+                self._wheels.setdefault((wheel.project, wheel.version), []).append(wheel)
+
+    def conflict(
+        self, filename: str, sha256: str | None, *, index: str
+    ) -> PromotionRejected | None:
+        """The refusal (``tag-shadowing``) of ``filename`` with bytes ``sha256`` (``None``:
+        not known, as in a dry run), or ``None``."""
+        wheel = None if filename in self._names else _wheel(filename, sha256)
+        if wheel is None:
+            return None
+        released = self._wheels.get((wheel.project, wheel.version), [])
+        found = shadowing(
+            wheel, released, allow_build_tag_rereleases=self.allow_build_tag_rereleases
+        )
+        return None if found is None else self.refusal(wheel, found, index=index)
+
+    @staticmethod
+    def refusal(wheel: Wheel, found: Shadowing, *, index: str) -> PromotionRejected:
+        """The refusal (``tag-shadowing``) of ``wheel``, which ``found`` says an interpreter
+        would install instead of a released wheel: it names both, the interpreter and why."""
+        interpreter = found.interpreter
+        why = {
+            "tag": f"{found.new_tag} ranks before {found.released_tag} there",
+            "build tag": (
+                f"{found.new_tag} ranks level with {found.released_tag} there and its build tag "
+                "is higher, which may decide only where allow_build_tag_rereleases is set"
+            ),
+            "tie": (
+                f"{found.new_tag} ranks level with {found.released_tag} there under the same "
+                "build tag, so the index's order decides"
+            ),
+        }[found.how]
+        return PromotionRejected(
+            Reason.TAG_SHADOWING,
+            f"{wheel.filename}: `pip install {wheel.project}=={wheel.version}` would change "
+            f"what it installs: {interpreter.installer} on {interpreter.tag}, for one, would "
+            f"install {wheel.filename} instead of {found.released}, released before ({why}). A "
+            "released version gains a wheel only where no interpreter that installed one of "
+            "its wheels would switch to it: release this one as a new version",
+            index=index,
+        )
+
+
+def _wheel(filename: str, sha256: str | None) -> Wheel | None:
+    """``filename`` as installers compare wheels, or ``None`` when it is not a wheel's."""
+    if not filename.endswith(".whl"):
+        return None
+    try:
+        return Wheel.of(filename, sha256)
+    except ValueError:
+        return None

@@ -41,7 +41,7 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 EXTENSION_KEY = "https://wheelgate.dev/verdict/v1"
 #: The release rules a promotion applies (docs/manifest.md, Acceptance): the VSA ``policy``.
 #: Bump the version when what a promotion checks changes.
-POLICY_URI = "https://wheelgate.dev/policy/release-rules/v1"
+POLICY_URI = "https://wheelgate.dev/policy/release-rules/v2"
 #: VSA ``verifiedLevels`` take custom values that do not start with ``SLSA_``: a verdict says
 #: nothing about the build (no SLSA build level), only that the gate's checks passed.
 LEVEL_TESTED = "WHEELGATE_TESTED_V1"

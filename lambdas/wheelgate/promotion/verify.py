@@ -17,7 +17,8 @@ For each accepted set, all read before the first copy of the run:
   another finds the other's project page there), and the nightly keys of their files: a file
   released under its own name must have the same bytes, and no file may re-release a released
   release under another name, nor give a public version a local label that would change what
-  its ``==`` pin installs (:func:`wheelgate.core.planning.check_release_conflicts`).
+  its ``==`` pin installs, nor join a released version as a wheel some interpreter would
+  install instead of a released one (:func:`wheelgate.core.planning.check_release_conflicts`).
 
 :func:`wheelgate.core.planning.plan_set` checks these against the manifest and decides each
 copy. Nothing here writes.
@@ -161,8 +162,9 @@ class SetVerifier:
         name says (``wheel-name-mismatch``) or unreadable (``metadata-unreadable``), a sidecar
         differs from its wheel's METADATA (``metadata-mismatch``), the set would re-release a
         release with other bytes (``release-conflict``) or change what a public version's
-        ``==`` installs (``local-label-conflict``), or a page of the directory is not the
-        page its key says (``page-unreadable``: one directory inside another).
+        ``==`` installs (``local-label-conflict``) or what a version's ``==`` installs on some
+        interpreter (``tag-shadowing``), or a page of the directory is not the page its key
+        says (``page-unreadable``: one directory inside another).
         """
         index = artifact_set.index
         prefix = STAGING.run_index_prefix(manifest.run_id, index)
