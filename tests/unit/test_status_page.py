@@ -9,20 +9,15 @@ from typing import Any
 import pytest
 
 from wheelgate.core.records import FileOutcome, PromotionRecord, RefusedFile, SetOutcome, State
-from wheelgate.status.page import (
-    CI_HOSTS,
+from wheelgate.status.links import CI_HOSTS, CiLinks, ci_links, safe_url
+from wheelgate.status.pages import page_key, render_directory, render_overview
+from wheelgate.status.state import (
     MAX_DECISIONS,
     MAX_DIRECTORIES,
     MAX_REJECTIONS,
-    CiLinks,
     StatusState,
     apply_record,
-    ci_links,
-    page_key,
     parse_state,
-    render_directory,
-    render_overview,
-    safe_url,
 )
 
 INDEX = "v2/gfx94X-dcgpu"
