@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.core.layout import (
+    HTML_PAGE,
     IMPORT_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
     STATUS_PREFIX,
@@ -139,6 +140,11 @@ class StatusState(BaseModel):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=1) + "\n"
+
+
+def page_key(index: str | None = None) -> str:
+    """Key of the overview page (``index`` None) or of a directory's page."""
+    return f"{STATUS_PREFIX}{index}/{HTML_PAGE}" if index else f"{STATUS_PREFIX}{HTML_PAGE}"
 
 
 def parse_state(raw: bytes | str) -> StatusState:

@@ -19,8 +19,7 @@ from pydantic import ValidationError
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.redact import Redactor
 from wheelgate.index.pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
-from wheelgate.status.pages import page_key, render_directory, render_overview
-from wheelgate.status.state import STATE_KEY, StatusState, apply_record, parse_state
+from wheelgate.status.state import STATE_KEY, StatusState, apply_record, page_key, parse_state
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.conditional import MAX_ATTEMPTS, Decided, Put, Rendered, read_modify_write
 
@@ -81,6 +80,10 @@ class StatusStore:
             return Decided(keys, new != current, lambda: render(new, touched))
 
         def render(new: StatusState, touched: list[str]) -> Rendered:
+            # Imported here: the pages need Jinja2, which only the promoter has (its extra and
+            # layer); `wheelgate runs` reads the state with the base install.
+            from wheelgate.status.pages import render_directory, render_overview
+
             rendered.extend(index for index in touched if index not in rendered)
             pages = {page_key(): render_overview(new, dashboard_url=link)}
             pages.update(
