@@ -51,6 +51,30 @@ def asset_files(code_dir: Path, module: str) -> tuple[str, ...]:
     return tuple(sorted(p.relative_to(code_dir).as_posix() for p in found.values()))
 
 
+def data_files(code_dir: Path, folders: Iterable[str]) -> tuple[str, ...]:
+    """The files under each of ``folders`` (named relative to ``code_dir``), sorted, as POSIX
+    paths relative to ``code_dir``: package data a module reads at run time (templates), which
+    no import names. Dot files (an editor's swap file) and ``__pycache__`` are left out.
+
+    Raises ``FileNotFoundError`` naming a folder that holds no such file.
+    """
+    found: list[str] = []
+    for folder in folders:
+        files = [
+            path.relative_to(code_dir).as_posix()
+            for path in code_dir.joinpath(folder).rglob("*")
+            if path.is_file()
+            and not any(
+                part.startswith(".") or part == "__pycache__"
+                for part in path.relative_to(code_dir).parts
+            )
+        ]
+        if not files:
+            raise FileNotFoundError(f"package data {folder} has no file under {code_dir}")
+        found.extend(files)
+    return tuple(sorted(found))
+
+
 def glob_excludes_keeping(files: Iterable[str]) -> list[str]:
     """CDK ``IgnoreMode.GLOB`` exclude patterns that drop every path but ``files``.
 

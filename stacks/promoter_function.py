@@ -25,11 +25,14 @@ from wheelgate.core.settings import (
     SERVICE_NAME,
 )
 
-from .lambda_asset import asset_files, glob_excludes_keeping, handler_module
+from .lambda_asset import asset_files, data_files, glob_excludes_keeping, handler_module
 from .log_groups import retained_log_group
 from .nag import acknowledge
 
 HANDLER = "wheelgate.lambda_function.handler.lambda_handler"
+#: Folders of package data the promoter reads at run time, which its imports do not name: the
+#: status pages' Jinja2 templates (wheelgate.status.pages loads them from its package).
+PROMOTER_DATA = ("wheelgate/status/templates",)
 
 # A 1,000-file set is 1,000 server-side copies (multi-GB wheels are multipart copies) plus the
 # index rewrite; 15 minutes is the Lambda maximum and leaves headroom.
@@ -195,12 +198,23 @@ class PromoterFunction(Construct):
             )
 
 
-def promoter_code(code_dir: Path) -> lambda_.AssetCode:
-    """The promoter's code: only the files of ``code_dir`` that importing ``HANDLER`` runs.
+def promoter_files(code_dir: Path) -> tuple[str, ...]:
+    """The files of ``code_dir`` the promoter needs, sorted: those that importing ``HANDLER``
+    runs, and the package data of :data:`PROMOTER_DATA`.
 
-    Raises ``FileNotFoundError`` when the handler or a module it imports is missing.
+    Raises ``FileNotFoundError`` when the handler, a module it imports or its data is missing.
     """
-    files = asset_files(code_dir, handler_module(HANDLER))
+    return tuple(
+        sorted(asset_files(code_dir, handler_module(HANDLER)) + data_files(code_dir, PROMOTER_DATA))
+    )
+
+
+def promoter_code(code_dir: Path) -> lambda_.AssetCode:
+    """The promoter's code: only the files of ``code_dir`` it needs (:func:`promoter_files`).
+
+    Raises ``FileNotFoundError`` when the handler, a module it imports or its data is missing.
+    """
+    files = promoter_files(code_dir)
     # Excluding in place rather than copying the files to a staging directory: CDK hashes only
     # the files the patterns keep (not the patterns), so an edit to the CLI or local mode leaves
     # the asset hash, and the deployed function, unchanged; and synthesis writes nothing

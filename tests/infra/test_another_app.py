@@ -16,8 +16,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from stacks.lambda_asset import asset_files, handler_module
-from stacks.promoter_function import HANDLER
+from stacks.promoter_function import promoter_files
 from stacks.promoter_layer import REQUIREMENTS
 from stacks.wheelgate import package_code_dir
 from tests.infra.another_app import AnotherApp
@@ -76,11 +75,12 @@ def test_the_function_code_comes_from_the_installed_package(
 ) -> None:
     # Given the other app's Python imported wheelgate from its own virtualenv
     assert another_app.wheelgate_file.is_relative_to(another_app.venv)
-    # Then its function's asset is the handler's import closure, byte for byte this checkout's
+    # Then its function's asset is the handler's import closure and its data (the status
+    # templates, shipped as package data), byte for byte this checkout's
     code = _resource(another_app.synthesis.template, *FUNCTION)["Code"]["S3Key"]
     folder = asset_dir(another_app.synthesis.outdir, another_app.stack_name, code)
     ours = package_code_dir()
-    expected = asset_files(ours, handler_module(HANDLER))
+    expected = promoter_files(ours)
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     assert files == list(expected)
     assert all((folder / f).read_bytes() == (ours / f).read_bytes() for f in files)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import ast
 import json
 import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,13 @@ from aws_cdk.assertions import Match, Template
 from app import LAYER_DIR
 from stacks.context import props_from_context
 from stacks.lambda_asset import asset_files, handler_module
-from stacks.promoter_function import HANDLER, MAX_CONCURRENCY, MAX_RECEIVE_COUNT
+from stacks.promoter_function import (
+    HANDLER,
+    MAX_CONCURRENCY,
+    MAX_RECEIVE_COUNT,
+    PROMOTER_DATA,
+    promoter_files,
+)
 from stacks.wheelgate import WheelGate, package_code_dir
 from tests.infra.resolve import Resolver
 from tests.infra.synth import STACK_NAME, Synthesis, asset_dir, cdk_json_context
@@ -263,7 +272,9 @@ def _files(directory: Path) -> list[str]:
     return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
 
 
-def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis) -> None:
+def test_function_asset_holds_only_what_the_handler_imports_and_its_data(
+    synthesis: Synthesis,
+) -> None:
     _, props = _function(synthesis.template)
     files = _files(asset_dir(synthesis.outdir, STACK_NAME, props["Code"]["S3Key"]))
     assert "wheelgate/lambda_function/handler.py" in files
@@ -274,8 +285,69 @@ def test_function_asset_holds_only_what_the_handler_imports(synthesis: Synthesis
         if f.startswith(NON_RUNTIME) or f.endswith(("__main__.py", ".pyc", "py.typed"))
     ]
     assert leaked == []
-    # Exactly the import closure: CDK's exclude patterns drop __pycache__ and the egg-info too.
-    assert files == list(asset_files(CODE_DIR, handler_module(HANDLER)))
+    # Exactly the import closure and the promoter's package data (the status templates): CDK's
+    # exclude patterns drop __pycache__ and the egg-info too.
+    code = asset_files(CODE_DIR, handler_module(HANDLER))
+    assert set(code) < set(files)
+    assert files == list(promoter_files(CODE_DIR))
+    assert [f for f in files if f not in code and not f.startswith(PROMOTER_DATA)] == []
+
+
+def test_function_asset_holds_the_status_templates_and_renders_from_them(
+    synthesis: Synthesis, tmp_path: Path
+) -> None:
+    # Given the function's asset as synthesized
+    _, props = _function(synthesis.template)
+    folder = asset_dir(synthesis.outdir, STACK_NAME, props["Code"]["S3Key"])
+    # Then it holds every template of the package, byte for byte (CSS included)
+    templates = CODE_DIR / "wheelgate" / "status" / "templates"
+    names = sorted(p.name for p in templates.iterdir() if p.is_file())
+    assert {"base.html", "overview.html", "directory.html", "status.css"} <= set(names)
+    bundled = folder / "wheelgate" / "status" / "templates"
+    assert sorted(p.name for p in bundled.iterdir()) == names
+    assert all((bundled / n).read_bytes() == (templates / n).read_bytes() for n in names)
+    # And the asset alone renders the pages: its own package, with the layer's Jinja2 (here the
+    # dev venv's, which requirements.txt pins to the layer's version)
+    script = (
+        "import wheelgate\n"
+        "from wheelgate.status.pages import render_directory, render_overview\n"
+        "from wheelgate.status.state import StatusState\n"
+        "print(wheelgate.__file__)\n"
+        "print(render_overview(StatusState()) + render_directory(StatusState(), 'a/b'))\n"
+    )
+    # -I: no PYTHONPATH, no current folder (the checkout's lambdas/ stays out); -B: the
+    # synthesized asset gains no __pycache__.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-B",
+            "-c",
+            f"import sys; sys.path[:0] = [{str(folder)!r}]\n{script}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    where, _, html = done.stdout.partition("\n")
+    assert Path(where).is_relative_to(folder)
+    assert "Nothing has been decided yet." in html
+    assert "No run promoted yet." in html
+    assert "--bad:" in html  # status.css, inlined
+
+
+def test_the_promoters_data_ships_in_the_distribution_too() -> None:
+    # An app that installed WheelGate bundles its function from the installed package
+    # (test_another_app.py): each data folder must be package data, every file of it.
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    package_data = pyproject["tool"]["setuptools"]["package-data"]
+    for folder in PROMOTER_DATA:
+        patterns = package_data[folder.replace("/", ".")]
+        files = {p for p in (CODE_DIR / folder).iterdir() if p.is_file()}
+        assert files == {p for pattern in patterns for p in (CODE_DIR / folder).glob(pattern)}
 
 
 def test_only_runtime_edits_change_the_function_asset(synthesis: Synthesis, tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from wheelgate.index.store import IndexStore
 from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.promotion.publish import Publisher
-from wheelgate.status.page import STATE_KEY, page_key, parse_state
+from wheelgate.status.state import STATE_KEY, page_key, parse_state
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 

@@ -23,7 +23,7 @@ from wheelgate.core.settings import ENV_DASHBOARD_URL
 from wheelgate.lambda_function import handler
 from wheelgate.local.snapshot import version_snapshot
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
-from wheelgate.status.page import STATE_KEY, parse_state
+from wheelgate.status.state import STATE_KEY, parse_state
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 

@@ -37,3 +37,13 @@ def test_layer_pins_boto3_and_botocore_as_the_cli_does() -> None:
         assert layer[name] == cli.get(name), (
             f"{name}: layer {layer[name]}, requirements.txt {cli.get(name) or 'not pinned'}"
         )
+
+
+def test_layer_pins_what_the_tests_ran_with() -> None:
+    # The function renders its status pages with the layer's Jinja2 and MarkupSafe: the
+    # versions the dev venv's tests rendered them with. So for every package both pin.
+    layer = pins(ROOT / "stacks" / "layer" / "requirements.txt")
+    cli = pins(ROOT / "requirements.txt")
+    assert {"jinja2", "markupsafe"} <= layer.keys()
+    differ = {name: (v, cli[name]) for name, v in layer.items() if name in cli and v != cli[name]}
+    assert differ == {}

@@ -37,13 +37,14 @@ def pinned() -> dict[str, Requirement]:
     return {canonicalize_name(r.name): r for r in requirements}
 
 
-def test_the_base_install_leaves_out_moto_and_powertools() -> None:
+def test_the_base_install_leaves_out_moto_powertools_and_jinja2() -> None:
     base = {canonicalize_name(Requirement(spec).name) for spec in PROJECT["dependencies"]}
     # pip: `wheelgate pins` runs `python -m pip` of the environment it is installed in;
     # cryptography: `wheelgate verify` checks signatures with the base install.
     assert base == {"boto3", "pydantic", "packaging", "pyyaml", "pip", "cryptography"}
     extras = PROJECT["optional-dependencies"]
-    assert {Requirement(s).name for s in extras["promoter"]} == {"aws-lambda-powertools"}
+    # The promoter's handler: Powertools, and Jinja2 for the status pages.
+    assert {Requirement(s).name for s in extras["promoter"]} == {"aws-lambda-powertools", "Jinja2"}
     assert {Requirement(s).name for s in extras["local"]} == {"wheelgate", "moto"}
     assert "wheelgate[promoter]" in extras["local"]
 

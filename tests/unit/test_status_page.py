@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import json
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import pytest
+from jinja2 import DictLoader, UndefinedError
 
+from tests.unit.test_local_extra import run_without
 from wheelgate.core.records import FileOutcome, PromotionRecord, RefusedFile, SetOutcome, State
-from wheelgate.status.page import (
-    CI_HOSTS,
+from wheelgate.status.links import CI_HOSTS, CiLinks, ci_links, safe_url
+from wheelgate.status.pages import environment, render_directory, render_overview
+from wheelgate.status.state import (
     MAX_DECISIONS,
     MAX_DIRECTORIES,
     MAX_REJECTIONS,
-    CiLinks,
     StatusState,
     apply_record,
-    ci_links,
     page_key,
     parse_state,
-    render_directory,
-    render_overview,
-    safe_url,
 )
 
 INDEX = "v2/gfx94X-dcgpu"
@@ -630,3 +629,58 @@ def test_an_import_is_shown_apart_from_the_tested_runs() -> None:
     # Folding the same decision again changes nothing.
     again = apply_record(state, imported("import-0123456789abcdef", 2))
     assert again == state
+
+
+# -- templates -----------------------------------------------------------------------------
+
+
+def test_autoescape_is_on_in_every_template() -> None:
+    # Given a value written as markup, in templates of any name (not only .html) loaded by the
+    # pages' environment
+    env = environment()
+    names = ("x.html", "x.css", "x.txt", "x")
+    loaded = env.overlay(loader=DictLoader(dict.fromkeys(names, "{{ value }}")))
+    for name in names:
+        # Then it renders as text
+        assert loaded.get_template(name).render(value="<script>alert(1)</script>") == (
+            "&lt;script&gt;alert(1)&lt;/script&gt;"
+        ), name
+    # And every shipped template, the CSS included, goes through that environment
+    assert {"base.html", "overview.html", "directory.html", "macros.html", "status.css"} <= set(
+        env.list_templates()
+    )
+
+
+def test_a_script_in_a_record_reaches_the_page_escaped() -> None:
+    # Given a run id, an index, a test and a message that are script elements
+    script = "<script>alert(1)</script>"
+    state = fold(
+        promoted(script, 1, index=f"v2/{script}", tests=[{"name": script, "result": script}]),
+        rejected("2", 2, index=f"v2/{script}", reason=script, message=script),
+    )
+    # When both pages are rendered, Then each shows it as escaped text, never as an element
+    for html in (render_overview(state), render_directory(state, f"v2/{script}")):
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert "<script>" not in html
+
+
+def test_an_undefined_name_in_a_template_is_an_error_not_a_blank() -> None:
+    with pytest.raises(UndefinedError):
+        environment().from_string("{{ missing }}").render()
+
+
+def test_the_state_and_the_terminal_views_need_no_jinja2(tmp_path: Path) -> None:
+    # Given an install without Jinja2 (the base install: only the promoter extra brings it)
+    needs_it = run_without(tmp_path, "jinja2", "-c", "import wheelgate.status.pages")
+    assert "No module named 'jinja2'" in needs_it.stderr
+    # Then what `wheelgate status` and `wheelgate runs` import still imports
+    probe = (
+        "from wheelgate.cli.main import main\n"
+        "from wheelgate.status.store import StatusStore\n"
+        "from wheelgate.status.summary import recent_decisions, render_decisions, render_run\n"
+        "from wheelgate.status.state import StatusState\n"
+        "print(render_decisions(recent_decisions(StatusState())))\n"
+    )
+    result = run_without(tmp_path, "jinja2", "-c", probe)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("no decisions recorded")

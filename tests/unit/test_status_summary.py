@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
-from wheelgate.status.page import Decision, DirectoryStatus, Rejection, StatusState
+from wheelgate.status.state import Decision, DirectoryStatus, Rejection, StatusState
 from wheelgate.status.summary import (
     MAX_FILES_SHOWN,
     recent_decisions,

@@ -1,7 +1,7 @@
 """Keeps the status site in the staging bucket up to date, safely under concurrent promoters.
 
 The state (``status/state.json``) is read with its ETag, a decision record is folded in by
-:func:`wheelgate.status.page.apply_record`, the touched pages are rendered from the new state and
+:func:`wheelgate.status.state.apply_record`, the touched pages are rendered from the new state and
 written, and the state is written last with ``If-Match`` (``If-None-Match: *`` when there is
 none yet): it is the commit point, through the one conditional read-modify-write loop
 (:func:`~wheelgate.storage.conditional.read_modify_write`), as index pages are. Losing that race
@@ -19,15 +19,7 @@ from pydantic import ValidationError
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.redact import Redactor
 from wheelgate.index.pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
-from wheelgate.status.page import (
-    STATE_KEY,
-    StatusState,
-    apply_record,
-    page_key,
-    parse_state,
-    render_directory,
-    render_overview,
-)
+from wheelgate.status.state import STATE_KEY, StatusState, apply_record, page_key, parse_state
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.conditional import MAX_ATTEMPTS, Decided, Put, Rendered, read_modify_write
 
@@ -88,6 +80,10 @@ class StatusStore:
             return Decided(keys, new != current, lambda: render(new, touched))
 
         def render(new: StatusState, touched: list[str]) -> Rendered:
+            # Imported here: the pages need Jinja2, which only the promoter has (its extra and
+            # layer); `wheelgate runs` reads the state with the base install.
+            from wheelgate.status.pages import render_directory, render_overview
+
             rendered.extend(index for index in touched if index not in rendered)
             pages = {page_key(): render_overview(new, dashboard_url=link)}
             pages.update(

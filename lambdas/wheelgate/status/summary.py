@@ -3,8 +3,8 @@
 
 Pure functions. A run's summary is rendered from its record (the same one ``--json`` prints);
 the recent decisions come from the status site's state (``status/state.json``,
-:mod:`wheelgate.status.page`), which keeps the last :data:`~wheelgate.status.page.MAX_DECISIONS`
-decisions of each index directory and the last :data:`~wheelgate.status.page.MAX_REJECTIONS`
+:mod:`wheelgate.status.state`), which keeps the last :data:`~wheelgate.status.state.MAX_DECISIONS`
+decisions of each index directory and the last :data:`~wheelgate.status.state.MAX_REJECTIONS`
 rejections: no record is listed or read to answer.
 """
 
@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
-from wheelgate.status.page import Kind, StatusState, human_size, shown_time
+from wheelgate.status.display import human_size, shown_time
+from wheelgate.status.state import Kind, StatusState
 
 #: Files listed per set on a terminal; ``--json`` has them all.
 MAX_FILES_SHOWN = 20

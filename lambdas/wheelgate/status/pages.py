@@ -1,0 +1,81 @@
+"""The status site's pages: ``status/index.html`` and ``status/<dir>/index.html``, rendered
+from the state (:mod:`wheelgate.status.state`) by the Jinja2 templates of ``templates/``.
+
+Pure functions: static HTML5 pages (inline CSS, no script, no external asset) that read well on
+a phone. Every value is escaped by the environment's autoescape, on for every template whatever
+its name; a test URL becomes a link only when it is ``http`` or ``https``
+(:func:`~wheelgate.status.links.safe_url`). The run id and the commit link the CI run and the
+commit when the state has those links.
+
+Jinja2 comes with the promoter (the ``promoter`` extra and its layer): only the promoter
+renders pages, and ``wheelgate runs`` reads the state without it.
+"""
+
+from __future__ import annotations
+
+from functools import cache, partial
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from wheelgate.core.layout import href
+from wheelgate.status.display import human_size, shown_time
+from wheelgate.status.links import safe_url
+from wheelgate.status.state import DirectoryStatus, StatusState, page_key
+
+#: The templates' folder in this package; it ships as package data and in the function's asset.
+TEMPLATES = "templates"
+
+
+def status_dir(index: str | None) -> str:
+    """The folder of a status page (``status/`` or ``status/<index>/``)."""
+    return page_key(index).rsplit("/", 1)[0] + "/"
+
+
+def relative_link(page_index: str | None, target: str) -> str:
+    """Relative, percent-encoded link from the status page of ``page_index`` to a key of the
+    nightly bucket (a folder when ``target`` ends with ``/``)."""
+    link = href(status_dir(page_index), target.rstrip("/"))
+    return link + "/" if target.endswith("/") else link
+
+
+@cache
+def environment() -> Environment:
+    """The templates' environment, built once: autoescape on for every template (not only
+    ``.html``: a value is never markup), and an undefined name an error rather than blank."""
+    env = Environment(
+        loader=PackageLoader("wheelgate.status", TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(human_size=human_size, shown_time=shown_time, safe_url=safe_url)
+    env.globals.update(status_dir=status_dir)
+    return env
+
+
+def _render(template: str, page_index: str | None, **context: Any) -> str:
+    """``template`` rendered with ``context`` and ``to``, the page's link to a key."""
+    page = environment().get_template(template)
+    return page.render(to=partial(relative_link, page_index), **context)
+
+
+def render_overview(state: StatusState, *, dashboard_url: str | None = None) -> str:
+    """``status/index.html``: per directory its latest promoted run, then recent rejections;
+    a link to the metrics dashboard when ``dashboard_url`` is given (and http(s))."""
+    return _render("overview.html", None, state=state, dashboard_url=safe_url(dashboard_url))
+
+
+def render_directory(state: StatusState, index: str, *, dashboard_url: str | None = None) -> str:
+    """``status/<index>/index.html``: the directory's latest promoted run with its files and
+    tests, its imports, and its recent decisions; a link to the metrics dashboard when
+    ``dashboard_url`` is given (and http(s))."""
+    return _render(
+        "directory.html",
+        index,
+        index=index,
+        status=state.directories.get(index, DirectoryStatus()),
+        dashboard_url=safe_url(dashboard_url),
+    )
