@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.unit import cli_reference
 from wheelgate.cli.common import storage_options
 from wheelgate.cli.main import build_parser
 from wheelgate.core.errors import Reason
@@ -139,8 +140,18 @@ def code_of(text: str) -> Iterator[str]:
     yield from INLINE.findall(FENCE.sub("", text))
 
 
+def written(path: Path) -> str:
+    """The text of a doc as written by hand: ``docs/cli.md`` without its generated reference
+    (the parser's own ``--help``, held to it by :func:`test_the_cli_reference_is_current`)."""
+    text = path.read_text(encoding="utf-8")
+    if cli_reference.MARK_START not in text:
+        return text
+    generated = cli_reference.between_markers(text)
+    return text.replace(generated, "")
+
+
 def invocations(path: Path) -> Iterator[Invocation]:
-    for code in code_of(path.read_text(encoding="utf-8")):
+    for code in code_of(written(path)):
         for found in INVOKED.finditer(code):
             rest = code[found.end() :]
             rest = rest[: m.start()] if (m := INVOCATION_END.search(rest)) else rest
@@ -317,3 +328,32 @@ def test_the_docs_use_actions_at_their_pinned_commits() -> None:
         (doc, action, ref, tag) for doc, action, ref, tag in used if (ref, tag) != pinned[action]
     ]
     assert wrong == [], f"pinned: {pinned}"
+
+
+# -- generated and moved pages ------------------------------------------------------------
+
+CLI_DOC = REPO / "docs" / "cli.md"
+
+
+def test_the_cli_reference_is_current() -> None:
+    # Given the reference the parser renders now, and the one committed in docs/cli.md
+    committed = cli_reference.between_markers(CLI_DOC.read_text(encoding="utf-8"))
+    # Then they are the same text
+    assert committed == cli_reference.render().strip("\n"), (
+        f"docs/cli.md's reference is stale: run `.venv/bin/python -m "
+        f"{cli_reference.REGENERATE.removeprefix('python -m ')}`"
+    )
+
+
+def test_the_cli_page_says_how_to_regenerate_its_reference() -> None:
+    header = CLI_DOC.read_text(encoding="utf-8").split(cli_reference.MARK_START)[0]
+    assert cli_reference.REGENERATE in header
+
+
+def test_a_changed_help_text_makes_the_reference_stale() -> None:
+    document = cli_reference.replace_between_markers(
+        f"x\n{cli_reference.MARK_START}\n{cli_reference.MARK_END}\n", cli_reference.render()
+    )
+    edited = document.replace("recent decisions, newest first", "recent decisions")
+    assert cli_reference.between_markers(edited) != cli_reference.render().strip("\n")
+    assert cli_reference.between_markers(document) == cli_reference.render().strip("\n")
