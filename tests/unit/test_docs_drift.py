@@ -357,3 +357,54 @@ def test_a_changed_help_text_makes_the_reference_stale() -> None:
     edited = document.replace("recent decisions, newest first", "recent decisions")
     assert cli_reference.between_markers(edited) != cli_reference.render().strip("\n")
     assert cli_reference.between_markers(document) == cli_reference.render().strip("\n")
+
+
+def layer_table(text: str) -> dict[str, set[str]]:
+    """The rows of the table whose first header cell is ``layer``: each layer and the
+    backticked layers of its ``may import`` cell."""
+    rows: dict[str, set[str]] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if line.strip().strip("|").split("|")[0].strip() != "layer":
+            continue
+        next(lines, None)  # the |---| line
+        for row in lines:
+            if not row.startswith("|"):
+                break
+            layer, may_import = row.strip().strip("|").split("|")[:2]
+            rows[layer.strip().strip("`")] = set(re.findall(r"`([^`]+)`", may_import))
+    return rows
+
+
+def test_the_architecture_page_names_the_layers_of_the_dependency_rule() -> None:
+    from tests.unit.test_dependency_rule import ALLOWED
+
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = layer_table(section(text, "## The dependency rule"))
+    assert documented == {layer: set(allowed) for layer, allowed in ALLOWED.items()}, (
+        "docs/architecture.md's layer table and tests/unit/test_dependency_rule.py's ALLOWED "
+        "name different layers or imports"
+    )
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s]*)\)")
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    broken = []
+    for path in DOCS:
+        for target in LINK.findall(FENCE.sub("", path.read_text(encoding="utf-8"))):
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            if not linked.exists():
+                broken.append(f"{path.relative_to(REPO)}: {target}")
+            elif anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), re.M)
+                if anchor not in {slug(h) for h in headings}:
+                    broken.append(f"{path.relative_to(REPO)}: {target}")
+    assert broken == [], "links to a page or a section that does not exist"
