@@ -408,3 +408,36 @@ def test_every_link_between_the_docs_resolves() -> None:
                 if anchor not in {slug(h) for h in headings}:
                     broken.append(f"{path.relative_to(REPO)}: {target}")
     assert broken == [], "links to a page or a section that does not exist"
+
+
+# -- plain sentences ----------------------------------------------------------------------
+
+#: The pages a newcomer reads first, held to sentences under 40 words.
+PLAIN_PAGES = ("README.md", "docs/concepts.md", "docs/architecture.md", "docs/cli.md")
+
+
+def sentences(text: str) -> Iterator[str]:
+    """The sentences of a Markdown text's prose: code blocks, headings, tables and comments
+    left out, each list item a paragraph of its own, a link counted as its text."""
+    text = re.sub(r"<!--.*?-->", "", FENCE.sub("", text), flags=re.S)
+    paragraphs: list[list[str]] = [[]]
+    for line in text.splitlines():
+        stripped = line.strip()
+        item = re.match(r"^(?:[-*]|\d+\.)\s+(.*)", stripped)
+        if not stripped or stripped.startswith(("#", "|")) or item:
+            paragraphs.append([item[1]] if item else [])
+        else:
+            paragraphs[-1].append(stripped)
+    for paragraph in paragraphs:
+        prose = re.sub(r"\]\([^)]*\)", "]", " ".join(paragraph))
+        yield from (s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`(\[*])", prose) if s)
+
+
+@pytest.mark.parametrize("page", PLAIN_PAGES)
+def test_sentences_are_under_40_words(page: str) -> None:
+    long = [s for s in sentences(written(REPO / page)) if len(s.split()) >= 40]
+    assert long == [], f"{page}: sentences of 40 words or more"
+
+
+def test_a_long_sentence_is_found() -> None:
+    assert [len(s.split()) for s in sentences("- " + "word " * 40 + ".\n\nShort.")] == [41, 1]
