@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import cast
 
 from wheelgate.cli.main import build_parser
 
@@ -42,9 +43,11 @@ def commands(
 def fixed_width_help(parser: argparse.ArgumentParser) -> str:
     """``parser.format_help()`` laid out at :data:`WIDTH` columns, not the terminal's."""
     formatter_class = parser.formatter_class
+    # Every formatter of the package's parsers is argparse's HelpFormatter or a subclass.
+    help_formatter = cast("type[argparse.HelpFormatter]", formatter_class)
 
     def formatter(prog: str) -> argparse.HelpFormatter:
-        return formatter_class(prog, width=WIDTH)
+        return help_formatter(prog, width=WIDTH)
 
     parser.formatter_class = formatter
     try:
@@ -80,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reference = render()
     if args.write is None:
-        print(reference)
+        print(reference.rstrip("\n"))
         return 0
     document = args.write.read_text(encoding="utf-8")
     args.write.write_text(replace_between_markers(document, reference), encoding="utf-8")
