@@ -51,18 +51,12 @@ GLOBAL_OPTIONS = frozenset({"-h", "--help", "--version", "--debug"})
 # -- the parser ---------------------------------------------------------------------------
 
 
-def every_parser(
-    parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
-) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    """Every parser, groups (``deps``, ``index``) and the top level included."""
-    yield " ".join(prefix) or "wheelgate", parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from every_parser(sub, (*prefix, name))
-
-
-PARSERS = dict(every_parser(build_parser()))
+#: Every parser, by command (``"stage"``, ``"index rebuild"``; the top level ``"wheelgate"``),
+#: groups (``deps``, ``index``) included: the walk that renders docs/cli.md's reference.
+PARSERS = {
+    name.removeprefix("wheelgate "): parser
+    for name, parser in cli_reference.commands(build_parser())
+}
 
 
 def option_spellings(parser: argparse.ArgumentParser) -> list[frozenset[str]]:
@@ -212,22 +206,24 @@ def test_every_storage_option_is_documented() -> None:
 # -- tables -------------------------------------------------------------------------------
 
 
-def table_names(text: str, header: str) -> set[str]:
-    """The backticked names in the first cell of each row of every table whose first header
-    cell is ``header``."""
-    names: set[str] = set()
-    rows = iter(text.splitlines())
-    for line in rows:
+def table_rows(text: str, header: str) -> Iterator[list[str]]:
+    """The cells of each row of every table whose first header cell is ``header``."""
+    lines = iter(text.splitlines())
+    for line in lines:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if not line.startswith("|") or cells[0] != header:
             continue
-        next(rows, None)  # the |---| line
-        for row in rows:
+        next(lines, None)  # the |---| line
+        for row in lines:
             if not row.startswith("|"):
                 break
-            first = row.strip().strip("|").split("|")[0]
-            names |= set(re.findall(r"`([^`]+)`", first))
-    return names
+            yield [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def table_names(text: str, header: str) -> set[str]:
+    """The backticked names in the first cell of each row of every table whose first header
+    cell is ``header``."""
+    return {name for row in table_rows(text, header) for name in re.findall(r"`([^`]+)`", row[0])}
 
 
 def section(text: str, heading: str) -> str:
@@ -362,18 +358,10 @@ def test_a_changed_help_text_makes_the_reference_stale() -> None:
 def layer_table(text: str) -> dict[str, set[str]]:
     """The rows of the table whose first header cell is ``layer``: each layer and the
     backticked layers of its ``may import`` cell."""
-    rows: dict[str, set[str]] = {}
-    lines = iter(text.splitlines())
-    for line in lines:
-        if line.strip().strip("|").split("|")[0].strip() != "layer":
-            continue
-        next(lines, None)  # the |---| line
-        for row in lines:
-            if not row.startswith("|"):
-                break
-            layer, may_import = row.strip().strip("|").split("|")[:2]
-            rows[layer.strip().strip("`")] = set(re.findall(r"`([^`]+)`", may_import))
-    return rows
+    return {
+        row[0].strip("`"): set(re.findall(r"`([^`]+)`", row[1]))
+        for row in table_rows(text, "layer")
+    }
 
 
 def test_the_architecture_page_names_the_layers_of_the_dependency_rule() -> None:
