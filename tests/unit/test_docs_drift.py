@@ -5,10 +5,11 @@ none that does not exist.
 What counts as documented, read from the real parser, the actions' ``action.yml``, ``Reason``,
 ``METRIC_NAMES`` and ``cdk.json``:
 
-- an option of a command: it appears in an invocation of that command in the docs' code (a
-  fenced block or an inline code span: ``wheelgate <command> ... --option``); an option every
-  storage command shares (``storage_options``) anywhere in the docs. Each option in an
-  invocation must be one of that command's.
+- an option of a command: it appears in an invocation of that command in the docs' written
+  code (a fenced block or an inline code span: ``wheelgate <command> ... --option``); an option
+  every storage command shares (``storage_options``) anywhere in the docs. Each option in an
+  invocation must be one of that command's. ``docs/cli.md``'s generated reference does not
+  count: it is held to the parser as a whole (``python -m tests.unit.cli_reference``).
 - an action's input or output: a row of the input or output table under the action's heading
   in ``examples/github/README.md``.
 - a reason code: a row of the reason table of ``docs/manifest.md``.
@@ -16,6 +17,11 @@ What counts as documented, read from the real parser, the actions' ``action.yml`
   anywhere in the docs is a metric.
 - a ``cdk.json`` key of the ``wheelgate`` context object: a row of the key table of
   ``docs/deploy.md``.
+- a layer of the package: a row of the layer table of ``docs/architecture.md``, with the
+  layers ``tests/unit/test_dependency_rule.py`` lets it import.
+
+And the docs hold together: every link between them reaches a page and a section that exist,
+and the pages a newcomer reads first keep their sentences under 40 words.
 """
 
 from __future__ import annotations
