@@ -1,7 +1,7 @@
 """Imports point one way between the package's layers, and the stack sees only the layout, the
 settings and the reason codes.
 
-The layers (README, Layout): ``core`` (domain rules, no I/O) <- ``storage`` (S3 and CloudFront
+The layers (docs/architecture.md): ``core`` (domain rules, no I/O) <- ``storage`` (S3 and CloudFront
 adapters) <- ``index`` (pages, their store, yank and rebuild) <- ``status``, ``staging``,
 ``promotion`` (services) <- ``deps`` <- ``lambda_function`` (the promoter function's handler)
 <- ``local`` (the embedded stack, the demo, sample wheels) <- ``cli``. Every import counts,

@@ -5,10 +5,11 @@ none that does not exist.
 What counts as documented, read from the real parser, the actions' ``action.yml``, ``Reason``,
 ``METRIC_NAMES`` and ``cdk.json``:
 
-- an option of a command: it appears in an invocation of that command in the docs' code (a
-  fenced block or an inline code span: ``wheelgate <command> ... --option``); an option every
-  storage command shares (``storage_options``) anywhere in the docs. Each option in an
-  invocation must be one of that command's.
+- an option of a command: it appears in an invocation of that command in the docs' written
+  code (a fenced block or an inline code span: ``wheelgate <command> ... --option``); an option
+  every storage command shares (``storage_options``) anywhere in the docs. Each option in an
+  invocation must be one of that command's. ``docs/cli.md``'s generated reference does not
+  count: it is held to the parser as a whole (``python -m tests.unit.cli_reference``).
 - an action's input or output: a row of the input or output table under the action's heading
   in ``examples/github/README.md``.
 - a reason code: a row of the reason table of ``docs/manifest.md``.
@@ -16,6 +17,11 @@ What counts as documented, read from the real parser, the actions' ``action.yml`
   anywhere in the docs is a metric.
 - a ``cdk.json`` key of the ``wheelgate`` context object: a row of the key table of
   ``docs/deploy.md``.
+- a layer of the package: a row of the layer table of ``docs/architecture.md``, with the
+  layers ``tests/unit/test_dependency_rule.py`` lets it import.
+
+And the docs hold together: every link between them reaches a page and a section that exist,
+and the pages a newcomer reads first keep their sentences under 40 words.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.unit import cli_reference
 from wheelgate.cli.common import storage_options
 from wheelgate.cli.main import build_parser
 from wheelgate.core.errors import Reason
@@ -50,18 +57,12 @@ GLOBAL_OPTIONS = frozenset({"-h", "--help", "--version", "--debug"})
 # -- the parser ---------------------------------------------------------------------------
 
 
-def every_parser(
-    parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
-) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    """Every parser, groups (``deps``, ``index``) and the top level included."""
-    yield " ".join(prefix) or "wheelgate", parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from every_parser(sub, (*prefix, name))
-
-
-PARSERS = dict(every_parser(build_parser()))
+#: Every parser, by command (``"stage"``, ``"index rebuild"``; the top level ``"wheelgate"``),
+#: groups (``deps``, ``index``) included: the walk that renders docs/cli.md's reference.
+PARSERS = {
+    name.removeprefix("wheelgate "): parser
+    for name, parser in cli_reference.commands(build_parser())
+}
 
 
 def option_spellings(parser: argparse.ArgumentParser) -> list[frozenset[str]]:
@@ -139,8 +140,18 @@ def code_of(text: str) -> Iterator[str]:
     yield from INLINE.findall(FENCE.sub("", text))
 
 
+def written(path: Path) -> str:
+    """The text of a doc as written by hand: ``docs/cli.md`` without its generated reference
+    (the parser's own ``--help``, held to it by :func:`test_the_cli_reference_is_current`)."""
+    text = path.read_text(encoding="utf-8")
+    if cli_reference.MARK_START not in text:
+        return text
+    generated = cli_reference.between_markers(text)
+    return text.replace(generated, "")
+
+
 def invocations(path: Path) -> Iterator[Invocation]:
-    for code in code_of(path.read_text(encoding="utf-8")):
+    for code in code_of(written(path)):
         for found in INVOKED.finditer(code):
             rest = code[found.end() :]
             rest = rest[: m.start()] if (m := INVOCATION_END.search(rest)) else rest
@@ -201,22 +212,24 @@ def test_every_storage_option_is_documented() -> None:
 # -- tables -------------------------------------------------------------------------------
 
 
-def table_names(text: str, header: str) -> set[str]:
-    """The backticked names in the first cell of each row of every table whose first header
-    cell is ``header``."""
-    names: set[str] = set()
-    rows = iter(text.splitlines())
-    for line in rows:
+def table_rows(text: str, header: str) -> Iterator[list[str]]:
+    """The cells of each row of every table whose first header cell is ``header``."""
+    lines = iter(text.splitlines())
+    for line in lines:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if not line.startswith("|") or cells[0] != header:
             continue
-        next(rows, None)  # the |---| line
-        for row in rows:
+        next(lines, None)  # the |---| line
+        for row in lines:
             if not row.startswith("|"):
                 break
-            first = row.strip().strip("|").split("|")[0]
-            names |= set(re.findall(r"`([^`]+)`", first))
-    return names
+            yield [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def table_names(text: str, header: str) -> set[str]:
+    """The backticked names in the first cell of each row of every table whose first header
+    cell is ``header``."""
+    return {name for row in table_rows(text, header) for name in re.findall(r"`([^`]+)`", row[0])}
 
 
 def section(text: str, heading: str) -> str:
@@ -317,3 +330,108 @@ def test_the_docs_use_actions_at_their_pinned_commits() -> None:
         (doc, action, ref, tag) for doc, action, ref, tag in used if (ref, tag) != pinned[action]
     ]
     assert wrong == [], f"pinned: {pinned}"
+
+
+# -- generated and moved pages ------------------------------------------------------------
+
+CLI_DOC = REPO / "docs" / "cli.md"
+
+
+def test_the_cli_reference_is_current() -> None:
+    # Given the reference the parser renders now, and the one committed in docs/cli.md
+    committed = cli_reference.between_markers(CLI_DOC.read_text(encoding="utf-8"))
+    # Then they are the same text
+    assert committed == cli_reference.render().strip("\n"), (
+        f"docs/cli.md's reference is stale: run `.venv/bin/python -m "
+        f"{cli_reference.REGENERATE.removeprefix('python -m ')}`"
+    )
+
+
+def test_the_cli_page_says_how_to_regenerate_its_reference() -> None:
+    header = CLI_DOC.read_text(encoding="utf-8").split(cli_reference.MARK_START)[0]
+    assert cli_reference.REGENERATE in header
+
+
+def test_a_changed_help_text_makes_the_reference_stale() -> None:
+    document = cli_reference.replace_between_markers(
+        f"x\n{cli_reference.MARK_START}\n{cli_reference.MARK_END}\n", cli_reference.render()
+    )
+    edited = document.replace("recent decisions, newest first", "recent decisions")
+    assert cli_reference.between_markers(edited) != cli_reference.render().strip("\n")
+    assert cli_reference.between_markers(document) == cli_reference.render().strip("\n")
+
+
+def layer_table(text: str) -> dict[str, set[str]]:
+    """The rows of the table whose first header cell is ``layer``: each layer and the
+    backticked layers of its ``may import`` cell."""
+    return {
+        row[0].strip("`"): set(re.findall(r"`([^`]+)`", row[1]))
+        for row in table_rows(text, "layer")
+    }
+
+
+def test_the_architecture_page_names_the_layers_of_the_dependency_rule() -> None:
+    from tests.unit.test_dependency_rule import ALLOWED
+
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = layer_table(section(text, "## The dependency rule"))
+    assert documented == {layer: set(allowed) for layer, allowed in ALLOWED.items()}, (
+        "docs/architecture.md's layer table and tests/unit/test_dependency_rule.py's ALLOWED "
+        "name different layers or imports"
+    )
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s]*)\)")
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    broken = []
+    for path in DOCS:
+        for target in LINK.findall(FENCE.sub("", path.read_text(encoding="utf-8"))):
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            if not linked.exists():
+                broken.append(f"{path.relative_to(REPO)}: {target}")
+            elif anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), re.M)
+                if anchor not in {slug(h) for h in headings}:
+                    broken.append(f"{path.relative_to(REPO)}: {target}")
+    assert broken == [], "links to a page or a section that does not exist"
+
+
+# -- plain sentences ----------------------------------------------------------------------
+
+#: The pages a newcomer reads first, held to sentences under 40 words.
+PLAIN_PAGES = ("README.md", "docs/concepts.md", "docs/architecture.md", "docs/cli.md")
+
+
+def sentences(text: str) -> Iterator[str]:
+    """The sentences of a Markdown text's prose: code blocks, headings, tables and comments
+    left out, each list item a paragraph of its own, a link counted as its text."""
+    text = re.sub(r"<!--.*?-->", "", FENCE.sub("", text), flags=re.S)
+    paragraphs: list[list[str]] = [[]]
+    for line in text.splitlines():
+        stripped = line.strip()
+        item = re.match(r"^(?:[-*]|\d+\.)\s+(.*)", stripped)
+        if not stripped or stripped.startswith(("#", "|")) or item:
+            paragraphs.append([item[1]] if item else [])
+        else:
+            paragraphs[-1].append(stripped)
+    for paragraph in paragraphs:
+        prose = re.sub(r"\]\([^)]*\)", "]", " ".join(paragraph))
+        yield from (s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`(\[*])", prose) if s)
+
+
+@pytest.mark.parametrize("page", PLAIN_PAGES)
+def test_sentences_are_under_40_words(page: str) -> None:
+    long = [s for s in sentences(written(REPO / page)) if len(s.split()) >= 40]
+    assert long == [], f"{page}: sentences of 40 words or more"
+
+
+def test_a_long_sentence_is_found() -> None:
+    assert [len(s.split()) for s in sentences("- " + "word " * 40 + ".\n\nShort.")] == [41, 1]
