@@ -13,8 +13,8 @@ import pytest
 from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B
 from wheelgate.core.manifest import MAX_INSTALLED_PER_TEST, InstalledFile, ManifestFile, Outcome
 from wheelgate.staging.installs import read_evidence, read_installs, with_installs
-from wheelgate.staging.stage import TestSpec as Spec
-from wheelgate.staging.stage import build_manifest
+from wheelgate.staging.manifest_building import TestSpec as Spec
+from wheelgate.staging.manifest_building import build_manifest
 
 SHA_C = "c" * 64
 

@@ -40,7 +40,7 @@ from wheelgate.core.manifest import (
 )
 from wheelgate.core.redact import redact_urls
 from wheelgate.staging.environment import InstalledEnvironment, is_environment, read_environment
-from wheelgate.staging.stage import TestSpec
+from wheelgate.staging.manifest_building import TestSpec
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _FILENAME = re.compile(INSTALLED_FILENAME_PATTERN)
