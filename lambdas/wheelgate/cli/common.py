@@ -380,8 +380,8 @@ def wait_for_record(
 def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
     """What is staged for ``run_id``, per index directory; a staging layout the manifest cannot
     describe is a UsageError."""
-    from wheelgate.staging.stage import StageError
-    from wheelgate.staging.stage import staged_sets as listed
+    from wheelgate.staging.errors import StageError
+    from wheelgate.staging.staged_files import staged_sets as listed
 
     try:
         return listed(staging, run_id)

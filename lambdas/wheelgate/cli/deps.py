@@ -60,7 +60,7 @@ from wheelgate.deps.sync import (
     stage_mirror,
     sync_files,
 )
-from wheelgate.staging.stage import StageError
+from wheelgate.staging.errors import StageError
 from wheelgate.storage.bucket import Bucket
 
 

@@ -39,8 +39,10 @@ from wheelgate.core.redact import redact_urls
 from wheelgate.deps.config import REVIEW_TEST, FileTarget, WheelTarget
 from wheelgate.index.pages import IndexEntry
 from wheelgate.index.store import IndexStore
+from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.manifest_building import TestSpec, build_manifest
-from wheelgate.staging.stage import inspect_files, stage, staged_sets
+from wheelgate.staging.stage import stage
+from wheelgate.staging.staged_files import staged_sets
 from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT, UPLOAD_PART_SIZE, Bucket
 from wheelgate.storage.errors import PreconditionFailed
 

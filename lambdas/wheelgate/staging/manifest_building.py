@@ -1,5 +1,5 @@
 """A run's manifest built from what it staged and its test results (what ``wheelgate report``
-writes). Pure: the staged files come from :func:`wheelgate.staging.stage.staged_sets`."""
+writes). Pure: the staged files come from :func:`wheelgate.staging.staged_files.staged_sets`."""
 
 from __future__ import annotations
 
