@@ -49,23 +49,20 @@ from wheelgate.core.layout import (
     check_index,
     check_run_id,
 )
+from wheelgate.core.manifest_limits import (
+    MAX_FILES_PER_SET,
+    MAX_INSTALLED_PER_TEST,
+    MAX_MANIFEST_BYTES,
+    MAX_REFUSAL_MESSAGE,
+    MAX_REFUSALS_PER_TEST,
+    MAX_SETS,
+    MAX_TEST_URL,
+    MAX_TESTS_PER_SET,
+)
 from wheelgate.core.redact import redact_urls, url_credentials
 
 SCHEMA_V1 = "wheelgate/manifest/v1"
 SCHEMA_V2 = "wheelgate/manifest/v2"
-#: A manifest is a few hundred bytes per file; 1,000 files per set and a few sets fit easily.
-MAX_MANIFEST_BYTES = 4 * 1024 * 1024
-MAX_FILES_PER_SET = 5000
-MAX_SETS = 64
-MAX_TESTS_PER_SET = 256
-MAX_TEST_URL = 2048
-#: A test may have to vouch for every file of a set (a mirror run's review names each reviewed
-#: wheel), so it may name as many installed files as a set has files.
-MAX_INSTALLED_PER_TEST = MAX_FILES_PER_SET
-#: Refused evidence a test names: the first few are enough to reject its set and say why.
-MAX_REFUSALS_PER_TEST = 20
-#: A refusal's sentence names a file, a URL and what differs.
-MAX_REFUSAL_MESSAGE = 2000
 
 #: A commit is its full SHA-1, in lowercase hex (what ``git rev-parse`` and ``$GITHUB_SHA`` give).
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"

@@ -26,11 +26,11 @@ import hashlib
 from collections.abc import Mapping, Sequence
 
 from wheelgate.core.manifest import (
-    MAX_REFUSAL_MESSAGE,
     EvidenceRefusal,
     InstalledFile,
     ManifestFile,
 )
+from wheelgate.core.manifest_limits import MAX_REFUSAL_MESSAGE
 from wheelgate.core.wheelmembers import RecordMismatch
 from wheelgate.core.wheelmeta import MAX_WHEEL_FILE_BYTES, WheelArchive, WheelMetadataError
 from wheelgate.core.wheelrecord import (

@@ -32,12 +32,11 @@ from packaging.utils import canonicalize_name
 from wheelgate.core.layout import check_index
 from wheelgate.core.manifest import (
     INSTALLED_FILENAME_PATTERN,
-    MAX_INSTALLED_PER_TEST,
-    MAX_REFUSALS_PER_TEST,
     EvidenceRefusal,
     InstalledFile,
     parse_distribution_filename,
 )
+from wheelgate.core.manifest_limits import MAX_INSTALLED_PER_TEST, MAX_REFUSALS_PER_TEST
 from wheelgate.core.redact import redact_urls
 from wheelgate.staging.environment import InstalledEnvironment, is_environment, read_environment
 from wheelgate.staging.manifest_building import TestSpec
