@@ -43,13 +43,9 @@ from wheelgate.cli.common import (
     wait_for_decision,
 )
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
-from wheelgate.deps.config import (
-    Deps,
-    DepsInvalid,
-    check_mirror_run_id,
-    load_deps,
-    new_mirror_run_id,
-)
+from wheelgate.deps.config import load_deps
+from wheelgate.deps.mirror_runs import check_mirror_run_id, new_mirror_run_id
+from wheelgate.deps.problems import DepsInvalid
 from wheelgate.deps.sync import (
     Fetcher,
     Row,
@@ -60,6 +56,7 @@ from wheelgate.deps.sync import (
     stage_mirror,
     sync_files,
 )
+from wheelgate.deps.targets import Deps
 from wheelgate.staging.errors import StageError
 from wheelgate.storage.bucket import Bucket
 

@@ -36,7 +36,8 @@ from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import InstalledFile, Outcome
 from wheelgate.core.objects import ObjectInfo
 from wheelgate.core.redact import redact_urls
-from wheelgate.deps.config import REVIEW_TEST, FileTarget, WheelTarget
+from wheelgate.deps.mirror_runs import REVIEW_TEST
+from wheelgate.deps.targets import FileTarget, WheelTarget
 from wheelgate.index.pages import IndexEntry
 from wheelgate.index.store import IndexStore
 from wheelgate.staging.local_artifacts import inspect_files
