@@ -11,6 +11,7 @@ from wheelgate.cli.deps import render_table
 from wheelgate.cli.main import main
 from wheelgate.deps.config import load_deps
 from wheelgate.deps.deps_file import json_schema
+from wheelgate.deps.file_cache import content_type
 from wheelgate.deps.mirror_runs import (
     REVIEW_TEST,
     RUN_PREFIX,
@@ -19,7 +20,7 @@ from wheelgate.deps.mirror_runs import (
     python_run_id,
 )
 from wheelgate.deps.problems import DepsInvalid, DepsProblem
-from wheelgate.deps.sync import Row, content_type
+from wheelgate.deps.rows import Row
 from wheelgate.deps.value_checks import key_problem, pinned_version
 
 REPO = Path(__file__).parents[2]
