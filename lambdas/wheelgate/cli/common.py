@@ -17,13 +17,8 @@ from pydantic import BaseModel, ValidationError
 
 from wheelgate.core.errors import Reason
 from wheelgate.core.layout import STAGING, base_url, check_index
-from wheelgate.core.manifest import (
-    ManifestFile,
-    check_commit,
-    check_test_url,
-    check_test_url_host,
-    describe_errors,
-)
+from wheelgate.core.manifest import ManifestFile, check_commit, describe_errors
+from wheelgate.core.manifest_tests import check_test_url, check_test_url_host
 from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,

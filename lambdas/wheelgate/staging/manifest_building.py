@@ -19,11 +19,9 @@ from wheelgate.core.manifest import (
     ManifestTestV2,
     ManifestV2,
     Outcome,
-    check_set_tests,
-    check_test_name,
-    check_test_url,
     describe_errors,
 )
+from wheelgate.core.manifest_tests import check_set_tests, check_test_name, check_test_url
 
 
 @dataclass(frozen=True)
