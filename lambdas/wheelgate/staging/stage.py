@@ -114,18 +114,8 @@ def stage(
         _check_window(run_id, first, started, window_days)
         # Read before any upload: a directory nested in another is refused with nothing staged.
         nightly_root(nightly, index)
-    hashed, heads = _checked_against_staged(
-        staging,
-        artifacts,
-        run_id=run_id,
-        index=index,
-        commit=commit,
-        single_request_limit=single_request_limit,
-    )
-    uploaded, unchanged = _upload_all(
-        staging,
-        hashed,
-        heads,
+    to = _Destination(
+        staging=staging,
         run_id=run_id,
         index=index,
         commit=commit,
@@ -133,14 +123,14 @@ def stage(
         single_request_limit=single_request_limit,
         part_size=part_size,
     )
+    hashed, heads = _checked_against_staged(to, artifacts)
+    uploaded, unchanged = _upload_all(to, hashed, heads)
     if not publish_pages:
         return StageResult(uploaded=uploaded, unchanged=unchanged, pages=PageWrites())
     pages = _publish_after_upload(
-        staging=staging,
+        to,
         nightly=nightly,
         nightly_base_url=nightly_base_url,
-        run_id=run_id,
-        index=index,
         artifacts=hashed,
         first=first or started,
         clock=clock,
@@ -149,86 +139,79 @@ def stage(
     return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
 
 
+@dataclass(frozen=True)
+class _Destination:
+    """Where one call of :func:`stage` stages its files, and how it uploads them."""
+
+    staging: Bucket
+    run_id: str
+    index: str
+    commit: str
+    progress: Callable[[str, int, int], None] | None
+    single_request_limit: int
+    part_size: int
+
+    def key(self, filename: str) -> str:
+        return STAGING.artifact(self.run_id, self.index, filename)
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The user metadata of each object staged: the commit and the run."""
+        return {META_COMMIT: self.commit, META_RUN_ID: self.run_id}
+
+
 def _checked_against_staged(
-    staging: Bucket,
-    artifacts: Sequence[LocalArtifact],
-    *,
-    run_id: str,
-    index: str,
-    commit: str,
-    single_request_limit: int,
+    to: _Destination, artifacts: Sequence[LocalArtifact]
 ) -> tuple[list[LocalArtifact], dict[str, ObjectInfo | None]]:
     """``artifacts`` (those sent in one request or already staged, hashed) and the staged
     object of each name (``None``: not staged). Raises :class:`StageError` when one is staged
     with other bytes or from another commit."""
-    heads = {
-        a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
-    }
+    heads = {a.filename: to.staging.head(to.key(a.filename)) for a in artifacts}
     # Hashed now: a file sent in one request (S3 checks the hash it carries) and a file
     # already staged (compared with it). A larger new file is hashed as it uploads, so it is
     # read once.
     hashed = [
-        a.hashed() if a.size <= single_request_limit or heads[a.filename] else a for a in artifacts
+        a.hashed() if a.size <= to.single_request_limit or heads[a.filename] else a
+        for a in artifacts
     ]
-    clashes = _clashes(staging, commit, hashed, heads)
+    clashes = _clashes(to.staging, to.commit, hashed, heads)
     if clashes:
         raise StageError(
-            f"run {run_id} already has other files staged in {index}: {'; '.join(clashes)}; "
-            "staged files are never replaced, stage under a new run id"
+            f"run {to.run_id} already has other files staged in {to.index}: "
+            f"{'; '.join(clashes)}; staged files are never replaced, stage under a new run id"
         )
     return hashed, heads
 
 
 def _upload_all(
-    staging: Bucket,
-    artifacts: list[LocalArtifact],
-    heads: Mapping[str, ObjectInfo | None],
-    *,
-    run_id: str,
-    index: str,
-    commit: str,
-    progress: Callable[[str, int, int], None] | None,
-    single_request_limit: int,
-    part_size: int,
+    to: _Destination, artifacts: list[LocalArtifact], heads: Mapping[str, ObjectInfo | None]
 ) -> tuple[list[str], list[str]]:
     """Upload each of ``artifacts`` not staged yet (``heads``), replacing it in ``artifacts``
     with itself hashed, and write each wheel's ``.metadata``; the names uploaded and the names
     already staged."""
     uploaded, unchanged = [], []
     for i, artifact in enumerate(artifacts):
-        key = STAGING.artifact(run_id, index, artifact.filename)
+        key = to.key(artifact.filename)
         if heads[artifact.filename] is not None:
             unchanged.append(artifact.filename)
         else:
-            artifacts[i] = artifact = _upload_once(
-                staging,
-                artifact,
-                key,
-                run_id=run_id,
-                index=index,
-                commit=commit,
-                progress=progress,
-                single_request_limit=single_request_limit,
-                part_size=part_size,
-            )
+            artifacts[i] = artifact = _upload_once(to, artifact, key)
             uploaded.append(artifact.filename)
         if artifact.metadata is not None:
             _put_once(
-                staging,
+                to.staging,
                 key + METADATA_SUFFIX,
                 artifact.metadata.content,
-                metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+                metadata=to.metadata,
             )
     return uploaded, unchanged
 
 
 def _publish_after_upload(
+    to: _Destination,
     *,
-    staging: Bucket,
     nightly: Bucket,
     nightly_base_url: str,
-    run_id: str,
-    index: str,
     artifacts: Sequence[LocalArtifact],
     first: datetime,
     clock: Callable[[], datetime],
@@ -239,24 +222,24 @@ def _publish_after_upload(
     # Uploads of large files take long: the pages are written now, so the window must still
     # be open now.
     try:
-        _check_window(run_id, first, clock(), window_days)
+        _check_window(to.run_id, first, clock(), window_days)
     except StageError as exc:
         raise StageError(
             f"{exc} (the files were uploaded, but the run's index pages were not updated)"
         ) from None
     try:
         return publish_run_index(
-            staging=staging,
+            staging=to.staging,
             nightly=nightly,
             nightly_base_url=nightly_base_url,
-            run_id=run_id,
-            index=index,
+            run_id=to.run_id,
+            index=to.index,
             artifacts=artifacts,
             now=upload_time(clock()),
         )
     except PageFormatError as exc:
         raise unreadable_nightly(
-            index, exc, "the files were uploaded, but the run's index pages were not written"
+            to.index, exc, "the files were uploaded, but the run's index pages were not written"
         ) from exc
 
 
@@ -269,18 +252,7 @@ def _check_window(
         raise StageError(str(exc)) from None
 
 
-def _upload_once(
-    staging: Bucket,
-    artifact: LocalArtifact,
-    key: str,
-    *,
-    run_id: str,
-    index: str,
-    commit: str,
-    progress: Callable[[str, int, int], None] | None,
-    single_request_limit: int,
-    part_size: int,
-) -> LocalArtifact:
+def _upload_once(to: _Destination, artifact: LocalArtifact, key: str) -> LocalArtifact:
     """Upload a file that was not staged a moment ago and return it hashed; if another writer
     got there first, its object must be these very bytes from this commit.
 
@@ -290,26 +262,28 @@ def _upload_once(
     def report(n: int) -> None:
         nonlocal done
         done += n
-        if progress:
-            progress(artifact.filename, done, artifact.size)
+        if to.progress:
+            to.progress(artifact.filename, done, artifact.size)
 
     try:
-        digest = staging.upload_file(
+        digest = to.staging.upload_file(
             artifact.path,
             key,
             sha256=artifact.sha256,
             content_type=ARTIFACT_CONTENT_TYPE,
-            metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+            metadata=to.metadata,
             progress=report,
-            single_request_limit=single_request_limit,
-            part_size=part_size,
+            single_request_limit=to.single_request_limit,
+            part_size=to.part_size,
             if_none_match=True,
         )
     except FileChangedError as exc:
         raise StageError(str(exc)) from None
     except PreconditionFailed:
         artifact = artifact.hashed()
-        clashes = _clashes(staging, commit, [artifact], {artifact.filename: staging.head(key)})
+        clashes = _clashes(
+            to.staging, to.commit, [artifact], {artifact.filename: to.staging.head(key)}
+        )
         if clashes:
             raise StageError(
                 f"another writer staged {clashes[0]} while this upload ran; staged files are "
@@ -318,10 +292,10 @@ def _upload_once(
         return artifact
     if artifact.sha256 is None:
         _put_once(
-            staging,
+            to.staging,
             key + CHECKSUM_SUFFIX,
             _checksum_line(digest, artifact.filename),
-            metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+            metadata=to.metadata,
             content_type=CHECKSUM_CONTENT_TYPE,
         )
     return replace(artifact, sha256=digest)
