@@ -24,7 +24,8 @@ import boto3
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.staging.hermetic import hermetic_env
-from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 
 INDEX = "v2/bytes"

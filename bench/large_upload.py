@@ -52,7 +52,8 @@ STAGE = """
 import os, sys, boto3
 from pathlib import Path
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, install_moto_compatibility
-from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 install_moto_compatibility()
 s3 = boto3.client("s3")

@@ -37,7 +37,8 @@ from wheelgate.local.stack import (
 )
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
-from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.signing import KmsSigner
 

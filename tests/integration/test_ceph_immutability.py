@@ -32,7 +32,8 @@ from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.snapshot import version_snapshot
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
-from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 
 # A Ceph RGW cluster started for the session: `make test` only.

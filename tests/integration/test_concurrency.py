@@ -22,7 +22,8 @@ from wheelgate.index.store import IndexStore
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
 from wheelgate.promotion.publish import add_missing
-from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.conditional import Decided, Put, Rendered, read_modify_write
 

@@ -19,8 +19,10 @@ from tests.integration.installs import pip
 from tests.integration.thirdparty import ThirdPartyServer
 from wheelgate.cli.main import main
 from wheelgate.core.objects import META_SHA256
-from wheelgate.deps.config import check_mirror_run_id, load_deps
-from wheelgate.deps.sync import Fetcher, https_opener, sync_files
+from wheelgate.deps.config import load_deps
+from wheelgate.deps.download import Fetcher, https_opener
+from wheelgate.deps.file_cache import sync_files
+from wheelgate.deps.mirror_runs import check_mirror_run_id
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed

@@ -52,7 +52,8 @@ from wheelgate.promotion.fanout import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
 from wheelgate.promotion.service import PromotionService
-from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.signing import KmsSigner
 from wheelgate.storage.workflow import SqsSender

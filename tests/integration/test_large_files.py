@@ -32,7 +32,9 @@ from wheelgate.local.stack import (
 )
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
-from wheelgate.staging.stage import inspect_files, stage, staged_sets
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
+from wheelgate.staging.staged_files import staged_sets
 from wheelgate.storage.bucket import Bucket, FileChangedError
 
 MB = 1024 * 1024

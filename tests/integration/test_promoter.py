@@ -22,7 +22,8 @@ from wheelgate.local.stack import (
     STAGING_BUCKET,
     LocalStack,
 )
-from wheelgate.staging.stage import inspect_files, stage
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 
 COMMIT = "4" * 40
@@ -453,7 +454,7 @@ def test_dry_run_resolution_reads_metadata_not_the_wheel(
 def test_a_run_never_restages_a_file_name_with_other_bytes(
     buckets: tuple[Bucket, Bucket], tmp_path: Path
 ) -> None:
-    from wheelgate.staging.stage import StageError
+    from wheelgate.staging.errors import StageError
 
     run = Run(buckets, tmp_path, "restage-1", "t/restage").stage(wheel(tmp_path / "a", "pkg"))
     rebuilt = wheel(tmp_path / "b", "pkg", module_source="CHANGED = True\n")

@@ -20,7 +20,9 @@ from wheelgate.core.layout import PAGES, RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, S
 from wheelgate.core.settings import ENV_RUN_STAGE_WINDOW_DAYS
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import STAGING_BUCKET
-from wheelgate.staging.stage import StageError, inspect_files, stage
+from wheelgate.staging.errors import StageError
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 
 INDEX = "v2/expiry"

@@ -9,20 +9,19 @@ import pytest
 
 from wheelgate.cli.deps import render_table
 from wheelgate.cli.main import main
-from wheelgate.deps.config import (
+from wheelgate.deps.config import load_deps
+from wheelgate.deps.deps_file import json_schema
+from wheelgate.deps.file_cache import content_type
+from wheelgate.deps.mirror_runs import (
     REVIEW_TEST,
     RUN_PREFIX,
-    DepsInvalid,
-    DepsProblem,
     check_mirror_run_id,
-    json_schema,
-    key_problem,
-    load_deps,
     new_mirror_run_id,
-    pinned_version,
     python_run_id,
 )
-from wheelgate.deps.sync import Row, content_type
+from wheelgate.deps.problems import DepsInvalid, DepsProblem
+from wheelgate.deps.rows import Row
+from wheelgate.deps.value_checks import key_problem, pinned_version
 
 REPO = Path(__file__).parents[2]
 SCHEMA_FILE = REPO / "lambdas/wheelgate/schemas/deps-v1.json"

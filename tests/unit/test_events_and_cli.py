@@ -8,7 +8,7 @@ from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import Outcome
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.stack import Redirect, choose_page, prefers_json, stamp_identity
-from wheelgate.staging.stage import parse_test_spec
+from wheelgate.staging.manifest_building import parse_test_spec
 
 
 def s3_event(key: str, *, bucket: str = "staging", principal: str = "AWS:AROAX:s") -> str:

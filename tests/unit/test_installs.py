@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B
-from wheelgate.core.manifest import MAX_INSTALLED_PER_TEST, InstalledFile, ManifestFile, Outcome
-from wheelgate.staging.installs import read_evidence, read_installs, with_installs
-from wheelgate.staging.stage import TestSpec as Spec
-from wheelgate.staging.stage import build_manifest
+from wheelgate.core.manifest import InstalledFile, ManifestFile, Outcome
+from wheelgate.core.manifest_limits import MAX_INSTALLED_PER_TEST
+from wheelgate.staging.evidence_of_tests import read_evidence, with_installs
+from wheelgate.staging.installs import read_installs
+from wheelgate.staging.manifest_building import TestSpec as Spec
+from wheelgate.staging.manifest_building import build_manifest
 
 SHA_C = "c" * 64
 

@@ -9,8 +9,6 @@ import pytest
 from tests.unit.samples import SHA_A, SHA_B, TORCH, manifest_bytes, manifest_dict, manifest_dict_v1
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import (
-    MAX_INSTALLED_PER_TEST,
-    MAX_MANIFEST_BYTES,
     SCHEMA_V1,
     SCHEMA_V2,
     ArtifactSetV2,
@@ -20,6 +18,7 @@ from wheelgate.core.manifest import (
     parse_distribution_filename,
     parse_manifest,
 )
+from wheelgate.core.manifest_limits import MAX_INSTALLED_PER_TEST, MAX_MANIFEST_BYTES
 
 SCHEMAS = Path(__file__).parents[2] / "lambdas/wheelgate/schemas"
 

@@ -14,13 +14,15 @@ from wheelgate.core.manifest import ManifestFile
 from wheelgate.staging.offer import OfferedFile, RunOffer
 from wheelgate.staging.pins import (
     Resolved,
-    Target,
-    manylinux_platforms,
     pin_for_target,
-    platform_markers,
     select_projects,
     staged_projects,
     target_closure,
+)
+from wheelgate.staging.targets import (
+    Target,
+    manylinux_platforms,
+    platform_markers,
     target_from_options,
     target_preset,
 )

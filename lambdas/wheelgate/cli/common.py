@@ -17,13 +17,8 @@ from pydantic import BaseModel, ValidationError
 
 from wheelgate.core.errors import Reason
 from wheelgate.core.layout import STAGING, base_url, check_index
-from wheelgate.core.manifest import (
-    ManifestFile,
-    check_commit,
-    check_test_url,
-    check_test_url_host,
-    describe_errors,
-)
+from wheelgate.core.manifest import ManifestFile, check_commit, describe_errors
+from wheelgate.core.manifest_tests import check_test_url, check_test_url_host
 from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
@@ -380,8 +375,8 @@ def wait_for_record(
 def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
     """What is staged for ``run_id``, per index directory; a staging layout the manifest cannot
     describe is a UsageError."""
-    from wheelgate.staging.stage import StageError
-    from wheelgate.staging.stage import staged_sets as listed
+    from wheelgate.staging.errors import StageError
+    from wheelgate.staging.staged_files import staged_sets as listed
 
     try:
         return listed(staging, run_id)

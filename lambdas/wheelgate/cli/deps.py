@@ -1,5 +1,5 @@
-"""``wheelgate deps check|plan|sync``: the CLI over :mod:`wheelgate.deps.config` and
-:mod:`wheelgate.deps.sync`.
+"""``wheelgate deps check|plan|sync``: the CLI over :mod:`wheelgate.deps.config` (loading
+deps.yml), :mod:`wheelgate.deps.file_cache` and :mod:`wheelgate.deps.wheel_mirror`.
 
 ``check`` validates deps.yml and needs no credentials. ``plan`` also HEADs every target (and
 reads the nightly pages) and prints what ``sync`` would do. ``sync`` caches the files and
@@ -43,24 +43,15 @@ from wheelgate.cli.common import (
     wait_for_decision,
 )
 from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
-from wheelgate.deps.config import (
-    Deps,
-    DepsInvalid,
-    check_mirror_run_id,
-    load_deps,
-    new_mirror_run_id,
-)
-from wheelgate.deps.sync import (
-    Fetcher,
-    Row,
-    https_opener,
-    plan_file,
-    plan_mirror,
-    report_mirror,
-    stage_mirror,
-    sync_files,
-)
-from wheelgate.staging.stage import StageError
+from wheelgate.deps.config import load_deps
+from wheelgate.deps.download import Fetcher, https_opener
+from wheelgate.deps.file_cache import plan_file, sync_files
+from wheelgate.deps.mirror_runs import check_mirror_run_id, new_mirror_run_id
+from wheelgate.deps.problems import DepsInvalid
+from wheelgate.deps.rows import Row
+from wheelgate.deps.targets import Deps
+from wheelgate.deps.wheel_mirror import plan_mirror, report_mirror, stage_mirror
+from wheelgate.staging.errors import StageError
 from wheelgate.storage.bucket import Bucket
 
 

@@ -22,12 +22,8 @@ from wheelgate.core.settings import ENV_STAGING_BASE_URL
 
 def cmd_pins(args: argparse.Namespace) -> int:
     from wheelgate.staging.offer import run_offer
-    from wheelgate.staging.pins import (
-        pin_for_target,
-        select_projects,
-        staged_projects,
-        target_from_options,
-    )
+    from wheelgate.staging.pins import pin_for_target, select_projects, staged_projects
+    from wheelgate.staging.targets import target_from_options
 
     checked("--run-id", args.run_id, check_run_id)
     index_option(args)

@@ -26,8 +26,8 @@ from wheelgate.core.manifest import ManifestV2
 
 def cmd_report(args: argparse.Namespace) -> int:
     from wheelgate.staging.evidence import EvidenceJudge
-    from wheelgate.staging.installs import read_evidence, with_installs
-    from wheelgate.staging.stage import build_manifest, parse_test_specs
+    from wheelgate.staging.evidence_of_tests import read_evidence, with_installs
+    from wheelgate.staging.manifest_building import build_manifest, parse_test_specs
 
     checked("--run-id", args.run_id, check_ci_run_id)
     commit = commit_option(args)

@@ -29,7 +29,9 @@ from wheelgate.core.settings import (
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    from wheelgate.staging.stage import StageError, inspect_files, stage
+    from wheelgate.staging.errors import StageError
+    from wheelgate.staging.local_artifacts import inspect_files
+    from wheelgate.staging.stage import stage
 
     checked("--run-id", args.run_id, check_ci_run_id)
     index_option(args)

@@ -5,6 +5,8 @@ SHA-256 of every file the test installed: the evidence the promoter releases a f
 1 (:class:`ManifestV1`) is still read, for runs reported before v2, but it carries no evidence,
 so the promoter releases nothing on it (``core/evidence.py``). :class:`Manifest` and
 :class:`ArtifactSet` are what the two versions share, and what verification and planning read.
+How much a manifest may hold is :mod:`wheelgate.core.manifest_limits`; what a test result's
+name and URL may be, :mod:`wheelgate.core.manifest_tests`.
 
 See ``docs/manifest.md``; the JSON Schemas in ``schemas/manifest-v1.json`` and
 ``schemas/manifest-v2.json`` are generated from these models (``wheelgate schema`` prints v2) and
@@ -15,11 +17,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
 
 from packaging.utils import (
     InvalidSdistFilename,
@@ -49,27 +50,29 @@ from wheelgate.core.layout import (
     check_index,
     check_run_id,
 )
-from wheelgate.core.redact import redact_urls, url_credentials
+from wheelgate.core.manifest_limits import (
+    MAX_FILES_PER_SET,
+    MAX_INSTALLED_PER_TEST,
+    MAX_MANIFEST_BYTES,
+    MAX_REFUSAL_MESSAGE,
+    MAX_REFUSALS_PER_TEST,
+    MAX_SETS,
+    MAX_TEST_URL,
+    MAX_TESTS_PER_SET,
+)
+from wheelgate.core.manifest_tests import (
+    TEST_URL_PATTERN,
+    check_set_tests,
+    check_test_name,
+    check_test_url,
+    check_test_url_host,
+)
 
 SCHEMA_V1 = "wheelgate/manifest/v1"
 SCHEMA_V2 = "wheelgate/manifest/v2"
-#: A manifest is a few hundred bytes per file; 1,000 files per set and a few sets fit easily.
-MAX_MANIFEST_BYTES = 4 * 1024 * 1024
-MAX_FILES_PER_SET = 5000
-MAX_SETS = 64
-MAX_TESTS_PER_SET = 256
-MAX_TEST_URL = 2048
-#: A test may have to vouch for every file of a set (a mirror run's review names each reviewed
-#: wheel), so it may name as many installed files as a set has files.
-MAX_INSTALLED_PER_TEST = MAX_FILES_PER_SET
-#: Refused evidence a test names: the first few are enough to reject its set and say why.
-MAX_REFUSALS_PER_TEST = 20
-#: A refusal's sentence names a file, a URL and what differs.
-MAX_REFUSAL_MESSAGE = 2000
 
 #: A commit is its full SHA-1, in lowercase hex (what ``git rev-parse`` and ``$GITHUB_SHA`` give).
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"
-TEST_URL_PATTERN = r"^https://[^\s]+$"
 
 #: A SHA-256 in lowercase hex, as the manifest, the record and ``sha256sum`` write it.
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -77,8 +80,6 @@ Sha256Hex = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
 _SHA256 = re.compile(SHA256_PATTERN)
 CommitSha = Annotated[str, StringConstraints(pattern=COMMIT_PATTERN)]
 _COMMIT = re.compile(COMMIT_PATTERN)
-_TEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}")
-_TEST_URL = re.compile(TEST_URL_PATTERN)
 #: An installed file's name as an installer reports it: one path segment, no spaces or controls.
 INSTALLED_FILENAME_PATTERN = r"^[^/\\\x00-\x20\x7f]{1,255}$"
 
@@ -103,48 +104,6 @@ def check_sha256(value: str) -> str:
     return value
 
 
-def check_test_name(name: str) -> str:
-    """Return ``name`` if it may name a test; else raise ``ValueError``."""
-    if not _TEST_NAME.fullmatch(name):
-        raise ValueError(
-            f"test name {name!r} must be letters, digits or . _ : / + - (1-128 characters)"
-        )
-    return name
-
-
-def check_test_url(url: str) -> str:
-    """Return ``url`` if a test result may link it; else raise ``ValueError``: an https URL
-    without spaces that carries no credentials (records, ``wheelgate status`` and the public
-    status page show it). The message masks what it refuses."""
-    if len(url) > MAX_TEST_URL or not _TEST_URL.fullmatch(url):
-        raise ValueError(
-            redact_urls(
-                f"test URL {url!r} is not an https URL without spaces "
-                f"(at most {MAX_TEST_URL} characters)"
-            )
-        )
-    try:
-        carried = url_credentials(url)
-    except ValueError as exc:
-        raise ValueError(redact_urls(f"test URL {url!r} is malformed: {exc}")) from None
-    if carried:
-        raise ValueError(
-            redact_urls(f"test URL {url!r} carries {carried}; test URLs are public, use none")
-        )
-    return url
-
-
-def check_test_url_host(url: str, hosts: frozenset[str]) -> str:
-    """Return ``url`` if its host is one of ``hosts`` (``WHEELGATE_TEST_URL_HOSTS``); else
-    raise ``ValueError``."""
-    host = urlsplit(url).hostname
-    if host not in hosts:
-        raise ValueError(
-            redact_urls(f"test URL {url!r} is not on an allowed host ({', '.join(sorted(hosts))})")
-        )
-    return url
-
-
 def manifest_test_url_problems(manifest: Manifest, hosts: frozenset[str]) -> list[str]:
     """Every test URL of ``manifest`` not on ``hosts``, named by its field."""
     problems = []
@@ -156,16 +115,6 @@ def manifest_test_url_problems(manifest: Manifest, hosts: frozenset[str]) -> lis
             except ValueError as exc:
                 problems.append(f"sets.{i}.tests.{j}.url: {exc}")
     return problems
-
-
-def check_set_tests(index: str, names: Sequence[str]) -> None:
-    """Raise ``ValueError`` when the tests of the set for ``index`` repeat a name or are more
-    than :data:`MAX_TESTS_PER_SET`."""
-    if len(names) > MAX_TESTS_PER_SET:
-        raise ValueError(f"set {index!r} has {len(names)} tests; at most {MAX_TESTS_PER_SET}")
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ValueError(f"test {dupes[0]!r} is listed twice in set {index!r}")
 
 
 def _run_id(value: str) -> str:

@@ -36,7 +36,7 @@ from wheelgate.core.wheelrecord import (
     Scheme,
     parse_record,
 )
-from wheelgate.staging.stage import sha256_file
+from wheelgate.staging.local_artifacts import sha256_file
 
 SCHEMA_ENVIRONMENT_V1 = "wheelgate/environment/v1"
 #: A RECORD of 200,000 files is about 30 MB.

@@ -26,11 +26,11 @@ import hashlib
 from collections.abc import Mapping, Sequence
 
 from wheelgate.core.manifest import (
-    MAX_REFUSAL_MESSAGE,
     EvidenceRefusal,
     InstalledFile,
     ManifestFile,
 )
+from wheelgate.core.manifest_limits import MAX_REFUSAL_MESSAGE
 from wheelgate.core.wheelmembers import RecordMismatch
 from wheelgate.core.wheelmeta import MAX_WHEEL_FILE_BYTES, WheelArchive, WheelMetadataError
 from wheelgate.core.wheelrecord import (
@@ -43,7 +43,8 @@ from wheelgate.core.wheelrecord import (
     wheel_content,
 )
 from wheelgate.staging.environment import MAX_RECORD_BYTES, MAX_SCRIPT_BYTES, InstalledEnvironment
-from wheelgate.staging.installs import Install, Judged
+from wheelgate.staging.evidence_of_tests import Judged
+from wheelgate.staging.installs import Install
 from wheelgate.staging.offer import OfferedFile, RunOffer, run_offer
 from wheelgate.staging.wheelbytes import VerifiedWheel, WheelUnreadable, read_verified_wheel
 from wheelgate.storage.bucket import Bucket, S3RangeReader

@@ -1,4 +1,5 @@
-"""What a test installed: the evidence ``wheelgate report --installed`` puts in the manifest.
+"""What a test installed, as an evidence file (``wheelgate report --installed``) says it:
+:mod:`wheelgate.staging.evidence_of_tests` puts it in the test's result in the manifest.
 
 Three sources, told apart by their content:
 
@@ -21,26 +22,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from wheelgate.core.layout import check_index
 from wheelgate.core.manifest import (
     INSTALLED_FILENAME_PATTERN,
-    MAX_INSTALLED_PER_TEST,
-    MAX_REFUSALS_PER_TEST,
-    EvidenceRefusal,
     InstalledFile,
     parse_distribution_filename,
 )
 from wheelgate.core.redact import redact_urls
 from wheelgate.staging.environment import InstalledEnvironment, is_environment, read_environment
-from wheelgate.staging.stage import TestSpec
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _FILENAME = re.compile(INSTALLED_FILENAME_PATTERN)
@@ -287,100 +283,3 @@ def read_installs(path: Path) -> list[Install] | InstalledEnvironment:
     if is_environment(document):
         return read_environment(document, str(path))
     return installs_from_pip_report(document, path)
-
-
-@dataclasses.dataclass(frozen=True)
-class Evidence:
-    """What one ``--installed DIR:NAME=PATH`` says test NAME of DIR installed: files, or the
-    environment it installed into (:func:`read_installs`)."""
-
-    index: str
-    test: str
-    source: Path
-    installed: tuple[Install, ...] | InstalledEnvironment
-
-
-@dataclasses.dataclass(frozen=True)
-class Judged:
-    """What one piece of evidence vouches for: the files the test installed that the manifest
-    lists, the evidence ``report`` refused (the promoter rejects the set for it), and
-    warnings for the person reading ``report``'s output."""
-
-    installed: tuple[InstalledFile, ...] = ()
-    refused: tuple[EvidenceRefusal, ...] = ()
-    warnings: tuple[str, ...] = ()
-
-
-class Judge(Protocol):
-    """Judges evidence against what the run's index offers
-    (:class:`wheelgate.staging.evidence.EvidenceJudge`)."""
-
-    def files(self, index: str, installs: Sequence[Install], source: str) -> Judged: ...
-
-    def environment(self, index: str, environment: InstalledEnvironment, source: str) -> Judged: ...
-
-
-def read_evidence(tests: Sequence[TestSpec], specs: Sequence[str]) -> list[Evidence]:
-    """Each ``DIR:NAME=PATH`` of ``specs``, read. Raises ``ValueError`` for a spec that is
-    malformed, names a test ``tests`` lacks, or whose file :func:`read_installs` refuses."""
-    known = {(t.index, t.name) for t in tests}
-    evidence = []
-    for spec in specs:
-        head, sep, path = spec.partition("=")
-        index, colon, name = head.partition(":")
-        if not sep or not colon or not index or not name or not path:
-            raise ValueError(f"{spec!r} is not DIR:NAME=PATH")
-        check_index(index)
-        if (index, name) not in known:
-            raise ValueError(f"{spec!r} names test {name!r} of {index}, which no --test gives")
-        found = read_installs(Path(path))
-        installed = found if isinstance(found, InstalledEnvironment) else tuple(found)
-        evidence.append(Evidence(index, name, Path(path), installed))
-    return evidence
-
-
-def with_installs(
-    tests: Sequence[TestSpec], evidence: Sequence[Evidence], judge: Judge | None = None
-) -> tuple[list[TestSpec], list[str]]:
-    """``tests`` with what each :class:`Evidence` says its test installed (each SHA-256 once)
-    and what ``judge`` refused of it, and the judge's warnings. Without ``judge`` files are
-    taken as the evidence names them, and an environment is refused. Raises ``ValueError``
-    for a test with more than :data:`MAX_INSTALLED_PER_TEST` installs, and for an environment
-    without ``judge``."""
-    installs: dict[tuple[str, str], dict[str, InstalledFile]] = {
-        (t.index, t.name): {i.sha256: i for i in t.installed} for t in tests
-    }
-    refused: dict[tuple[str, str], list[EvidenceRefusal]] = {
-        (t.index, t.name): list(t.refused) for t in tests
-    }
-    warnings: list[str] = []
-    for item in evidence:
-        source = str(item.source)
-        if judge is not None:
-            judged = (
-                judge.environment(item.index, item.installed, source)
-                if isinstance(item.installed, InstalledEnvironment)
-                else judge.files(item.index, item.installed, source)
-            )
-        elif isinstance(item.installed, InstalledEnvironment):
-            raise ValueError(f"evidence {source}: an environment needs the staged files")
-        else:
-            judged = Judged(installed=tuple(i.file for i in item.installed))
-        test = installs[(item.index, item.test)]
-        for installed in judged.installed:
-            test.setdefault(installed.sha256, installed)
-        if len(test) > MAX_INSTALLED_PER_TEST:
-            raise ValueError(
-                f"test {item.test!r} of {item.index} installed {len(test)} files; "
-                f"a manifest holds at most {MAX_INSTALLED_PER_TEST} a test"
-            )
-        refused[(item.index, item.test)] += judged.refused
-        warnings += judged.warnings
-    return [
-        dataclasses.replace(
-            t,
-            installed=tuple(installs[(t.index, t.name)].values()),
-            refused=tuple(refused[(t.index, t.name)][:MAX_REFUSALS_PER_TEST]),
-        )
-        for t in tests
-    ], warnings

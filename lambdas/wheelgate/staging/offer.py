@@ -2,7 +2,7 @@
 
 A build job may write any page under its run, so a run page's links prove nothing. What the
 run's index may offer is the run's staged files of the directory (listed by key, each with
-S3's checksum: :func:`wheelgate.staging.stage.staged_sets`) and nightly's files of the
+S3's checksum: :func:`wheelgate.staging.staged_files.staged_sets`) and nightly's files of the
 dependency closure of those files (nightly's listing pages and ``.metadata`` files, which the
 promoter alone writes; the closure's roots are the METADATA read from the staged wheels
 themselves, never their sidecars). A file of nightly is found at its key by its name

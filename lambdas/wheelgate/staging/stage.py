@@ -1,66 +1,27 @@
-"""Staging a run's files and building its manifest (what ``wheelgate stage``/``report`` do)."""
+"""Staging a run's files, write-once, and then its index pages (what ``wheelgate stage`` does)."""
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
-
-from pydantic import ValidationError
 
 from wheelgate.core.layout import (
     CHECKSUM_SUFFIX,
     METADATA_SUFFIX,
-    PAGE_NAMES,
-    PAGES,
-    RUN_PAGE_TAG_KEY,
-    RUN_PAGE_TAG_VALUE,
-    SIDECAR_SUFFIXES,
     STAGING,
     check_ci_run_id,
     check_index,
-    key_url,
-    project_dir,
 )
 from wheelgate.core.lifecycle import StageWindowClosed, check_stage_window
-from wheelgate.core.manifest import (
-    SCHEMA_V2,
-    ArtifactSetV2,
-    EvidenceRefusal,
-    InstalledFile,
-    ManifestFile,
-    ManifestTestV2,
-    ManifestV2,
-    Outcome,
-    check_set_tests,
-    check_test_name,
-    check_test_url,
-    describe_errors,
-    parse_distribution_filename,
-)
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID, ObjectInfo
 from wheelgate.core.settings import DEFAULT_RUN_STAGE_WINDOW_DAYS
-from wheelgate.core.wheelmeta import (
-    CoreMetadata,
-    FileRangeReader,
-    WheelMetadataError,
-    read_core_metadata,
-)
-from wheelgate.index.pages import (
-    METADATA_CONTENT_TYPE,
-    IndexEntry,
-    PageFormatError,
-    absolute,
-    staging_view,
-    upload_time,
-)
-from wheelgate.index.store import IndexStore, PageWrites
-from wheelgate.staging.closure import nightly_closure
+from wheelgate.index.pages import METADATA_CONTENT_TYPE, PageFormatError, upload_time
+from wheelgate.index.store import PageWrites
+from wheelgate.staging.errors import StageError
+from wheelgate.staging.local_artifacts import LocalArtifact
+from wheelgate.staging.run_index import nightly_root, publish_run_index, unreadable_nightly
+from wheelgate.staging.staged_files import first_staged, recorded_sha256
 from wheelgate.storage.bucket import (
     ARTIFACT_CONTENT_TYPE,
     SINGLE_REQUEST_LIMIT,
@@ -71,108 +32,6 @@ from wheelgate.storage.bucket import (
 from wheelgate.storage.errors import PreconditionFailed
 
 CHECKSUM_CONTENT_TYPE = "text/plain; charset=utf-8"
-_HASH_CHUNK = 8 * 1024 * 1024
-_HEX_SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class StageError(ValueError):
-    """Input that cannot be staged; nothing was uploaded."""
-
-
-@dataclass(frozen=True)
-class LocalArtifact:
-    """A local file to stage. ``sha256`` is ``None`` until the file is hashed: :func:`stage`
-    hashes a file sent in one request before it is sent, and a larger one as it uploads."""
-
-    path: Path
-    filename: str
-    project: str
-    size: int
-    sha256: str | None
-    metadata: CoreMetadata | None
-
-    def hashed(self) -> LocalArtifact:
-        """This file with its SHA-256 (read now if not known yet)."""
-        return self if self.sha256 else replace(self, sha256=sha256_file(self.path))
-
-    @property
-    def digest(self) -> str:
-        """The SHA-256 of a hashed file."""
-        if self.sha256 is None:
-            raise ValueError(f"{self.filename} has not been hashed")
-        return self.sha256
-
-
-def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-            if progress:
-                progress(len(chunk))
-    return digest.hexdigest()
-
-
-def _expanded(paths: Sequence[Path], problems: list[str]) -> list[Path]:
-    """``paths`` with each directory replaced by the entries directly in it, in name order
-    (``dist/``: the build's wheels and sdists). An empty directory, or one entry of it that is
-    itself a directory, is a problem added to ``problems``; any other entry is checked as a file
-    given by its path would be (so a file that is not a distribution is refused by name)."""
-    files: list[Path] = []
-    for path in paths:
-        if not path.is_dir():
-            files.append(path)
-            continue
-        entries = sorted(path.iterdir())
-        if not entries:
-            problems.append(f"{path}: an empty directory; no wheels or sdists in it")
-        for entry in entries:
-            if entry.is_dir():
-                problems.append(
-                    f"{entry}: a directory in {path}; give it as an argument of its own"
-                )
-            else:
-                files.append(entry)
-    return files
-
-
-def inspect_files(paths: Sequence[Path]) -> list[LocalArtifact]:
-    """Check every file before anything is uploaded: it exists, has a valid distribution name,
-    and (for a wheel) readable core metadata. A directory stands for the files directly in it
-    (every one must be a wheel or an sdist). Reads a wheel's zip directory and METADATA, not
-    its whole file (:func:`stage` hashes each file once). Raises :class:`StageError` listing
-    all problems."""
-    problems: list[str] = []
-    artifacts: list[LocalArtifact] = []
-    seen: set[str] = set()
-    for path in _expanded(paths, problems):
-        if not path.is_file():
-            problems.append(f"{path}: no such file")
-            continue
-        try:
-            dist = parse_distribution_filename(path.name)
-        except ValueError as exc:
-            problems.append(f"{path}: {exc}")
-            continue
-        if path.name in seen:
-            problems.append(f"{path}: a file named {path.name} is already in this upload")
-            continue
-        seen.add(path.name)
-        size = path.stat().st_size
-        metadata = None
-        if dist.kind == "wheel":
-            try:
-                with path.open("rb") as handle:
-                    metadata = read_core_metadata(FileRangeReader(handle, size), path.name)
-            except WheelMetadataError as exc:
-                problems.append(f"{path}: {exc}")
-                continue
-        artifacts.append(LocalArtifact(path, path.name, dist.project, size, None, metadata))
-    if problems:
-        raise StageError("cannot stage:\n  " + "\n  ".join(problems))
-    if not artifacts:
-        raise StageError("cannot stage: no files given")
-    return artifacts
 
 
 @dataclass(frozen=True)
@@ -180,19 +39,6 @@ class StageResult:
     uploaded: list[str]
     unchanged: list[str]
     pages: PageWrites
-
-
-def recorded_sha256(staging: Bucket, head: ObjectInfo) -> str | None:
-    """The SHA-256 recorded for a staged file: S3's own (a file sent in one request), its user
-    metadata's, or its ``.sha256`` sidecar's (a file hashed as it uploaded in parts, whose
-    object cannot carry it); ``None`` if none is."""
-    if head.sha256 is not None:
-        return head.sha256
-    found = staging.get(head.key + CHECKSUM_SUFFIX)
-    if found is None:
-        return None
-    digest = found[0].decode("ascii", "replace").split(" ", 1)[0].strip().lower()
-    return digest if _HEX_SHA256.fullmatch(digest) else None
 
 
 def _checksum_line(sha256: str, filename: str) -> bytes:
@@ -268,98 +114,133 @@ def stage(
         _check_window(run_id, first, started, window_days)
         # Read before any upload: a directory nested in another is refused with nothing staged.
         nightly_root(nightly, index)
-    heads = {
-        a.filename: staging.head(STAGING.artifact(run_id, index, a.filename)) for a in artifacts
-    }
+    to = _Destination(
+        staging=staging,
+        run_id=run_id,
+        index=index,
+        commit=commit,
+        progress=progress,
+        single_request_limit=single_request_limit,
+        part_size=part_size,
+    )
+    hashed, heads = _checked_against_staged(to, artifacts)
+    uploaded, unchanged = _upload_all(to, hashed, heads)
+    if not publish_pages:
+        return StageResult(uploaded=uploaded, unchanged=unchanged, pages=PageWrites())
+    pages = _publish_after_upload(
+        to,
+        nightly=nightly,
+        nightly_base_url=nightly_base_url,
+        artifacts=hashed,
+        first=first or started,
+        clock=clock,
+        window_days=window_days,
+    )
+    return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
+
+
+@dataclass(frozen=True)
+class _Destination:
+    """Where one call of :func:`stage` stages its files, and how it uploads them."""
+
+    staging: Bucket
+    run_id: str
+    index: str
+    commit: str
+    progress: Callable[[str, int, int], None] | None
+    single_request_limit: int
+    part_size: int
+
+    def key(self, filename: str) -> str:
+        return STAGING.artifact(self.run_id, self.index, filename)
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The user metadata of each object staged: the commit and the run."""
+        return {META_COMMIT: self.commit, META_RUN_ID: self.run_id}
+
+
+def _checked_against_staged(
+    to: _Destination, artifacts: Sequence[LocalArtifact]
+) -> tuple[list[LocalArtifact], dict[str, ObjectInfo | None]]:
+    """``artifacts`` (those sent in one request or already staged, hashed) and the staged
+    object of each name (``None``: not staged). Raises :class:`StageError` when one is staged
+    with other bytes or from another commit."""
+    heads = {a.filename: to.staging.head(to.key(a.filename)) for a in artifacts}
     # Hashed now: a file sent in one request (S3 checks the hash it carries) and a file
     # already staged (compared with it). A larger new file is hashed as it uploads, so it is
     # read once.
-    artifacts = [
-        a.hashed() if a.size <= single_request_limit or heads[a.filename] else a for a in artifacts
+    hashed = [
+        a.hashed() if a.size <= to.single_request_limit or heads[a.filename] else a
+        for a in artifacts
     ]
-    clashes = _clashes(staging, commit, artifacts, heads)
+    clashes = _clashes(to.staging, to.commit, hashed, heads)
     if clashes:
         raise StageError(
-            f"run {run_id} already has other files staged in {index}: {'; '.join(clashes)}; "
-            "staged files are never replaced, stage under a new run id"
+            f"run {to.run_id} already has other files staged in {to.index}: "
+            f"{'; '.join(clashes)}; staged files are never replaced, stage under a new run id"
         )
+    return hashed, heads
+
+
+def _upload_all(
+    to: _Destination, artifacts: list[LocalArtifact], heads: Mapping[str, ObjectInfo | None]
+) -> tuple[list[str], list[str]]:
+    """Upload each of ``artifacts`` not staged yet (``heads``), replacing it in ``artifacts``
+    with itself hashed, and write each wheel's ``.metadata``; the names uploaded and the names
+    already staged."""
     uploaded, unchanged = [], []
     for i, artifact in enumerate(artifacts):
-        key = STAGING.artifact(run_id, index, artifact.filename)
+        key = to.key(artifact.filename)
         if heads[artifact.filename] is not None:
             unchanged.append(artifact.filename)
         else:
-            artifacts[i] = artifact = _upload_once(
-                staging,
-                artifact,
-                key,
-                run_id=run_id,
-                index=index,
-                commit=commit,
-                progress=progress,
-                single_request_limit=single_request_limit,
-                part_size=part_size,
-            )
+            artifacts[i] = artifact = _upload_once(to, artifact, key)
             uploaded.append(artifact.filename)
         if artifact.metadata is not None:
             _put_once(
-                staging,
+                to.staging,
                 key + METADATA_SUFFIX,
                 artifact.metadata.content,
-                metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+                metadata=to.metadata,
             )
-    if not publish_pages:
-        return StageResult(uploaded=uploaded, unchanged=unchanged, pages=PageWrites())
+    return uploaded, unchanged
+
+
+def _publish_after_upload(
+    to: _Destination,
+    *,
+    nightly: Bucket,
+    nightly_base_url: str,
+    artifacts: Sequence[LocalArtifact],
+    first: datetime,
+    clock: Callable[[], datetime],
+    window_days: int,
+) -> PageWrites:
+    """The run's index pages written once its files are staged (:func:`publish_run_index`),
+    if the run's stage window, which opened at ``first``, is still open."""
     # Uploads of large files take long: the pages are written now, so the window must still
     # be open now.
     try:
-        _check_window(run_id, first or started, clock(), window_days)
+        _check_window(to.run_id, first, clock(), window_days)
     except StageError as exc:
         raise StageError(
             f"{exc} (the files were uploaded, but the run's index pages were not updated)"
         ) from None
     try:
-        pages = publish_run_index(
-            staging=staging,
+        return publish_run_index(
+            staging=to.staging,
             nightly=nightly,
             nightly_base_url=nightly_base_url,
-            run_id=run_id,
-            index=index,
+            run_id=to.run_id,
+            index=to.index,
             artifacts=artifacts,
             now=upload_time(clock()),
         )
     except PageFormatError as exc:
-        raise _nested(
-            index, exc, "the files were uploaded, but the run's index pages were not written"
+        raise unreadable_nightly(
+            to.index, exc, "the files were uploaded, but the run's index pages were not written"
         ) from exc
-    return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
-
-
-def nightly_root(nightly: Bucket, index: str) -> tuple[str, ...]:
-    """The projects nightly's root page of ``index`` lists. Raises :class:`StageError` when the
-    page is not a root page: ``index`` is inside another directory."""
-    try:
-        return IndexStore(nightly).read_root(index)[0]
-    except PageFormatError as exc:
-        raise _nested(index, exc, "nothing was staged") from exc
-
-
-def _nested(index: str, exc: PageFormatError, then: str) -> StageError:
-    return StageError(
-        f"nightly's pages of {index!r} cannot be read ({exc}): is {index!r} inside another "
-        f"index directory, or another inside it? Their pages would overwrite each other's; "
-        f"stage into a directory of WHEELGATE_ALLOWED_INDEXES ({then})"
-    )
-
-
-def first_staged(staging: Bucket, run_id: str) -> datetime | None:
-    """When the oldest object still under the run's prefix was written; ``None`` if none is."""
-    times = [
-        obj.last_modified
-        for obj in staging.list(STAGING.run_prefix(run_id))
-        if obj.last_modified is not None
-    ]
-    return min(times, default=None)
 
 
 def _check_window(
@@ -371,18 +252,7 @@ def _check_window(
         raise StageError(str(exc)) from None
 
 
-def _upload_once(
-    staging: Bucket,
-    artifact: LocalArtifact,
-    key: str,
-    *,
-    run_id: str,
-    index: str,
-    commit: str,
-    progress: Callable[[str, int, int], None] | None,
-    single_request_limit: int,
-    part_size: int,
-) -> LocalArtifact:
+def _upload_once(to: _Destination, artifact: LocalArtifact, key: str) -> LocalArtifact:
     """Upload a file that was not staged a moment ago and return it hashed; if another writer
     got there first, its object must be these very bytes from this commit.
 
@@ -392,26 +262,28 @@ def _upload_once(
     def report(n: int) -> None:
         nonlocal done
         done += n
-        if progress:
-            progress(artifact.filename, done, artifact.size)
+        if to.progress:
+            to.progress(artifact.filename, done, artifact.size)
 
     try:
-        digest = staging.upload_file(
+        digest = to.staging.upload_file(
             artifact.path,
             key,
             sha256=artifact.sha256,
             content_type=ARTIFACT_CONTENT_TYPE,
-            metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+            metadata=to.metadata,
             progress=report,
-            single_request_limit=single_request_limit,
-            part_size=part_size,
+            single_request_limit=to.single_request_limit,
+            part_size=to.part_size,
             if_none_match=True,
         )
     except FileChangedError as exc:
         raise StageError(str(exc)) from None
     except PreconditionFailed:
         artifact = artifact.hashed()
-        clashes = _clashes(staging, commit, [artifact], {artifact.filename: staging.head(key)})
+        clashes = _clashes(
+            to.staging, to.commit, [artifact], {artifact.filename: to.staging.head(key)}
+        )
         if clashes:
             raise StageError(
                 f"another writer staged {clashes[0]} while this upload ran; staged files are "
@@ -420,10 +292,10 @@ def _upload_once(
         return artifact
     if artifact.sha256 is None:
         _put_once(
-            staging,
+            to.staging,
             key + CHECKSUM_SUFFIX,
             _checksum_line(digest, artifact.filename),
-            metadata={META_COMMIT: commit, META_RUN_ID: run_id},
+            metadata=to.metadata,
             content_type=CHECKSUM_CONTENT_TYPE,
         )
     return replace(artifact, sha256=digest)
@@ -446,180 +318,3 @@ def _put_once(
             raise StageError(
                 f"{key} is already staged with other content; staged files are never replaced"
             ) from None
-
-
-def publish_run_index(
-    *,
-    staging: Bucket,
-    nightly: Bucket,
-    nightly_base_url: str,
-    run_id: str,
-    index: str,
-    artifacts: Sequence[LocalArtifact],
-    now: str,
-    workers: int = 16,
-) -> PageWrites:
-    """Write the run's index for ``index``: a page for every project of ``artifacts`` and of
-    their dependency closure in nightly (:mod:`wheelgate.staging.closure`: what their
-    ``Requires-Dist``, and that of nightly's files of those projects, name, for any marker or
-    extra), each listing the run's own staged files (relative links) over nightly's files as
-    they stand now (absolute links), and the root page naming them.
-
-    So the run's tests resolve dependencies that live only in nightly, and install no other
-    run's bytes; the cost follows the run and its closure, not the nightly directory. Pages
-    are updated with conditional writes and keep the run's files of earlier calls, and the
-    root page only gains names, so several build jobs staging into one run's directory, at
-    once or one after another, extend its index and lose no entry.
-    """
-    by_project: dict[str, list[LocalArtifact]] = defaultdict(list)
-    for artifact in artifacts:
-        by_project[project_dir(artifact.project)].append(artifact)
-    # The tag selects the lifecycle rule that expires the pages before the files they list.
-    run_pages = IndexStore(
-        staging,
-        prefix=STAGING.run_pages_prefix(run_id),
-        tags={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
-    )
-    roots = {
-        project: [a.metadata.content for a in own if a.metadata is not None]
-        for project, own in by_project.items()
-    }
-    closure = nightly_closure(nightly, index, roots, workers=workers)
-    projects = sorted(p for p, page in closure.items() if page.entries or p in by_project)
-
-    def publish(project: str) -> PageWrites:
-        page_dir = PAGES.project_dir(index, project)
-        run_page_dir = run_pages.prefix + page_dir
-        entries = [
-            IndexEntry.for_file(
-                a.filename,
-                key=STAGING.artifact(run_id, index, a.filename),
-                page_dir=run_page_dir,
-                sha256=a.digest,
-                size=a.size,
-                uploaded=now,
-                metadata=a.metadata,
-            )
-            for a in by_project.get(project, ())
-        ]
-        borrowed = absolute(closure[project].entries, key_url(nightly_base_url, page_dir))
-        return run_pages.update_project(index, project, staging_view(borrowed, add=entries))
-
-    writes = PageWrites()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for written in pool.map(publish, projects):
-            writes.extend(written)
-    writes.extend(run_pages.add_projects(index, projects))
-    return writes
-
-
-def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
-    """Every file staged for ``run_id``, by index directory, with its recorded SHA-256."""
-    prefix = STAGING.run_prefix(run_id)
-    found: dict[str, list[ManifestFile]] = defaultdict(list)
-    for obj in staging.list(prefix):
-        rest = obj.key[len(prefix) :]
-        index, _, filename = rest.rpartition("/")
-        if not index or filename.endswith(SIDECAR_SUFFIXES) or filename in PAGE_NAMES:
-            continue
-        head = staging.head(obj.key)
-        sha256 = recorded_sha256(staging, head) if head is not None else None
-        if head is None or sha256 is None:
-            raise StageError(f"{obj.key} has no SHA-256; was it staged with wheelgate stage?")
-        try:
-            file = ManifestFile(filename=filename, sha256=sha256, size=head.size)
-        except ValidationError as exc:
-            raise StageError(f"{obj.key} cannot be in a manifest: {describe_errors(exc)}") from exc
-        found[index].append(file)
-    return dict(found)
-
-
-@dataclass(frozen=True)
-class TestSpec:
-    index: str
-    name: str
-    result: Outcome
-    url: str | None
-    #: The files the test installed (``--installed``, :mod:`wheelgate.staging.installs`).
-    installed: tuple[InstalledFile, ...] = ()
-    #: What ``report`` refused of the test's evidence (:mod:`wheelgate.staging.evidence`).
-    refused: tuple[EvidenceRefusal, ...] = ()
-
-
-def parse_test_spec(spec: str) -> TestSpec:
-    """``DIR:NAME=passed|failed|skipped[@URL]`` -> :class:`TestSpec`; ``ValueError`` if not,
-    or if the directory, name or URL breaks the manifest's rules."""
-    head, sep, result_part = spec.partition("=")
-    index, colon, name = head.partition(":")
-    if not sep or not colon or not index or not name:
-        raise ValueError(f"test {spec!r} is not DIR:NAME=passed|failed|skipped[@URL]")
-    result, _, url = result_part.partition("@")
-    try:
-        outcome = Outcome(result)
-    except ValueError:
-        raise ValueError(f"test {spec!r}: result must be passed, failed or skipped") from None
-    return TestSpec(
-        index=check_index(index),
-        name=check_test_name(name),
-        result=outcome,
-        url=check_test_url(url) if url else None,
-    )
-
-
-def parse_test_specs(specs: Sequence[str]) -> list[TestSpec]:
-    """Every spec parsed (:func:`parse_test_spec`), each directory's tests held to the
-    manifest's rules for a set (no name twice, not too many); ``ValueError`` if not."""
-    tests = [parse_test_spec(spec) for spec in specs]
-    names: dict[str, list[str]] = defaultdict(list)
-    for test in tests:
-        names[test.index].append(test.name)
-    for index, index_names in names.items():
-        check_set_tests(index, index_names)
-    return tests
-
-
-def build_manifest(
-    *, run_id: str, commit: str, staged: Mapping[str, list[ManifestFile]], tests: Sequence[TestSpec]
-) -> ManifestV2:
-    """The manifest for what is staged plus test results. Raises ``ValueError`` for a test
-    naming an index directory with nothing staged, or (one line) for what breaks the
-    manifest's rules."""
-    unknown = sorted({t.index for t in tests} - set(staged))
-    if unknown:
-        raise ValueError(
-            f"tests name index directories with nothing staged for run {run_id}: "
-            + ", ".join(unknown)
-        )
-    sets = []
-    for index, files in sorted(staged.items()):
-        try:
-            sets.append(
-                ArtifactSetV2(
-                    index=index,
-                    files=sorted(files, key=lambda f: f.filename),
-                    tests=tuple(
-                        ManifestTestV2(
-                            name=t.name,
-                            result=t.result,
-                            url=t.url,
-                            installed=t.installed,
-                            refused=t.refused or None,
-                        )
-                        for t in tests
-                        if t.index == index
-                    ),
-                )
-            )
-        except ValidationError as exc:
-            raise ValueError(f"set {index!r}: {describe_errors(exc)}") from exc
-    try:
-        return ManifestV2.model_validate(
-            {
-                "schema": SCHEMA_V2,
-                "run_id": run_id,
-                "commit": commit,
-                "sets": [s.model_dump() for s in sets],
-            }
-        )
-    except ValidationError as exc:
-        raise ValueError(describe_errors(exc)) from exc

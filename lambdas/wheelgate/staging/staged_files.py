@@ -1,0 +1,62 @@
+"""What a run staged, read back from the staging bucket: each file's recorded SHA-256, when the
+run was first staged, and its files by index directory (what its manifest lists)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import datetime
+
+from pydantic import ValidationError
+
+from wheelgate.core.layout import CHECKSUM_SUFFIX, PAGE_NAMES, SIDECAR_SUFFIXES, STAGING
+from wheelgate.core.manifest import ManifestFile, describe_errors
+from wheelgate.core.objects import ObjectInfo
+from wheelgate.staging.errors import StageError
+from wheelgate.storage.bucket import Bucket
+
+_HEX_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def recorded_sha256(staging: Bucket, head: ObjectInfo) -> str | None:
+    """The SHA-256 recorded for a staged file: S3's own (a file sent in one request), its user
+    metadata's, or its ``.sha256`` sidecar's (a file hashed as it uploaded in parts, whose
+    object cannot carry it); ``None`` if none is."""
+    if head.sha256 is not None:
+        return head.sha256
+    found = staging.get(head.key + CHECKSUM_SUFFIX)
+    if found is None:
+        return None
+    digest = found[0].decode("ascii", "replace").split(" ", 1)[0].strip().lower()
+    return digest if _HEX_SHA256.fullmatch(digest) else None
+
+
+def first_staged(staging: Bucket, run_id: str) -> datetime | None:
+    """When the oldest object still under the run's prefix was written; ``None`` if none is."""
+    times = [
+        obj.last_modified
+        for obj in staging.list(STAGING.run_prefix(run_id))
+        if obj.last_modified is not None
+    ]
+    return min(times, default=None)
+
+
+def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
+    """Every file staged for ``run_id``, by index directory, with its recorded SHA-256."""
+    prefix = STAGING.run_prefix(run_id)
+    found: dict[str, list[ManifestFile]] = defaultdict(list)
+    for obj in staging.list(prefix):
+        rest = obj.key[len(prefix) :]
+        index, _, filename = rest.rpartition("/")
+        if not index or filename.endswith(SIDECAR_SUFFIXES) or filename in PAGE_NAMES:
+            continue
+        head = staging.head(obj.key)
+        sha256 = recorded_sha256(staging, head) if head is not None else None
+        if head is None or sha256 is None:
+            raise StageError(f"{obj.key} has no SHA-256; was it staged with wheelgate stage?")
+        try:
+            file = ManifestFile(filename=filename, sha256=sha256, size=head.size)
+        except ValidationError as exc:
+            raise StageError(f"{obj.key} cannot be in a manifest: {describe_errors(exc)}") from exc
+        found[index].append(file)
+    return dict(found)
