@@ -44,7 +44,8 @@ from .monitoring import Monitoring
 from .outputs import add_outputs, wheelgate_outputs
 from .promoter_function import PromoterFunction
 from .promoter_layer import layer_code
-from .props import ConfigError, Problem, WheelGateProps, key
+from .props import WheelGateProps
+from .setting_errors import ConfigError, Problem, key
 from .signing import VerdictKey
 from .storage import Storage
 from .waf import RateLimitAcl
@@ -87,7 +88,7 @@ class WheelGate(Construct):
         storage, access, promoter, fanout, cdn, monitoring, dashboard, verdict_key: the
             components.
 
-    Raises :class:`~stacks.props.ConfigError` for settings the stack's region cannot deploy
+    Raises :class:`~stacks.setting_errors.ConfigError` for settings the stack's region cannot deploy
     (``waf_rate_limit`` outside us-east-1), ``ValueError`` for a second WheelGate in one stack
     or a synthesizer other than CDK's default, and ``FileNotFoundError`` for a ``layer_dir``
     without ``python/``.
@@ -282,8 +283,8 @@ def _refuse_second_wheelgate(gate: WheelGate, stack: Stack) -> None:
 
 
 def _refuse_waf_rule_outside_waf_region(props: WheelGateProps, region: str) -> None:
-    """Raises :class:`~stacks.props.ConfigError` if ``props`` asks for a rate-limiting web ACL
-    and the stack's ``region`` is known and not :data:`WAF_REGION`."""
+    """Raises :class:`~stacks.setting_errors.ConfigError` if ``props`` asks for a rate-limiting
+    web ACL and the stack's ``region`` is known and not :data:`WAF_REGION`."""
     if (
         props.waf_rate_limit is not None
         and not Token.is_unresolved(region)
