@@ -2,8 +2,8 @@
 
 In this repository the package is ``stacks``; installed (``pip install 'wheelgate[cdk]'``) it is
 ``wheelgate.cdk``. The names below are imported on first use, so reading the settings
-(:mod:`.props`) or building the layer (:mod:`.promoter_layer`) does not load the whole
-construct.
+(:mod:`.props`, :mod:`.setting_types`, :mod:`.setting_errors`) or building the layer
+(:mod:`.promoter_layer`) does not load the whole construct.
 """
 
 from __future__ import annotations
@@ -13,25 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .context import Deployment, deployment_from_context, props_from_context
-    from .props import (
-        ConfigError,
-        CustomDomain,
-        CustomDomains,
-        FanOutSettings,
-        NightlyRetention,
-        WheelGateProps,
-    )
+    from .props import WheelGateProps
+    from .setting_errors import ConfigError
+    from .setting_types import CustomDomain, CustomDomains, FanOutSettings, NightlyRetention
     from .wheelgate import WheelGate
 
 #: Public name -> the module of this package that defines it.
 _EXPORTS = {
     "WheelGate": "wheelgate",
     "WheelGateProps": "props",
-    "ConfigError": "props",
-    "CustomDomain": "props",
-    "CustomDomains": "props",
-    "FanOutSettings": "props",
-    "NightlyRetention": "props",
+    "ConfigError": "setting_errors",
+    "CustomDomain": "setting_types",
+    "CustomDomains": "setting_types",
+    "FanOutSettings": "setting_types",
+    "NightlyRetention": "setting_types",
     "Deployment": "context",
     "deployment_from_context": "context",
     "props_from_context": "context",

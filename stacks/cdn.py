@@ -15,7 +15,7 @@ from constructs import Construct
 from wheelgate.core.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX, STATUS_PREFIX
 
 from .nag import acknowledge
-from .props import CustomDomain
+from .setting_types import CustomDomain
 
 INDEX_ROUTER_SOURCE = Path(__file__).parent / "functions" / "index_router.js"
 

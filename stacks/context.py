@@ -32,14 +32,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .props import (
-    CONTEXT_KEY,
-    ConfigError,
-    Problem,
-    WheelGateProps,
-    key,
-    settings_model,
-)
+from .props import WheelGateProps
+from .setting_errors import CONTEXT_KEY, ConfigError, Problem, key, settings_model
 
 #: The stack of the default deployment (no ``stage``); a stage's is ``WheelGate-<stage>``.
 DEFAULT_STACK_NAME = "WheelGate"
@@ -70,7 +64,8 @@ def deployment_from_context(context: Mapping[str, Any], *, stage: str | None = N
     """The deployment the app's ``context`` (``app.node.get_all_context()``) describes.
 
     ``stage`` overrides the context's ``stage``.
-    Raises :class:`~stacks.props.ConfigError` naming what is missing or wrong and how to set it.
+    Raises :class:`~stacks.setting_errors.ConfigError` naming what is missing or wrong and how
+    to set it.
     """
     stage = stage if stage is not None else _optional_text(context, STAGE_KEY)
     if stage is not None and not _STAGE.fullmatch(stage):
@@ -103,7 +98,7 @@ def deployment_from_context(context: Mapping[str, Any], *, stage: str | None = N
 def props_from_context(context: Mapping[str, Any], *, stage: str | None = None) -> WheelGateProps:
     """The settings of ``stage`` (``None``: the default deployment) from ``context``.
 
-    Raises :class:`~stacks.props.ConfigError`, each problem saying where its key is set.
+    Raises :class:`~stacks.setting_errors.ConfigError`, each problem saying where its key is set.
     """
     values = dict(_mapping(context, CONTEXT_KEY, f"cdk.json context {CONTEXT_KEY!r}"))
     if stage is not None:

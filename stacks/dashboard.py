@@ -104,76 +104,91 @@ class PromotionDashboard(Construct):
             dashboard_name=self.dashboard_name,
             default_interval=Duration.days(1),
         )
-        latency = [
-            promoter_metric(METRIC_PROMOTION_LATENCY, statistic, label)
-            for statistic, label in (("p50", "p50"), ("p90", "p90"), ("Maximum", "max"))
-        ]
-        self.dashboard.add_widgets(
-            _graph(
-                "Promotion latency (manifest written to pages published)",
-                latency,
-                left_label="seconds",
-            ),
-            _graph(
-                "Files and bytes copied into nightly",
-                [promoter_metric(METRIC_FILES_COPIED, "Sum", "files")],
-                right=[promoter_metric(METRIC_BYTES_COPIED, "Sum", "bytes")],
-                left_label="files",
-                right_label="bytes",
-            ),
-            _graph(
-                "Promotions and rejections by reason",
-                [
-                    promoter_metric(METRIC_PROMOTIONS_SUCCEEDED, "Sum", "promoted"),
-                    promoter_metric(METRIC_PROMOTIONS_REJECTED, "Sum", "rejected"),
-                    promoter_metric(METRIC_INTEGRITY_REJECTIONS, "Sum", "integrity (alarmed)"),
-                    _rejections_by_reason(),
-                ],
-                left_label="decisions",
-            ),
-        )
-        self.dashboard.add_widgets(
-            _graph(
-                "Dead-letter queue depth",
-                [
-                    dead_letter_queue.metric_approximate_number_of_messages_visible(
-                        period=PERIOD, statistic="Maximum", label="messages"
-                    )
-                ],
-                left_label="messages",
-            ),
-            _graph(
-                "Promoter errors and throttles",
-                [
-                    function.metric_errors(period=PERIOD, statistic="Sum", label="errors"),
-                    function.metric_throttles(period=PERIOD, statistic="Sum", label="throttles"),
-                    promoter_metric(METRIC_PROMOTION_ERRORS, "Sum", "promotion errors"),
-                ],
-                left_label="count",
-            ),
-            _graph(
-                "Promoter duration",
-                [
-                    function.metric_duration(period=PERIOD, statistic=statistic, label=label)
-                    for statistic, label in (("p50", "p50"), ("p90", "p90"), ("Maximum", "max"))
-                ],
-                left_label="milliseconds",
-            ),
-        )
+        self.dashboard.add_widgets(*_promotion_row())
+        self.dashboard.add_widgets(*_pipeline_row(function, dead_letter_queue))
         if state_machine is not None:
-            self.dashboard.add_widgets(
-                _graph(
-                    "Fan-out executions",
-                    [
-                        state_machine.metric_started(period=PERIOD, label="started"),
-                        state_machine.metric_succeeded(period=PERIOD, label="succeeded"),
-                        state_machine.metric_failed(period=PERIOD, label="failed"),
-                        state_machine.metric_timed_out(period=PERIOD, label="timed out"),
-                    ],
-                    left_label="executions",
-                    width=3 * WIDTH,
+            self.dashboard.add_widgets(_fanout_graph(state_machine))
+
+
+def _promotion_row() -> list[cloudwatch.IWidget]:
+    """What the promoter did: latency, files and bytes copied, decisions."""
+    latency = [
+        promoter_metric(METRIC_PROMOTION_LATENCY, statistic, label)
+        for statistic, label in (("p50", "p50"), ("p90", "p90"), ("Maximum", "max"))
+    ]
+    return [
+        _graph(
+            "Promotion latency (manifest written to pages published)",
+            latency,
+            left_label="seconds",
+        ),
+        _graph(
+            "Files and bytes copied into nightly",
+            [promoter_metric(METRIC_FILES_COPIED, "Sum", "files")],
+            right=[promoter_metric(METRIC_BYTES_COPIED, "Sum", "bytes")],
+            left_label="files",
+            right_label="bytes",
+        ),
+        _graph(
+            "Promotions and rejections by reason",
+            [
+                promoter_metric(METRIC_PROMOTIONS_SUCCEEDED, "Sum", "promoted"),
+                promoter_metric(METRIC_PROMOTIONS_REJECTED, "Sum", "rejected"),
+                promoter_metric(METRIC_INTEGRITY_REJECTIONS, "Sum", "integrity (alarmed)"),
+                _rejections_by_reason(),
+            ],
+            left_label="decisions",
+        ),
+    ]
+
+
+def _pipeline_row(
+    function: lambda_.IFunction, dead_letter_queue: sqs.IQueue
+) -> list[cloudwatch.IWidget]:
+    """How it ran: the dead-letter queue's depth, the function's errors and duration."""
+    return [
+        _graph(
+            "Dead-letter queue depth",
+            [
+                dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=PERIOD, statistic="Maximum", label="messages"
                 )
-            )
+            ],
+            left_label="messages",
+        ),
+        _graph(
+            "Promoter errors and throttles",
+            [
+                function.metric_errors(period=PERIOD, statistic="Sum", label="errors"),
+                function.metric_throttles(period=PERIOD, statistic="Sum", label="throttles"),
+                promoter_metric(METRIC_PROMOTION_ERRORS, "Sum", "promotion errors"),
+            ],
+            left_label="count",
+        ),
+        _graph(
+            "Promoter duration",
+            [
+                function.metric_duration(period=PERIOD, statistic=statistic, label=label)
+                for statistic, label in (("p50", "p50"), ("p90", "p90"), ("Maximum", "max"))
+            ],
+            left_label="milliseconds",
+        ),
+    ]
+
+
+def _fanout_graph(state_machine: sfn.IStateMachine) -> cloudwatch.IWidget:
+    """The fan-out state machine's executions, the width of a row."""
+    return _graph(
+        "Fan-out executions",
+        [
+            state_machine.metric_started(period=PERIOD, label="started"),
+            state_machine.metric_succeeded(period=PERIOD, label="succeeded"),
+            state_machine.metric_failed(period=PERIOD, label="failed"),
+            state_machine.metric_timed_out(period=PERIOD, label="timed out"),
+        ],
+        left_label="executions",
+        width=3 * WIDTH,
+    )
 
 
 def _rejections_by_reason() -> cloudwatch.MathExpression:

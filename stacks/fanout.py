@@ -133,7 +133,29 @@ class FanOut(Construct):
         stack = Stack.of(self)
         self.state_machine_arn = state_machine_arn(stack)
         self.log_group = retained_log_group(self, "Logs", retention_days=log_retention_days)
-        self.role = iam.Role(
+        self.role = self._role(staging)
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_name=state_machine_name(stack),
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition_body=sfn.DefinitionBody.from_chainable(
+                self._definition(function, hash_concurrency, copy_concurrency)
+            ),
+            role=self.role,
+            timeout=Duration.seconds(FANOUT_TIMEOUT_SECONDS),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True
+            ),
+        )
+        self._acknowledge_service_wildcards(function)
+        self._acknowledge_own_executions()
+        self.ended_rule = self._conclude_when_ended(function)
+
+    def _role(self, staging: s3.IBucket) -> iam.Role:
+        """The state machine's role, with its policy to read the jobs' items."""
+        role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal(
@@ -149,78 +171,29 @@ class FanOut(Construct):
             actions=["s3:GetObject"],
             resources=[staging.arn_for_objects(JOB_KEYS)],
         )
-        job_policy = iam.Policy(self, "JobAccess", roles=[self.role], statements=[read_jobs])
+        job_policy = iam.Policy(self, "JobAccess", roles=[role], statements=[read_jobs])
         acknowledge_resource_wildcards(
             job_policy,
             [read_jobs],
             "S3 object ARNs can only name the jobs' key prefix (records/_jobs/) with a wildcard; "
             "job ids are chosen at run time.",
         )
+        return role
 
-        def step(
-            construct_id: str, payload: Mapping[str, Any], output_path: str | None = None
-        ) -> tasks.LambdaInvoke:
-            task = tasks.LambdaInvoke(
-                self,
-                construct_id,
-                lambda_function=function,
-                payload=sfn.TaskInput.from_object(dict(payload)),
-                # The retriers below are all of them, in the contract's order; States.ALL
-                # already covers Lambda's own service errors.
-                retry_on_service_exceptions=False,
-                # Steps report through their records; the state keeps the execution's input.
-                result_path=sfn.JsonPath.DISCARD,
-                output_path=output_path,
-            )
-            task.add_retry(errors=[FANOUT_REJECTED_ERROR], max_attempts=0)
-            task.add_retry(
-                errors=[sfn.Errors.ALL],
-                max_attempts=FANOUT_ITEM_RETRY_ATTEMPTS,
-                interval=Duration.seconds(FANOUT_ITEM_RETRY_INTERVAL_SECONDS),
-                backoff_rate=FANOUT_ITEM_RETRY_BACKOFF,
-            )
-            return task
-
+    def _definition(
+        self, function: lambda_.IFunction, hash_concurrency: int, copy_concurrency: int
+    ) -> sfn.IChainable:
+        """The states (see the class's docstring), from the first: ``ANY_TO_HASH``."""
+        hash_files = self._item_map(
+            function, HASH_FILES, HASH_FILE, "hash", "$.hash_items_key", hash_concurrency
+        )
+        copy_files = self._item_map(
+            function, COPY_FILES, COPY_FILE, "copy", "$.items_key", copy_concurrency
+        )
         job_id = sfn.JsonPath.string_at("$.job_id")
-
-        def item_map(
-            map_id: str, step_id: str, step_name: str, items_key: str, concurrency: int
-        ) -> sfn.DistributedMap:
-            """A Distributed Map running step ``step_name`` once per item at ``items_key``, at
-            most ``concurrency`` at once."""
-            item_step = step(
-                step_id,
-                {
-                    FANOUT_STEP_FIELD: step_name,
-                    "job_id": job_id,
-                    "item": sfn.JsonPath.number_at("$.item"),
-                },
-                # The map gathers every child's output into its result; AWS documents the
-                # 256 KiB payload limit for that result (ResultWriter is its way around), and
-                # not whether a discarding ResultPath lifts it: keep each output to the item.
-                output_path="$.item",
-            )
-            items = sfn.DistributedMap(
-                self,
-                map_id,
-                item_reader=sfn.S3JsonItemReader(
-                    bucket_name_path=sfn.JsonPath.string_at("$.bucket"),
-                    key=sfn.JsonPath.string_at(items_key),
-                ),
-                item_selector={
-                    "job_id": job_id,
-                    "item": sfn.JsonPath.number_at("$$.Map.Item.Value.item"),
-                },
-                max_concurrency=concurrency,
-                result_path=sfn.JsonPath.DISCARD,
-            )
-            items.item_processor(item_step)
-            return items
-
-        hash_files = item_map(HASH_FILES, HASH_FILE, "hash", "$.hash_items_key", hash_concurrency)
-        copy_files = item_map(COPY_FILES, COPY_FILE, "copy", "$.items_key", copy_concurrency)
-        publish = step(PUBLISH, {FANOUT_STEP_FIELD: "publish", "job_id": job_id})
-        conclude = step(
+        publish = self._step(function, PUBLISH, {FANOUT_STEP_FIELD: "publish", "job_id": job_id})
+        conclude = self._step(
+            function,
             CONCLUDE,
             {
                 FANOUT_STEP_FIELD: "conclude",
@@ -237,7 +210,7 @@ class FanOut(Construct):
         copy_files.next(publish).next(sfn.Succeed(self, PROMOTED))
         # Most jobs have nothing to hash (S3 holds the SHA-256 of every file staged in one
         # request): skip the hash map rather than run a Distributed Map over an empty list.
-        start = (
+        return (
             sfn.Choice(self, ANY_TO_HASH)
             .when(
                 sfn.Condition.number_greater_than("$.hash_items", 0),
@@ -246,28 +219,84 @@ class FanOut(Construct):
             .otherwise(copy_files)
         )
 
-        self.state_machine = sfn.StateMachine(
+    def _step(
+        self,
+        function: lambda_.IFunction,
+        construct_id: str,
+        payload: Mapping[str, Any],
+        output_path: str | None = None,
+    ) -> tasks.LambdaInvoke:
+        """A state that invokes ``function`` with ``payload``, retrying as the contract says."""
+        task = tasks.LambdaInvoke(
             self,
-            "StateMachine",
-            state_machine_name=state_machine_name(stack),
-            state_machine_type=sfn.StateMachineType.STANDARD,
-            definition_body=sfn.DefinitionBody.from_chainable(start),
-            role=self.role,
-            timeout=Duration.seconds(FANOUT_TIMEOUT_SECONDS),
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True
-            ),
+            construct_id,
+            lambda_function=function,
+            payload=sfn.TaskInput.from_object(dict(payload)),
+            # The retriers below are all of them, in the contract's order; States.ALL
+            # already covers Lambda's own service errors.
+            retry_on_service_exceptions=False,
+            # Steps report through their records; the state keeps the execution's input.
+            result_path=sfn.JsonPath.DISCARD,
+            output_path=output_path,
         )
-        self._acknowledge_service_wildcards(function)
-        self._acknowledge_own_executions()
+        task.add_retry(errors=[FANOUT_REJECTED_ERROR], max_attempts=0)
+        task.add_retry(
+            errors=[sfn.Errors.ALL],
+            max_attempts=FANOUT_ITEM_RETRY_ATTEMPTS,
+            interval=Duration.seconds(FANOUT_ITEM_RETRY_INTERVAL_SECONDS),
+            backoff_rate=FANOUT_ITEM_RETRY_BACKOFF,
+        )
+        return task
 
-        # A timed-out or stopped execution runs no catch, so no Conclude: without this rule its
-        # leases would block the directories until FANOUT_LEASE_SECONDS and its manifest would
-        # wait for someone to write it again. EventBridge sends the status change to the same
-        # conclude step (the execution's name is the job id), which gives the leases back and
-        # sends the manifest's event back to the queue, or to the DLQ after the last attempt.
-        self.ended_rule = events.Rule(
+    def _item_map(
+        self,
+        function: lambda_.IFunction,
+        map_id: str,
+        step_id: str,
+        step_name: str,
+        items_key: str,
+        concurrency: int,
+    ) -> sfn.DistributedMap:
+        """A Distributed Map running step ``step_name`` once per item at ``items_key``, at
+        most ``concurrency`` at once."""
+        job_id = sfn.JsonPath.string_at("$.job_id")
+        item_step = self._step(
+            function,
+            step_id,
+            {
+                FANOUT_STEP_FIELD: step_name,
+                "job_id": job_id,
+                "item": sfn.JsonPath.number_at("$.item"),
+            },
+            # The map gathers every child's output into its result; AWS documents the
+            # 256 KiB payload limit for that result (ResultWriter is its way around), and
+            # not whether a discarding ResultPath lifts it: keep each output to the item.
+            output_path="$.item",
+        )
+        items = sfn.DistributedMap(
+            self,
+            map_id,
+            item_reader=sfn.S3JsonItemReader(
+                bucket_name_path=sfn.JsonPath.string_at("$.bucket"),
+                key=sfn.JsonPath.string_at(items_key),
+            ),
+            item_selector={
+                "job_id": job_id,
+                "item": sfn.JsonPath.number_at("$$.Map.Item.Value.item"),
+            },
+            max_concurrency=concurrency,
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        items.item_processor(item_step)
+        return items
+
+    def _conclude_when_ended(self, function: lambda_.IFunction) -> events.Rule:
+        """A timed-out or stopped execution runs no catch, so no Conclude: without this rule its
+        leases would block the directories until FANOUT_LEASE_SECONDS and its manifest would
+        wait for someone to write it again. EventBridge sends the status change to the same
+        conclude step (the execution's name is the job id), which gives the leases back and
+        sends the manifest's event back to the queue, or to the DLQ after the last attempt."""
+        return events.Rule(
             self,
             "EndedWithoutConclude",
             description="A fan-out execution that timed out or was stopped: run its conclude step",

@@ -88,37 +88,7 @@ class PromoterFunction(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
 
-        self.dead_letter_queue = sqs.Queue(
-            self,
-            "DeadLetterQueue",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        acknowledge(
-            self.dead_letter_queue,
-            "AwsSolutions-SQS3",
-            "This is the manifest queue's dead-letter queue; a DLQ needs no DLQ of its own.",
-        )
-        self.queue = sqs.Queue(
-            self,
-            "ManifestQueue",
-            # SSE-SQS rather than KMS: S3 event notifications cannot publish to a queue
-            # encrypted with the AWS-managed KMS key.
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            visibility_timeout=QUEUE_VISIBILITY_TIMEOUT,
-            retention_period=Duration.days(4),
-            dead_letter_queue=sqs.DeadLetterQueue(
-                queue=self.dead_letter_queue, max_receive_count=MAX_RECEIVE_COUNT
-            ),
-        )
-        staging.add_event_notification(
-            s3.EventType.OBJECT_CREATED,
-            s3n.SqsDestination(self.queue),
-            s3.NotificationKeyFilter(prefix=MANIFESTS_PREFIX, suffix=MANIFEST_SUFFIX),
-        )
-
+        self._queues(staging)
         self.log_group = retained_log_group(self, "Logs", retention_days=log_retention_days)
         layer = lambda_.LayerVersion(
             self,
@@ -160,6 +130,8 @@ class PromoterFunction(Construct):
                 resources=[self.queue.queue_arn, self.dead_letter_queue.queue_arn],
             )
         )
+        # The event source's grant (consuming messages) includes sqs:ChangeMessageVisibility
+        # on the queue, which the handler uses to retry a busy directory's message sooner.
         self.function.add_event_source(
             sources.SqsEventSource(
                 self.queue,
@@ -169,8 +141,44 @@ class PromoterFunction(Construct):
                 max_concurrency=MAX_CONCURRENCY,
             )
         )
-        # The event source's grant (consuming messages) includes sqs:ChangeMessageVisibility
-        # on the queue, which the handler uses to retry a busy directory's message sooner.
+        self._acknowledge_findings(role)
+
+    def _queues(self, staging: s3.IBucket) -> None:
+        """The manifest queue, notified of each manifest staging receives, and its DLQ."""
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(
+            self.dead_letter_queue,
+            "AwsSolutions-SQS3",
+            "This is the manifest queue's dead-letter queue; a DLQ needs no DLQ of its own.",
+        )
+        self.queue = sqs.Queue(
+            self,
+            "ManifestQueue",
+            # SSE-SQS rather than KMS: S3 event notifications cannot publish to a queue
+            # encrypted with the AWS-managed KMS key.
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            visibility_timeout=QUEUE_VISIBILITY_TIMEOUT,
+            retention_period=Duration.days(4),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dead_letter_queue, max_receive_count=MAX_RECEIVE_COUNT
+            ),
+        )
+        staging.add_event_notification(
+            s3.EventType.OBJECT_CREATED,
+            s3n.SqsDestination(self.queue),
+            s3.NotificationKeyFilter(prefix=MANIFESTS_PREFIX, suffix=MANIFEST_SUFFIX),
+        )
+
+    def _acknowledge_findings(self, role: iam.IRole) -> None:
+        """cdk-nag's findings on the function, its role's default policy and CDK's
+        bucket-notification handler, each acknowledged on that construct alone."""
         acknowledge(
             self.function,
             "AwsSolutions-L1",

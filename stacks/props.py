@@ -19,45 +19,27 @@ A bad value raises :class:`ConfigError`, whose :class:`Problem` s name each key 
 own code or from ``cdk.json`` (:mod:`stacks.context` adds how to set a key there).
 
 This module needs pydantic and ``wheelgate.core`` alone, not the CDK. A new setting is one
-field here (typed with one of the annotated types below, or with an :class:`Expect` phrase of
-its own) and one row of the table in docs/deploy.md, which tests/infra/test_props.py checks
-against :class:`WheelGateProps`.
+field here (typed with one of the annotated types of :mod:`.setting_types`, or with an
+:class:`~stacks.setting_errors.Expect` phrase of its own) and one row of the table in
+docs/deploy.md, which tests/infra/test_props.py checks against :class:`WheelGateProps`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any
 
-from annotated_types import Gt, Le, MinLen
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    PlainSerializer,
-    PlainValidator,
     Strict,
     ValidationError,
-    ValidationInfo,
     ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
-from pydantic_core import ErrorDetails
 
 from wheelgate.core.layout import LayoutError, check_index_dirs
 from wheelgate.core.settings import (
-    DEFAULT_FANOUT_COPY_CONCURRENCY,
-    DEFAULT_FANOUT_HASH_CONCURRENCY,
-    DEFAULT_FANOUT_MIN_BYTES,
-    DEFAULT_FANOUT_MIN_FILES,
     DEFAULT_TEST_URL_HOSTS,
-    MAX_MAP_CONCURRENCY,
-    RETENTION_MODES,
     ImportSource,
     ListingRetention,
     NewLocalLabels,
@@ -66,22 +48,31 @@ from wheelgate.core.settings import (
     run_stage_window_days,
 )
 
-#: The name of the settings object: the ``cdk.json`` context key, and the first part of every
-#: key an error names.
-CONTEXT_KEY = "wheelgate"
+from .oidc_subjects import DEPS_EVENTS, branch_ref, build_subject_patterns, customized_subject
+from .setting_errors import CONTEXT_KEY, ConfigError, Expect, key, problem
+from .setting_types import (
+    CustomDomain,
+    CustomDomains,
+    FanOutSettings,
+    Flag,
+    NewLabels,
+    NightlyRetention,
+    NonEmptyString,
+    NullableInt,
+    NullableString,
+    PositiveInt,
+    Retention,
+    Settings,
+    StrictString,
+    Strings,
+    TestsByIndex,
+    WorkflowFile,
+    WorkflowFiles,
+)
 
-#: The repository's OIDC subject template (``include_claim_keys``, set through GitHub's REST API
-#: ``PUT /repos/{owner}/{repo}/actions/oidc/customization/sub``; see docs/deploy.md). GitHub
-#: joins the claims in this order as ``key:value`` (``repo`` and ``context`` as in the default
-#: subject) and writes any ``:`` inside a value as ``%3A``.
-OIDC_SUBJECT_CLAIM_KEYS = ("repo", "context", "job_workflow_ref", "event_name")
 #: Events whose runs may build and report. Never ``workflow_dispatch`` (anyone with write access
 #: can start it on main), ``repository_dispatch``, ``workflow_call`` or pull request events.
 RELEASE_EVENTS = ("push", "release", "schedule")
-#: A workflow file directly under .github/workflows (GitHub reads no subdirectories).
-_WORKFLOW_FILE = re.compile(r"\.github/workflows/[A-Za-z0-9._-]+\.ya?ml")
-#: Events whose runs of a deps workflow may assume the deps role: pushes to the default branch.
-DEPS_EVENTS = ("push",)
 #: Refs of tags: only ``release_tags`` may name them, never ``build_refs``.
 TAG_REFS = "refs/tags/"
 #: A role's unique id as IAM reports it (``aws iam get-role ... --query Role.RoleId``).
@@ -101,179 +92,7 @@ LOG_RETENTION_DAYS = (
 )
 
 
-def key(*path: str) -> str:
-    """A setting's name as errors and ``cdk.json`` spell it: ``wheelgate.fanout.min_files``."""
-    return ".".join((CONTEXT_KEY, *path))
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with the settings.
-
-    ``message`` is a whole sentence naming the key(s); ``key`` is the one setting it is about
-    (``wheelgate.index_dirs``), ``None`` for a rule between several; ``missing`` says a
-    required setting was left out.
-    """
-
-    message: str
-    key: str | None = None
-    missing: bool = False
-
-
-class ConfigError(Exception):
-    """The settings do not describe a deployable WheelGate; :attr:`problems` says what.
-
-    Not a ``ValueError``: pydantic would fold one raised inside validation into its own error.
-    """
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(problem.message for problem in self.problems))
-
-
-@dataclass(frozen=True)
-class Expect:
-    """What a setting must be, in the words of its error: ``wheelgate.<key> must be <phrase>``
-    (annotated on the field's type; pydantic keeps it in the field's metadata)."""
-
-    phrase: str
-
-
-def _empty_is_none(value: object) -> object:
-    return None if value == "" else value
-
-
-def _workflow_file(value: str, info: ValidationInfo) -> str:
-    if not _WORKFLOW_FILE.fullmatch(value):
-        raise ValueError(
-            f"{key(str(info.field_name))}: {value} is not a workflow file path such as "
-            ".github/workflows/release-nightly.yml"
-        )
-    return value
-
-
-def _listing_retention(value: object) -> ListingRetention:
-    if isinstance(value, ListingRetention):
-        return value
-    try:
-        return ListingRetention.from_value(value, name=key("listing_retention"))
-    except SettingsError as exc:
-        raise ValueError(str(exc)) from exc
-
-
-def _new_local_labels(value: object) -> NewLocalLabels:
-    if isinstance(value, NewLocalLabels):
-        return value
-    try:
-        return NewLocalLabels.from_value(value, name=key("allow_new_local_labels"))
-    except SettingsError as exc:
-        raise ValueError(str(exc)) from exc
-
-
-_String = Annotated[str, Strict(), MinLen(1)]
-NonEmptyString = Annotated[str, Strict(), MinLen(1), Expect("a non-empty string")]
-NullableString = Annotated[
-    str | None, Strict(), BeforeValidator(_empty_is_none), Expect("a string or null")
-]
-PositiveInt = Annotated[int, Strict(), Gt(0), Expect("a positive integer")]
-MapConcurrency = Annotated[
-    int,
-    Strict(),
-    Gt(0),
-    Le(MAX_MAP_CONCURRENCY),
-    Expect(f"an integer from 1 to {MAX_MAP_CONCURRENCY:,} (a Distributed Map's most)"),
-]
-NullableInt = Annotated[int | None, Strict(), Expect("an integer or null")]
-Flag = Annotated[bool, Strict(), Expect("true or false")]
-Strings = Annotated[tuple[_String, ...], MinLen(1), Expect("a non-empty list of strings")]
-WorkflowFile = Annotated[
-    str, Strict(), MinLen(1), AfterValidator(_workflow_file), Expect("a workflow file path")
-]
-WorkflowFiles = Annotated[
-    tuple[Annotated[str, Strict(), AfterValidator(_workflow_file)], ...],
-    MinLen(1),
-    Expect("a non-empty list of strings"),
-]
-TestsByIndex = Annotated[
-    Mapping[str, tuple[Annotated[str, Strict()], ...]],
-    Expect("an object mapping index directories to lists of test names"),
-]
-Retention = Annotated[
-    ListingRetention,
-    PlainValidator(_listing_retention),
-    PlainSerializer(lambda value: json.loads(value.to_json())),
-    Expect("an object with 'default' and 'indexes'"),
-]
-
-NewLabels = Annotated[
-    NewLocalLabels,
-    PlainValidator(_new_local_labels),
-    PlainSerializer(lambda value: json.loads(value.to_json())),
-    Expect("true, false or a list of index directories"),
-]
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
-
-
-class _Settings(BaseModel):
-    """A settings object: ``None`` for a setting that has a default means that default."""
-
-    model_config = _FROZEN
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _null_is_the_default(cls, value: object, info: ValidationInfo) -> object:
-        field = cls.model_fields[str(info.field_name)]
-        if value is None and not field.is_required():
-            return field.get_default(call_default_factory=True)
-        return value
-
-
-class NightlyRetention(_Settings):
-    """Object Lock default retention of nightly (``nightly_retention``)."""
-
-    mode: NonEmptyString
-    days: PositiveInt
-
-    @field_validator("mode")
-    @classmethod
-    def _known_mode(cls, mode: str) -> str:
-        if mode not in RETENTION_MODES:
-            raise ValueError(
-                f"{key('nightly_retention', 'mode')} is {mode!r}; use one of "
-                f"{', '.join(RETENTION_MODES)}"
-            )
-        return mode
-
-
-class FanOutSettings(_Settings):
-    """Fan-out promotion (``fanout``): a promotion copying at least ``min_files`` files, or
-    ``min_bytes`` bytes, goes through the fan-out state machine (``WHEELGATE_FANOUT_MIN_FILES``
-    / ``_MIN_BYTES``), whose Distributed Maps hash at most ``hash_concurrency`` files at once
-    and copy at most ``copy_concurrency`` (their ``MaxConcurrency``; one promoter invocation
-    each, so each is also that many of the account's Lambda concurrency)."""
-
-    min_files: PositiveInt = DEFAULT_FANOUT_MIN_FILES
-    min_bytes: PositiveInt = DEFAULT_FANOUT_MIN_BYTES
-    hash_concurrency: MapConcurrency = DEFAULT_FANOUT_HASH_CONCURRENCY
-    copy_concurrency: MapConcurrency = DEFAULT_FANOUT_COPY_CONCURRENCY
-
-
-class CustomDomain(_Settings):
-    """A domain name served by a distribution and its ACM certificate (in us-east-1)."""
-
-    domain_name: NonEmptyString
-    certificate_arn: NonEmptyString
-
-
-class CustomDomains(_Settings):
-    """The custom domain of each distribution, if any (``custom_domain``)."""
-
-    nightly: Annotated[CustomDomain | None, Expect("an object or null")] = None
-    staging: Annotated[CustomDomain | None, Expect("an object or null")] = None
-
-
-class WheelGateProps(_Settings):
+class WheelGateProps(Settings):
     """The settings of one WheelGate: the ``wheelgate`` object of ``cdk.json``, key for key.
 
     See docs/deploy.md for each key. Built from keywords or a mapping
@@ -286,7 +105,7 @@ class WheelGateProps(_Settings):
     github_repo: NonEmptyString
     default_branch: NonEmptyString
     build_refs: Strings
-    release_tags: Annotated[tuple[_String, ...], Expect("a list of strings")] = ()
+    release_tags: Annotated[tuple[StrictString, ...], Expect("a list of strings")] = ()
     release_workflows: WorkflowFiles
     reporter_workflow: WorkflowFile
     release_events: Strings
@@ -498,7 +317,7 @@ class WheelGateProps(_Settings):
                     "an IAM trust policy (2,048 characters); list fewer refs, workflows or "
                     "events"
                 )
-        old_format = [p for p in self.dev_sub_patterns if not _customized_subject(p)]
+        old_format = [p for p in self.dev_sub_patterns if not customized_subject(p)]
         if old_format:
             raise ValueError(
                 f"{key('dev_sub_patterns')}: {', '.join(old_format)} cannot match the "
@@ -541,7 +360,7 @@ class WheelGateProps(_Settings):
         try:
             return handler(values)
         except ValidationError as exc:
-            raise ConfigError([_problem(error) for error in exc.errors()]) from None
+            raise ConfigError([problem(error, cls) for error in exc.errors()]) from None
 
     # --- derived values --------------------------------------------------------------------------
 
@@ -622,80 +441,3 @@ class WheelGateProps(_Settings):
     def default_ref(self) -> str:
         """The default branch as a ref (``refs/heads/<default_branch>``)."""
         return branch_ref(self.default_branch)
-
-
-def branch_ref(branch: str) -> str:
-    """The ref of a branch name."""
-    return f"refs/heads/{branch}"
-
-
-def build_subject_patterns(
-    repo: str, refs: tuple[str, ...], workflows: tuple[str, ...], events: tuple[str, ...]
-) -> tuple[str, ...]:
-    """``sub`` patterns (IAM ``StringLike``) for each ref x workflow x event of ``repo``.
-
-    A workflow that is not reusable has ``job_workflow_ref`` = ``<repo>/<file>@<ref>``. Git refs,
-    file names under .github/workflows and event names cannot contain ``:`` (GitHub would write
-    it as ``%3A``), so a ``*`` in a ref cannot reach into the next claim's ``key:``.
-    """
-    return tuple(
-        f"repo:{repo}:ref:{ref}:job_workflow_ref:{repo}/{workflow}@{ref}:event_name:{event}"
-        for ref in refs
-        for workflow in workflows
-        for event in events
-    )
-
-
-def _customized_subject(pattern: str) -> bool:
-    """Whether ``pattern`` can match a subject built from :data:`OIDC_SUBJECT_CLAIM_KEYS`."""
-    if not pattern.startswith("repo:"):
-        return False
-    return pattern.endswith("*") or (":job_workflow_ref:" in pattern and ":event_name:" in pattern)
-
-
-def _problem(error: ErrorDetails) -> Problem:
-    """One pydantic error as a :class:`Problem`: our own sentence for a rule of ours, else
-    the key and what it must be."""
-    path = _setting_path(error["loc"])
-    name = key(*path) if path else None
-    if error["type"] == "value_error":
-        return Problem(str(error.get("ctx", {}).get("error", error["msg"])), key=name)
-    name = name or CONTEXT_KEY
-    if error["type"] == "missing":
-        return Problem(f"{name} is missing", key=name, missing=True)
-    if error["type"] == "extra_forbidden":
-        return Problem(f"{name} is not a WheelGate setting (docs/deploy.md)", key=name)
-    return Problem(f"{name} must be {_expected(path)}", key=name)
-
-
-def _setting_path(loc: tuple[int | str, ...]) -> tuple[str, ...]:
-    """The settings named by ``loc``, down to the deepest one (not into a list's items or a
-    mapping's keys)."""
-    model: type[BaseModel] | None = WheelGateProps
-    path: list[str] = []
-    for part in loc:
-        if model is None or not isinstance(part, str):
-            break
-        path.append(part)
-        field = model.model_fields.get(part)
-        model = settings_model(field.annotation) if field else None
-    return tuple(path)
-
-
-def _expected(path: tuple[str, ...]) -> str:
-    model: type[BaseModel] | None = WheelGateProps
-    phrase = "valid"
-    for part in path:
-        field = model.model_fields.get(part) if model else None
-        if field is None:
-            break
-        phrase = next((m.phrase for m in field.metadata if isinstance(m, Expect)), phrase)
-        model = settings_model(field.annotation)
-    return phrase
-
-
-def settings_model(annotation: Any) -> type[BaseModel] | None:
-    """The settings object of a field typed ``Model`` or ``Model | None`` (``fanout``,
-    ``nightly_retention``...); ``None`` for a plain value."""
-    candidates = getattr(annotation, "__args__", None) or (annotation,)
-    return next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)

@@ -3,6 +3,8 @@ access logs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -60,13 +62,9 @@ class Storage(Construct):
         # flags say: the ACL way fails on buckets with ACLs disabled, every new bucket's default.
         self.node.set_context(SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, True)
 
-        self.log_bucket = s3.Bucket(
+        self.log_bucket = secure_bucket(
             self,
             "AccessLogs",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            # Server access logging only delivers to SSE-S3 buckets.
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
             # CloudFront standard logging writes with ACLs; S3 server access logs use the
             # bucket policy CDK adds. BUCKET_OWNER_PREFERRED serves both.
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
@@ -77,7 +75,6 @@ class Storage(Construct):
                     abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
                 )
             ],
-            removal_policy=RemovalPolicy.RETAIN,
         )
         acknowledge(
             self.log_bucket,
@@ -85,59 +82,27 @@ class Storage(Construct):
             "This is the access log bucket; logging it into itself would loop.",
         )
 
-        self.staging = s3.Bucket(
+        self.staging = secure_bucket(
             self,
             "Staging",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             # Off by default: staged runs are rebuilt rather than restored, so versions mostly
             # add cost; a deployment that wants an undo for staging turns it on.
             versioned=staging_versioned,
-            server_access_logs_bucket=self.log_bucket,
-            server_access_logs_prefix="s3/staging/",
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="ExpireStagedRuns",
-                    prefix=RUNS_PREFIX,
-                    expiration=Duration.days(staging_run_expiry_days),
-                ),
-                # A run's pages are rewritten as its jobs stage, so they are younger than the
-                # files they list; they expire sooner (S3 applies the earliest of two rules),
-                # and `wheelgate stage` stops writing them once the run is old enough that a
-                # page could outlive a file (config: run_stage_window_days).
-                s3.LifecycleRule(
-                    id="ExpireRunPages",
-                    prefix=RUNS_PREFIX,
-                    tag_filters={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
-                    expiration=Duration.days(staging_run_page_expiry_days),
-                ),
-                s3.LifecycleRule(
-                    id="AbortIncompleteUploads",
-                    abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
-                ),
-            ],
-            removal_policy=RemovalPolicy.RETAIN,
+            access_logs=(self.log_bucket, "s3/staging/"),
+            lifecycle_rules=_staging_rules(staging_run_expiry_days, staging_run_page_expiry_days),
         )
 
         retention = Duration.days(nightly_retention_days)
-        self.nightly = s3.Bucket(
+        self.nightly = secure_bucket(
             self,
             "Nightly",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             versioned=True,
-            object_lock_enabled=True,
             object_lock_default_retention=(
                 s3.ObjectLockRetention.compliance(retention)
                 if nightly_retention_mode == "COMPLIANCE"
                 else s3.ObjectLockRetention.governance(retention)
             ),
-            server_access_logs_bucket=self.log_bucket,
-            server_access_logs_prefix="s3/nightly/",
+            access_logs=(self.log_bucket, "s3/nightly/"),
             lifecycle_rules=[
                 # Only index pages are ever overwritten, so only they have noncurrent versions.
                 # The promoter locks each page version for nightly_page_retention_days (at
@@ -149,31 +114,87 @@ class Storage(Construct):
                     abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
                 ),
             ],
-            removal_policy=RemovalPolicy.RETAIN,
         )
 
         self.cache_created = cache_bucket_name is None
         self.cache: s3.IBucket = (
             s3.Bucket.from_bucket_name(self, "ExistingCache", cache_bucket_name)
             if cache_bucket_name is not None
-            else s3.Bucket(
+            else secure_bucket(
                 self,
                 "Cache",
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                encryption=s3.BucketEncryption.S3_MANAGED,
-                enforce_ssl=True,
-                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
                 # Sync never overwrites a key; versions keep any other writer's overwrite
                 # recoverable. No Object Lock: a cached file may have to be removed.
                 versioned=True,
-                server_access_logs_bucket=self.log_bucket,
-                server_access_logs_prefix="s3/cache/",
-                lifecycle_rules=[
-                    s3.LifecycleRule(
-                        id="AbortIncompleteUploads",
-                        abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
-                    ),
-                ],
-                removal_policy=RemovalPolicy.RETAIN,
+                access_logs=(self.log_bucket, "s3/cache/"),
+                lifecycle_rules=[_abort_incomplete_uploads()],
             )
         )
+
+
+def secure_bucket(
+    scope: Construct,
+    construct_id: str,
+    *,
+    lifecycle_rules: Sequence[s3.LifecycleRule],
+    access_logs: tuple[s3.IBucket, str] | None = None,
+    object_ownership: s3.ObjectOwnership = s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+    versioned: bool | None = None,
+    object_lock_default_retention: s3.ObjectLockRetention | None = None,
+) -> s3.Bucket:
+    """A bucket with WheelGate's baseline: public access blocked, encrypted with S3-managed
+    keys (server access logging only delivers to those), plain HTTP refused, ACLs off (unless
+    ``object_ownership`` says otherwise), and retained when the stack is deleted.
+
+    Args:
+        lifecycle_rules: the bucket's lifecycle rules.
+        access_logs: the bucket its S3 server access logs go to, and their key prefix;
+            ``None``: not logged.
+        versioned: whether it keeps object versions (``None``: CDK's default, off).
+        object_lock_default_retention: Object Lock's default retention; ``None``: no Object
+            Lock.
+    """
+    log_bucket, log_prefix = access_logs if access_logs is not None else (None, None)
+    return s3.Bucket(
+        scope,
+        construct_id,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        object_ownership=object_ownership,
+        versioned=versioned,
+        object_lock_enabled=True if object_lock_default_retention is not None else None,
+        object_lock_default_retention=object_lock_default_retention,
+        server_access_logs_bucket=log_bucket,
+        server_access_logs_prefix=log_prefix,
+        lifecycle_rules=list(lifecycle_rules),
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+
+
+def _abort_incomplete_uploads() -> s3.LifecycleRule:
+    return s3.LifecycleRule(
+        id="AbortIncompleteUploads",
+        abort_incomplete_multipart_upload_after=_ABORT_MULTIPART_AFTER,
+    )
+
+
+def _staging_rules(run_expiry_days: int, run_page_expiry_days: int) -> list[s3.LifecycleRule]:
+    return [
+        s3.LifecycleRule(
+            id="ExpireStagedRuns",
+            prefix=RUNS_PREFIX,
+            expiration=Duration.days(run_expiry_days),
+        ),
+        # A run's pages are rewritten as its jobs stage, so they are younger than the
+        # files they list; they expire sooner (S3 applies the earliest of two rules),
+        # and `wheelgate stage` stops writing them once the run is old enough that a
+        # page could outlive a file (config: run_stage_window_days).
+        s3.LifecycleRule(
+            id="ExpireRunPages",
+            prefix=RUNS_PREFIX,
+            tag_filters={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
+            expiration=Duration.days(run_page_expiry_days),
+        ),
+        _abort_incomplete_uploads(),
+    ]

@@ -7,7 +7,7 @@ import json
 from importlib.util import find_spec
 from pathlib import Path
 
-from aws_cdk import CfnOutput, DefaultStackSynthesizer, Fn, Stack, Token
+from aws_cdk import DefaultStackSynthesizer, Fn, Stack, Token
 from constructs import Construct
 
 from wheelgate.core.settings import (
@@ -41,9 +41,11 @@ from .cdn import IndexCdn
 from .dashboard import PromotionDashboard, stack_dashboard_url
 from .fanout import FanOut, state_machine_arn
 from .monitoring import Monitoring
+from .outputs import add_outputs, wheelgate_outputs
 from .promoter_function import PromoterFunction
 from .promoter_layer import layer_code
-from .props import ConfigError, Problem, WheelGateProps, key
+from .props import WheelGateProps
+from .setting_errors import ConfigError, Problem, key
 from .signing import VerdictKey
 from .storage import Storage
 from .waf import RateLimitAcl
@@ -86,7 +88,7 @@ class WheelGate(Construct):
         storage, access, promoter, fanout, cdn, monitoring, dashboard, verdict_key: the
             components.
 
-    Raises :class:`~stacks.props.ConfigError` for settings the stack's region cannot deploy
+    Raises :class:`~stacks.setting_errors.ConfigError` for settings the stack's region cannot deploy
     (``waf_rate_limit`` outside us-east-1), ``ValueError`` for a second WheelGate in one stack
     or a synthesizer other than CDK's default, and ``FileNotFoundError`` for a ``layer_dir``
     without ``python/``.
@@ -103,31 +105,9 @@ class WheelGate(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        others = [c.node.path for c in stack.node.find_all() if isinstance(c, WheelGate)]
-        if others != [self.node.path]:
-            raise ValueError(
-                f"stack {stack.stack_name} already has a WheelGate ({others[0]}): its fan-out "
-                "state machine and dashboard are named after the stack, so give each "
-                "WheelGate a stack of its own"
-            )
-        region = stack.region
-        if (
-            props.waf_rate_limit is not None
-            and not Token.is_unresolved(region)
-            and region != WAF_REGION
-        ):
-            raise ConfigError(
-                [
-                    Problem(
-                        f"{key('waf_rate_limit')} is set and the stack is in {region}: "
-                        f"CloudFront takes only web ACLs that AWS WAF keeps in {WAF_REGION}; "
-                        f"deploy the stack there or give {key('waf_web_acl_arn')} instead",
-                        key=key("waf_rate_limit"),
-                    )
-                ]
-            )
-
-        storage = Storage(
+        _refuse_second_wheelgate(self, stack)
+        _refuse_waf_rule_outside_waf_region(props, stack.region)
+        self.storage = Storage(
             self,
             "Storage",
             staging_run_expiry_days=props.staging_run_expiry_days,
@@ -139,14 +119,14 @@ class WheelGate(Construct):
             access_log_expiry_days=props.access_log_expiry_days,
             cache_bucket_name=props.cache_bucket_name,
         )
-        access = Access(
+        self.access = Access(
             self,
             "Access",
-            staging=storage.staging,
-            nightly=storage.nightly,
-            cache=storage.cache,
+            staging=self.storage.staging,
+            nightly=self.storage.nightly,
+            cache=self.storage.cache,
             cache_prefixes=props.cache_prefixes,
-            protect_cache=storage.cache_created,
+            protect_cache=self.storage.cache_created,
             build_subs=props.build_subs,
             reporter_subs=props.reporter_subs,
             dev_subs=props.dev_sub_patterns,
@@ -160,26 +140,51 @@ class WheelGate(Construct):
             nightly_retention_days=props.nightly_retention_days,
             import_sources=props.import_locations,
         )
-        verdict_key = VerdictKey(
+        self.verdict_key = VerdictKey(
             self,
             "VerdictKey",
-            signer=access.promoter_role,
+            signer=self.access.promoter_role,
             deploy_role_arn=deploy_role_arn(stack),
             generation=props.verdict_key_generation,
         )
         web_acl_arn = props.waf_web_acl_arn
         if props.waf_rate_limit is not None:
             web_acl_arn = RateLimitAcl(self, "Waf", rate_limit=props.waf_rate_limit).web_acl_arn
-        cdn = IndexCdn(
+        self.cdn = IndexCdn(
             self,
             "Cdn",
-            nightly_bucket=storage.nightly,
-            staging_bucket=storage.staging,
-            log_bucket=storage.log_bucket,
+            nightly_bucket=self.storage.nightly,
+            staging_bucket=self.storage.staging,
+            log_bucket=self.storage.log_bucket,
             nightly_domain=props.nightly_domain,
             staging_domain=props.staging_domain,
             web_acl_arn=web_acl_arn,
         )
+        self._promote(props, layer_dir=layer_dir, code_dir=code_dir)
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            function=self.promoter.function,
+            dead_letter_queue=self.promoter.dead_letter_queue,
+            state_machine=self.fanout.state_machine,
+            alarm_email=props.alarm_email,
+        )
+        self.dashboard = PromotionDashboard(
+            self,
+            "Dashboard",
+            function=self.promoter.function,
+            dead_letter_queue=self.promoter.dead_letter_queue,
+            state_machine=self.fanout.state_machine,
+        )
+        add_outputs(self, wheelgate_outputs(self, props))
+
+    def _promote(
+        self, props: WheelGateProps, *, layer_dir: Path | None, code_dir: Path | None
+    ) -> None:
+        """The promoter function (its environment names the other components) and its fan-out
+        state machine, each granted what the promoter role needs of the other."""
+        stack = Stack.of(self)
+        storage, access, cdn, verdict_key = self.storage, self.access, self.cdn, self.verdict_key
         allowed_indexes = json.dumps(list(props.index_dirs))
         test_url_hosts = json.dumps(list(props.test_url_hosts))
         import_sources = json.dumps(list(props.import_sources))
@@ -230,7 +235,8 @@ class WheelGate(Construct):
             promoter.function.function_arn, signing_key_arns=[verdict_key.key.key_arn]
         )
         cdn.nightly.grant_create_invalidation(access.promoter_role)
-        fanout = FanOut(
+        self.promoter = promoter
+        self.fanout = FanOut(
             self,
             "FanOut",
             function=promoter.function,
@@ -239,76 +245,7 @@ class WheelGate(Construct):
             hash_concurrency=props.fanout.hash_concurrency,
             copy_concurrency=props.fanout.copy_concurrency,
         )
-        fanout.grant_start_execution(access.promoter_role)
-        monitoring = Monitoring(
-            self,
-            "Monitoring",
-            function=promoter.function,
-            dead_letter_queue=promoter.dead_letter_queue,
-            state_machine=fanout.state_machine,
-            alarm_email=props.alarm_email,
-        )
-        dashboard = PromotionDashboard(
-            self,
-            "Dashboard",
-            function=promoter.function,
-            dead_letter_queue=promoter.dead_letter_queue,
-            state_machine=fanout.state_machine,
-        )
-
-        outputs = {
-            "StagingBucketName": storage.staging.bucket_name,
-            "NightlyBucketName": storage.nightly.bucket_name,
-            "CacheBucketName": storage.cache.bucket_name,
-            "LogBucketName": storage.log_bucket.bucket_name,
-            "BuildRoleArn": access.build_role.role_arn,
-            "ReporterRoleArn": access.reporter_role.role_arn,
-            "DevRoleArn": access.dev_role.role_arn,
-            "DepsRoleArn": access.deps_role.role_arn,
-            "PromoterRoleArn": access.promoter_role.role_arn,
-            "NightlyDistributionDomain": cdn.nightly.distribution_domain_name,
-            "NightlyDistributionId": cdn.nightly.distribution_id,
-            "StagingDistributionDomain": cdn.staging.distribution_domain_name,
-            "StagingDistributionId": cdn.staging.distribution_id,
-            "NightlyIndexUrl": cdn.nightly_base_url,
-            "StagingIndexUrl": cdn.staging_base_url,
-            "ManifestQueueUrl": promoter.queue.queue_url,
-            "DeadLetterQueueUrl": promoter.dead_letter_queue.queue_url,
-            "FanOutStateMachineArn": fanout.state_machine.state_machine_arn,
-            "AlarmTopicArn": monitoring.topic.topic_arn,
-            "DashboardUrl": dashboard.dashboard_url,
-            # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would.
-            "AllowedIndexes": allowed_indexes,
-            # For CI's WHEELGATE_TEST_URL_HOSTS: `wheelgate report` refuses what the promoter would.
-            "TestUrlHosts": test_url_hosts,
-            # For CI's WHEELGATE_RUN_STAGE_WINDOW_DAYS: `wheelgate stage` stops writing a run's
-            # pages when they could outlive its files.
-            "RunStageWindowDays": str(props.run_stage_window_days),
-            # For an operator's `wheelgate index rebuild` (WHEELGATE_NIGHTLY_RETENTION_MODE and
-            # WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS): pages get the promoter's lock.
-            "NightlyRetentionMode": props.nightly_retention_mode,
-            "NightlyPageRetentionDays": str(props.nightly_page_retention_days),
-            # For an operator's `wheelgate index rebuild` (WHEELGATE_LISTING_RETENTION): the
-            # listing pages it writes keep what the promoter's would.
-            "ListingRetention": props.listing_retention.to_json(),
-            # The key that signs verdicts now (its public key is also in nightly's keys document).
-            "VerdictKeyArn": verdict_key.key.key_arn,
-            # For the operator's `wheelgate import` (WHEELGATE_IMPORT_SOURCES): it refuses a
-            # source the promoter would.
-            "ImportSources": import_sources,
-        }
-        for name, value in outputs.items():
-            # The output's name alone, whatever the construct's id: the names CI and
-            # docs/deploy.md read (one WheelGate per stack, so they never collide).
-            CfnOutput(self, name, value=value).override_logical_id(name)
-        self.storage = storage
-        self.access = access
-        self.cdn = cdn
-        self.promoter = promoter
-        self.fanout = fanout
-        self.monitoring = monitoring
-        self.dashboard = dashboard
-        self.verdict_key = verdict_key
+        self.fanout.grant_start_execution(access.promoter_role)
 
     @property
     def oidc_provider_arn(self) -> str:
@@ -332,3 +269,34 @@ def deploy_role_arn(stack: Stack) -> str:
         )
     # The synthesizer writes ${AWS::AccountId} and ${AWS::Region} placeholders.
     return Fn.sub(synthesizer.cloud_formation_execution_role_arn)
+
+
+def _refuse_second_wheelgate(gate: WheelGate, stack: Stack) -> None:
+    """Raises ``ValueError`` if ``stack`` holds a WheelGate other than ``gate``."""
+    others = [c.node.path for c in stack.node.find_all() if isinstance(c, WheelGate)]
+    if others != [gate.node.path]:
+        raise ValueError(
+            f"stack {stack.stack_name} already has a WheelGate ({others[0]}): its fan-out "
+            "state machine and dashboard are named after the stack, so give each "
+            "WheelGate a stack of its own"
+        )
+
+
+def _refuse_waf_rule_outside_waf_region(props: WheelGateProps, region: str) -> None:
+    """Raises :class:`~stacks.setting_errors.ConfigError` if ``props`` asks for a rate-limiting
+    web ACL and the stack's ``region`` is known and not :data:`WAF_REGION`."""
+    if (
+        props.waf_rate_limit is not None
+        and not Token.is_unresolved(region)
+        and region != WAF_REGION
+    ):
+        raise ConfigError(
+            [
+                Problem(
+                    f"{key('waf_rate_limit')} is set and the stack is in {region}: "
+                    f"CloudFront takes only web ACLs that AWS WAF keeps in {WAF_REGION}; "
+                    f"deploy the stack there or give {key('waf_web_acl_arn')} instead",
+                    key=key("waf_rate_limit"),
+                )
+            ]
+        )

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stacks.props import OIDC_SUBJECT_CLAIM_KEYS
+from stacks.oidc_subjects import OIDC_SUBJECT_CLAIM_KEYS
 from tests.infra.resolve import OIDC_PROVIDER_ARN, Resolver
 
 MARK_START = "<!-- oidc-matrix:start -->"

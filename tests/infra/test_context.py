@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from stacks.context import DEFAULT_STACK_NAME, deployment_from_context, props_from_context
-from stacks.props import ConfigError
+from stacks.setting_errors import ConfigError
 from tests.infra.synth import cdk_json_context
 
 TEST_STAGE = {

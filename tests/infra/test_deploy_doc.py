@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 from stacks.context import STAGES_KEY, props_from_context
-from stacks.props import OIDC_SUBJECT_CLAIM_KEYS, WheelGateProps, settings_model
+from stacks.oidc_subjects import OIDC_SUBJECT_CLAIM_KEYS
+from stacks.props import WheelGateProps
+from stacks.setting_errors import settings_model
 from tests.infra.synth import REPO_ROOT
 from wheelgate.cli.main import build_parser
 

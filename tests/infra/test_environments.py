@@ -16,7 +16,7 @@ import aws_cdk as cdk
 import pytest
 
 from app import LAYER_DIR
-from stacks.props import ConfigError
+from stacks.setting_errors import ConfigError
 from stacks.wheelgate import WheelGate
 from tests.infra.oidc_matrix import GITHUB_ROLES, WORKFLOWS, Row, compute
 from tests.infra.resolve import OIDC_PROVIDER_ARN, Resolver

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from stacks.context import props_from_context
-from stacks.props import ConfigError, CustomDomain, WheelGateProps
+from stacks.props import WheelGateProps
+from stacks.setting_errors import ConfigError
+from stacks.setting_types import CustomDomain
 from tests.infra.synth import cdk_json_context
 from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_BYTES,
@@ -340,7 +342,7 @@ def test_deploy_doc_sets_the_subject_template_the_trust_expects() -> None:
     import json
     import re
 
-    from stacks.props import OIDC_SUBJECT_CLAIM_KEYS
+    from stacks.oidc_subjects import OIDC_SUBJECT_CLAIM_KEYS
     from tests.infra.synth import REPO_ROOT
 
     document = (REPO_ROOT / "docs" / "deploy.md").read_text()
