@@ -109,7 +109,7 @@ BUCKET_CODE = Source("lambdas/wheelgate/storage/bucket.py")
 PROMOTER_CODE = Source("lambdas/wheelgate/promotion/service.py (PromotionService workers)")
 SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
 VERIFY_CODE = Source(
-    "lambdas/wheelgate/promotion/verify.py (VerifiedSet.unhashed, SetVerifier.check_hash)"
+    "lambdas/wheelgate/promotion/verification.py (VerifiedSet.unhashed, SetVerifier.check_hash)"
 )
 STACK_CODE = Source("stacks/promoter_function.py FUNCTION_MEMORY_MB (arm64)")
 

@@ -68,7 +68,7 @@ from wheelgate.promotion.recorder import (
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verdicts import VerdictWriter
-from wheelgate.promotion.verify import SetVerifier, VerifiedSet
+from wheelgate.promotion.verification import SetVerifier, VerifiedSet
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 
@@ -395,7 +395,7 @@ class FanoutJobs:
 
     def hash(self, job_id: str, item: int) -> dict[str, Any]:
         """Read item ``item``'s staged file once and check its SHA-256 against the manifest's
-        (:meth:`~wheelgate.promotion.verify.SetVerifier.check_hash`); an item S3 had a SHA-256
+        (:meth:`~wheelgate.promotion.verification.SetVerifier.check_hash`); an item S3 had a SHA-256
         of needs no read and returns at once.
 
         Raises :class:`~wheelgate.core.errors.PromotionRejected` (``checksum-mismatch``) when

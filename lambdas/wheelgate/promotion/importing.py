@@ -85,7 +85,7 @@ from wheelgate.promotion.event import ManifestEvent, written_by
 from wheelgate.promotion.fanout import FanoutJobs, MessageSender
 from wheelgate.promotion.override import PromotionFlow
 from wheelgate.promotion.recorder import ImportOutcome, RecordStore, build_record, rejected_record
-from wheelgate.promotion.verify import SetVerifier, VerifiedSet, wheel_identity
+from wheelgate.promotion.verification import SetVerifier, VerifiedSet, wheel_identity
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 
@@ -612,7 +612,7 @@ def identities(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, CoreMetadata], list[RefusedFile]]:
     """Each wheel's METADATA, by file name, read with ranged reads where ``bucket`` holds it
-    (:func:`~wheelgate.promotion.verify.wheel_identity`), and the wheels refused because they
+    (:func:`~wheelgate.promotion.verification.wheel_identity`), and the wheels refused because they
     are not what their names say or cannot be read. ``progress(done, total)`` hears of each."""
 
     def one(found: StoredFile) -> CoreMetadata | RefusedFile | None:

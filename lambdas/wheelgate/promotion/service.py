@@ -5,7 +5,7 @@ request (:mod:`~wheelgate.promotion.yanking`), a break-glass override
 (:mod:`~wheelgate.promotion.override`, which promotes its target through this flow) or an
 import (:mod:`~wheelgate.promotion.importing`, which promotes what it gathered through it). A
 promotion takes its steps in an order that is the product's promise: every set is verified
-(:mod:`~wheelgate.promotion.verify`, including the hash read of each file S3 has no SHA-256
+(:mod:`~wheelgate.promotion.verification`, including the hash read of each file S3 has no SHA-256
 of) before the first copy; every copy is verified (:mod:`~wheelgate.promotion.release`) and
 every released file's signed verdict written (:mod:`~wheelgate.promotion.verdicts`) before any
 index page changes (:mod:`~wheelgate.promotion.publish`); the record is written last
@@ -58,7 +58,7 @@ from wheelgate.promotion.recorder import (
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verdicts import Signer, VerdictWriter
-from wheelgate.promotion.verify import SetVerifier
+from wheelgate.promotion.verification import SetVerifier
 from wheelgate.promotion.yanking import YankRoute
 from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
 from wheelgate.storage.errors import PreconditionFailed
