@@ -48,7 +48,7 @@ from wheelgate.local.stack import (
     LocalStack,
     sqs_lambda_event,
 )
-from wheelgate.promotion.fanout import FanoutIncomplete, fanout_job_id
+from wheelgate.promotion.fanout.job import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
 from wheelgate.promotion.service import PromotionService
@@ -142,8 +142,8 @@ class Fanout:
         assert self.promoter.fanout is not None
 
         def real() -> Any:
-            assert self.promoter.fanout is not None
-            return self.promoter.fanout.step(event)
+            assert self.promoter.steps is not None
+            return self.promoter.steps.step(event)
 
         for fault in self.faults:
             handled = fault(event, real)
@@ -586,7 +586,7 @@ def test_a_timed_out_execution_is_concluded_from_its_status_change(
     assert not leases_free(fanout.staging, run.index)
     # When EventBridge hands its status change to the promoter as the stack's rule shapes it
     # (the job id is the execution's name)...
-    fanout.promoter.fanout.step(
+    fanout.promoter.steps.step(
         {
             FANOUT_STEP_FIELD: "conclude",
             "job_id": run.job(),
@@ -660,7 +660,7 @@ def test_publish_refuses_while_an_item_is_not_done(
     # When its publish step is run out of turn, Then it refuses (to be retried) and no page
     # is written.
     with pytest.raises(FanoutIncomplete, match="3 of 3 item"):
-        fanout.promoter.fanout.step({"fanout_step": "publish", "job_id": run.job()})
+        fanout.promoter.steps.step({"fanout_step": "publish", "job_id": run.job()})
     assert nightly_objects(s3, run.index + "/") == {}
     # And the execution, once it runs, still promotes the run.
     fanout.gate.open()

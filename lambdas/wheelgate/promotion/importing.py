@@ -82,7 +82,8 @@ from wheelgate.core.timestamps import upload_time
 from wheelgate.core.wheelmeta import CoreMetadata
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.event import ManifestEvent, written_by
-from wheelgate.promotion.fanout import FanoutJobs, MessageSender
+from wheelgate.promotion.fanout.jobs import FanoutJobs
+from wheelgate.promotion.fanout.ports import MessageSender
 from wheelgate.promotion.override import PromotionFlow
 from wheelgate.promotion.recorder import ImportOutcome, RecordStore, build_record, rejected_record
 from wheelgate.promotion.verification import SetVerifier, VerifiedSet, wheel_identity

@@ -24,7 +24,7 @@ from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.event import ManifestEvent, written_by
-from wheelgate.promotion.fanout import FanoutJobs
+from wheelgate.promotion.fanout.jobs import FanoutJobs
 from wheelgate.promotion.recorder import RecordStore, build_record
 from wheelgate.storage.bucket import Bucket
 

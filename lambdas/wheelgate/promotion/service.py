@@ -41,7 +41,10 @@ from wheelgate.core.settings import FANOUT_LEASE_SECONDS, PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.event import ManifestEvent, written_by
-from wheelgate.promotion.fanout import FanoutJobs, Launcher, MessageSender
+from wheelgate.promotion.fanout.jobs import FanoutJobs
+from wheelgate.promotion.fanout.ports import Launcher, MessageSender
+from wheelgate.promotion.fanout.steps import FanoutSteps
+from wheelgate.promotion.fanout.store import JobStore
 from wheelgate.promotion.importing import ImportedSet, ImportRoute
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.leftovers import account_for_copies, rejected_outcomes
@@ -145,13 +148,25 @@ class PromotionService:
             invalidator=invalidator,
             clock=clock,
         )
+        store = JobStore(staging=staging, clock=clock, workers=workers)
         self.fanout = (
             None
             if launcher is None
             else FanoutJobs(
                 settings=settings,
-                staging=staging,
+                store=store,
                 launcher=launcher,
+                records=self.records,
+                leases=self.leases,
+                clock=clock,
+            )
+        )
+        self.steps = (
+            None
+            if launcher is None
+            else FanoutSteps(
+                settings=settings,
+                store=store,
                 queue=queue,
                 verifier=self.verifier,
                 releaser=self.releaser,
@@ -161,7 +176,6 @@ class PromotionService:
                 leases=self.leases,
                 observer=self.observer,
                 clock=clock,
-                workers=workers,
             )
         )
         self.yanks = YankRoute(
