@@ -42,7 +42,7 @@ from wheelgate.core.settings import (
     FANOUT_TIMEOUT_SECONDS,
     PROMOTER_TIMEOUT_SECONDS,
 )
-from wheelgate.promotion.service import PromotionService
+from wheelgate.promotion.compose import build_service
 from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT
 
 MB = 1000**2  # throughputs are in MB/s, 10^6 bytes a second
@@ -106,7 +106,7 @@ S3_PERFORMANCE = Source(
 )
 NO_AWS_FIGURE = Source("no AWS figure published: assumed")
 BUCKET_CODE = Source("lambdas/wheelgate/storage/bucket.py")
-PROMOTER_CODE = Source("lambdas/wheelgate/promotion/service.py (PromotionService workers)")
+PROMOTER_CODE = Source("lambdas/wheelgate/promotion/compose.py (build_service workers)")
 SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
 VERIFY_CODE = Source(
     "lambdas/wheelgate/promotion/verification.py (VerifiedSet.unhashed, SetVerifier.check_hash)"
@@ -115,8 +115,8 @@ STACK_CODE = Source("stacks/promoter_function.py FUNCTION_MEMORY_MB (arm64)")
 
 # --- Facts of the code the model follows ----------------------------------------------------
 
-#: Files the promoter verifies and copies at once (``PromotionService``'s ``workers`` default).
-PROMOTER_WORKERS: int = inspect.signature(PromotionService).parameters["workers"].default
+#: Files the promoter verifies and copies at once (``build_service``'s ``workers`` default).
+PROMOTER_WORKERS: int = inspect.signature(build_service).parameters["workers"].default
 #: Parts of one file ``Bucket._multipart_copy`` copies at once (its thread pool's max_workers).
 PART_WORKERS = 8
 #: The promoter function's memory (stacks/promoter_function.py FUNCTION_MEMORY_MB; checked by

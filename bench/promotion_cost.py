@@ -35,8 +35,8 @@ from wheelgate.local.stack import (
     NIGHTLY_BUCKET,
     STAGING_BUCKET,
 )
+from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
-from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.signing import KmsSigner
@@ -87,7 +87,7 @@ def one_round(
     counter: Counter[str] = Counter()
     client = counting_client(counter)
     settings = PromoterSettings.from_env(os.environ)
-    promoter = PromotionService(
+    promoter = build_service(
         settings=settings,
         staging=Bucket(client, STAGING_BUCKET),
         nightly=Bucket(client, NIGHTLY_BUCKET),

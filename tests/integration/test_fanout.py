@@ -48,10 +48,10 @@ from wheelgate.local.stack import (
     LocalStack,
     sqs_lambda_event,
 )
+from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.fanout.job import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
-from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.signing import KmsSigner
@@ -123,7 +123,7 @@ class Fanout:
             sleep=self.waits.append,
         )
         self.decisions = Decisions()
-        self.promoter = PromotionService(
+        self.promoter = build_service(
             settings=settings,
             staging=self.staging,
             nightly=self.nightly,

@@ -56,6 +56,7 @@ from wheelgate.core.settings import (
     PromoterSettings,
 )
 from wheelgate.lambda_function.telemetry import DecisionMetrics
+from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.fanout.ports import Launcher
 from wheelgate.promotion.lease import LeaseBusy
@@ -118,7 +119,7 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
     signer = None
     if settings.verdict_key_arn:
         signer = KmsSigner(boto3.client("kms", config=config), settings.verdict_key_arn)
-    service = PromotionService(
+    service = build_service(
         settings=settings,
         staging=staging,
         nightly=Bucket(s3, settings.nightly_bucket),

@@ -59,7 +59,7 @@ from wheelgate.core.wheelmeta import (
 )
 from wheelgate.index.pages import IndexEntry, PageFormatError, ProjectPage
 from wheelgate.index.store import IndexStore, pages_must_parse
-from wheelgate.storage.bucket import Bucket, S3RangeReader
+from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 
 
@@ -79,7 +79,7 @@ def wheel_identity(
     ``metadata-unreadable``, naming ``index``) and
     :class:`~wheelgate.core.errors.TransientError` when the object changed while it was read.
     """
-    reader = S3RangeReader(bucket.client, bucket.name, key, size, etag)
+    reader = bucket.range_reader(key, size, etag)
     try:
         return read_core_metadata(reader, filename)
     except WheelIdentityError as exc:

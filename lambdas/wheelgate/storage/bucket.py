@@ -226,6 +226,14 @@ class Bucket:
         self.client = client
         self.name = name
 
+    def sibling(self, name: str) -> Bucket:
+        """The bucket ``name`` through this bucket's client (an import's source)."""
+        return Bucket(self.client, name)
+
+    def range_reader(self, key: str, size: int, etag: str) -> S3RangeReader:
+        """Ranged reads of the version of ``key`` with ETag ``etag`` (``size`` bytes)."""
+        return S3RangeReader(self.client, self.name, key, size, etag)
+
     def _translated(self, operation: str, key: str) -> Any:
         """Translate botocore's errors of ``operation`` on ``key`` (a context manager)."""
         return s3_translated(self.client, operation, self.name, key)
