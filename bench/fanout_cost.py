@@ -105,7 +105,7 @@ S3_PERFORMANCE = Source(
     "https://docs.aws.amazon.com/AmazonS3/latest/userguide/optimizing-performance.html",
 )
 NO_AWS_FIGURE = Source("no AWS figure published: assumed")
-BUCKET_CODE = Source("lambdas/wheelgate/storage/bucket.py")
+BUCKET_CODE = Source("lambdas/wheelgate/storage/transfers.py")
 PROMOTER_CODE = Source("lambdas/wheelgate/promotion/compose.py (build_service workers)")
 SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
 VERIFY_CODE = Source(
