@@ -117,7 +117,7 @@ STACK_CODE = Source("stacks/promoter_function.py FUNCTION_MEMORY_MB (arm64)")
 
 #: Files the promoter verifies and copies at once (``build_service``'s ``workers`` default).
 PROMOTER_WORKERS: int = inspect.signature(build_service).parameters["workers"].default
-#: Parts of one file ``Bucket._multipart_copy`` copies at once (its thread pool's max_workers).
+#: Parts of one file ``storage.transfers.multipart_copy`` copies at once (its pool's max_workers).
 PART_WORKERS = 8
 #: The promoter function's memory (stacks/promoter_function.py FUNCTION_MEMORY_MB; checked by
 #: a test).
