@@ -42,7 +42,7 @@ from wheelgate.core.settings import (
     FANOUT_TIMEOUT_SECONDS,
     PROMOTER_TIMEOUT_SECONDS,
 )
-from wheelgate.promotion.service import PromotionService
+from wheelgate.promotion.compose import build_service
 from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT
 
 MB = 1000**2  # throughputs are in MB/s, 10^6 bytes a second
@@ -105,19 +105,19 @@ S3_PERFORMANCE = Source(
     "https://docs.aws.amazon.com/AmazonS3/latest/userguide/optimizing-performance.html",
 )
 NO_AWS_FIGURE = Source("no AWS figure published: assumed")
-BUCKET_CODE = Source("lambdas/wheelgate/storage/bucket.py")
-PROMOTER_CODE = Source("lambdas/wheelgate/promotion/service.py (PromotionService workers)")
+BUCKET_CODE = Source("lambdas/wheelgate/storage/transfers.py")
+PROMOTER_CODE = Source("lambdas/wheelgate/promotion/compose.py (build_service workers)")
 SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
 VERIFY_CODE = Source(
-    "lambdas/wheelgate/promotion/verify.py (VerifiedSet.unhashed, SetVerifier.check_hash)"
+    "lambdas/wheelgate/promotion/verification.py (VerifiedSet.unhashed, SetVerifier.check_hash)"
 )
 STACK_CODE = Source("stacks/promoter_function.py FUNCTION_MEMORY_MB (arm64)")
 
 # --- Facts of the code the model follows ----------------------------------------------------
 
-#: Files the promoter verifies and copies at once (``PromotionService``'s ``workers`` default).
-PROMOTER_WORKERS: int = inspect.signature(PromotionService).parameters["workers"].default
-#: Parts of one file ``Bucket._multipart_copy`` copies at once (its thread pool's max_workers).
+#: Files the promoter verifies and copies at once (``build_service``'s ``workers`` default).
+PROMOTER_WORKERS: int = inspect.signature(build_service).parameters["workers"].default
+#: Parts of one file ``storage.transfers.multipart_copy`` copies at once (its pool's max_workers).
 PART_WORKERS = 8
 #: The promoter function's memory (stacks/promoter_function.py FUNCTION_MEMORY_MB; checked by
 #: a test).

@@ -38,8 +38,9 @@ from wheelgate.core.settings import ENV_BREAK_GLASS_ID, ENV_IMPORT_SOURCES, Prom
 from wheelgate.index.store import IndexStore
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET
+from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
-from wheelgate.promotion.importing import preview
+from wheelgate.promotion.importing.preview import preview
 from wheelgate.promotion.service import PromotionService
 from wheelgate.storage.bucket import Bucket
 
@@ -119,7 +120,7 @@ def build_source(
 
 def promoter(counted: Counted) -> PromotionService:
     client = counted.client()
-    return PromotionService(
+    return build_service(
         settings=PromoterSettings.from_env(os.environ),
         staging=Bucket(client, STAGING_BUCKET),
         nightly=Bucket(client, NIGHTLY_BUCKET),

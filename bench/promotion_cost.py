@@ -35,8 +35,8 @@ from wheelgate.local.stack import (
     NIGHTLY_BUCKET,
     STAGING_BUCKET,
 )
+from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
-from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
@@ -88,7 +88,7 @@ def one_round(
     counter: Counter[str] = Counter()
     client = counting_client(counter)
     settings = PromoterSettings.from_env(os.environ)
-    promoter = PromotionService(
+    promoter = build_service(
         settings=settings,
         staging=Bucket(client, STAGING_BUCKET),
         nightly=Bucket(client, NIGHTLY_BUCKET),

@@ -30,6 +30,7 @@ from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import PageRetention, PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.snapshot import version_snapshot
+from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.local_artifacts import inspect_files
@@ -125,7 +126,7 @@ def spy(s3: S3Client) -> Iterator[WriteSpy]:
 def promoter(
     s3: S3Client, nightly: str = NIGHTLY, page_retention: PageRetention | None = None
 ) -> PromotionService:
-    return PromotionService(
+    return build_service(
         settings=PromoterSettings(
             staging_bucket=STAGING,
             nightly_bucket=nightly,

@@ -48,10 +48,10 @@ from wheelgate.local.stack import (
     LocalStack,
     sqs_lambda_event,
 )
-from wheelgate.promotion.fanout import FanoutIncomplete, fanout_job_id
+from wheelgate.promotion.compose import build_service
+from wheelgate.promotion.fanout.job import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
-from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
@@ -124,7 +124,7 @@ class Fanout:
             sleep=self.waits.append,
         )
         self.decisions = Decisions()
-        self.promoter = PromotionService(
+        self.promoter = build_service(
             settings=settings,
             staging=self.staging,
             nightly=self.nightly,
@@ -143,8 +143,8 @@ class Fanout:
         assert self.promoter.fanout is not None
 
         def real() -> Any:
-            assert self.promoter.fanout is not None
-            return self.promoter.fanout.step(event)
+            assert self.promoter.steps is not None
+            return self.promoter.steps.step(event)
 
         for fault in self.faults:
             handled = fault(event, real)
@@ -587,7 +587,7 @@ def test_a_timed_out_execution_is_concluded_from_its_status_change(
     assert not leases_free(fanout.staging, run.index)
     # When EventBridge hands its status change to the promoter as the stack's rule shapes it
     # (the job id is the execution's name)...
-    fanout.promoter.fanout.step(
+    fanout.promoter.steps.step(
         {
             FANOUT_STEP_FIELD: "conclude",
             "job_id": run.job(),
@@ -661,7 +661,7 @@ def test_publish_refuses_while_an_item_is_not_done(
     # When its publish step is run out of turn, Then it refuses (to be retried) and no page
     # is written.
     with pytest.raises(FanoutIncomplete, match="3 of 3 item"):
-        fanout.promoter.fanout.step({"fanout_step": "publish", "job_id": run.job()})
+        fanout.promoter.steps.step({"fanout_step": "publish", "job_id": run.job()})
     assert nightly_objects(s3, run.index + "/") == {}
     # And the execution, once it runs, still promotes the run.
     fanout.gate.open()

@@ -43,7 +43,7 @@ from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, LocalStack
-from wheelgate.promotion.service import PromotionService
+from wheelgate.promotion.compose import build_service
 from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.storage.bucket import Bucket
 
@@ -452,7 +452,7 @@ def test_a_large_import_goes_on_in_the_next_invocation(
     )
     queue = Queue()
     # Given a promoter whose clock runs out of gathering time after a few copies...
-    service = PromotionService(
+    service = build_service(
         settings=settings,
         staging=staging,
         nightly=nightly,
@@ -554,7 +554,7 @@ def test_a_file_over_the_copy_limit_is_read_once_and_never_again(
     source.put(big)
     source.put(small)
     # Given a promoter whose copy limit is 5 MB (5 GiB in S3)...
-    service = PromotionService(
+    service = build_service(
         settings=PromoterSettings.from_env(os.environ),
         staging=staging,
         nightly=nightly,

@@ -30,8 +30,8 @@ from wheelgate.local.stack import (
     STAGING_BUCKET,
     LocalStack,
 )
+from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
-from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.staging.staged_files import staged_sets
@@ -97,7 +97,7 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     assert "wheelgate-sha256" not in staged["Metadata"]
     assert staging.get(key + ".sha256")[0] == f"{sha}  {big.name}\n".encode()  # type: ignore[index]
     assert staged_sets(staging, run)[index][0].sha256 == sha
-    promoter = PromotionService(
+    promoter = build_service(
         settings=PromoterSettings.from_env(os.environ),
         staging=staging,
         nightly=nightly,
@@ -130,7 +130,7 @@ def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
     key = stage_multipart(stack, wheel, run, f"v2/{run}", claimed_sha256="1" * 64)
     assert s3.head_object(Bucket=STAGING_BUCKET, Key=key)["ETag"].endswith('-2"')
     before = nightly_versions(s3)
-    promoter = PromotionService(
+    promoter = build_service(
         settings=PromoterSettings.from_env(os.environ),
         staging=Bucket(s3, STAGING_BUCKET),
         nightly=Bucket(s3, NIGHTLY_BUCKET),
@@ -170,7 +170,7 @@ def test_a_staged_file_changed_since_verification_is_not_hashed(
     wheel = build_wheel(tmp_path, "mpart", "1.0", payload_bytes=6 * MB)
     key = stage_multipart(stack, wheel, run, f"v2/{run}")
     settings = PromoterSettings.from_env(os.environ)
-    promoter = PromotionService(
+    promoter = build_service(
         settings=settings,
         staging=Bucket(s3, STAGING_BUCKET),
         nightly=Bucket(s3, NIGHTLY_BUCKET),
@@ -179,15 +179,15 @@ def test_a_staged_file_changed_since_verification_is_not_hashed(
         s3.get_object(Bucket=STAGING_BUCKET, Key=f"manifests/{run}.json")["Body"].read(),
         expected_run_id=run,
     )
-    verified = promoter.verifier.verify(manifest, manifest.sets[0])
+    verified = promoter.flow.verifier.verify(manifest, manifest.sets[0])
     [step] = verified.unhashed
     assert step.source_key == key
-    promoter.verifier.check_hash(step)  # the bytes are the manifest's
+    promoter.flow.verifier.check_hash(step)  # the bytes are the manifest's
     # When the staged object is written again after verification (another ETag)...
     s3.put_object(Bucket=STAGING_BUCKET, Key=key, Body=wheel.read_bytes())
     # Then its hash check refuses to read another version: a transient error (verify again).
     with pytest.raises(TransientError, match="changed since it was verified"):
-        promoter.verifier.check_hash(step)
+        promoter.flow.verifier.check_hash(step)
 
 
 def answering(client: Any, answers: dict[str, tuple[int, str]]) -> None:

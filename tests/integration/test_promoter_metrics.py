@@ -26,6 +26,7 @@ from wheelgate.core.settings import (
 )
 from wheelgate.lambda_function import handler
 from wheelgate.local.stack import LocalStack
+from wheelgate.promotion import compose
 from wheelgate.storage.bucket import Bucket
 
 #: The event time ``sqs_event`` gives every manifest write.
@@ -47,12 +48,13 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 
 @pytest.fixture(autouse=True)
-def _fixed_clock(stack: LocalStack) -> Iterator[None]:
-    # The handler's promoter reads the in-process stack's settings on first use.
+def _fixed_clock(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # The handler's promoter reads the in-process stack's settings on first use, and its
+    # parts share the composition root's clock.
     handler.promoter.cache_clear()
     handler.metrics.clear_metrics()
-    service, _ = handler.promoter()
-    service.clock = lambda: NOW
+    monkeypatch.setattr(compose, "_now", lambda: NOW)
+    handler.promoter()
     yield
     handler.promoter.cache_clear()
     handler.metrics.clear_metrics()

@@ -63,7 +63,7 @@ from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.fanout import InProcessLauncher
 from wheelgate.local.stack import LocalStack
-from wheelgate.promotion.fanout import fanout_job_id
+from wheelgate.promotion.fanout.job import fanout_job_id
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
 

@@ -39,7 +39,7 @@ from wheelgate.local.stack import (
     STAGING_BUCKET,
     LocalStack,
 )
-from wheelgate.promotion.service import PromotionService
+from wheelgate.promotion.compose import build_service
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
@@ -266,7 +266,7 @@ def handler_meeting(storage: BrokenStorage) -> handler.LambdaHandler:
     """The promoter function's handler over a service that reads and writes nightly through
     ``storage`` (staging, where manifests and records live, stays healthy)."""
     staging = Bucket(boto3.client("s3"), STAGING_BUCKET)
-    service = PromotionService(
+    service = build_service(
         settings=PromoterSettings.from_env(os.environ),
         staging=staging,
         nightly=Bucket(broken_client(storage), NIGHTLY_BUCKET),

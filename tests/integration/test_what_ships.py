@@ -28,7 +28,7 @@ from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.objects import META_COMMIT, META_SHA256
 from wheelgate.core.wheelmeta import MAX_METADATA_BYTES
 from wheelgate.local.stack import STAGING_BUCKET
-from wheelgate.promotion.verify import wheel_identity
+from wheelgate.promotion.verification import wheel_identity
 from wheelgate.storage.bucket import Bucket
 
 # Each case stages and promotes wheels of megabytes through the promoter: `make test` only.

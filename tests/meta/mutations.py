@@ -173,7 +173,7 @@ MUTATIONS = (
     Mutation(
         "writer check",
         "a manifest from any principal decides its run",
-        "if trusted is not None and not written_by(principal_id, trusted):",
+        "if not written_by(principal_id, trusted):",
         "if False:",
         (
             "tests/integration/test_promoter.py::test_manifest_from_another_principal_never_decides_the_run",

@@ -41,7 +41,7 @@ from wheelgate.local.fanout import (
     in_process_handler,
     in_process_parts,
 )
-from wheelgate.promotion.fanout import StepError, fanout_job_id, fanout_wanted
+from wheelgate.promotion.fanout.job import StepError, fanout_job_id, fanout_wanted
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
 
 BASE_ENV = {
@@ -429,7 +429,7 @@ def test_local_mode_runs_executions_in_process_and_the_function_on_step_function
     assert isinstance(launcher, InProcessLauncher)
     assert launcher.concurrency == {"hash": 3, "copy": 4}
     heard: list[dict[str, Any]] = []
-    monkeypatch.setattr(local_service.fanout, "step", lambda event: heard.append(event) or {})
+    monkeypatch.setattr(local_service.steps, "step", lambda event: heard.append(event) or {})
     launcher.run_step({"fanout_step": "publish", "job_id": "j"})
     assert heard == [{"fanout_step": "publish", "job_id": "j"}]
     # ...while the function starts them on Step Functions, local mode built or not

@@ -37,7 +37,7 @@ from bench.fanout_cost import (
     size_mix,
 )
 from wheelgate.core.settings import DEFAULT_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_FILES
-from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.transfers import multipart_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 #: No latency and no overhead: durations are bytes over throughput, easy to check by hand.
@@ -261,7 +261,7 @@ def test_the_code_derived_defaults_match_the_code() -> None:
     )
     assert Assumptions().memory_mb == memory
     # The part pool of the multipart copy
-    source = inspect.getsource(Bucket._multipart_copy)
+    source = inspect.getsource(multipart_copy)
     assert re.findall(r"max_workers=(\d+)", source) == [str(PART_WORKERS)]
     assert PROMOTER_WORKERS == 16
 

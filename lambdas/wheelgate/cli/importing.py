@@ -124,7 +124,7 @@ def _new_labels_allowed(index: str) -> bool:
 
 def _dry_run(args: argparse.Namespace, request: ImportRequest) -> int:
     from wheelgate.index.store import IndexStore
-    from wheelgate.promotion.importing import preview
+    from wheelgate.promotion.importing.preview import preview
     from wheelgate.storage.bucket import Bucket
 
     _, nightly = buckets(args, nightly=True)

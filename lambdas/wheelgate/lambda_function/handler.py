@@ -12,7 +12,7 @@ directory is leased by another promotion is made visible again after
 lease: ``FANOUT_LEASE_BUSY_RETRY_SECONDS``).
 
 The same function runs the fan-out state machine's steps: an event with ``FANOUT_STEP_FIELD``
-is a step (:meth:`wheelgate.promotion.fanout.FanoutJobs.step`), not an SQS batch; its
+is a step (:meth:`wheelgate.promotion.fanout.steps.FanoutSteps.step`), not an SQS batch; its
 exception, if any, is the step's error (``PromotionRejected`` is not retried).
 """
 
@@ -56,8 +56,9 @@ from wheelgate.core.settings import (
     PromoterSettings,
 )
 from wheelgate.lambda_function.telemetry import DecisionMetrics
+from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
-from wheelgate.promotion.fanout import Launcher
+from wheelgate.promotion.fanout.ports import Launcher
 from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.service import PromotionService
 from wheelgate.status.store import StatusStore
@@ -118,7 +119,7 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
     signer = None
     if settings.verdict_key_arn:
         signer = KmsSigner(boto3.client("kms", config=config), settings.verdict_key_arn)
-    service = PromotionService(
+    service = build_service(
         settings=settings,
         staging=staging,
         nightly=Bucket(s3, settings.nightly_bucket),
@@ -317,13 +318,13 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 def fanout_step(event: dict[str, Any], parts: Callable[[], Parts] = promoter) -> dict[str, Any]:
     """Run one step of a fan-out execution; its exception is the step's error."""
     service, status = parts()
-    if service.fanout is None:
+    if service.steps is None:
         raise ValueError(
             "fan-out step received, but no fan-out state machine is configured "
             "(WHEELGATE_FANOUT_STATE_MACHINE_ARN)"
         )
     logger.append_keys(fanout_step=event.get(FANOUT_STEP_FIELD), job_id=event.get("job_id"))
-    result = service.fanout.step(event)
+    result = service.steps.step(event)
     run_id = result.get("run_id")
     record = service.load_record(run_id) if isinstance(run_id, str) else None
     if record is not None:

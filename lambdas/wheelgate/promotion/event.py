@@ -1,15 +1,22 @@
-"""What the promotion service is handed: one manifest event, and who may have written it.
+"""What the promotion service is handed: one manifest event, and the request it carries.
 
 :class:`ManifestEvent` is an S3 ObjectCreated event for a key under ``manifests/`` (a run's
-manifest, a yank request or a break-glass override request), with the writer S3 names.
-:func:`written_by` tells whether that writer is a given role; every route checks it before it
-parses the object.
+manifest, a yank, override or import request), with the writer S3 names.
+:func:`parse_request` reads the bytes that writer wrote into a :class:`Request`, the one value
+every route takes.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
+
+from wheelgate.core.layout import STAGING, LayoutError
+from wheelgate.core.records import PromotionRecord
+from wheelgate.promotion.recorder import RecordStore
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.errors import PreconditionFailed
 
 
 @dataclass(frozen=True)
@@ -27,9 +34,40 @@ class ManifestEvent:
     event_time: datetime | None = None
 
 
-def written_by(principal_id: str | None, role_id: str) -> bool:
-    """Whether an S3 event's ``principalId`` is the role with unique id ``role_id`` (any of
-    its sessions: ``AWS:<role id>:<session>``)."""
-    return principal_id is not None and (
-        principal_id == f"AWS:{role_id}" or principal_id.startswith(f"AWS:{role_id}:")
+@dataclass(frozen=True)
+class Request:
+    """A manifest or request as its event's writer wrote it: the run id its key names, its
+    bytes and their SHA-256, the writer (``actor``), and the run's record so far."""
+
+    run_id: str
+    raw: bytes
+    digest: str
+    actor: str | None
+    existing: PromotionRecord | None
+    event: ManifestEvent
+
+
+def parse_request(event: ManifestEvent, staging: Bucket, records: RecordStore) -> Request | None:
+    """The request ``event`` names, read from ``staging`` (the version its writer wrote), with
+    its run's record from ``records``. ``None`` when the key is not a manifest's, or the object
+    is gone or was overwritten since (the newer write has an event of its own, judged on its own
+    writer)."""
+    try:
+        run_id = STAGING.run_id_from_manifest_key(event.key)
+    except LayoutError:
+        return None
+    try:
+        found = staging.get(event.key, if_match=event.etag)
+    except PreconditionFailed:
+        return None
+    if found is None:
+        return None
+    raw, _etag = found
+    return Request(
+        run_id=run_id,
+        raw=raw,
+        digest=hashlib.sha256(raw).hexdigest(),
+        actor=event.principal_id,
+        existing=records.load(run_id),
+        event=event,
     )

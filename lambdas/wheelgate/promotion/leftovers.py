@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import METADATA_SUFFIX, STAGING
 from wheelgate.core.records import LeftInNightly, SetOutcome, State
-from wheelgate.promotion.verify import SetVerifier
+from wheelgate.promotion.verification import SetVerifier
 from wheelgate.storage.bucket import Bucket
 
 

@@ -24,7 +24,7 @@ from wheelgate.index.history import add_projects, page_keys, update_history
 from wheelgate.index.pages import IndexEntry, ProjectPage, merge_entries
 from wheelgate.index.store import IndexStore, PageWrites, pages_must_parse
 from wheelgate.index.yank import YankRequest, apply_yank
-from wheelgate.promotion.verify import VerifiedSet
+from wheelgate.promotion.verification import VerifiedSet
 
 
 class Invalidator(Protocol):

@@ -18,7 +18,7 @@ from wheelgate.core.layout import NIGHTLY, PAGES
 from wheelgate.core.planning import FileStep
 from wheelgate.core.wheelmeta import CoreMetadata
 from wheelgate.index.pages import METADATA_CONTENT_TYPE, IndexEntry, upload_time
-from wheelgate.promotion.verify import VerifiedSet
+from wheelgate.promotion.verification import VerifiedSet
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 

@@ -1,9 +1,9 @@
 """The yank route: a yank or unyank request (``manifests/yank-*.json``) applied to nightly.
 
 A request travels as a manifest does, so it reaches this route only after the service's writer
-check (the reporter role, as for a run's manifest). The request is parsed, the released file's
-yank state (PEP 592) set on its nightly pages through the
-:class:`~wheelgate.promotion.publish.Publisher` (nothing is deleted; a file nightly never
+check (the reporter role, as for a run's manifest: :mod:`~wheelgate.promotion.writers`). The
+request is parsed, the released file's yank state (PEP 592) set on its nightly pages through
+the :class:`~wheelgate.promotion.publish.Publisher` (nothing is deleted; a file nightly never
 released is a rejection), under the index directory's lease as a promotion holds it (a busy
 directory is a transient error: the request is retried), the changed pages invalidated, and the
 request's record written last.
@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import HistoryEntry, State
 from wheelgate.index.pages import upload_time
 from wheelgate.index.yank import parse_yank
+from wheelgate.promotion.decisions import Decided
+from wheelgate.promotion.event import Request
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.publish import Publisher
 from wheelgate.promotion.recorder import RecordStore, build_record
@@ -38,44 +40,38 @@ class YankRoute:
         self.records = records
         self.clock = clock
 
-    def apply(
-        self,
-        run_id: str,
-        raw: bytes,
-        digest: str,
-        actor: str | None,
-        existing: PromotionRecord | None,
-    ) -> PromotionRecord:
-        """Set the yank state a request asks for on its released file's nightly pages.
+    def decide(self, request: Request) -> Decided:
+        """Set the yank state ``request`` asks for on its released file's nightly pages.
 
-        ``raw`` is the request as written under ``run_id`` (SHA-256 ``digest``, by ``actor``);
-        ``existing`` is the request's record so far. Returns the record saved. Raises
+        Returns the request's record, saved. Raises
         :class:`~wheelgate.core.errors.PromotionRejected` for a request that is invalid or
         names a file nightly never released (the service records the rejection), and
         :class:`~wheelgate.promotion.lease.LeaseBusy` while another promotion or request holds
         the directory's lease.
         """
-        request = parse_yank(raw, expected_run_id=run_id)
-        with self.leases.hold([request.index], run_id=run_id):
-            nightly = self.publisher.yank(request)
+        yank = parse_yank(request.raw, expected_run_id=request.run_id)
+        with self.leases.hold([yank.index], run_id=request.run_id):
+            nightly = self.publisher.yank(yank)
         invalidations = self.publisher.invalidate(nightly)
-        verb = "yanked" if request.yanked else "unyanked"
-        message = f"{verb} {request.index}/{request.filename}" + (
-            f": {request.reason}" if request.reason else ""
+        verb = "yanked" if yank.yanked else "unyanked"
+        message = f"{verb} {yank.index}/{yank.filename}" + (
+            f": {yank.reason}" if yank.reason else ""
         )
         decision = HistoryEntry(
             at=upload_time(self.clock()),
             state=State.PROMOTED,
             message=message,
-            manifest_sha256=digest,
-            actor=actor,
+            manifest_sha256=request.digest,
+            actor=request.actor,
         )
-        return self.records.save(
-            build_record(
-                existing,
-                decision,
-                run_id=request.run_id,
-                pages=nightly.keys,
-                invalidations=invalidations,
+        return Decided(
+            self.records.save(
+                build_record(
+                    request.existing,
+                    decision,
+                    run_id=yank.run_id,
+                    pages=nightly.keys,
+                    invalidations=invalidations,
+                )
             )
         )

@@ -1,75 +1,53 @@
-"""S3 adapters. Every class takes a boto3 client; nothing here reads the environment.
+"""The S3 bucket adapter. It takes a boto3 client; nothing here reads the environment.
 
 Errors are translated at this boundary (:mod:`wheelgate.storage.errors`), for the call and for
 reading its response body alike: a missing object is ``None``, a lost conditional write is
 :class:`PreconditionFailed`, an unreachable endpoint, a timeout, throttling and server errors
 are :class:`StorageUnavailable` (a ``TransientError``), a refusal is :class:`AccessError`.
+Readers live in :mod:`wheelgate.storage.readers`, file uploads and multipart copies in
+:mod:`wheelgate.storage.transfers`.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import logging
-import random
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlencode
 
-from botocore.exceptions import BotoCoreError, ClientError
-from s3transfer.manager import TransferConfig, TransferManager
-from s3transfer.subscribers import BaseSubscriber
+from botocore.exceptions import ClientError
 
 from wheelgate.core.objects import (
     META_SHA256,
     ListedObject,
     ObjectInfo,
     sha256_b64_to_hex,
-    sha256_hex_to_b64,
 )
 from wheelgate.storage.errors import (
     PreconditionFailed,
-    endpoint_of,
     error_code,
     http_status,
-    translated,
+    s3_translated,
 )
+from wheelgate.storage.readers import FileChangedError as FileChangedError
+from wheelgate.storage.readers import HashingReader as HashingReader
+from wheelgate.storage.readers import S3RangeReader as S3RangeReader
+
+# Also named here, where staging/ and deps/ import them from.
+from wheelgate.storage.transfers import ARTIFACT_CONTENT_TYPE as ARTIFACT_CONTENT_TYPE
+from wheelgate.storage.transfers import MULTIPART_PART_SIZE as MULTIPART_PART_SIZE
+from wheelgate.storage.transfers import SINGLE_REQUEST_LIMIT as SINGLE_REQUEST_LIMIT
+from wheelgate.storage.transfers import UPLOAD_PART_SIZE as UPLOAD_PART_SIZE
+from wheelgate.storage.transfers import multipart_copy, upload_file
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-#: Content type of a stored wheel or sdist.
-ARTIFACT_CONTENT_TYPE = "application/octet-stream"
-#: S3's single-request limit for PutObject and CopyObject.
-SINGLE_REQUEST_LIMIT = 5 * 1024**3
-#: Part size for multipart copies of larger objects (S3 allows at most 10,000 parts): copies
-#: are server-side, so a part costs a request and no memory.
-MULTIPART_PART_SIZE = 512 * 1024**2
-#: Part size for multipart uploads of larger files: the parts in flight are held in memory,
-#: so UPLOAD_CONCURRENCY parts of 16 MiB keep an upload's buffers near 128 MiB (a 6 GiB file
-#: is 384 parts; s3transfer raises the size where 10,000 parts would not hold the file).
-UPLOAD_PART_SIZE = 16 * 1024**2
-#: Each part's checksum, which S3 verifies as the part arrives. Not SHA-256: a multipart
-#: object keeps only a composite of its parts' checksums, which nothing here reads (the file's
-#: SHA-256 is computed from the same single read), and a SHA-256 per part would hash every
-#: byte once more in the client and once more in the server (zlib's CRC32 costs far less).
-UPLOAD_PART_CHECKSUM = "CRC32"
-#: Parts uploading at once, and held in memory at once.
-UPLOAD_CONCURRENCY = 8
-
-logger = logging.getLogger(__name__)
-
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchVersion"}
-
-
-def retry_delay(attempt: int) -> float:
-    """Seconds to wait before retrying after losing a conditional write for the ``attempt``-th
-    time: exponential, capped at 2 s, with jitter so that racing writers spread out."""
-    return float(min(2.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
 
 
 @dataclass(frozen=True)
@@ -90,141 +68,20 @@ class Copied:
     sha256: str | None
 
 
-def s3_translated(client: S3Client, operation: str, bucket: str, key: str) -> Any:
-    """:func:`~wheelgate.storage.errors.translated` for ``operation`` on ``s3://bucket/key``
-    through ``client``'s endpoint."""
-    return translated(operation, f"s3://{bucket}/{key}", endpoint_of(client))
-
-
-class S3RangeReader:
-    """:class:`wheelgate.core.wheelmeta.RangeReader` over one S3 object version (pinned by ETag)."""
-
-    def __init__(self, client: S3Client, bucket: str, key: str, size: int, etag: str) -> None:
-        self._client = client
-        self._bucket = bucket
-        self._key = key
-        self._size = size
-        self._etag = etag
-        self.requests = 0
-        self.bytes_read = 0
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    def read(self, start: int, length: int) -> bytes:
-        if length <= 0:
-            return b""
-        end = min(start + length, self._size) - 1
-        with s3_translated(self._client, "GetObject", self._bucket, self._key):
-            response = self._client.get_object(
-                Bucket=self._bucket,
-                Key=self._key,
-                Range=f"bytes={start}-{end}",
-                IfMatch=self._etag,
-            )
-            data = response["Body"].read()
-        self.requests += 1
-        self.bytes_read += len(data)
-        return data
-
-
-class ProgressReader:
-    """File wrapper that reports how far into the file the upload has read.
-
-    botocore may read the body more than once (checksums, retries), so progress is the
-    furthest offset reached, reported as the increase since the last report.
-    """
-
-    def __init__(self, handle: BinaryIO, callback: Callable[[int], None] | None) -> None:
-        self._handle = handle
-        self._callback = callback
-        self._furthest = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._handle.read(size)
-        position = self._handle.tell()
-        if position > self._furthest:
-            if self._callback:
-                self._callback(position - self._furthest)
-            self._furthest = position
-        return data
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._handle.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._handle.tell()
-
-
-class FileChangedError(Exception):
-    """A local file's bytes are not what the caller said, or changed while they were read."""
-
-
-class HashingReader:
-    """A local file, hashed (SHA-256) as it is read once from start to end.
-
-    A read that goes back over bytes already hashed (a retried request re-reads its body) does
-    not hash them twice; a read past the bytes hashed so far, or a file whose length is not
-    ``size``, makes :meth:`hexdigest` raise :class:`FileChangedError`.
-    """
-
-    def __init__(self, handle: BinaryIO, size: int) -> None:
-        self._handle = handle
-        self._size = size
-        self._digest = hashlib.sha256()
-        self._hashed = 0
-        self._skipped = False
-        self.name = str(getattr(handle, "name", "file"))
-
-    def read(self, size: int = -1) -> bytes:
-        start = self._handle.tell()
-        data = self._handle.read(size)
-        if start > self._hashed:
-            self._skipped = True
-        elif start + len(data) > self._hashed:
-            self._digest.update(memoryview(data)[self._hashed - start :])
-            self._hashed = start + len(data)
-        return data
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._handle.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._handle.tell()
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-    def hexdigest(self) -> str:
-        """The SHA-256 of the whole file, once every byte of it has been read."""
-        if self._skipped or self._hashed != self._size:
-            raise FileChangedError(
-                f"{self.name} changed while it was uploaded ({self._hashed:,} of "
-                f"{self._size:,} bytes read in order); stage it again"
-            )
-        return self._digest.hexdigest()
-
-
-class _Progress(BaseSubscriber):
-    """s3transfer's progress events as the byte counts ``callback`` takes."""
-
-    def __init__(self, callback: Callable[[int], None]) -> None:
-        self._callback = callback
-
-    def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
-        self._callback(bytes_transferred)
-
-
 class Bucket:
     """One S3 bucket through one boto3 client."""
 
     def __init__(self, client: S3Client, name: str) -> None:
         self.client = client
         self.name = name
+
+    def sibling(self, name: str) -> Bucket:
+        """The bucket ``name`` through this bucket's client (an import's source)."""
+        return Bucket(self.client, name)
+
+    def range_reader(self, key: str, size: int, etag: str) -> S3RangeReader:
+        """Ranged reads of the version of ``key`` with ETag ``etag`` (``size`` bytes)."""
+        return S3RangeReader(self.client, self.name, key, size, etag)
 
     def _translated(self, operation: str, key: str) -> Any:
         """Translate botocore's errors of ``operation`` on ``key`` (a context manager)."""
@@ -411,122 +268,21 @@ class Bucket:
         single_request_limit: int = SINGLE_REQUEST_LIMIT,
         if_none_match: bool = False,
     ) -> str:
-        """Upload a file so that S3 checks its SHA-256; return the file's SHA-256.
-
-        Up to ``single_request_limit`` bytes go in one PutObject carrying the full-object
-        SHA-256 (``sha256``, computed first when ``None``), which S3 verifies; it is also kept
-        in user metadata. A larger file is uploaded in parts of ``part_size``,
-        :data:`UPLOAD_CONCURRENCY` at a time, each with its own :data:`UPLOAD_PART_CHECKSUM`
-        that S3 verifies, and the file's SHA-256 is computed from the same single read: with
-        ``sha256`` given it is kept in user metadata and the upload is abandoned before it
-        completes if the file's bytes are not those; without it, user metadata cannot carry
-        it (S3 takes an object's metadata when the upload starts, and keeps only a composite
-        checksum of a multipart object) and the caller records the returned hash.
-
-        With ``if_none_match`` the write never replaces an object: if ``key`` exists (or is
-        written concurrently) it raises :class:`PreconditionFailed`. Raises
-        :class:`FileChangedError` when the file's bytes are not ``sha256`` or change while
-        they are read.
-        """
-        size = path.stat().st_size
-        meta = {**metadata, META_SHA256: sha256} if sha256 else dict(metadata)
-        if size > single_request_limit:
-            return self._multipart_upload(
-                path, key, size, sha256, content_type, meta, progress, part_size, if_none_match
-            )
-        if sha256 is None:
-            raise ValueError(f"{path}: a file sent in one request needs its SHA-256 first")
-        condition = {"IfNoneMatch": "*"} if if_none_match else {}
-        with path.open("rb") as handle, self._translated("PutObject", key):
-            self.client.put_object(
-                Bucket=self.name,
-                Key=key,
-                Body=ProgressReader(handle, progress),  # type: ignore[arg-type]
-                ContentLength=size,
-                ContentType=content_type,
-                ChecksumAlgorithm="SHA256",
-                ChecksumSHA256=sha256_hex_to_b64(sha256),
-                Metadata=meta,
-                **condition,  # type: ignore[arg-type]
-            )
-        return sha256
-
-    def _multipart_upload(
-        self,
-        path: Path,
-        key: str,
-        size: int,
-        sha256: str | None,
-        content_type: str,
-        metadata: Mapping[str, str],
-        progress: Callable[[int], None] | None,
-        part_size: int,
-        if_none_match: bool,
-    ) -> str:
-        """s3transfer's TransferManager uploads the parts: concurrency, the parts held in
-        memory (bounded by ``max_in_memory_upload_chunks``), each part's checksum (botocore
-        computes it from the bytes it sends, and S3 checks it), and the AbortMultipartUpload
-        after a failure, whose own failure it logs rather than raising in place of the first
-        error. Given an open file, it reads the parts in order in one thread, so
-        :class:`HashingReader` sees the file once from start to end.
-
-        Our own code is what the library does not do: ``If-None-Match: *`` on
-        CompleteMultipartUpload (not among the arguments it passes to that call) and the check
-        of the file's hash before it, both added to that one request by a handler on the
-        client (:meth:`_on_complete`)."""
-        transfer = TransferManager(
+        """Upload a file so that S3 checks its SHA-256; return the file's SHA-256
+        (:func:`wheelgate.storage.transfers.upload_file`)."""
+        return upload_file(
             self.client,
-            TransferConfig(
-                multipart_threshold=1,
-                multipart_chunksize=part_size,
-                max_request_concurrency=UPLOAD_CONCURRENCY,
-                max_in_memory_upload_chunks=UPLOAD_CONCURRENCY,
-            ),
+            self.name,
+            path,
+            key,
+            sha256=sha256,
+            content_type=content_type,
+            metadata=metadata,
+            progress=progress,
+            part_size=part_size,
+            single_request_limit=single_request_limit,
+            if_none_match=if_none_match,
         )
-        with path.open("rb") as handle:
-            reader = HashingReader(handle, size)
-            check = self._on_complete(key, reader, sha256, if_none_match)
-            event = "before-parameter-build.s3.CompleteMultipartUpload"
-            handler_id = f"wheelgate-complete-{id(reader)}"
-            self.client.meta.events.register(event, check, unique_id=handler_id)
-            try:
-                with self._translated("multipart upload", key):
-                    future = transfer.upload(
-                        reader,  # type: ignore[arg-type]
-                        self.name,
-                        key,
-                        extra_args={
-                            "ContentType": content_type,
-                            "ChecksumAlgorithm": UPLOAD_PART_CHECKSUM,
-                            "Metadata": dict(metadata),
-                        },
-                        subscribers=[_Progress(progress)] if progress else None,
-                    )
-                    future.result()
-            finally:
-                self.client.meta.events.unregister(event, unique_id=handler_id)
-                transfer.shutdown()
-        return reader.hexdigest()
-
-    def _on_complete(
-        self, key: str, reader: HashingReader, sha256: str | None, if_none_match: bool
-    ) -> Callable[..., None]:
-        """Handler for this upload's CompleteMultipartUpload: raising stops the upload before
-        it completes (the transfer manager then aborts it)."""
-
-        def check(params: dict[str, Any], **_: Any) -> None:
-            if params.get("Bucket") != self.name or params.get("Key") != key:
-                return
-            digest = reader.hexdigest()
-            if sha256 is not None and digest != sha256:
-                raise FileChangedError(
-                    f"{reader.name}: its bytes have SHA-256 {digest}, not {sha256}; "
-                    "the upload was abandoned"
-                )
-            if if_none_match:
-                params["IfNoneMatch"] = "*"
-
-        return check
 
     def copy_in(
         self,
@@ -579,77 +335,17 @@ class Bucket:
                 etag=str(result.get("ETag", "")),
                 sha256=sha256_b64_to_hex(checksum) if checksum else None,
             )
-        etag = self._multipart_copy(
-            source, source_key, source_etag, size, key, part_size, metadata, sha256
+        etag = multipart_copy(
+            self.client,
+            self.name,
+            source.name,
+            source.head(source_key),
+            source_key,
+            source_etag,
+            size,
+            key,
+            part_size,
+            metadata,
+            sha256,
         )
         return Copied(etag=etag, sha256=None)
-
-    def _multipart_copy(
-        self,
-        source: Bucket,
-        source_key: str,
-        source_etag: str,
-        size: int,
-        key: str,
-        part: int,
-        metadata: Mapping[str, str] | None,
-        sha256: str | None,
-    ) -> str:
-        """Our own code, not s3transfer's managed copy: every part copy is pinned to the
-        source's ETag and the completion is ``If-None-Match: *`` (the managed copy passes
-        neither to those calls), and the copy records the verified SHA-256."""
-        head = source.head(source_key)
-        if head is None or head.etag != source_etag:
-            raise PreconditionFailed(f"s3://{source.name}/{source_key} changed during the copy")
-        recorded = dict(head.metadata if metadata is None else metadata)
-        if sha256:
-            recorded[META_SHA256] = sha256
-        with self._translated("multipart copy", key):
-            upload = self.client.create_multipart_upload(
-                Bucket=self.name,
-                Key=key,
-                ContentType=ARTIFACT_CONTENT_TYPE,
-                Metadata=recorded,
-            )
-            upload_id = upload["UploadId"]
-            ranges = [(start, min(start + part, size) - 1) for start in range(0, size, part)]
-
-            def copy_part(numbered: tuple[int, tuple[int, int]]) -> dict[str, Any]:
-                number, (first, last) = numbered
-                result = self.client.upload_part_copy(
-                    Bucket=self.name,
-                    Key=key,
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    CopySource={"Bucket": source.name, "Key": source_key},
-                    CopySourceIfMatch=source_etag,
-                    CopySourceRange=f"bytes={first}-{last}",
-                )
-                return {"PartNumber": number, "ETag": result["CopyPartResult"]["ETag"]}
-
-            try:
-                with ThreadPoolExecutor(max_workers=8) as pool:
-                    parts = list(pool.map(copy_part, enumerate(ranges, start=1)))
-                completed = self.client.complete_multipart_upload(
-                    Bucket=self.name,
-                    Key=key,
-                    UploadId=upload_id,
-                    MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
-                    IfNoneMatch="*",
-                )
-                return str(completed["ETag"])
-            except BaseException:
-                self._abort(key, upload_id)
-                raise
-
-    def _abort(self, key: str, upload_id: str) -> None:
-        """Abandon a multipart upload after a failure. That failure is what the caller sees:
-        an abort that fails too (the upload already gone, the endpoint down) is logged, never
-        raised in its place; an upload left behind is removed by the bucket's
-        incomplete-upload lifecycle rule."""
-        try:
-            self.client.abort_multipart_upload(Bucket=self.name, Key=key, UploadId=upload_id)
-        except (ClientError, BotoCoreError) as exc:
-            logger.warning(
-                "s3://%s/%s: abandoning upload %s failed too: %s", self.name, key, upload_id, exc
-            )

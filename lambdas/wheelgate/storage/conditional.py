@@ -17,20 +17,27 @@ overwritten by the loser's), so the last rendered objects always match the last 
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from wheelgate.core.errors import TransientError
-from wheelgate.storage.bucket import Bucket, ObjectLock, retry_delay
+from wheelgate.storage.bucket import Bucket, ObjectLock
 
 S = TypeVar("S")
 T = TypeVar("T")
 
 #: Attempts before a writer whose state keeps changing under it gives up (a transient error):
-#: with :func:`~wheelgate.storage.bucket.retry_delay`'s backoff, about 40 s of contention.
+#: with :func:`retry_delay`'s backoff, about 40 s of contention.
 MAX_ATTEMPTS = 25
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds to wait before retrying after losing a conditional write for the ``attempt``-th
+    time: exponential, capped at 2 s, with jitter so that racing writers spread out."""
+    return float(min(2.0, 0.02 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
 
 
 @dataclass(frozen=True)

@@ -170,3 +170,9 @@ def translated(operation: str, target: str, endpoint: str | None) -> Iterator[No
         yield
     except (ClientError, BotoCoreError, Urllib3Error) as exc:
         raise translate(exc, operation=operation, target=target, endpoint=endpoint) from exc
+
+
+def s3_translated(client: Any, operation: str, bucket: str, key: str) -> Any:
+    """:func:`translated` for ``operation`` on ``s3://bucket/key`` through ``client``'s
+    endpoint."""
+    return translated(operation, f"s3://{bucket}/{key}", endpoint_of(client))

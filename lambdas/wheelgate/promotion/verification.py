@@ -60,7 +60,7 @@ from wheelgate.core.wheelmeta import (
 )
 from wheelgate.index.pages import IndexEntry, PageFormatError, ProjectPage
 from wheelgate.index.store import IndexStore, pages_must_parse
-from wheelgate.storage.bucket import Bucket, S3RangeReader
+from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 
 
@@ -80,7 +80,7 @@ def wheel_identity(
     ``metadata-unreadable``, naming ``index``) and
     :class:`~wheelgate.core.errors.TransientError` when the object changed while it was read.
     """
-    reader = S3RangeReader(bucket.client, bucket.name, key, size, etag)
+    reader = bucket.range_reader(key, size, etag)
     try:
         return read_core_metadata(reader, filename)
     except WheelIdentityError as exc:
@@ -167,7 +167,50 @@ class SetVerifier:
         says (``page-unreadable``: one directory inside another).
         """
         index = artifact_set.index
-        prefix = STAGING.run_index_prefix(manifest.run_id, index)
+        staged, unhashed_names = self._staged(manifest.run_id, artifact_set, whole_run)
+        with pages_must_parse(index):
+            pages = self._read_pages(artifact_set)
+            # The root page is written after the copies: one that is not a root page (another
+            # directory's project page, this directory being inside it) must refuse now.
+            self.nightly_pages.read_root(index)
+        check_release_conflicts(
+            artifact_set,
+            [(e.filename, e.sha256) for page, _ in pages.values() for e in page.entries],
+            allow_build_tag_rereleases=self.allow_build_tag_rereleases,
+            allow_new_local_labels=self.allow_new_local_labels.allowed_in(index),
+        )
+        released, copied_before, nightly_keys = self._released(artifact_set, pages, staged)
+        plan = plan_set(
+            artifact_set,
+            run_id=manifest.run_id,
+            commit=manifest.commit,
+            staged=staged,
+            released=released,
+            copied_before=copied_before,
+        )
+        wheels = [step for step in plan.steps if step.is_wheel]
+        known = known_metadata or {}
+
+        def read(step: FileStep) -> CoreMetadata:
+            found = known.get((step.source_key, step.source_etag))
+            return found if found is not None else self.wheel_metadata(step)
+
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            metadata = list(pool.map(read, wheels))
+        return VerifiedSet(
+            plan=plan,
+            pages=pages,
+            metadata={s.file.filename: m for s, m in zip(wheels, metadata, strict=True)},
+            nightly_keys=frozenset(nightly_keys),
+            unhashed=tuple(s for s in plan.steps if s.file.filename in unhashed_names),
+        )
+
+    def _staged(
+        self, run_id: str, artifact_set: ArtifactSet, whole_run: bool
+    ) -> tuple[dict[str, ObjectInfo], set[str]]:
+        """The run directory's staged files by name, and the names of those S3 has no SHA-256
+        of (planned on the manifest's, see :meth:`verify`)."""
+        prefix = STAGING.run_index_prefix(run_id, artifact_set.index)
         # Only the run directory's own files: its project pages sit in subfolders, one per
         # project of the nightly directory, and must not make this listing grow with them.
         set_names = {f.filename for f in artifact_set.files}
@@ -196,17 +239,18 @@ class SetVerifier:
         }
         for name in unhashed_names:
             staged[name] = replace(staged[name], s3_sha256=manifest_sha256[name])
-        with pages_must_parse(index):
-            pages = self._read_pages(artifact_set)
-            # The root page is written after the copies: one that is not a root page (another
-            # directory's project page, this directory being inside it) must refuse now.
-            self.nightly_pages.read_root(index)
-        check_release_conflicts(
-            artifact_set,
-            [(e.filename, e.sha256) for page, _ in pages.values() for e in page.entries],
-            allow_build_tag_rereleases=self.allow_build_tag_rereleases,
-            allow_new_local_labels=self.allow_new_local_labels.allowed_in(index),
-        )
+        return staged, unhashed_names
+
+    def _released(
+        self,
+        artifact_set: ArtifactSet,
+        pages: Mapping[str, tuple[ProjectPage, str | None]],
+        staged: Mapping[str, ObjectInfo],
+    ) -> tuple[dict[str, ObjectInfo | None], dict[str, ObjectInfo], set[str]]:
+        """What nightly holds of the set's files: each one released (or ``None``), the copies
+        an earlier attempt left of files gone from staging, and every nightly key of the
+        set's projects."""
+        index = artifact_set.index
         # Every nightly key of these projects' files (one listing per file-name prefix, so the
         # cost follows the project's own files, not the directory's): catches a file that an
         # interrupted promotion copied but never listed.
@@ -236,30 +280,7 @@ class SetVerifier:
                 copy = self.nightly.head(key)
                 if copy is not None and copy.s3_sha256 == f.sha256:
                     copied_before[f.filename] = copy
-        plan = plan_set(
-            artifact_set,
-            run_id=manifest.run_id,
-            commit=manifest.commit,
-            staged=staged,
-            released=released,
-            copied_before=copied_before,
-        )
-        wheels = [step for step in plan.steps if step.is_wheel]
-        known = known_metadata or {}
-
-        def read(step: FileStep) -> CoreMetadata:
-            found = known.get((step.source_key, step.source_etag))
-            return found if found is not None else self.wheel_metadata(step)
-
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            metadata = list(pool.map(read, wheels))
-        return VerifiedSet(
-            plan=plan,
-            pages=pages,
-            metadata={s.file.filename: m for s, m in zip(wheels, metadata, strict=True)},
-            nightly_keys=frozenset(nightly_keys),
-            unhashed=tuple(s for s in plan.steps if s.file.filename in unhashed_names),
-        )
+        return released, copied_before, nightly_keys
 
     def check_hashes(self, steps: Sequence[FileStep]) -> None:
         """:meth:`check_hash` of each of ``steps``, ``workers`` at a time; raises the first

@@ -1,0 +1,236 @@
+"""The composition root of promotion: every part of the service built once, in one place.
+
+The promoter function's handler (:func:`wheelgate.lambda_function.handler.build_parts`) calls
+:func:`build_service` once per container; tests and benchmarks call it with their own clients,
+clock and limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from wheelgate.core.acceptance import AcceptancePolicy
+from wheelgate.core.layout import IMPORT_RUN_PREFIX, YANK_RUN_PREFIX
+from wheelgate.core.settings import PromoterSettings
+from wheelgate.index.store import IndexStore
+from wheelgate.promotion.fanout.jobs import FanoutJobs
+from wheelgate.promotion.fanout.ports import Launcher, MessageSender
+from wheelgate.promotion.fanout.steps import FanoutSteps
+from wheelgate.promotion.fanout.store import JobStore
+from wheelgate.promotion.flow import PromotionFlow
+from wheelgate.promotion.importing.gather import Gatherer
+from wheelgate.promotion.importing.progress import ImportProgress
+from wheelgate.promotion.importing.route import ImportRoute
+from wheelgate.promotion.importing.screen import Screener
+from wheelgate.promotion.lease import IndexLeases
+from wheelgate.promotion.observer import DecisionObserver, NoObserver
+from wheelgate.promotion.override import OverrideRoute
+from wheelgate.promotion.publish import Invalidator, Publisher
+from wheelgate.promotion.recorder import RecordStore
+from wheelgate.promotion.redelivery import Redelivery
+from wheelgate.promotion.release import Releaser
+from wheelgate.promotion.run import RunRoute
+from wheelgate.promotion.service import PromotionService
+from wheelgate.promotion.verdicts import Signer, VerdictWriter
+from wheelgate.promotion.verification import SetVerifier
+from wheelgate.promotion.yanking import YankRoute
+from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The parts every path of a promotion shares (the flow, the fan-out steps, the routes)."""
+
+    settings: PromoterSettings
+    staging: Bucket
+    nightly: Bucket
+    clock: Callable[[], datetime]
+    workers: int
+    single_request_limit: int
+    part_size: int
+    records: RecordStore
+    leases: IndexLeases
+    nightly_pages: IndexStore
+    verifier: SetVerifier
+    releaser: Releaser
+    verdicts: VerdictWriter | None
+    publisher: Publisher
+
+
+def build_service(
+    *,
+    settings: PromoterSettings,
+    staging: Bucket,
+    nightly: Bucket,
+    invalidator: Invalidator | None = None,
+    clock: Callable[[], datetime] | None = None,
+    workers: int = 16,
+    single_request_limit: int = SINGLE_REQUEST_LIMIT,
+    part_size: int = MULTIPART_PART_SIZE,
+    observer: DecisionObserver | None = None,
+    launcher: Launcher | None = None,
+    queue: MessageSender | None = None,
+    signer: Signer | None = None,
+) -> PromotionService:
+    """The service promoting manifests from ``staging`` into ``nightly``.
+
+    ``invalidator`` drops the CDN's copies of changed pages (``None``: no CDN). ``clock``
+    stamps records and pages (``None``: the time now). ``workers`` bounds the requests a step
+    makes at once. ``single_request_limit`` and ``part_size`` are S3's copy limits, lowered
+    only by tests that exercise multipart copies with small files. ``observer`` hears of each
+    new decision once. ``launcher`` starts fan-out executions (``None``: every run is promoted
+    in one invocation); ``queue`` sends a failed execution's or an unfinished import's event
+    back. ``signer`` signs each released file's verdict (``None``: no verdicts).
+    """
+    now = clock or _now
+    told = observer or NoObserver()
+    records = RecordStore(staging)
+    # Pages alone get the short lock; files are copied without lock headers and keep the
+    # bucket's default retention.
+    nightly_pages = IndexStore(nightly, retention=settings.page_retention)
+    parts = _Parts(
+        settings=settings,
+        staging=staging,
+        nightly=nightly,
+        clock=now,
+        workers=workers,
+        single_request_limit=single_request_limit,
+        part_size=part_size,
+        records=records,
+        leases=IndexLeases(staging),
+        nightly_pages=nightly_pages,
+        verifier=SetVerifier(
+            staging=staging,
+            nightly=nightly,
+            nightly_pages=nightly_pages,
+            workers=workers,
+            allow_build_tag_rereleases=settings.allow_build_tag_rereleases,
+            allow_new_local_labels=settings.allow_new_local_labels,
+        ),
+        releaser=Releaser(
+            staging=staging,
+            nightly=nightly,
+            clock=now,
+            workers=workers,
+            single_request_limit=single_request_limit,
+            part_size=part_size,
+        ),
+        verdicts=None
+        if signer is None
+        else VerdictWriter(
+            settings=settings, nightly=nightly, signer=signer, clock=now, workers=workers
+        ),
+        publisher=Publisher(
+            settings=settings, nightly_pages=nightly_pages, invalidator=invalidator, clock=now
+        ),
+    )
+    return _service(parts, launcher, queue, told)
+
+
+def _service(
+    parts: _Parts,
+    launcher: Launcher | None,
+    queue: MessageSender | None,
+    observer: DecisionObserver,
+) -> PromotionService:
+    fanout, steps = (None, None) if launcher is None else _fanout(parts, launcher, queue, observer)
+    redelivery = Redelivery(fanout)
+    settings, records, now = parts.settings, parts.records, parts.clock
+    flow = PromotionFlow(
+        policy=AcceptancePolicy(
+            required_tests=settings.required_tests,
+            allowed_indexes=settings.allowed_indexes,
+            block_all_on_failure=settings.block_all_on_failure,
+        ),
+        staging=parts.staging,
+        verifier=parts.verifier,
+        releaser=parts.releaser,
+        verdicts=parts.verdicts,
+        publisher=parts.publisher,
+        records=records,
+        leases=parts.leases,
+        fanout=fanout,
+        redelivery=redelivery,
+        clock=now,
+    )
+    yanks = YankRoute(publisher=parts.publisher, records=records, leases=parts.leases, clock=now)
+    return PromotionService(
+        settings=settings,
+        staging=parts.staging,
+        records=records,
+        flow=flow,
+        runs=RunRoute(settings=settings),
+        overrides=OverrideRoute(
+            staging=parts.staging, records=records, redelivery=redelivery, clock=now
+        ),
+        routes={
+            YANK_RUN_PREFIX: yanks,
+            IMPORT_RUN_PREFIX: _import_route(parts, redelivery, queue),
+        },
+        observer=observer,
+        clock=now,
+        fanout=fanout,
+        steps=steps,
+    )
+
+
+def _fanout(
+    parts: _Parts, launcher: Launcher, queue: MessageSender | None, observer: DecisionObserver
+) -> tuple[FanoutJobs, FanoutSteps]:
+    store = JobStore(staging=parts.staging, clock=parts.clock, workers=parts.workers)
+    jobs = FanoutJobs(
+        settings=parts.settings,
+        store=store,
+        launcher=launcher,
+        records=parts.records,
+        leases=parts.leases,
+        clock=parts.clock,
+    )
+    steps = FanoutSteps(
+        settings=parts.settings,
+        store=store,
+        queue=queue,
+        verifier=parts.verifier,
+        releaser=parts.releaser,
+        verdicts=parts.verdicts,
+        publisher=parts.publisher,
+        records=parts.records,
+        leases=parts.leases,
+        observer=observer,
+        clock=parts.clock,
+    )
+    return jobs, steps
+
+
+def _import_route(
+    parts: _Parts, redelivery: Redelivery, queue: MessageSender | None
+) -> ImportRoute:
+    return ImportRoute(
+        settings=parts.settings,
+        buckets=(parts.staging.name, parts.nightly.name),
+        records=parts.records,
+        gatherer=Gatherer(
+            staging=parts.staging,
+            progress=ImportProgress(records=parts.records, clock=parts.clock),
+            clock=parts.clock,
+            workers=parts.workers,
+            single_request_limit=parts.single_request_limit,
+            part_size=parts.part_size,
+        ),
+        screener=Screener(
+            settings=parts.settings,
+            staging=parts.staging,
+            nightly_pages=parts.nightly_pages,
+            clock=parts.clock,
+            workers=parts.workers,
+        ),
+        redelivery=redelivery,
+        queue=queue,
+        clock=parts.clock,
+    )
