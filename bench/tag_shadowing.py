@@ -17,7 +17,7 @@ import argparse
 import time
 from collections.abc import Sequence
 
-from wheelgate.core.planning import TagBook
+from wheelgate.core.release_rules import TagBook
 
 PYTHONS = [f"cp3{m}-cp3{m}" for m in range(9, 14)]
 PLATFORMS = [

@@ -9,7 +9,8 @@ from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B, TORCH, manifest_dict
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import ArtifactSet, ManifestV2
 from wheelgate.core.objects import META_COMMIT, META_SHA256, ObjectInfo
-from wheelgate.core.planning import check_release_conflicts, plan_set
+from wheelgate.core.planning import plan_set
+from wheelgate.core.release_rules import check_release_conflicts
 from wheelgate.core.settings import (
     ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_NIGHTLY_BASE_URL,

@@ -37,8 +37,8 @@ from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, METADATA_SUFFIX, PAGE_NAMES
 from wheelgate.core.manifest import IndexDir, RunId, describe_errors, parse_distribution_filename
 from wheelgate.core.objects import ListedObject
-from wheelgate.core.planning import LabelBook, ReleaseBook, TagBook
 from wheelgate.core.records import RefusedFile
+from wheelgate.core.release_rules import LabelBook, ReleaseBook, TagBook
 from wheelgate.core.settings import ImportSource, parse_source_uri
 from wheelgate.core.timestamps import normalized_upload_time
 
@@ -347,10 +347,10 @@ def screen(
     - nightly, or a candidate kept before, holds the same release under another name with other
       bytes: ``release-conflict`` (a duplicate at the source, or a conflict with nightly);
     - it would change what ``==<public version>`` installs through a local version label, as
-      nightly and the candidates kept before it stand (:class:`~wheelgate.core.planning.
+      nightly and the candidates kept before it stand (:class:`~wheelgate.core.release_rules.
       LabelBook`, with ``allow_new_local_labels``): ``local-label-conflict``;
     - it is a wheel joining a version nightly released that some interpreter would install
-      instead of a released wheel (:class:`~wheelgate.core.planning.TagBook`, with
+      instead of a released wheel (:class:`~wheelgate.core.release_rules.TagBook`, with
       ``allow_build_tag_rereleases``): ``tag-shadowing``. The candidates arrive together:
       they are not judged against each other.
 
@@ -380,43 +380,51 @@ def screen(
         )
 
     for c in candidates:
-        if c.sha256 is not None and c.facts.sha256 not in (None, c.sha256):
-            refuse(
-                c,
-                Reason.CHECKSUM_MISMATCH,
-                f"the source index lists sha256 {c.facts.sha256}, the bytes have {c.sha256}",
-            )
-            continue
         held = released.get(c.filename)
-        if held is not None:
-            same = held[0] == c.sha256 if c.sha256 is not None else held[1] == c.size
-            if not same:
-                refuse(
-                    c,
-                    Reason.NIGHTLY_CONFLICT,
-                    f"conflict with nightly: it holds {c.filename} with other bytes "
-                    f"(sha256 {held[0]}); released files are never replaced",
-                )
-                continue
+        refusal = _refusal(c, held, released, (book, labels, tags), index=index)
+        if refusal is not None:
+            refuse(c, *refusal)
+        elif held is not None:
             already.add(c.filename)
             accepted.append(c)
-            continue
-        sha256 = c.sha256 or f"unknown:{c.filename}"
-        other = book.conflicting(c.filename, sha256)
-        if other is not None:
-            where = "conflict with nightly" if other in released else "duplicate at the source"
-            refusal = book.refusal(c.filename, other, index=index)
-            refuse(c, refusal.reason, f"{where}: {refusal.message}")
-            continue
-        label_refusal = labels.conflict(c.filename, index=index)
-        if label_refusal is not None:
-            refuse(c, label_refusal.reason, label_refusal.message)
-            continue
-        tag_refusal = tags.conflict(c.filename, c.sha256, index=index)
-        if tag_refusal is not None:
-            refuse(c, tag_refusal.reason, tag_refusal.message)
-            continue
-        book.add(c.filename, sha256)
-        labels.add(c.filename)
-        accepted.append(c)
+        else:
+            book.add(c.filename, c.sha256 or f"unknown:{c.filename}")
+            labels.add(c.filename)
+            accepted.append(c)
     return Screened(accepted=tuple(accepted), already=frozenset(already), refused=tuple(refused))
+
+
+def _refusal(
+    c: Candidate,
+    held: tuple[str, int] | None,
+    released: Mapping[str, tuple[str, int]],
+    books: tuple[ReleaseBook, LabelBook, TagBook],
+    *,
+    index: str,
+) -> tuple[Reason, str] | None:
+    """Why :func:`screen` refuses ``c`` (``held``: nightly's file of its name), in the order
+    the checks are listed there; ``None`` when it is kept."""
+    if c.sha256 is not None and c.facts.sha256 not in (None, c.sha256):
+        return (
+            Reason.CHECKSUM_MISMATCH,
+            f"the source index lists sha256 {c.facts.sha256}, the bytes have {c.sha256}",
+        )
+    if held is not None:
+        same = held[0] == c.sha256 if c.sha256 is not None else held[1] == c.size
+        if same:
+            return None
+        return (
+            Reason.NIGHTLY_CONFLICT,
+            f"conflict with nightly: it holds {c.filename} with other bytes "
+            f"(sha256 {held[0]}); released files are never replaced",
+        )
+    book, labels, tags = books
+    other = book.conflicting(c.filename, c.sha256 or f"unknown:{c.filename}")
+    if other is not None:
+        where = "conflict with nightly" if other in released else "duplicate at the source"
+        conflict = book.refusal(c.filename, other, index=index)
+        return conflict.reason, f"{where}: {conflict.message}"
+    refusal = labels.conflict(c.filename, index=index) or tags.conflict(
+        c.filename, c.sha256, index=index
+    )
+    return None if refusal is None else (refusal.reason, refusal.message)

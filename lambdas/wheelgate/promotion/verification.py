@@ -18,7 +18,7 @@ For each accepted set, all read before the first copy of the run:
   released under its own name must have the same bytes, and no file may re-release a released
   release under another name, nor give a public version a local label that would change what
   its ``==`` pin installs, nor join a released version as a wheel some interpreter would
-  install instead of a released one (:func:`wheelgate.core.planning.check_release_conflicts`).
+  install instead of a released one (:func:`wheelgate.core.release_rules.check_release_conflicts`).
 
 :func:`wheelgate.core.planning.plan_set` checks these against the manifest and decides each
 copy. Nothing here writes.
@@ -44,13 +44,8 @@ from wheelgate.core.layout import (
 )
 from wheelgate.core.manifest import ArtifactSet, Manifest, parse_distribution_filename
 from wheelgate.core.objects import ObjectInfo
-from wheelgate.core.planning import (
-    FileStep,
-    SetPlan,
-    check_release_conflicts,
-    checksum_mismatch,
-    plan_set,
-)
+from wheelgate.core.planning import FileStep, SetPlan, checksum_mismatch, plan_set
+from wheelgate.core.release_rules import check_release_conflicts
 from wheelgate.core.settings import NewLocalLabels
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
@@ -113,7 +108,7 @@ class SetVerifier:
     """Reads what verifying a set needs from both buckets, ``workers`` requests at a time.
 
     ``allow_build_tag_rereleases`` and ``allow_new_local_labels`` are the deployment's
-    settings (see :func:`~wheelgate.core.planning.check_release_conflicts`).
+    settings (see :func:`~wheelgate.core.release_rules.check_release_conflicts`).
     """
 
     def __init__(
