@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelgate.core.layout import PAGES, href
-from wheelgate.core.settings import RetentionRule
+from wheelgate.core.setting_values import RetentionRule
 from wheelgate.index.pages import (
     HTML_CONTENT_TYPE,
     JSON_CONTENT_TYPE,

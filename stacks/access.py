@@ -9,6 +9,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from wheelgate.core.import_sources import ImportSource
 from wheelgate.core.layout import (
     HTML_PAGE,
     IMPORT_RUN_PREFIX,
@@ -24,7 +25,6 @@ from wheelgate.core.layout import (
     STATUS_PREFIX,
     VERDICT_KEYS_KEY,
 )
-from wheelgate.core.settings import ImportSource
 
 from .nag import acknowledge_resource_wildcards
 

@@ -49,21 +49,22 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from wheelgate.core.import_sources import ImportSource, check_import_source
 from wheelgate.core.layout import LayoutError, check_index_dirs
+from wheelgate.core.quotas import MAX_MAP_CONCURRENCY
+from wheelgate.core.run_window import run_stage_window_days
+from wheelgate.core.setting_parsers import DEFAULT_TEST_URL_HOSTS
+from wheelgate.core.setting_values import (
+    RETENTION_MODES,
+    ListingRetention,
+    NewLocalLabels,
+    SettingsError,
+)
 from wheelgate.core.settings import (
     DEFAULT_FANOUT_COPY_CONCURRENCY,
     DEFAULT_FANOUT_HASH_CONCURRENCY,
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
-    DEFAULT_TEST_URL_HOSTS,
-    MAX_MAP_CONCURRENCY,
-    RETENTION_MODES,
-    ImportSource,
-    ListingRetention,
-    NewLocalLabels,
-    SettingsError,
-    check_import_source,
-    run_stage_window_days,
 )
 
 #: The name of the settings object: the ``cdk.json`` context key, and the first part of every
@@ -572,7 +573,7 @@ class WheelGateProps(_Settings):
     @property
     def run_stage_window_days(self) -> int:
         """Days after a run's first staged object that ``wheelgate stage`` still writes its
-        pages (:func:`wheelgate.core.settings.run_stage_window_days`)."""
+        pages (:func:`wheelgate.core.run_window.run_stage_window_days`)."""
         return run_stage_window_days(
             self.staging_run_expiry_days, self.staging_run_page_expiry_days
         )

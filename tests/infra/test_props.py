@@ -13,14 +13,9 @@ import pytest
 from stacks.context import props_from_context
 from stacks.props import ConfigError, CustomDomain, WheelGateProps
 from tests.infra.synth import cdk_json_context
-from wheelgate.core.settings import (
-    DEFAULT_FANOUT_MIN_BYTES,
-    DEFAULT_FANOUT_MIN_FILES,
-    ENV_ALLOW_NEW_LOCAL_LABELS,
-    ListingRetention,
-    NewLocalLabels,
-    RetentionRule,
-)
+from wheelgate.core.env_names import ENV_ALLOW_NEW_LOCAL_LABELS
+from wheelgate.core.setting_values import ListingRetention, NewLocalLabels, RetentionRule
+from wheelgate.core.settings import DEFAULT_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_FILES
 
 
 def _config(**changes: Any) -> WheelGateProps:

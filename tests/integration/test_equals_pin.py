@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.conftest import uv_binary
 from tests.integration.test_promoter import Run, wheel
-from wheelgate.core.settings import ENV_ALLOW_NEW_LOCAL_LABELS
+from wheelgate.core.env_names import ENV_ALLOW_NEW_LOCAL_LABELS
 from wheelgate.lambda_function import handler
 from wheelgate.local.stack import LocalStack
 from wheelgate.staging.hermetic import hermetic_env

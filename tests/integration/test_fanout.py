@@ -19,25 +19,27 @@ import boto3
 import pytest
 
 from tests.integration.test_promoter import Context, nightly_versions, sqs_event
-from wheelgate.core.errors import TransientError
-from wheelgate.core.layout import PAGE_NAMES, STAGING, VERDICT_KEYS_KEY
-from wheelgate.core.override import new_request_id
-from wheelgate.core.records import PromotionRecord
-from wheelgate.core.settings import (
+from wheelgate.core.env_names import (
     ENV_BREAK_GLASS_ID,
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
     ENV_MANIFEST_QUEUE_URL,
+)
+from wheelgate.core.errors import TransientError
+from wheelgate.core.fanout_steps import FANOUT_STEP_FIELD
+from wheelgate.core.layout import PAGE_NAMES, STAGING, VERDICT_KEYS_KEY
+from wheelgate.core.limits import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
     FANOUT_LEASE_BUSY_RETRY_SECONDS,
     FANOUT_MAX_EXECUTIONS,
-    FANOUT_STEP_FIELD,
     LEASE_BUSY_RETRY_SECONDS,
-    PromoterSettings,
 )
+from wheelgate.core.override import new_request_id
+from wheelgate.core.records import PromotionRecord
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.fanout import InProcessLauncher

@@ -21,8 +21,8 @@ from botocore.awsrequest import AWSResponse
 from tests.integration.test_override import BREAK_GLASS, BREAK_GLASS_ID, put_override
 from tests.integration.test_promoter import Context, Run, deliver, wheel
 from wheelgate.cli.main import EXIT_OK, main
+from wheelgate.core.env_names import ENV_BREAK_GLASS_ID
 from wheelgate.core.layout import STAGING
-from wheelgate.core.settings import ENV_BREAK_GLASS_ID
 from wheelgate.lambda_function import handler
 from wheelgate.local.stack import (
     LOCAL_REPORTER_PRINCIPAL,

@@ -27,7 +27,8 @@ import pytest
 from tests.integration.test_concurrency import repeats
 from wheelgate.core.layout import NIGHTLY, PAGES
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
-from wheelgate.core.settings import PromoterSettings, RetentionRule
+from wheelgate.core.setting_values import RetentionRule
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import IndexEntry, upload_time
 from wheelgate.index.rebuild import rebuild, scan_nightly
 from wheelgate.index.store import IndexStore
@@ -71,7 +72,12 @@ Writer = Callable[[Bucket, str], None]
 
 def _settings() -> PromoterSettings:
     return PromoterSettings(
-        staging_bucket=STAGING_BUCKET, nightly_bucket=NIGHTLY_BUCKET, nightly_base_url="http://n/"
+        staging_bucket=STAGING_BUCKET,
+        nightly_bucket=NIGHTLY_BUCKET,
+        nightly_base_url="http://n/",
+        trusted_reporter_id="AROAREPORTER",
+        allowed_indexes=frozenset(),
+        verdict_key_arn="arn:aws:kms:us-east-1:000000000000:key/unused",
     )
 
 

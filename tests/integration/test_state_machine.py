@@ -47,18 +47,16 @@ from tests.integration.test_fanout import (
     single_path,
 )
 from tests.integration.test_promoter import Context, nightly_versions, sqs_batch
-from wheelgate.core.errors import PromotionRejected, Reason, TransientError
-from wheelgate.core.layout import STAGING
-from wheelgate.core.settings import (
+from wheelgate.core.env_names import (
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
     ENV_MANIFEST_QUEUE_URL,
-    FANOUT_ITEM_RETRY_ATTEMPTS,
-    FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-    FANOUT_REJECTED_ERROR,
-    FANOUT_STEP_FIELD,
 )
+from wheelgate.core.errors import PromotionRejected, Reason, TransientError
+from wheelgate.core.fanout_steps import FANOUT_REJECTED_ERROR, FANOUT_STEP_FIELD
+from wheelgate.core.layout import STAGING
+from wheelgate.core.limits import FANOUT_ITEM_RETRY_ATTEMPTS, FANOUT_ITEM_RETRY_INTERVAL_SECONDS
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.fanout import InProcessLauncher

@@ -18,8 +18,8 @@ import pytest
 
 from tests.integration.test_promoter import Run, wheel
 from tests.tools import require_tool
+from wheelgate.core.env_names import ENV_DASHBOARD_URL
 from wheelgate.core.records import PromotionRecord
-from wheelgate.core.settings import ENV_DASHBOARD_URL
 from wheelgate.lambda_function import handler
 from wheelgate.local.snapshot import version_snapshot
 from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack

@@ -30,8 +30,8 @@ from tests.integration.conftest import uv_binary
 from tests.integration.test_promoter import COMMIT, Run, wheel
 from tests.unit.test_verdicts import sign
 from wheelgate.cli.main import main
+from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL, ENV_VERDICT_KEY_ARN
 from wheelgate.core.layout import STAGING, VERDICT_KEYS_KEY, VERDICT_SUFFIX
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_VERDICT_KEY_ARN
 from wheelgate.core.signatures import check_verdict
 from wheelgate.core.verdicts import EXTENSION_KEY, EvidenceTest, KeyDocument, VerdictFacts, pem_of
 from wheelgate.lambda_function import handler

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.samples import PROMOTER_ENV
 from wheelgate.core.records import FileOutcome, PromotionRecord, RefusedFile, SetOutcome, State
 from wheelgate.status.page import (
     CI_HOSTS,
@@ -539,13 +540,11 @@ def test_a_dashboard_url_that_is_not_http_is_never_a_link() -> None:
 
 
 def test_the_promoter_reads_the_dashboard_url_from_its_environment() -> None:
-    from wheelgate.core.settings import ENV_DASHBOARD_URL, PromoterSettings, SettingsError
+    from wheelgate.core.env_names import ENV_DASHBOARD_URL
+    from wheelgate.core.setting_values import SettingsError
+    from wheelgate.core.settings import PromoterSettings
 
-    base = {
-        "WHEELGATE_STAGING_BUCKET": "s",
-        "WHEELGATE_NIGHTLY_BUCKET": "n",
-        "WHEELGATE_NIGHTLY_BASE_URL": "https://nightly.example/",
-    }
+    base = PROMOTER_ENV
     assert PromoterSettings.from_env(base).dashboard_url is None
     assert PromoterSettings.from_env({**base, ENV_DASHBOARD_URL: " "}).dashboard_url is None
     configured = PromoterSettings.from_env({**base, ENV_DASHBOARD_URL: DASHBOARD})

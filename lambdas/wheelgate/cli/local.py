@@ -12,13 +12,9 @@ import threading
 from typing import Any
 
 from wheelgate.cli.common import EXIT_OK, UsageError, checked
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_LISTING_RETENTION
 from wheelgate.core.layout import check_index_dirs
-from wheelgate.core.settings import (
-    ENV_ALLOWED_INDEXES,
-    ENV_LISTING_RETENTION,
-    ListingRetention,
-    SettingsError,
-)
+from wheelgate.core.setting_values import ListingRetention, SettingsError
 
 
 def listing_retention_option(value: str, indexes: list[str]) -> str:

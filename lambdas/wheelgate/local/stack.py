@@ -25,6 +25,7 @@ import boto3
 from botocore.awsrequest import AWSRequest
 from botocore.exceptions import ClientError
 
+from wheelgate.core.env_names import ENV_LISTING_RETENTION, ENV_STAGING_BASE_URL
 from wheelgate.core.layout import (
     HTML_PAGE,
     JSON_PAGE,
@@ -33,24 +34,8 @@ from wheelgate.core.layout import (
     MIRROR_RUN_PREFIX,
     STATUS_PREFIX,
 )
-from wheelgate.core.settings import (
-    ENV_ALLOWED_INDEXES,
-    ENV_DEAD_LETTER_QUEUE_URL,
-    ENV_FANOUT_MIN_FILES,
-    ENV_FANOUT_STATE_MACHINE_ARN,
-    ENV_LISTING_RETENTION,
-    ENV_MANIFEST_QUEUE_URL,
-    ENV_NIGHTLY_BASE_URL,
-    ENV_NIGHTLY_BUCKET,
-    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
-    ENV_NIGHTLY_RETENTION_MODE,
-    ENV_REQUIRED_TESTS,
-    ENV_STAGING_BASE_URL,
-    ENV_STAGING_BUCKET,
-    ENV_TRUSTED_DEPS_ID,
-    ENV_TRUSTED_REPORTER_ID,
-    ENV_VERDICT_KEY_ARN,
-)
+from wheelgate.core.setting_values import ListingRetention
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import JSON_CONTENT_TYPE
 
 if TYPE_CHECKING:
@@ -382,27 +367,36 @@ class LocalStack:
         )
         self.staging_url = f"http://127.0.0.1:{staging_server.server_address[1]}/"
         self.nightly_url = f"http://127.0.0.1:{nightly_server.server_address[1]}/"
+        # Every setting explicit, as the stack's are: local mode's reporter and mirror roles,
+        # its verdict key, and its directories (ANY_INDEX, shown in the ready line, without
+        # --index).
+        settings = PromoterSettings(
+            staging_bucket=STAGING_BUCKET,
+            nightly_bucket=NIGHTLY_BUCKET,
+            nightly_base_url=self.nightly_url,
+            trusted_reporter_id=LOCAL_REPORTER_ID,
+            trusted_deps_id=LOCAL_DEPS_ID,
+            required_tests={k: tuple(v) for k, v in self.required_tests.items()},
+            allowed_indexes=frozenset(self.allowed_indexes),
+            # Pages get their own lock as in the stack; the shortest one, the local default's.
+            nightly_retention_mode=_LOCAL_RETENTION_MODE,
+            nightly_page_retention_days=_LOCAL_RETENTION_DAYS,
+            listing_retention=(
+                ListingRetention()
+                if self.listing_retention is None
+                else ListingRetention.from_value(
+                    json.loads(self.listing_retention), name=ENV_LISTING_RETENTION
+                )
+            ),
+            verdict_key_arn=self.verdict_key_arn,
+            **self._fan_out(),
+        )
         self.env = {
             **credentials,
-            ENV_STAGING_BUCKET: STAGING_BUCKET,
-            ENV_NIGHTLY_BUCKET: NIGHTLY_BUCKET,
-            ENV_NIGHTLY_BASE_URL: self.nightly_url,
+            **settings.to_env(),
             ENV_STAGING_BASE_URL: self.staging_url,
-            ENV_VERDICT_KEY_ARN: self.verdict_key_arn,
         }
-        if self.allowed_indexes:
-            self.env[ENV_ALLOWED_INDEXES] = json.dumps(list(self.allowed_indexes))
-        if self.listing_retention is not None:
-            self.env[ENV_LISTING_RETENTION] = self.listing_retention
-        if self.fanout_min_files is not None:
-            self._fan_out(self.fanout_min_files)
         os.environ.update(self.env)
-        os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
-        os.environ[ENV_TRUSTED_DEPS_ID] = LOCAL_DEPS_ID
-        os.environ[ENV_REQUIRED_TESTS] = json.dumps(dict(self.required_tests))
-        # Pages get their own lock as in the stack; the shortest one, the local default's.
-        os.environ[ENV_NIGHTLY_RETENTION_MODE] = _LOCAL_RETENTION_MODE
-        os.environ[ENV_NIGHTLY_PAGE_RETENTION_DAYS] = str(_LOCAL_RETENTION_DAYS)
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "wheelgate-promoter")
         self.staging_server, self.nightly_server = staging_server, nightly_server
@@ -414,20 +408,22 @@ class LocalStack:
             self._spawn(lambda: self._loop(sqs, queue_url, queue_arn))
         return self
 
-    def _fan_out(self, min_files: int) -> None:
-        """Fan out from ``min_files`` files, executions run in this process (see
-        :meth:`promoter_handler`); a failed one sends its manifest's event back to the local
-        queue (or its dead-letter queue)."""
-        if min_files < 0:
-            raise ValueError(f"the fan-out threshold must be 0 or more files, not {min_files}")
-        self.env.update(
-            {
-                ENV_FANOUT_STATE_MACHINE_ARN: LOCAL_FANOUT_STATE_MACHINE,
-                ENV_FANOUT_MIN_FILES: str(min_files),
-                ENV_MANIFEST_QUEUE_URL: self.queue_url,
-                ENV_DEAD_LETTER_QUEUE_URL: self.dlq_url,
-            }
-        )
+    def _fan_out(self) -> dict[str, Any]:
+        """The fan-out settings: from ``fanout_min_files`` files, executions run in this
+        process (see :meth:`promoter_handler`); a failed one sends its manifest's event back to
+        the local queue (or its dead-letter queue). None when it is ``None``."""
+        if self.fanout_min_files is None:
+            return {}
+        if self.fanout_min_files < 0:
+            raise ValueError(
+                f"the fan-out threshold must be 0 or more files, not {self.fanout_min_files}"
+            )
+        return {
+            "fanout_state_machine_arn": LOCAL_FANOUT_STATE_MACHINE,
+            "fanout_min_files": self.fanout_min_files,
+            "manifest_queue_url": self.queue_url,
+            "dead_letter_queue_url": self.dlq_url,
+        }
 
     def _spawn(self, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, daemon=True)

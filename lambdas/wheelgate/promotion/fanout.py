@@ -43,16 +43,13 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
+from wheelgate.core.fanout_steps import FANOUT_STEP_FIELD
 from wheelgate.core.layout import STAGING
+from wheelgate.core.limits import FANOUT_LEASE_SECONDS, FANOUT_MAX_EXECUTIONS
 from wheelgate.core.manifest import ManifestFile
 from wheelgate.core.planning import FileStep, Provenance, SetPlan
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
-from wheelgate.core.settings import (
-    FANOUT_LEASE_SECONDS,
-    FANOUT_MAX_EXECUTIONS,
-    FANOUT_STEP_FIELD,
-    PromoterSettings,
-)
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import IndexEntry, upload_time
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.leftovers import account_for_copies, rejected_outcomes

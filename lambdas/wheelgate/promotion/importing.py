@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
+from wheelgate.core.import_sources import ImportSource
 from wheelgate.core.importing import (
     SCHEMA_IMPORT_V1,
     Candidate,
@@ -51,6 +52,7 @@ from wheelgate.core.importing import (
     source_page_keys,
 )
 from wheelgate.core.layout import STAGING
+from wheelgate.core.limits import IMPORT_GATHER_SECONDS, IMPORT_PROGRESS_SECONDS
 from wheelgate.core.manifest import (
     ArtifactSet,
     Manifest,
@@ -72,12 +74,7 @@ from wheelgate.core.records import (
     SetOutcome,
     State,
 )
-from wheelgate.core.settings import (
-    IMPORT_GATHER_SECONDS,
-    IMPORT_PROGRESS_SECONDS,
-    ImportSource,
-    PromoterSettings,
-)
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.core.timestamps import upload_time
 from wheelgate.core.wheelmeta import CoreMetadata
 from wheelgate.index.store import IndexStore

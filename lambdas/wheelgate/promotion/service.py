@@ -29,6 +29,7 @@ from wheelgate.core.layout import (
     YANK_RUN_PREFIX,
     LayoutError,
 )
+from wheelgate.core.limits import FANOUT_LEASE_SECONDS
 from wheelgate.core.manifest import Manifest, manifest_test_url_problems, parse_manifest
 from wheelgate.core.records import (
     HistoryEntry,
@@ -37,7 +38,7 @@ from wheelgate.core.records import (
     State,
     recorded_tests,
 )
-from wheelgate.core.settings import FANOUT_LEASE_SECONDS, PromoterSettings
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.event import ManifestEvent, written_by

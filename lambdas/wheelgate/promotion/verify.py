@@ -50,7 +50,7 @@ from wheelgate.core.planning import (
     checksum_mismatch,
     plan_set,
 )
-from wheelgate.core.settings import NewLocalLabels
+from wheelgate.core.setting_values import NewLocalLabels
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
     WheelIdentityError,

@@ -44,7 +44,7 @@ from wheelgate.core.manifest import (
     parse_distribution_filename,
 )
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID, ObjectInfo
-from wheelgate.core.settings import DEFAULT_RUN_STAGE_WINDOW_DAYS
+from wheelgate.core.run_window import DEFAULT_RUN_STAGE_WINDOW_DAYS
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
     FileRangeReader,
