@@ -39,12 +39,13 @@ def listing_retention_option(value: str, indexes: list[str]) -> str:
 
 def cmd_local(args: argparse.Namespace) -> int:
     from wheelgate.local.extra import LocalExtraMissing, require_local_extra
-    from wheelgate.local.stack import LocalStack
+    from wheelgate.local.moto_version import UnpatchedMoto
 
     try:
         require_local_extra()
-    except LocalExtraMissing as exc:
+    except (LocalExtraMissing, UnpatchedMoto) as exc:
         raise UsageError(str(exc)) from exc
+    from wheelgate.local.stack import LocalStack
 
     required: dict[str, list[str]] = {}
     for spec in args.require_test:

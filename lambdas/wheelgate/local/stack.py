@@ -325,7 +325,9 @@ class LocalStack:
         from moto.server import ThreadedMotoServer
 
         from wheelgate.local import atomic_writes, large_objects
+        from wheelgate.local.moto_version import require_patched_moto
 
+        require_patched_moto()
         large_objects.install()
         # S3's conditional writes check and write in one step; moto's need this to do so.
         atomic_writes.install()
