@@ -37,8 +37,8 @@ from wheelgate.core.importing import new_import_request
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.store import IndexStore
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.importing import preview
 from wheelgate.promotion.service import PromotionService

@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 from local_s3 import local_s3
 
-from wheelgate.local.stack import STAGING_BUCKET
+from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT
 
 GIB = 1024**3
@@ -51,7 +51,8 @@ boto3.client("s3").copy({"Bucket": sys.argv[1], "Key": sys.argv[2]}, sys.argv[3]
 STAGE = """
 import os, sys, boto3
 from pathlib import Path
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, install_moto_compatibility
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
+from wheelgate.local.stack import install_moto_compatibility
 from wheelgate.staging.stage import inspect_files, stage
 from wheelgate.storage.bucket import Bucket
 install_moto_compatibility()

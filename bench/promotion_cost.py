@@ -29,13 +29,13 @@ from local_s3 import Object, counting_client, local_s3, page_objects, put_nightl
 from wheelgate.core.env_names import ENV_TRUSTED_REPORTER_ID
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import IndexEntry, ProjectPage
-from wheelgate.local.sample_wheels import build_wheel, manifest_for
-from wheelgate.local.stack import (
+from wheelgate.local.names import (
     LOCAL_REPORTER_ID,
     LOCAL_REPORTER_PRINCIPAL,
     NIGHTLY_BUCKET,
     STAGING_BUCKET,
 )
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.stage import inspect_files, stage

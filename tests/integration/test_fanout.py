@@ -43,13 +43,10 @@ from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.fanout import InProcessLauncher
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET
+from wheelgate.local.promoter_loop import sqs_lambda_event
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
-from wheelgate.local.stack import (
-    LOCAL_REPORTER_PRINCIPAL,
-    NIGHTLY_BUCKET,
-    LocalStack,
-    sqs_lambda_event,
-)
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.fanout import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.observer import DecisionStats
@@ -178,7 +175,7 @@ class Fanout:
 
 
 @pytest.fixture
-def fanout(stack: LocalStack, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout]:
+def fanout(stack: LocalWheelGate, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout]:
     fixture = Fanout(buckets)
     yield fixture
     if fixture.gate is not None:
@@ -519,7 +516,7 @@ def failing_copy(attempts: set[str]) -> Fault:
 
 def test_a_failed_execution_is_requeued_and_the_next_one_promotes(
     buckets: tuple[Bucket, Bucket],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -572,7 +569,7 @@ class NeverRuns:
 
 def test_a_timed_out_execution_is_concluded_from_its_status_change(
     buckets: tuple[Bucket, Bucket],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -616,7 +613,7 @@ def test_a_timed_out_execution_is_concluded_from_its_status_change(
 
 def test_after_the_last_failed_execution_the_event_goes_to_the_dead_letter_queue(
     buckets: tuple[Bucket, Bucket],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -739,7 +736,7 @@ def test_a_run_waiting_on_a_fan_out_job_comes_back_less_often(
 
 def test_a_break_glass_override_of_a_large_run_goes_through_an_execution(
     buckets: tuple[Bucket, Bucket],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:

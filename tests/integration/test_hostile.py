@@ -22,8 +22,8 @@ from tests.integration.test_promoter import (
 )
 from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_REQUIRED_TESTS
 from wheelgate.lambda_function import handler
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.local.sample_wheels import manifest_for
-from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.storage.bucket import Bucket
 
 Body = dict[str, Any] | bytes

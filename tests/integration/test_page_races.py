@@ -33,7 +33,8 @@ from wheelgate.index.pages import IndexEntry, upload_time
 from wheelgate.index.rebuild import rebuild, scan_nightly
 from wheelgate.index.store import IndexStore
 from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.publish import Publisher
 from wheelgate.status.page import STATE_KEY, page_key, parse_state
 from wheelgate.status.store import StatusStore
@@ -188,7 +189,7 @@ class Scene:
 
 
 @pytest.fixture(scope="module")
-def nightly(stack: LocalStack) -> Bucket:
+def nightly(stack: LocalWheelGate) -> Bucket:
     return Bucket(boto3.client("s3"), NIGHTLY_BUCKET)
 
 
@@ -244,7 +245,7 @@ def _decision(run_id: str) -> PromotionRecord:
 
 
 @pytest.mark.parametrize("round_", repeats())
-def test_two_decisions_on_the_status_page_both_stay(stack: LocalStack, round_: int) -> None:
+def test_two_decisions_on_the_status_page_both_stay(stack: LocalWheelGate, round_: int) -> None:
     # Given two promoters recording a decision each, one held after reading the state...
     staging = Bucket(boto3.client("s3"), STAGING_BUCKET)
     runs = [f"status-race-{round_}-{n}-{datetime.now(UTC).timestamp()}" for n in (1, 2)]

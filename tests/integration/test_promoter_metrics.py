@@ -25,7 +25,7 @@ from wheelgate.core.metrics import (
     SERVICE_NAME,
 )
 from wheelgate.lambda_function import handler
-from wheelgate.local.stack import LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.storage.bucket import Bucket
 
 #: The event time ``sqs_event`` gives every manifest write.
@@ -47,7 +47,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 
 @pytest.fixture(autouse=True)
-def _fixed_clock(stack: LocalStack) -> Iterator[None]:
+def _fixed_clock(stack: LocalWheelGate) -> Iterator[None]:
     # The handler's promoter reads the in-process stack's settings on first use.
     handler.promoter.cache_clear()
     handler.metrics.clear_metrics()

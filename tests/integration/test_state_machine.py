@@ -60,7 +60,7 @@ from wheelgate.core.limits import FANOUT_ITEM_RETRY_ATTEMPTS, FANOUT_ITEM_RETRY_
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.fanout import InProcessLauncher
-from wheelgate.local.stack import LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.fanout import fanout_job_id
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
@@ -73,7 +73,7 @@ PAGE_SUFFIXES = ("index.html", "index.json")
 
 
 @pytest.fixture(scope="module")
-def sfn(stack: LocalStack) -> Iterator[Any]:
+def sfn(stack: LocalWheelGate) -> Iterator[Any]:
     """A Step Functions client of the in-process moto server, which executes state machines."""
     port = urlsplit(stack.env["AWS_ENDPOINT_URL"]).port
     assert port is not None
@@ -204,7 +204,7 @@ class ThroughStepFunctions:
 
 @pytest.fixture
 def through(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     buckets: tuple[Bucket, Bucket],
     machine: Machine,
     sfn: Any,
