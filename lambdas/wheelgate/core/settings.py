@@ -124,7 +124,8 @@ def _count(value: object, info: ValidationInfo) -> int:
 
 
 def _base_url(value: object, info: ValidationInfo) -> str:
-    return value if is_deferred(value) else base_url(_text(value, info))  # type: ignore[return-value]
+    # A token is kept whole: a slash added to it would land after the deployed value.
+    return str(value) if is_deferred(value) else base_url(_text(value, info))
 
 
 def _concurrency(value: object, info: ValidationInfo) -> int:
