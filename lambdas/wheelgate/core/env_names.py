@@ -20,7 +20,8 @@ ENV_TRUSTED_DEPS_ID = "WHEELGATE_TRUSTED_DEPS_ID"
 #: JSON object: index directory -> list of test names that must have passed.
 ENV_REQUIRED_TESTS = "WHEELGATE_REQUIRED_TESTS"
 #: JSON list of index directories that may be staged and promoted to (``index_dirs`` in
-#: cdk.json); empty or unset means any (local mode only: the stack always sets it).
+#: cdk.json), or ``"*"`` for any (local mode's value only); the promoter does not start without
+#: it, and the CLI, where it is unset, leaves the check to the promoter.
 ENV_ALLOWED_INDEXES = "WHEELGATE_ALLOWED_INDEXES"
 #: Unique id (``AROA...``) of the break-glass role, the only writer whose override requests
 #: (``manifests/override-<run>-<stamp>.json``) are honoured; unset: overrides are refused.
@@ -33,11 +34,13 @@ ENV_BLOCK_ALL_ON_FAILURE = "WHEELGATE_BLOCK_ALL_ON_FAILURE"
 ENV_ALLOW_BUILD_TAG_RERELEASES = "WHEELGATE_ALLOW_BUILD_TAG_RERELEASES"
 #: JSON ``false`` (default), ``true``, or a list of index directories: where a public version
 #: released with local version labels (``2.7.0+rocm6.3``) may gain a new one (``+rocm6.4``),
-#: which then becomes what ``==2.7.0`` installs (see :class:`NewLocalLabels`).
+#: which then becomes what ``==2.7.0`` installs (see
+#: :class:`~wheelgate.core.setting_values.NewLocalLabels`).
 ENV_ALLOW_NEW_LOCAL_LABELS = "WHEELGATE_ALLOW_NEW_LOCAL_LABELS"
 
 #: JSON list of the host names test URLs may point to (``test_url_hosts`` in cdk.json); unset:
-#: :data:`DEFAULT_TEST_URL_HOSTS`. The promoter and ``wheelgate report`` read the same list.
+#: :data:`~wheelgate.core.setting_parsers.DEFAULT_TEST_URL_HOSTS`. The promoter and
+#: ``wheelgate report`` read the same list.
 ENV_TEST_URL_HOSTS = "WHEELGATE_TEST_URL_HOSTS"
 #: Console URL of the stack's CloudWatch dashboard, linked from the status page.
 ENV_DASHBOARD_URL = "WHEELGATE_DASHBOARD_URL"
@@ -48,7 +51,7 @@ ENV_IMPORT_SOURCES = "WHEELGATE_IMPORT_SOURCES"
 #: JSON object: which versions index pages list (``listing_retention`` in cdk.json, same shape:
 #: ``{"default": RULE, "indexes": {DIR: RULE}}``, a RULE being ``{"keep_versions": K or null,
 #: "keep_days": D or null}``); unset: every page lists every file (see
-#: :class:`ListingRetention`).
+#: :class:`~wheelgate.core.setting_values.ListingRetention`).
 ENV_LISTING_RETENTION = "WHEELGATE_LISTING_RETENTION"
 
 #: Object Lock of the nightly index pages the promoter writes: the bucket's retention mode
@@ -62,9 +65,10 @@ ENV_NIGHTLY_PAGE_RETENTION_DAYS = "WHEELGATE_NIGHTLY_PAGE_RETENTION_DAYS"
 
 #: Days after the first object of a run was staged during which ``wheelgate stage`` still adds
 #: to the run (the CLI's only, like ``WHEELGATE_STAGING_BASE_URL``; the stack outputs the value
-#: it derives, ``RunStageWindowDays``). Unset: :data:`DEFAULT_RUN_STAGE_WINDOW_DAYS`, the
-#: smallest window any valid configuration allows, so the default never lets a page outlive a
-#: file (:func:`run_stage_window_days`).
+#: it derives, ``RunStageWindowDays``). Unset:
+#: :data:`~wheelgate.core.run_window.DEFAULT_RUN_STAGE_WINDOW_DAYS`, the smallest window any
+#: valid configuration allows, so the default never lets a page outlive a file
+#: (:func:`~wheelgate.core.run_window.run_stage_window_days`).
 ENV_RUN_STAGE_WINDOW_DAYS = "WHEELGATE_RUN_STAGE_WINDOW_DAYS"
 
 #: ARN of the fan-out promotion state machine (Step Functions); unset: every run is promoted
@@ -82,5 +86,5 @@ ENV_FANOUT_COPY_CONCURRENCY = "WHEELGATE_FANOUT_COPY_CONCURRENCY"
 ENV_MANIFEST_QUEUE_URL = "WHEELGATE_MANIFEST_QUEUE_URL"
 ENV_DEAD_LETTER_QUEUE_URL = "WHEELGATE_DEAD_LETTER_QUEUE_URL"
 #: The KMS key (ARN) that signs released files' verdicts (docs/verdicts.md); a new ARN is a key
-#: rotation. Unset (a deployment outside the stack): no verdicts are written.
+#: rotation. The promoter does not start without it: every file it releases is signed.
 ENV_VERDICT_KEY_ARN = "WHEELGATE_VERDICT_KEY_ARN"
