@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,8 +22,9 @@ from pathlib import Path
 
 import boto3
 
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
@@ -35,7 +37,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheel-mb", type=int, default=300)
     args = parser.parse_args()
-    stack = LocalStack().start()
+    stack = LocalWheelGate()
+    os.environ.update(stack.start())
+    stack.run_promoter()
     s3 = boto3.client("s3")
     staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
     with tempfile.TemporaryDirectory() as tmp:

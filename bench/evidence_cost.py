@@ -29,8 +29,8 @@ from local_s3 import counting_client, local_s3
 
 from wheelgate.core.layout import STAGING
 from wheelgate.core.wheelmeta import WheelArchive
+from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import STAGING_BUCKET
 from wheelgate.staging.wheelbytes import read_verified_wheel
 from wheelgate.storage.bucket import Bucket, S3RangeReader
 

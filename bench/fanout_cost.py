@@ -34,13 +34,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Literal
 
+from wheelgate.core.limits import FANOUT_TIMEOUT_SECONDS, PROMOTER_TIMEOUT_SECONDS
 from wheelgate.core.settings import (
     DEFAULT_FANOUT_COPY_CONCURRENCY,
     DEFAULT_FANOUT_HASH_CONCURRENCY,
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
-    FANOUT_TIMEOUT_SECONDS,
-    PROMOTER_TIMEOUT_SECONDS,
 )
 from wheelgate.promotion.compose import build_service
 from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT
@@ -108,6 +107,7 @@ NO_AWS_FIGURE = Source("no AWS figure published: assumed")
 BUCKET_CODE = Source("lambdas/wheelgate/storage/transfers.py")
 PROMOTER_CODE = Source("lambdas/wheelgate/promotion/compose.py (build_service workers)")
 SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
+LIMITS_CODE = Source("lambdas/wheelgate/core/limits.py")
 VERIFY_CODE = Source(
     "lambdas/wheelgate/promotion/verification.py (VerifiedSet.unhashed, SetVerifier.check_hash)"
 )
@@ -272,7 +272,7 @@ ASSUMPTION_SOURCES: dict[str, tuple[str, Source]] = {
     ),
     "execution_timeout_s": (
         "fan-out execution TimeoutSeconds (FANOUT_TIMEOUT_SECONDS)",
-        SETTINGS_CODE,
+        LIMITS_CODE,
     ),
     "memory_mb": ("Lambda memory, MB (billed in GB of 1,024 MB)", STACK_CODE),
     "timeout_s": ("Lambda timeout, s (AWS maximum 900)", LAMBDA_TIMEOUT),

@@ -32,12 +32,13 @@ import boto3
 from botocore.config import Config
 from local_s3 import local_s3
 
+from wheelgate.core.env_names import ENV_BREAK_GLASS_ID, ENV_IMPORT_SOURCES
 from wheelgate.core.importing import new_import_request
 from wheelgate.core.layout import STAGING
-from wheelgate.core.settings import ENV_BREAK_GLASS_ID, ENV_IMPORT_SOURCES, PromoterSettings
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.store import IndexStore
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.importing.preview import preview

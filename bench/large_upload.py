@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 from local_s3 import local_s3
 
-from wheelgate.local.stack import STAGING_BUCKET
+from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT
 
 GIB = 1024**3

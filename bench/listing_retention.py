@@ -8,7 +8,7 @@ file exists, so clients download metadata only; the wheels themselves do not (a 
 asked for one would show up in the bytes column as a 404).
 
 A local HTTP server serves both directories, choosing pages by ``Accept`` as the CDN does
-(:func:`wheelgate.local.stack.choose_page`), and counts the body bytes it sends. Then, side by
+(:func:`wheelgate.local.cdn.choose_page`), and counts the body bytes it sends. Then, side by
 side, ``--repeat`` times each: ``pip install --dry-run torch`` (the dev environment's pip,
 upgraded, installing into a fresh venv as bench/client_bytes.py does) and ``uv pip compile``
 of ``torch``, both hermetic (no configuration files, no cache). The table shows median times.
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelgate.core.layout import PAGES, href
-from wheelgate.core.settings import RetentionRule
+from wheelgate.core.setting_values import RetentionRule
 from wheelgate.index.pages import (
     HTML_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -48,7 +48,7 @@ from wheelgate.index.pages import (
     upload_time,
 )
 from wheelgate.index.retention import retain
-from wheelgate.local.stack import Redirect, choose_page
+from wheelgate.local.cdn import Redirect, choose_page
 from wheelgate.staging.hermetic import hermetic_env
 
 NOW = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)

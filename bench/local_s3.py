@@ -27,7 +27,8 @@ from wheelgate.index.pages import (
     render_root_html,
     render_root_json,
 )
-from wheelgate.local.stack import NIGHTLY_BUCKET, install_moto_compatibility
+from wheelgate.local.names import NIGHTLY_BUCKET
+from wheelgate.local.stack import install_moto_compatibility
 
 #: An object to write: its key and its bytes.
 Object = tuple[str, bytes]

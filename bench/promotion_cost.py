@@ -26,15 +26,16 @@ from pathlib import Path
 
 from local_s3 import Object, counting_client, local_s3, page_objects, put_nightly, root_objects
 
-from wheelgate.core.settings import ENV_TRUSTED_REPORTER_ID, PromoterSettings
+from wheelgate.core.env_names import ENV_TRUSTED_REPORTER_ID
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import IndexEntry, ProjectPage
-from wheelgate.local.sample_wheels import build_wheel, manifest_for
-from wheelgate.local.stack import (
+from wheelgate.local.names import (
     LOCAL_REPORTER_ID,
     LOCAL_REPORTER_PRINCIPAL,
     NIGHTLY_BUCKET,
     STAGING_BUCKET,
 )
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.staging.local_artifacts import inspect_files

@@ -30,8 +30,8 @@ from typing import Any
 from local_s3 import Object, counting_client, local_s3, page_objects, put_nightly, root_objects
 
 from wheelgate.index.pages import IndexEntry, ProjectPage
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from wheelgate.core.settings import ImportSource
+from wheelgate.core.import_sources import ImportSource
 
 from .bucket_policies import (
     OBJECT_WRITE_ACTIONS,

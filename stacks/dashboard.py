@@ -12,7 +12,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from wheelgate.core.settings import (
+from wheelgate.core.metrics import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
     METRIC_INTEGRITY_REJECTIONS,

@@ -25,13 +25,12 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from wheelgate.core.fanout_steps import FANOUT_REJECTED_ERROR, FANOUT_STEP_FIELD
 from wheelgate.core.layout import JOBS_DIR, RECORDS_PREFIX
-from wheelgate.core.settings import (
+from wheelgate.core.limits import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-    FANOUT_REJECTED_ERROR,
-    FANOUT_STEP_FIELD,
     FANOUT_TIMEOUT_SECONDS,
 )
 

@@ -15,7 +15,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from wheelgate.core.errors import INTEGRITY_REASONS
-from wheelgate.core.settings import (
+from wheelgate.core.metrics import (
     METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_ERRORS,
     METRIC_SERVICE_DIMENSION,

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from aws_cdk import CfnOutput
 from constructs import Construct
 
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_TEST_URL_HOSTS
+
 if TYPE_CHECKING:
     from .props import WheelGateProps
     from .wheelgate import WheelGate
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 def wheelgate_outputs(gate: WheelGate, props: WheelGateProps) -> dict[str, str]:
     """Each output of ``gate`` (built with ``props``) by its name."""
     storage, access, cdn = gate.storage, gate.access, gate.cdn
+    environment = gate.promoter_settings.to_env()
     return {
         "StagingBucketName": storage.staging.bucket_name,
         "NightlyBucketName": storage.nightly.bucket_name,
@@ -41,10 +44,10 @@ def wheelgate_outputs(gate: WheelGate, props: WheelGateProps) -> dict[str, str]:
         "AlarmTopicArn": gate.monitoring.topic.topic_arn,
         "DashboardUrl": gate.dashboard.dashboard_url,
         # For CI's WHEELGATE_ALLOWED_INDEXES: the CLI refuses what the promoter would (the
-        # same JSON as the promoter's environment, stacks/wheelgate.py).
-        "AllowedIndexes": json.dumps(list(props.index_dirs)),
+        # same JSON as the promoter's environment, from its settings).
+        "AllowedIndexes": environment[ENV_ALLOWED_INDEXES],
         # For CI's WHEELGATE_TEST_URL_HOSTS: `wheelgate report` refuses what the promoter would.
-        "TestUrlHosts": json.dumps(list(props.test_url_hosts)),
+        "TestUrlHosts": environment[ENV_TEST_URL_HOSTS],
         # For CI's WHEELGATE_RUN_STAGE_WINDOW_DAYS: `wheelgate stage` stops writing a run's
         # pages when they could outlive its files.
         "RunStageWindowDays": str(props.run_stage_window_days),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from aws_cdk import Duration, IgnoreMode, Stack
@@ -15,15 +14,9 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
-from wheelgate.core.settings import (
-    ENV_DEAD_LETTER_QUEUE_URL,
-    ENV_MANIFEST_QUEUE_URL,
-    LEASE_BUSY_RETRY_SECONDS,
-    LEASE_SECONDS,
-    METRICS_NAMESPACE,
-    PROMOTER_TIMEOUT_SECONDS,
-    SERVICE_NAME,
-)
+from wheelgate.core.limits import LEASE_BUSY_RETRY_SECONDS, LEASE_SECONDS, PROMOTER_TIMEOUT_SECONDS
+from wheelgate.core.metrics import METRICS_NAMESPACE, SERVICE_NAME
+from wheelgate.core.settings import PromoterSettings
 
 from .lambda_asset import asset_files, data_files, glob_excludes_keeping, handler_module
 from .log_groups import retained_log_group
@@ -67,8 +60,9 @@ class PromoterFunction(Construct):
             whose fan-out executions failed ``FANOUT_MAX_EXECUTIONS`` times).
         function: the promoter Lambda (``HANDLER`` and the modules it imports from
             ``code_dir``, see :func:`promoter_code`; deps in the layer). It may send messages
-            to both queues, whose URLs it is given (``ENV_MANIFEST_QUEUE_URL``,
-            ``ENV_DEAD_LETTER_QUEUE_URL``), for failed fan-out executions.
+            to both queues, whose URLs join ``settings`` in its environment
+            (:meth:`~wheelgate.core.settings.PromoterSettings.to_env`), for failed fan-out
+            executions.
         log_group: the function's log group.
 
     The dependency layer's code is ``layer_code`` (:func:`stacks.promoter_layer.layer_code`).
@@ -83,7 +77,7 @@ class PromoterFunction(Construct):
         role: iam.IRole,
         code_dir: Path,
         layer_code: lambda_.Code,
-        environment: Mapping[str, str],
+        settings: PromoterSettings,
         log_retention_days: int,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -112,9 +106,14 @@ class PromoterFunction(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={
-                **environment,
-                ENV_MANIFEST_QUEUE_URL: self.queue.queue_url,
-                ENV_DEAD_LETTER_QUEUE_URL: self.dead_letter_queue.queue_url,
+                # The queues are this construct's, so their URLs join here; they are tokens,
+                # which the promoter checks at cold start (hence no validation on the copy).
+                **settings.model_copy(
+                    update={
+                        "manifest_queue_url": self.queue.queue_url,
+                        "dead_letter_queue_url": self.dead_letter_queue.queue_url,
+                    }
+                ).to_env(),
                 "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             },

@@ -37,16 +37,11 @@ from pydantic import (
     model_validator,
 )
 
+from wheelgate.core.import_sources import ImportSource, check_import_source
 from wheelgate.core.layout import LayoutError, check_index_dirs
-from wheelgate.core.settings import (
-    DEFAULT_TEST_URL_HOSTS,
-    ImportSource,
-    ListingRetention,
-    NewLocalLabels,
-    SettingsError,
-    check_import_source,
-    run_stage_window_days,
-)
+from wheelgate.core.run_window import run_stage_window_days
+from wheelgate.core.setting_parsers import DEFAULT_TEST_URL_HOSTS
+from wheelgate.core.setting_values import ListingRetention, NewLocalLabels, SettingsError
 
 from .oidc_subjects import DEPS_EVENTS, branch_ref, build_subject_patterns, customized_subject
 from .setting_errors import CONTEXT_KEY, ConfigError, Expect, key, problem

@@ -9,6 +9,7 @@ from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
+from wheelgate.core.import_sources import ImportSource
 from wheelgate.core.layout import (
     JSON_PAGE,
     MANIFESTS_PREFIX,
@@ -18,7 +19,6 @@ from wheelgate.core.layout import (
     STATUS_PREFIX,
     VERDICT_KEYS_KEY,
 )
-from wheelgate.core.settings import ImportSource
 
 from .object_keys import (
     ANY_MIRROR_MANIFEST_KEYS,

@@ -25,16 +25,18 @@ from pydantic import (
     field_validator,
 )
 
+from wheelgate.core.quotas import MAX_MAP_CONCURRENCY
+from wheelgate.core.setting_values import (
+    RETENTION_MODES,
+    ListingRetention,
+    NewLocalLabels,
+    SettingsError,
+)
 from wheelgate.core.settings import (
     DEFAULT_FANOUT_COPY_CONCURRENCY,
     DEFAULT_FANOUT_HASH_CONCURRENCY,
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
-    MAX_MAP_CONCURRENCY,
-    RETENTION_MODES,
-    ListingRetention,
-    NewLocalLabels,
-    SettingsError,
 )
 
 from .setting_errors import Expect, key

@@ -3,38 +3,14 @@ monitoring and dashboard, wired together, with the outputs CI reads."""
 
 from __future__ import annotations
 
-import json
 from importlib.util import find_spec
 from pathlib import Path
 
 from aws_cdk import DefaultStackSynthesizer, Fn, Stack, Token
 from constructs import Construct
 
-from wheelgate.core.settings import (
-    ENV_ALLOW_BUILD_TAG_RERELEASES,
-    ENV_ALLOW_NEW_LOCAL_LABELS,
-    ENV_ALLOWED_INDEXES,
-    ENV_BLOCK_ALL_ON_FAILURE,
-    ENV_BREAK_GLASS_ID,
-    ENV_DASHBOARD_URL,
-    ENV_FANOUT_COPY_CONCURRENCY,
-    ENV_FANOUT_MIN_BYTES,
-    ENV_FANOUT_MIN_FILES,
-    ENV_FANOUT_STATE_MACHINE_ARN,
-    ENV_IMPORT_SOURCES,
-    ENV_LISTING_RETENTION,
-    ENV_NIGHTLY_BASE_URL,
-    ENV_NIGHTLY_BUCKET,
-    ENV_NIGHTLY_DISTRIBUTION_ID,
-    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
-    ENV_NIGHTLY_RETENTION_MODE,
-    ENV_REQUIRED_TESTS,
-    ENV_STAGING_BUCKET,
-    ENV_TEST_URL_HOSTS,
-    ENV_TRUSTED_DEPS_ID,
-    ENV_TRUSTED_REPORTER_ID,
-    ENV_VERDICT_KEY_ARN,
-)
+from wheelgate.core.setting_parsers import deferring
+from wheelgate.core.settings import PromoterSettings
 
 from .access import Access
 from .cdn import IndexCdn
@@ -185,9 +161,39 @@ class WheelGate(Construct):
         state machine, each granted what the promoter role needs of the other."""
         stack = Stack.of(self)
         storage, access, cdn, verdict_key = self.storage, self.access, self.cdn, self.verdict_key
-        allowed_indexes = json.dumps(list(props.index_dirs))
-        test_url_hosts = json.dumps(list(props.test_url_hosts))
-        import_sources = json.dumps(list(props.import_sources))
+        # Bucket names, role ids and ARNs are tokens here: the promoter checks them at cold start.
+        with deferring(Token.is_unresolved):
+            settings = PromoterSettings(
+                staging_bucket=storage.staging.bucket_name,
+                nightly_bucket=storage.nightly.bucket_name,
+                nightly_base_url=cdn.nightly_base_url,
+                nightly_distribution_id=cdn.nightly.distribution_id,
+                trusted_reporter_id=access.reporter_role.role_id,
+                trusted_deps_id=access.deps_role.role_id,
+                required_tests=props.required_tests,
+                allowed_indexes=frozenset(props.index_dirs),
+                # None: no break-glass role, so the promoter refuses every override request.
+                break_glass_id=props.break_glass_role_id or None,
+                block_all_on_failure=props.block_all_on_failure,
+                allow_build_tag_rereleases=props.allow_build_tag_rereleases,
+                allow_new_local_labels=props.allow_new_local_labels,
+                test_url_hosts=frozenset(props.test_url_hosts),
+                # From the region and the dashboard's fixed name, not the dashboard resource:
+                # the dashboard graphs this function, so a reference back would be a cycle.
+                dashboard_url=stack_dashboard_url(stack),
+                # The state machine invokes this function: named by its fixed ARN, not a
+                # reference (see stacks/fanout.py).
+                fanout_state_machine_arn=state_machine_arn(stack),
+                fanout_min_files=props.fanout_min_files,
+                fanout_min_bytes=props.fanout_min_bytes,
+                nightly_retention_mode=props.nightly_retention_mode,
+                nightly_page_retention_days=props.nightly_page_retention_days,
+                listing_retention=props.listing_retention,
+                verdict_key_arn=verdict_key.key.key_arn,
+                fanout_copy_concurrency=props.fanout.copy_concurrency,
+                import_sources=props.import_locations,
+            )
+        self.promoter_settings = settings
         promoter = PromoterFunction(
             self,
             "Promoter",
@@ -196,40 +202,7 @@ class WheelGate(Construct):
             code_dir=code_dir or package_code_dir(),
             layer_code=layer_code(layer_dir),
             log_retention_days=props.log_retention_days,
-            environment={
-                ENV_STAGING_BUCKET: storage.staging.bucket_name,
-                ENV_NIGHTLY_BUCKET: storage.nightly.bucket_name,
-                ENV_NIGHTLY_BASE_URL: cdn.nightly_base_url,
-                ENV_NIGHTLY_DISTRIBUTION_ID: cdn.nightly.distribution_id,
-                ENV_TRUSTED_REPORTER_ID: access.reporter_role.role_id,
-                ENV_TRUSTED_DEPS_ID: access.deps_role.role_id,
-                ENV_REQUIRED_TESTS: json.dumps(
-                    {k: list(v) for k, v in props.required_tests.items()}, sort_keys=True
-                ),
-                ENV_ALLOWED_INDEXES: allowed_indexes,
-                # Empty: no break-glass role, so the promoter refuses every override request.
-                ENV_BREAK_GLASS_ID: props.break_glass_role_id or "",
-                ENV_BLOCK_ALL_ON_FAILURE: "true" if props.block_all_on_failure else "false",
-                ENV_ALLOW_BUILD_TAG_RERELEASES: (
-                    "true" if props.allow_build_tag_rereleases else "false"
-                ),
-                ENV_ALLOW_NEW_LOCAL_LABELS: props.allow_new_local_labels.to_json(),
-                ENV_TEST_URL_HOSTS: test_url_hosts,
-                # From the region and the dashboard's fixed name, not the dashboard resource:
-                # the dashboard graphs this function, so a reference back would be a cycle.
-                ENV_DASHBOARD_URL: stack_dashboard_url(stack),
-                # The state machine invokes this function: named by its fixed ARN, not a
-                # reference (see stacks/fanout.py).
-                ENV_FANOUT_STATE_MACHINE_ARN: state_machine_arn(stack),
-                ENV_FANOUT_MIN_FILES: str(props.fanout_min_files),
-                ENV_FANOUT_MIN_BYTES: str(props.fanout_min_bytes),
-                ENV_NIGHTLY_RETENTION_MODE: props.nightly_retention_mode,
-                ENV_NIGHTLY_PAGE_RETENTION_DAYS: str(props.nightly_page_retention_days),
-                ENV_LISTING_RETENTION: props.listing_retention.to_json(),
-                ENV_VERDICT_KEY_ARN: verdict_key.key.key_arn,
-                ENV_FANOUT_COPY_CONCURRENCY: str(props.fanout.copy_concurrency),
-                ENV_IMPORT_SOURCES: import_sources,
-            },
+            settings=settings,
         )
         access.confine_promoter_to(
             promoter.function.function_arn, signing_key_arns=[verdict_key.key.key_arn]

@@ -17,8 +17,8 @@ from stacks.dashboard import PromotionDashboard, dashboard_name, dashboard_url
 from stacks.promoter_function import HANDLER
 from tests.infra.resolve import REGION, Resolver
 from tests.infra.synth import STACK_NAME
-from wheelgate.core.settings import (
-    ENV_DASHBOARD_URL,
+from wheelgate.core.env_names import ENV_DASHBOARD_URL
+from wheelgate.core.metrics import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
     METRIC_INTEGRITY_REJECTIONS,

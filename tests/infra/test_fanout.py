@@ -31,23 +31,23 @@ from tests.infra.resolve import ACCOUNT, PARTITION, REGION, Resolver
 from tests.infra.synth import Synthesis, cdk_json_context
 from tests.infra.test_nag import _acknowledgements
 from tests.infra.test_promoter import _function as _promoter_function
-from wheelgate.core.errors import PromotionRejected
-from wheelgate.core.layout import STAGING
-from wheelgate.core.settings import (
-    DEFAULT_FANOUT_COPY_CONCURRENCY,
-    DEFAULT_FANOUT_HASH_CONCURRENCY,
+from wheelgate.core.env_names import (
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_BYTES,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
     ENV_MANIFEST_QUEUE_URL,
+)
+from wheelgate.core.errors import PromotionRejected
+from wheelgate.core.fanout_steps import FANOUT_REJECTED_ERROR, FANOUT_STEP_FIELD
+from wheelgate.core.layout import STAGING
+from wheelgate.core.limits import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-    FANOUT_REJECTED_ERROR,
-    FANOUT_STEP_FIELD,
     FANOUT_TIMEOUT_SECONDS,
 )
+from wheelgate.core.settings import DEFAULT_FANOUT_COPY_CONCURRENCY, DEFAULT_FANOUT_HASH_CONCURRENCY
 
 STATE_MACHINE_ARN = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:WheelGate-fanout"
 EXECUTIONS = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:execution:WheelGate-fanout"

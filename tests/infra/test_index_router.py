@@ -15,7 +15,7 @@ import pytest
 from stacks.cdn import INDEX_ROUTER_SOURCE
 from tests.tools import require_tool
 from wheelgate.core.layout import HTML_PAGE, JSON_PAGE
-from wheelgate.local.stack import Redirect, choose_page
+from wheelgate.local.cdn import Redirect, choose_page
 
 HARNESS = Path(__file__).with_name("index_router_harness.js")
 CASES_FILE = Path(__file__).with_name("index_router_cases.json")

@@ -27,9 +27,7 @@ from stacks.promoter_function import (
 from stacks.wheelgate import WheelGate, package_code_dir
 from tests.infra.resolve import Resolver
 from tests.infra.synth import STACK_NAME, Synthesis, asset_dir, cdk_json_context
-from wheelgate.core.errors import INTEGRITY_REASONS, Reason
-from wheelgate.core.settings import (
-    ALL_ENV_NAMES,
+from wheelgate.core.env_names import (
     ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_ALLOWED_INDEXES,
     ENV_BLOCK_ALL_ON_FAILURE,
@@ -39,18 +37,19 @@ from wheelgate.core.settings import (
     ENV_REQUIRED_TESTS,
     ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_REPORTER_ID,
-    LEASE_BUSY_RETRY_SECONDS,
-    LEASE_SECONDS,
+)
+from wheelgate.core.errors import INTEGRITY_REASONS, Reason
+from wheelgate.core.limits import LEASE_BUSY_RETRY_SECONDS, LEASE_SECONDS
+from wheelgate.core.metrics import (
     METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
     METRIC_REJECTIONS_BY_REASON,
     METRICS_NAMESPACE,
     SERVICE_NAME,
-    ListingRetention,
-    RetentionRule,
-    listing_retention_from_env,
 )
+from wheelgate.core.setting_values import ListingRetention, RetentionRule
+from wheelgate.core.settings import PromoterSettings, listing_retention_from_env
 
 CODE_DIR = package_code_dir()
 
@@ -90,7 +89,12 @@ def test_no_reserved_concurrency(template_json: dict[str, Any]) -> None:
 def test_function_environment_uses_the_settings_contract(template_json: dict[str, Any]) -> None:
     _, props = _function(template_json)
     env = Resolver(template_json).resolve(props["Environment"]["Variables"])
-    assert set(env) == {*ALL_ENV_NAMES, "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"}
+    # Every setting but the break-glass id (no such role in cdk.json), as the model writes it.
+    settings = {*PromoterSettings.env_names()} - {ENV_BREAK_GLASS_ID}
+    assert set(env) == {*settings, "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"}
+    # What were tokens at synthesis is checked as the promoter reads it at cold start.
+    promoter_env = {name: value for name, value in env.items() if name in settings}
+    assert PromoterSettings.from_env(promoter_env).to_env() == promoter_env
     assert env["POWERTOOLS_SERVICE_NAME"] == SERVICE_NAME
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
     assert env[ENV_TRUSTED_REPORTER_ID] == "AROAREPORTER"
@@ -101,10 +105,11 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     assert env["WHEELGATE_NIGHTLY_BUCKET"] == "wheelgate-nightly"
     assert env["WHEELGATE_NIGHTLY_DISTRIBUTION_ID"] == "ENIGHTLY"
     assert "WHEELGATE_STAGING_DISTRIBUTION_ID" not in env
-    # No break-glass role in cdk.json: empty, so the promoter refuses every override request.
-    assert env[ENV_BREAK_GLASS_ID] == ""
+    # No break-glass role in cdk.json: unset, so the promoter refuses every override request.
+    assert ENV_BREAK_GLASS_ID not in env
     assert env[ENV_BLOCK_ALL_ON_FAILURE] == "true"
-    assert json.loads(env[ENV_TEST_URL_HOSTS]) == cdk_json_context()["wheelgate"]["test_url_hosts"]
+    hosts = cdk_json_context()["wheelgate"]["test_url_hosts"]
+    assert json.loads(env[ENV_TEST_URL_HOSTS]) == sorted(hosts)
     # Listing retention as cdk.json states it, in the shape the promoter parses.
     retention = listing_retention_from_env(env)
     assert retention == ListingRetention.from_value(
@@ -130,7 +135,8 @@ def test_outputs_for_ci(template_json: dict[str, Any]) -> None:
     env = Resolver(template_json).resolve(props["Environment"]["Variables"])
     assert outputs["AllowedIndexes"] == env[ENV_ALLOWED_INDEXES]
     assert outputs["TestUrlHosts"] == env[ENV_TEST_URL_HOSTS]
-    assert json.loads(outputs["AllowedIndexes"]) == cdk_json_context()["wheelgate"]["index_dirs"]
+    index_dirs = cdk_json_context()["wheelgate"]["index_dirs"]
+    assert json.loads(outputs["AllowedIndexes"]) == sorted(index_dirs)
 
 
 def test_queue_visibility_covers_six_function_timeouts_and_redrives(

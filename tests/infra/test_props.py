@@ -15,14 +15,9 @@ from stacks.props import WheelGateProps
 from stacks.setting_errors import ConfigError
 from stacks.setting_types import CustomDomain
 from tests.infra.synth import cdk_json_context
-from wheelgate.core.settings import (
-    DEFAULT_FANOUT_MIN_BYTES,
-    DEFAULT_FANOUT_MIN_FILES,
-    ENV_ALLOW_NEW_LOCAL_LABELS,
-    ListingRetention,
-    NewLocalLabels,
-    RetentionRule,
-)
+from wheelgate.core.env_names import ENV_ALLOW_NEW_LOCAL_LABELS
+from wheelgate.core.setting_values import ListingRetention, NewLocalLabels, RetentionRule
+from wheelgate.core.settings import DEFAULT_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_FILES
 
 
 def _config(**changes: Any) -> WheelGateProps:

@@ -9,8 +9,8 @@ from aws_cdk.assertions import Match, Template
 
 from tests.infra.resolve import Resolver
 from tests.infra.synth import synthesize
+from wheelgate.core.env_names import ENV_VERDICT_KEY_ARN
 from wheelgate.core.layout import VERDICT_KEYS_KEY
-from wheelgate.core.settings import ENV_VERDICT_KEY_ARN
 
 
 def _signing_keys(template_json: dict[str, Any]) -> dict[str, Any]:

@@ -7,13 +7,13 @@ from typing import Any
 from aws_cdk.assertions import Match, Template
 
 from tests.infra.resolve import Resolver
-from wheelgate.core.layout import RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, RUNS_PREFIX
-from wheelgate.core.settings import (
+from wheelgate.core.env_names import (
     ENV_LISTING_RETENTION,
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
     ENV_NIGHTLY_RETENTION_MODE,
-    listing_retention_from_env,
 )
+from wheelgate.core.layout import RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, RUNS_PREFIX
+from wheelgate.core.settings import listing_retention_from_env
 
 
 def _bucket(template_json: dict[str, Any], name: str) -> dict[str, Any]:

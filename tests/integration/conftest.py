@@ -22,8 +22,9 @@ import pytest
 
 from tests.integration.decoy import Decoy, built_projects
 from wheelgate.core.layout import STAGING
+from wheelgate.local.names import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET
 from wheelgate.local.snapshot import version_snapshot
-from wheelgate.local.stack import NIGHTLY_BUCKET, QUEUE_NAME, STAGING_BUCKET, LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.storage.bucket import Bucket
 
 #: The session's decoy, once started (the hooks below read it before fixtures exist).
@@ -156,16 +157,18 @@ def local() -> Iterator[LocalProcess]:
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[LocalStack]:
+def stack() -> Iterator[LocalWheelGate]:
     """An in-process local stack whose queue nobody consumes: tests deliver events to the
-    promoter handler themselves."""
-    stack = LocalStack(run_loop=False).start()
+    promoter handler themselves. The test process is the promoter's and the clients', so the
+    environment it returns is this process's."""
+    stack = LocalWheelGate()
+    os.environ.update(stack.start())
     yield stack
     stack.stop()
 
 
 @pytest.fixture(scope="session")
-def s3(stack: LocalStack) -> Any:
+def s3(stack: LocalWheelGate) -> Any:
     """A client of the in-process stack's S3."""
     return boto3.client("s3")
 

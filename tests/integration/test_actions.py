@@ -25,8 +25,8 @@ from tests.integration.conftest import LocalProcess, uv_binary
 from tests.integration.decoy import Decoy
 from tests.integration.installs import pip
 from wheelgate import __version__
+from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import STAGING_BUCKET
 
 # The composite actions, each installing wheelgate into a fresh virtualenv: `make test` only.
 pytestmark = pytest.mark.slow

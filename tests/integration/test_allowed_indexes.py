@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration.test_promoter import COMMIT, Run, nightly_versions, wheel
 from wheelgate.cli.main import EXIT_USAGE, main
-from wheelgate.core.settings import ENV_ALLOWED_INDEXES
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES
 from wheelgate.staging.errors import StageError
 from wheelgate.storage.bucket import Bucket
 

@@ -27,7 +27,8 @@ from botocore.exceptions import ClientError
 from tests.integration.ceph import INSTALL_SCRIPT, CephCluster, CephEndpoint, missing_binaries
 from tests.tools import missing_tool
 from wheelgate.core.records import PromotionRecord
-from wheelgate.core.settings import PageRetention, PromoterSettings
+from wheelgate.core.setting_values import PageRetention
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.snapshot import version_snapshot
 from wheelgate.promotion.compose import build_service
@@ -131,7 +132,12 @@ def promoter(
             staging_bucket=STAGING,
             nightly_bucket=nightly,
             nightly_base_url=NIGHTLY_URL,
-            page_retention=page_retention,
+            trusted_reporter_id="AROAREPORTER",
+            allowed_indexes=frozenset(),
+            # No signer is given: this service writes no verdicts.
+            verdict_key_arn="arn:aws:kms:us-east-1:000000000000:key/unused",
+            nightly_retention_mode=page_retention.mode if page_retention else None,
+            nightly_page_retention_days=page_retention.days if page_retention else None,
         ),
         staging=Bucket(s3, STAGING),
         nightly=Bucket(s3, nightly),

@@ -19,8 +19,9 @@ from tests.integration.conftest import LocalProcess
 from wheelgate.core.layout import STAGING
 from wheelgate.index.pages import IndexEntry
 from wheelgate.index.store import IndexStore
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.publish import add_missing
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
@@ -49,7 +50,7 @@ def entry(name: str, version: str) -> IndexEntry:
 
 
 @pytest.fixture(scope="module")
-def nightly(stack: LocalStack) -> Bucket:
+def nightly(stack: LocalWheelGate) -> Bucket:
     return Bucket(boto3.client("s3"), NIGHTLY_BUCKET)
 
 
@@ -95,7 +96,7 @@ def test_eight_writers_adding_projects_keep_every_root_entry(nightly: Bucket, ro
 
 @pytest.mark.parametrize("round_", repeats())
 def test_eight_build_jobs_of_one_run_staging_into_one_directory(
-    stack: LocalStack, tmp_path: Path, round_: int
+    stack: LocalWheelGate, tmp_path: Path, round_: int
 ) -> None:
     # Given eight build jobs of one run, each staging one torch wheel into the same directory
     # at once (one page of the run's index to share)...

@@ -20,9 +20,9 @@ import pytest
 
 from tests.integration.conftest import uv_binary
 from tests.integration.test_promoter import Run, wheel
-from wheelgate.core.settings import ENV_ALLOW_NEW_LOCAL_LABELS
+from wheelgate.core.env_names import ENV_ALLOW_NEW_LOCAL_LABELS
 from wheelgate.lambda_function import handler
-from wheelgate.local.stack import LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.storage.bucket import Bucket
 
@@ -70,7 +70,7 @@ SCENARIOS = {
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_equals_installs_the_same_bytes_after_every_refused_attempt(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     buckets: tuple[Bucket, Bucket],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -19,35 +19,34 @@ import boto3
 import pytest
 
 from tests.integration.test_promoter import Context, nightly_versions, sqs_event
-from wheelgate.core.errors import TransientError
-from wheelgate.core.layout import PAGE_NAMES, STAGING, VERDICT_KEYS_KEY
-from wheelgate.core.override import new_request_id
-from wheelgate.core.records import PromotionRecord
-from wheelgate.core.settings import (
+from wheelgate.core.env_names import (
     ENV_BREAK_GLASS_ID,
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
     ENV_MANIFEST_QUEUE_URL,
+)
+from wheelgate.core.errors import TransientError
+from wheelgate.core.fanout_steps import FANOUT_STEP_FIELD
+from wheelgate.core.layout import PAGE_NAMES, STAGING, VERDICT_KEYS_KEY
+from wheelgate.core.limits import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
     FANOUT_LEASE_BUSY_RETRY_SECONDS,
     FANOUT_MAX_EXECUTIONS,
-    FANOUT_STEP_FIELD,
     LEASE_BUSY_RETRY_SECONDS,
-    PromoterSettings,
 )
+from wheelgate.core.override import new_request_id
+from wheelgate.core.records import PromotionRecord
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.fanout import InProcessLauncher
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET
+from wheelgate.local.promoter_loop import sqs_lambda_event
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
-from wheelgate.local.stack import (
-    LOCAL_REPORTER_PRINCIPAL,
-    NIGHTLY_BUCKET,
-    LocalStack,
-    sqs_lambda_event,
-)
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.fanout.job import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
@@ -177,7 +176,7 @@ class Fanout:
 
 
 @pytest.fixture
-def fanout(stack: LocalStack, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout]:
+def fanout(stack: LocalWheelGate, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout]:
     fixture = Fanout(buckets)
     yield fixture
     if fixture.gate is not None:
@@ -518,7 +517,7 @@ def failing_copy(attempts: set[str]) -> Fault:
 
 def test_a_failed_execution_is_requeued_and_the_next_one_promotes(
     buckets: tuple[Bucket, Bucket],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -571,7 +570,7 @@ class NeverRuns:
 
 def test_a_timed_out_execution_is_concluded_from_its_status_change(
     buckets: tuple[Bucket, Bucket],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -615,7 +614,7 @@ def test_a_timed_out_execution_is_concluded_from_its_status_change(
 
 def test_after_the_last_failed_execution_the_event_goes_to_the_dead_letter_queue(
     buckets: tuple[Bucket, Bucket],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -738,7 +737,7 @@ def test_a_run_waiting_on_a_fan_out_job_comes_back_less_often(
 
 def test_a_break_glass_override_of_a_large_run_goes_through_an_execution(
     buckets: tuple[Bucket, Bucket],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:

@@ -21,15 +21,12 @@ from botocore.awsrequest import AWSResponse
 from tests.integration.test_override import BREAK_GLASS, BREAK_GLASS_ID, put_override
 from tests.integration.test_promoter import Context, Run, deliver, wheel
 from wheelgate.cli.main import EXIT_OK, main
+from wheelgate.core.env_names import ENV_BREAK_GLASS_ID
 from wheelgate.core.layout import STAGING
-from wheelgate.core.settings import ENV_BREAK_GLASS_ID
 from wheelgate.lambda_function import handler
-from wheelgate.local.stack import (
-    LOCAL_REPORTER_PRINCIPAL,
-    LocalStack,
-    sqs_lambda_event,
-    stamp_identity,
-)
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL
+from wheelgate.local.promoter_loop import sqs_lambda_event, stamp_identity
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.storage.bucket import Bucket
 
 FILES = 4
@@ -204,7 +201,7 @@ def test_redelivery_converges_after_a_fault(
 
 
 def test_a_poison_message_ends_in_the_dead_letter_queue_with_its_record(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     buckets: tuple[Bucket, Bucket],
     tmp_path: Path,
     hooks: Callable[[Fault], Copies],
@@ -251,7 +248,7 @@ def test_a_poison_message_ends_in_the_dead_letter_queue_with_its_record(
 
 
 @pytest.fixture
-def distribution(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> str:
+def distribution(stack: LocalWheelGate, monkeypatch: pytest.MonkeyPatch) -> str:
     """A CloudFront distribution on the local endpoint, configured for both indexes."""
     cloudfront = boto3.client("cloudfront")
     created = cloudfront.create_distribution(

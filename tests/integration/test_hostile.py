@@ -20,10 +20,10 @@ from tests.integration.test_promoter import (
     nightly_versions,
     wheel,
 )
-from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_REQUIRED_TESTS
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_REQUIRED_TESTS
 from wheelgate.lambda_function import handler
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.local.sample_wheels import manifest_for
-from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.storage.bucket import Bucket
 
 Body = dict[str, Any] | bytes

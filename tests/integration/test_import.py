@@ -28,21 +28,18 @@ import pytest
 from tests.integration.installs import pip
 from tests.integration.test_fanout import Fanout
 from tests.integration.test_promoter import Run, deliver, nightly_versions, sqs_event
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_BREAK_GLASS_ID, ENV_IMPORT_SOURCES
 from wheelgate.core.importing import SCHEMA_IMPORT_V1, import_id, new_import_request
 from wheelgate.core.layout import STAGING, VERDICT_KEYS_KEY
-from wheelgate.core.settings import (
-    ENV_ALLOWED_INDEXES,
-    ENV_BREAK_GLASS_ID,
-    ENV_IMPORT_SOURCES,
-    PromoterSettings,
-)
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.core.signatures import check_verdict
 from wheelgate.core.verdicts import parse_key_document
 from wheelgate.core.wheelmeta import FileRangeReader, read_core_metadata
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.compose import build_service
 from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.storage.bucket import Bucket
@@ -487,7 +484,11 @@ def test_a_large_import_goes_on_in_the_next_invocation(
 
 @pytest.mark.slow
 def test_pip_and_uv_install_an_imported_old_version_from_nightly(
-    seed: Seed, buckets: tuple[Bucket, Bucket], stack: LocalStack, venv_factory: Any, tmp_path: Path
+    seed: Seed,
+    buckets: tuple[Bucket, Bucket],
+    stack: LocalWheelGate,
+    venv_factory: Any,
+    tmp_path: Path,
 ) -> None:
     from tests.integration.test_plus_in_file_names import uv_install
 
@@ -591,7 +592,7 @@ def test_a_file_over_the_copy_limit_is_read_once_and_never_again(
 # An import large enough to fan out, through an execution: seconds.
 @pytest.mark.slow
 def test_a_large_import_fans_out_as_a_run_does(
-    seed: Seed, buckets: tuple[Bucket, Bucket], stack: LocalStack
+    seed: Seed, buckets: tuple[Bucket, Bucket], stack: LocalWheelGate
 ) -> None:
     staging, nightly = buckets
     # Given a promoter that fans out from two files to copy...

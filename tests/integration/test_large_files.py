@@ -23,13 +23,9 @@ from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import parse_manifest
 from wheelgate.core.settings import PromoterSettings
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
-from wheelgate.local.stack import (
-    LOCAL_REPORTER_PRINCIPAL,
-    NIGHTLY_BUCKET,
-    STAGING_BUCKET,
-    LocalStack,
-)
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.staging.local_artifacts import inspect_files
@@ -41,7 +37,7 @@ MB = 1024 * 1024
 LIMIT = 5 * MB  # S3's smallest part size
 
 
-def stage_in_parts(client: Any, stack: LocalStack, wheel: Path, run: str, index: str) -> None:
+def stage_in_parts(client: Any, stack: LocalWheelGate, wheel: Path, run: str, index: str) -> None:
     """``wheelgate stage`` of ``wheel`` through ``client``, in parts of ``LIMIT``."""
     stage(
         staging=Bucket(client, STAGING_BUCKET),
@@ -57,7 +53,7 @@ def stage_in_parts(client: Any, stack: LocalStack, wheel: Path, run: str, index:
 
 
 def stage_multipart(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     wheel: Path,
     run: str,
     index: str,
@@ -83,7 +79,7 @@ def stage_multipart(
 
 @pytest.mark.slow
 def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
-    stack: LocalStack, tmp_path: Path
+    stack: LocalWheelGate, tmp_path: Path
 ) -> None:
     s3: Any = boto3.client("s3")
     staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
@@ -120,7 +116,7 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
 
 @pytest.mark.slow
 def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
-    stack: LocalStack, tmp_path: Path
+    stack: LocalWheelGate, tmp_path: Path
 ) -> None:
     # Given a multipart-staged wheel whose manifest claims other bytes (S3 has no SHA-256 of
     # its own to compare at verification)...
@@ -162,7 +158,7 @@ def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
 
 
 def test_a_staged_file_changed_since_verification_is_not_hashed(
-    stack: LocalStack, tmp_path: Path
+    stack: LocalWheelGate, tmp_path: Path
 ) -> None:
     # Given a multipart-staged wheel verified (its hash read left for later)...
     s3: Any = boto3.client("s3")
@@ -214,7 +210,7 @@ FAILED_THEN_GONE = {
 
 
 def test_a_failed_completion_is_reported_not_the_cleanup_that_failed_after_it(
-    stack: LocalStack, tmp_path: Path
+    stack: LocalWheelGate, tmp_path: Path
 ) -> None:
     # Given S3 failing a multipart upload's completion (500), and then its abort (the upload
     # gone), for staging and for the promoter's copy alike...
@@ -252,7 +248,7 @@ def test_a_failed_completion_is_reported_not_the_cleanup_that_failed_after_it(
 
 
 def test_an_upload_of_other_bytes_than_the_hash_given_never_completes(
-    stack: LocalStack, tmp_path: Path
+    stack: LocalWheelGate, tmp_path: Path
 ) -> None:
     # Given a file over the single-request limit and a SHA-256 that is not its bytes' (the
     # file changed since it was hashed)...
@@ -342,7 +338,7 @@ def test_local_mode_holds_an_object_larger_than_the_memory_it_grows_by(tmp_path:
     assert grown < size / 2, f"the local S3's memory grew by {grown / MB:.0f} MiB"
 
 
-def test_versions_are_listed_beside_an_object_held_on_disk(stack: LocalStack, s3: Any) -> None:
+def test_versions_are_listed_beside_an_object_held_on_disk(stack: LocalWheelGate, s3: Any) -> None:
     # Given a bucket holding an object over moto's in-memory buffer (local mode maps it from
     # its file)...
     bucket = f"held-{os.getpid()}"

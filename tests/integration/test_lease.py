@@ -26,7 +26,7 @@ from wheelgate.cli.main import EXIT_OK, EXIT_PENDING, main
 from wheelgate.core.layout import STAGING
 from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest, new_request_id
 from wheelgate.lambda_function import handler
-from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.promotion.lease import IndexLeases, LeaseBusy
 from wheelgate.storage.bucket import Bucket
 

@@ -21,7 +21,7 @@ from tests.integration.conftest import LocalProcess, local_process
 from tests.integration.installs import evidence, pip, pip_report, uv_install
 from tests.integration.test_cycle import run_ok
 from tests.integration.test_index_maintenance import fetch
-from wheelgate.core.settings import ENV_LISTING_RETENTION
+from wheelgate.core.env_names import ENV_LISTING_RETENTION
 from wheelgate.local.sample_wheels import build_wheel
 
 # Real pip and uv installs into fresh virtualenvs: `make test` only.

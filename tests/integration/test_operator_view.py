@@ -15,8 +15,8 @@ import pytest
 
 from tests.integration.conftest import LocalProcess
 from tests.integration.installs import evidence, pip_report
+from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import STAGING_BUCKET
 
 # Wheelgate local and the command in processes of their own: `make test` only.
 pytestmark = pytest.mark.slow

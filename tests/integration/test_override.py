@@ -15,10 +15,10 @@ from tests.integration.test_promoter import (
     nightly_versions,
     wheel,
 )
+from wheelgate.core.env_names import ENV_BREAK_GLASS_ID
 from wheelgate.core.override import new_request_id
-from wheelgate.core.settings import ENV_BREAK_GLASS_ID
 from wheelgate.lambda_function import handler
-from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.storage.bucket import Bucket
 
 BREAK_GLASS_ID = "AROABREAKGLASS000001"

@@ -27,12 +27,14 @@ import pytest
 from tests.integration.test_concurrency import repeats
 from wheelgate.core.layout import NIGHTLY, PAGES
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
-from wheelgate.core.settings import PromoterSettings, RetentionRule
+from wheelgate.core.setting_values import RetentionRule
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import IndexEntry, upload_time
 from wheelgate.index.rebuild import rebuild, scan_nightly
 from wheelgate.index.store import IndexStore
 from wheelgate.index.yank import SCHEMA_YANK_V1, YankRequest
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.publish import Publisher
 from wheelgate.status.state import STATE_KEY, page_key, parse_state
 from wheelgate.status.store import StatusStore
@@ -71,7 +73,12 @@ Writer = Callable[[Bucket, str], None]
 
 def _settings() -> PromoterSettings:
     return PromoterSettings(
-        staging_bucket=STAGING_BUCKET, nightly_bucket=NIGHTLY_BUCKET, nightly_base_url="http://n/"
+        staging_bucket=STAGING_BUCKET,
+        nightly_bucket=NIGHTLY_BUCKET,
+        nightly_base_url="http://n/",
+        trusted_reporter_id="AROAREPORTER",
+        allowed_indexes=frozenset(),
+        verdict_key_arn="arn:aws:kms:us-east-1:000000000000:key/unused",
     )
 
 
@@ -182,7 +189,7 @@ class Scene:
 
 
 @pytest.fixture(scope="module")
-def nightly(stack: LocalStack) -> Bucket:
+def nightly(stack: LocalWheelGate) -> Bucket:
     return Bucket(boto3.client("s3"), NIGHTLY_BUCKET)
 
 
@@ -238,7 +245,7 @@ def _decision(run_id: str) -> PromotionRecord:
 
 
 @pytest.mark.parametrize("round_", repeats())
-def test_two_decisions_on_the_status_page_both_stay(stack: LocalStack, round_: int) -> None:
+def test_two_decisions_on_the_status_page_both_stay(stack: LocalWheelGate, round_: int) -> None:
     # Given two promoters recording a decision each, one held after reading the state...
     staging = Bucket(boto3.client("s3"), STAGING_BUCKET)
     runs = [f"status-race-{round_}-{n}-{datetime.now(UTC).timestamp()}" for n in (1, 2)]

@@ -14,14 +14,10 @@ from botocore.exceptions import ClientError
 
 from wheelgate.core.errors import TransientError
 from wheelgate.lambda_function import handler
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.snapshot import version_snapshot
-from wheelgate.local.stack import (
-    LOCAL_REPORTER_PRINCIPAL,
-    NIGHTLY_BUCKET,
-    STAGING_BUCKET,
-    LocalStack,
-)
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
@@ -369,7 +365,7 @@ def _fresh_promoter() -> Iterator[None]:
 def test_mirror_runs_are_accepted_only_from_the_mirror_role(
     buckets: tuple[Bucket, Bucket], tmp_path: Path
 ) -> None:
-    from wheelgate.local.stack import LOCAL_DEPS_PRINCIPAL
+    from wheelgate.local.names import LOCAL_DEPS_PRINCIPAL
 
     # A build role could stage runs/deps-x/ and the reporter write its manifest: refused, since
     # a mirror run skips the index's required tests on the strength of its review.
@@ -384,7 +380,7 @@ def test_mirror_runs_are_accepted_only_from_the_mirror_role(
 
 
 def test_uv_resolves_through_the_json_api(
-    stack: LocalStack, buckets: tuple[Bucket, Bucket], tmp_path: Path
+    stack: LocalWheelGate, buckets: tuple[Bucket, Bucket], tmp_path: Path
 ) -> None:
     import subprocess
 
@@ -422,7 +418,7 @@ def test_uv_resolves_through_the_json_api(
 
 
 def test_dry_run_resolution_reads_metadata_not_the_wheel(
-    stack: LocalStack, buckets: tuple[Bucket, Bucket], tmp_path: Path, venv_factory: Any
+    stack: LocalWheelGate, buckets: tuple[Bucket, Bucket], tmp_path: Path, venv_factory: Any
 ) -> None:
     from tests.integration.installs import installs, pip
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.emf import emitted, values
 from tests.integration.test_promoter import Run, deliver, wheel
-from wheelgate.core.settings import (
+from wheelgate.core.metrics import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
     METRIC_INTEGRITY_REJECTIONS,
@@ -25,7 +25,7 @@ from wheelgate.core.settings import (
     SERVICE_NAME,
 )
 from wheelgate.lambda_function import handler
-from wheelgate.local.stack import LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion import compose
 from wheelgate.storage.bucket import Bucket
 
@@ -48,7 +48,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 
 @pytest.fixture(autouse=True)
-def _fixed_clock(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _fixed_clock(stack: LocalWheelGate, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # The handler's promoter reads the in-process stack's settings on first use, and its
     # parts share the composition root's clock.
     handler.promoter.cache_clear()
@@ -212,7 +212,7 @@ def test_an_override_counts_one_promotion_with_its_target_runs_copies(
     run: Run, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.integration.test_override import BREAK_GLASS, BREAK_GLASS_ID, override
-    from wheelgate.core.settings import ENV_BREAK_GLASS_ID
+    from wheelgate.core.env_names import ENV_BREAK_GLASS_ID
 
     # Given a break-glass role, and a run rejected for a failed test
     monkeypatch.setenv(ENV_BREAK_GLASS_ID, BREAK_GLASS_ID)

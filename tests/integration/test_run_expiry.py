@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import LocalProcess
+from wheelgate.core.env_names import ENV_RUN_STAGE_WINDOW_DAYS
 from wheelgate.core.layout import PAGES, RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, STAGING
-from wheelgate.core.settings import ENV_RUN_STAGE_WINDOW_DAYS
+from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import STAGING_BUCKET
 from wheelgate.staging.errors import StageError
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage

@@ -19,8 +19,9 @@ import pytest
 from tests.integration.installs import evidence, pip_report
 from tests.integration.test_promoter import sqs_event
 from wheelgate.core.redact import MASK
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import LOCAL_REPORTER_PRINCIPAL, LocalStack
+from wheelgate.local.stack import LocalWheelGate
 
 ACCESS_KEY_ID = "AKIAWGPLANTEDKEY0001"
 SECRET_ACCESS_KEY = "wgPlantedSecretAccessKey/0123456789abcdefABCDEF"
@@ -57,7 +58,7 @@ print(json.dumps(handler.lambda_handler(json.loads(sys.argv[1]), Context())))
 """
 
 
-def planted_env(stack: LocalStack) -> dict[str, str]:
+def planted_env(stack: LocalWheelGate) -> dict[str, str]:
     return {
         **os.environ,
         **stack.env,
@@ -77,7 +78,7 @@ def leaked(output: str) -> list[str]:
     return [secret for secret in SECRETS if secret in output]
 
 
-def test_botocore_debug_log_would_leak_the_access_key_id(stack: LocalStack) -> None:
+def test_botocore_debug_log_would_leak_the_access_key_id(stack: LocalWheelGate) -> None:
     # The risk is real: without the filter botocore's debug log names the access key id (in
     # the Authorization header) and the session token, so the checks below can fail.
     script = (
@@ -91,7 +92,7 @@ def test_botocore_debug_log_would_leak_the_access_key_id(stack: LocalStack) -> N
 
 
 def test_cli_and_promoter_debug_output_contains_no_secret(
-    stack: LocalStack, venv_factory: Any, tmp_path: Path
+    stack: LocalWheelGate, venv_factory: Any, tmp_path: Path
 ) -> None:
     env = planted_env(stack)
     wheel = build_wheel(tmp_path, "secretive", "1.0")
@@ -131,7 +132,7 @@ def test_cli_and_promoter_debug_output_contains_no_secret(
     }
 
 
-def test_manifest_token_is_not_echoed_by_the_cli(stack: LocalStack) -> None:
+def test_manifest_token_is_not_echoed_by_the_cli(stack: LocalWheelGate) -> None:
     # A dry-run report prints the manifest itself: the URL's token is masked there too.
     result = run(
         planted_env(stack),
@@ -146,7 +147,7 @@ def test_manifest_token_is_not_echoed_by_the_cli(stack: LocalStack) -> None:
 
 
 def test_a_test_url_carrying_a_credential_is_refused_without_echoing_it(
-    stack: LocalStack,
+    stack: LocalWheelGate,
 ) -> None:
     # A credential-named parameter never reaches a manifest: report refuses it, masked.
     result = run(

@@ -47,22 +47,20 @@ from tests.integration.test_fanout import (
     single_path,
 )
 from tests.integration.test_promoter import Context, nightly_versions, sqs_batch
-from wheelgate.core.errors import PromotionRejected, Reason, TransientError
-from wheelgate.core.layout import STAGING
-from wheelgate.core.settings import (
+from wheelgate.core.env_names import (
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
     ENV_MANIFEST_QUEUE_URL,
-    FANOUT_ITEM_RETRY_ATTEMPTS,
-    FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-    FANOUT_REJECTED_ERROR,
-    FANOUT_STEP_FIELD,
 )
+from wheelgate.core.errors import PromotionRejected, Reason, TransientError
+from wheelgate.core.fanout_steps import FANOUT_REJECTED_ERROR, FANOUT_STEP_FIELD
+from wheelgate.core.layout import STAGING
+from wheelgate.core.limits import FANOUT_ITEM_RETRY_ATTEMPTS, FANOUT_ITEM_RETRY_INTERVAL_SECONDS
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
 from wheelgate.local.fanout import InProcessLauncher
-from wheelgate.local.stack import LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.fanout.job import fanout_job_id
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
@@ -75,7 +73,7 @@ PAGE_SUFFIXES = ("index.html", "index.json")
 
 
 @pytest.fixture(scope="module")
-def sfn(stack: LocalStack) -> Iterator[Any]:
+def sfn(stack: LocalWheelGate) -> Iterator[Any]:
     """A Step Functions client of the in-process moto server, which executes state machines."""
     port = urlsplit(stack.env["AWS_ENDPOINT_URL"]).port
     assert port is not None
@@ -206,7 +204,7 @@ class ThroughStepFunctions:
 
 @pytest.fixture
 def through(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     buckets: tuple[Bucket, Bucket],
     machine: Machine,
     sfn: Any,

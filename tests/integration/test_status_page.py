@@ -18,11 +18,12 @@ import pytest
 
 from tests.integration.test_promoter import Run, wheel
 from tests.tools import require_tool
+from wheelgate.core.env_names import ENV_DASHBOARD_URL
 from wheelgate.core.records import PromotionRecord
-from wheelgate.core.settings import ENV_DASHBOARD_URL
 from wheelgate.lambda_function import handler
+from wheelgate.local.names import NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.snapshot import version_snapshot
-from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.status.state import STATE_KEY, parse_state
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
@@ -99,7 +100,7 @@ class Dom(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def buckets(stack: LocalStack) -> tuple[Bucket, Bucket]:
+def buckets(stack: LocalWheelGate) -> tuple[Bucket, Bucket]:
     s3 = boto3.client("s3")
     return Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
 
@@ -160,7 +161,7 @@ def test_state_records_both_decisions(
 
 
 def test_pages_are_served_as_short_lived_utf8_html(
-    decided: dict[str, Any], stack: LocalStack
+    decided: dict[str, Any], stack: LocalWheelGate
 ) -> None:
     s3 = boto3.client("s3")
     for key in ("status/index.html", f"status/{INDEX}/index.html"):
@@ -177,7 +178,7 @@ def test_pages_are_served_as_short_lived_utf8_html(
 
 
 def test_overview_in_headless_chromium_at_phone_size(
-    decided: dict[str, Any], stack: LocalStack, tmp_path: Path
+    decided: dict[str, Any], stack: LocalWheelGate, tmp_path: Path
 ) -> None:
     url = stack.nightly_url + "status/"
     # When Chromium loads the served page
@@ -215,7 +216,7 @@ def test_overview_in_headless_chromium_at_phone_size(
 
 
 def test_directory_page_in_headless_chromium(
-    decided: dict[str, Any], stack: LocalStack, tmp_path: Path
+    decided: dict[str, Any], stack: LocalWheelGate, tmp_path: Path
 ) -> None:
     url = f"{stack.nightly_url}status/{INDEX}/"
     dom = Dom(chromium(url, tmp_path / "profile", "--dump-dom"))

@@ -17,7 +17,7 @@ from tests.integration.test_promoter import COMMIT, Run, deliver, wheel
 from wheelgate.cli.common import EXIT_OK, EXIT_PENDING, EXIT_REJECTED
 from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING
-from wheelgate.local.stack import LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.storage.bucket import Bucket
 
 URL = "https://github.com/o/r/actions/runs/1"
@@ -44,7 +44,9 @@ def status(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[st
     return code, json.loads(out[out.index("{\n") :])
 
 
-def installed_by_its_test(stack: LocalStack, venv_factory: Any, run: Run, built: Path) -> list[str]:
+def installed_by_its_test(
+    stack: LocalWheelGate, venv_factory: Any, run: Run, built: Path
+) -> list[str]:
     """The run's test job installs ``built`` from the run's index with pip's report: the
     ``wheelgate report`` options that pass it on."""
     index_url = stack.staging_url + STAGING.run_index_prefix(run.run_id, run.index)
@@ -71,7 +73,7 @@ def rejected_run(
 
 def test_a_rereported_run_waits_for_the_new_manifest_not_the_old_rejection(
     rejected_run: tuple[Run, Path],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     venv_factory: Any,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -109,7 +111,7 @@ def test_a_rereported_run_waits_for_the_new_manifest_not_the_old_rejection(
 
 def test_an_undecided_manifest_is_pending_whatever_the_record_said_before(
     rejected_run: tuple[Run, Path],
-    stack: LocalStack,
+    stack: LocalWheelGate,
     venv_factory: Any,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -32,13 +32,9 @@ from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function import handler
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import (
-    LOCAL_REPORTER_PRINCIPAL,
-    NIGHTLY_BUCKET,
-    STAGING_BUCKET,
-    LocalStack,
-)
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.compose import build_service
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
@@ -278,7 +274,7 @@ def handler_meeting(storage: BrokenStorage) -> handler.LambdaHandler:
 def test_the_promoter_retries_a_storage_error_and_rejects_nothing(
     kind: str,
     request: pytest.FixtureRequest,
-    stack: LocalStack,
+    stack: LocalWheelGate,
     buckets: tuple[Bucket, Bucket],
     tmp_path: Path,
 ) -> None:

@@ -36,7 +36,7 @@ from wheelgate.core.shadowing import (
     single_platform,
 )
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.local.stack import LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.storage.bucket import Bucket
 
@@ -67,7 +67,7 @@ def uv_installs(index_url: str, requirement: str, target: Path) -> str:
 
 @pytest.mark.parametrize(("project", "version"), [("sha", "1.0"), ("shb", "2.0+rocm6.3")])
 def test_a_wheel_this_python_would_prefer_is_refused_and_equals_installs_the_same_bytes(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     buckets: tuple[Bucket, Bucket],
     s3: Any,
     tmp_path: Path,
@@ -102,7 +102,7 @@ def test_a_wheel_this_python_would_prefer_is_refused_and_equals_installs_the_sam
 
 
 def test_wheels_no_interpreter_would_switch_to_still_join_a_released_version(
-    stack: LocalStack, buckets: tuple[Bucket, Bucket], tmp_path: Path
+    stack: LocalWheelGate, buckets: tuple[Bucket, Bucket], tmp_path: Path
 ) -> None:
     arch = platform.machine()
     if sys.platform != "linux" or arch not in {"x86_64", "aarch64"}:

@@ -30,12 +30,12 @@ from tests.integration.conftest import uv_binary
 from tests.integration.test_promoter import COMMIT, Run, wheel
 from tests.unit.test_verdicts import sign
 from wheelgate.cli.main import main
+from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL, ENV_VERDICT_KEY_ARN
 from wheelgate.core.layout import STAGING, VERDICT_KEYS_KEY, VERDICT_SUFFIX
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_VERDICT_KEY_ARN
 from wheelgate.core.signatures import check_verdict
 from wheelgate.core.verdicts import EXTENSION_KEY, EvidenceTest, KeyDocument, VerdictFacts, pem_of
 from wheelgate.lambda_function import handler
-from wheelgate.local.stack import LocalStack
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.storage.bucket import Bucket
 
@@ -118,7 +118,7 @@ def verdict_of(run: Run, path: Path) -> bytes:
     return found[0]
 
 
-def published_pem(stack: LocalStack, key_arn: str | None = None) -> str:
+def published_pem(stack: LocalWheelGate, key_arn: str | None = None) -> str:
     der = boto3.client("kms").get_public_key(KeyId=key_arn or stack.verdict_key_arn)["PublicKey"]
     return pem_of(der)
 
@@ -147,7 +147,7 @@ def flip_one_byte(data: bytes, at: int) -> bytes:
 
 
 def test_a_promotion_signs_each_file_and_the_pages_link_its_verdict(
-    stack: LocalStack, run: Run, capsys: pytest.CaptureFixture[str]
+    stack: LocalWheelGate, run: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a promoted run
     path = promoted(run)
@@ -189,7 +189,7 @@ def test_a_promotion_signs_each_file_and_the_pages_link_its_verdict(
 
 
 def test_verify_refuses_tampered_files_statements_names_and_keys(
-    stack: LocalStack, run: Run, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    stack: LocalWheelGate, run: Run, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = promoted(run)
     envelope = verdict_of(run, path)
@@ -259,7 +259,7 @@ class Planted:
     pem: str
 
 
-def planted_by_a_build_job(stack: LocalStack, run: Run, path: Path) -> Planted:
+def planted_by_a_build_job(stack: LocalWheelGate, run: Run, path: Path) -> Planted:
     """Stage ``path`` as a build job, then, as the same job, create a keys document with a key
     of its own and a verdict for the file signed with it, both under its run's folder: the build
     role may create any key under staging ``runs/`` (If-None-Match, as here;
@@ -297,7 +297,7 @@ def planted_by_a_build_job(stack: LocalStack, run: Run, path: Path) -> Planted:
 
 
 def test_verify_without_a_gate_trusts_no_keys_a_build_job_planted_beside_its_file(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     run: Run,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -322,7 +322,7 @@ def test_verify_without_a_gate_trusts_no_keys_a_build_job_planted_beside_its_fil
 
 
 def test_verify_with_a_gate_refuses_a_planted_verdict_and_another_gates_verdict(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     run: Run,
     buckets: tuple[Bucket, Bucket],
     tmp_path: Path,
@@ -348,7 +348,7 @@ def test_verify_with_a_gate_refuses_a_planted_verdict_and_another_gates_verdict(
 
 
 def test_an_independent_implementation_verifies_the_envelope_and_the_schemas(
-    stack: LocalStack, run: Run
+    stack: LocalWheelGate, run: Run
 ) -> None:
     path = promoted(run)
     envelope = json.loads(verdict_of(run, path))
@@ -404,7 +404,7 @@ def test_a_rejected_run_writes_no_verdict(run: Run) -> None:
 
 
 def test_after_a_rotation_the_new_key_signs_and_old_verdicts_still_verify(
-    stack: LocalStack,
+    stack: LocalWheelGate,
     buckets: tuple[Bucket, Bucket],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -446,7 +446,7 @@ def test_after_a_rotation_the_new_key_signs_and_old_verdicts_still_verify(
 
 
 def test_pip_and_uv_install_from_pages_that_link_verdicts(
-    stack: LocalStack, run: Run, tmp_path: Path
+    stack: LocalWheelGate, run: Run, tmp_path: Path
 ) -> None:
     path = promoted(run, "installme", "1.0")
     page = json.loads(run.nightly.get(f"{run.index}/installme/index.json")[0])  # type: ignore[index]

@@ -27,7 +27,7 @@ from tests.unit.test_wheelmeta import lie_about_size
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.objects import META_COMMIT, META_SHA256
 from wheelgate.core.wheelmeta import MAX_METADATA_BYTES
-from wheelgate.local.stack import STAGING_BUCKET
+from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.promotion.verification import wheel_identity
 from wheelgate.storage.bucket import Bucket
 

@@ -278,6 +278,27 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "reporter id required",
+        "the promoter starts without a trusted reporter id and decides any writer's manifest",
+        "trusted_reporter_id: Text = _var(ENV_TRUSTED_REPORTER_ID)",
+        "trusted_reporter_id: Text | None = _var(ENV_TRUSTED_REPORTER_ID, None)",
+        ("tests/unit/test_settings.py::test_the_promoter_refuses_to_start_without_a_gate_setting",),
+    ),
+    Mutation(
+        "allowed indexes required",
+        "the promoter starts without allowed index directories and promotes to any directory",
+        "] = _var(ENV_ALLOWED_INDEXES)",
+        "] = _var(ENV_ALLOWED_INDEXES, frozenset())",
+        ("tests/unit/test_settings.py::test_the_promoter_refuses_to_start_without_a_gate_setting",),
+    ),
+    Mutation(
+        "verdict key required",
+        "the promoter starts without a verdict key and releases files unsigned",
+        "verdict_key_arn: Text = _var(ENV_VERDICT_KEY_ARN)",
+        "verdict_key_arn: Text | None = _var(ENV_VERDICT_KEY_ARN, None)",
+        ("tests/unit/test_settings.py::test_the_promoter_refuses_to_start_without_a_gate_setting",),
+    ),
+    Mutation(
         "fan-out busy delay",
         "a run waiting on a fan-out job's lease comes back after a promotion's delay",
         "delay = FANOUT_LEASE_BUSY_RETRY_SECONDS if exc.fanout else LEASE_BUSY_RETRY_SECONDS",

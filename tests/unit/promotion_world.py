@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from tests.unit.memory_bucket import MemoryBucket, World
+from wheelgate.core.import_sources import ImportSource
 from wheelgate.core.layout import STAGING
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID
 from wheelgate.core.records import PromotionRecord
-from wheelgate.core.settings import ImportSource, PromoterSettings
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent, Request

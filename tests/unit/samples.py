@@ -58,3 +58,15 @@ def manifest_dict_v1(**overrides: Any) -> dict[str, Any]:
 
 def manifest_bytes(**overrides: Any) -> bytes:
     return json.dumps(manifest_dict(**overrides)).encode()
+
+
+#: The smallest environment the promoter starts with: the buckets, the nightly URL, and the three
+#: settings it never runs without (the reporter, the allowed directories, the verdict key).
+PROMOTER_ENV = {
+    "WHEELGATE_STAGING_BUCKET": "s",
+    "WHEELGATE_NIGHTLY_BUCKET": "n",
+    "WHEELGATE_NIGHTLY_BASE_URL": "https://nightly.example/",
+    "WHEELGATE_TRUSTED_REPORTER_ID": "AROAREPORTER",
+    "WHEELGATE_ALLOWED_INDEXES": json.dumps([INDEX]),
+    "WHEELGATE_VERDICT_KEY_ARN": "arn:aws:kms:us-east-1:123456789012:key/verdicts",
+}

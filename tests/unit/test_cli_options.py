@@ -11,9 +11,9 @@ import pytest
 from tests.unit.samples import COMMIT, DEPS_FILELOCK, INDEX, SHA_A
 from wheelgate.cli import common, deps
 from wheelgate.cli.main import EXIT_USAGE, main
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_TEST_URL_HOSTS
 from wheelgate.core.manifest import ManifestFile
 from wheelgate.core.manifest_limits import MAX_FILES_PER_SET
-from wheelgate.core.settings import ENV_ALLOWED_INDEXES, ENV_TEST_URL_HOSTS
 from wheelgate.staging.manifest_building import build_manifest
 
 WHEEL = "torch-2.7.0-py3-none-any.whl"

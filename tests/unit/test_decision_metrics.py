@@ -9,8 +9,7 @@ import pytest
 from aws_lambda_powertools import Metrics
 
 from tests.emf import emitted, values
-from wheelgate.core.records import FileOutcome, HistoryEntry, PromotionRecord, SetOutcome, State
-from wheelgate.core.settings import (
+from wheelgate.core.metrics import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
     METRIC_INTEGRITY_REJECTIONS,
@@ -22,6 +21,7 @@ from wheelgate.core.settings import (
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
+from wheelgate.core.records import FileOutcome, HistoryEntry, PromotionRecord, SetOutcome, State
 from wheelgate.lambda_function.telemetry import DecisionMetrics
 from wheelgate.promotion.observer import DecisionStats, decision_stats, latest_decision
 

@@ -1,5 +1,5 @@
-"""Imports point one way between the package's layers, and the stack sees only the layout, the
-settings and the reason codes.
+"""Imports point one way between the package's layers, and the stack sees only names and
+numbers: the layout, the settings, the limits, quotas and metrics it wires, and the reason codes.
 
 The layers (docs/architecture.md): ``core`` (domain rules, no I/O) <- ``storage`` (S3 and CloudFront
 adapters) <- ``index`` (pages, their store, yank and rebuild) <- ``status``, ``staging``,
@@ -34,10 +34,25 @@ ALLOWED: Mapping[str, frozenset[str]] = {
         {"core", "storage", "index", "status", "staging", "promotion", "deps", "local"}
     ),
 }
-#: What the CDK app may import from the package: names, settings and reason codes (the alarm
-#: names the integrity reasons), never behaviour.
+#: What the CDK app may import from the package: names, settings, the numbers it configures and
+#: reason codes (the alarm names the integrity reasons), never behaviour.
 STACK_MAY_IMPORT = frozenset(
-    {"wheelgate.core.layout", "wheelgate.core.settings", "wheelgate.core.errors"}
+    {
+        "wheelgate.core.layout",
+        # The settings the stack writes into the promoter's environment, their values and names.
+        "wheelgate.core.settings",
+        "wheelgate.core.setting_values",
+        "wheelgate.core.setting_parsers",
+        "wheelgate.core.env_names",
+        "wheelgate.core.import_sources",
+        "wheelgate.core.run_window",
+        # The function's timeout and leases, the AWS quotas and the metrics the alarms watch.
+        "wheelgate.core.limits",
+        "wheelgate.core.quotas",
+        "wheelgate.core.metrics",
+        "wheelgate.core.fanout_steps",
+        "wheelgate.core.errors",
+    }
 )
 #: Third-party clients the domain layer never touches (style: domain modules do no I/O).
 CORE_MUST_NOT_IMPORT = ("boto3", "botocore")
@@ -139,7 +154,7 @@ def test_relative_imports_resolve_to_their_layer(tmp_path: Path) -> None:
     ]
 
 
-def test_the_stack_imports_only_layout_settings_and_reason_codes() -> None:
+def test_the_stack_imports_only_names_settings_numbers_and_reason_codes() -> None:
     sources = [*sorted((REPO / "stacks").glob("*.py")), REPO / "app.py"]
     used = {
         target

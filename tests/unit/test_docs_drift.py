@@ -40,7 +40,7 @@ from tests.unit import cli_reference
 from wheelgate.cli.common import storage_options
 from wheelgate.cli.main import build_parser
 from wheelgate.core.errors import Reason
-from wheelgate.core.settings import METRIC_NAMES, METRICS_NAMESPACE
+from wheelgate.core.metrics import METRIC_NAMES, METRICS_NAMESPACE
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = sorted(

@@ -7,7 +7,8 @@ import pytest
 from wheelgate.cli.main import EXIT_USAGE, main
 from wheelgate.core.manifest import Outcome
 from wheelgate.lambda_function.handler import manifest_events
-from wheelgate.local.stack import Redirect, choose_page, prefers_json, stamp_identity
+from wheelgate.local.cdn import Redirect, choose_page, prefers_json
+from wheelgate.local.promoter_loop import stamp_identity
 from wheelgate.staging.manifest_building import parse_test_spec
 
 

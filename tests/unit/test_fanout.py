@@ -15,25 +15,27 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from wheelgate.core.errors import PromotionRejected, Reason, TransientError
-from wheelgate.core.manifest import ManifestFile
-from wheelgate.core.planning import FileStep, SetPlan
-from wheelgate.core.settings import (
-    DEFAULT_FANOUT_MIN_BYTES,
-    DEFAULT_FANOUT_MIN_FILES,
+from tests.unit.samples import PROMOTER_ENV
+from wheelgate.core.env_names import (
     ENV_DEAD_LETTER_QUEUE_URL,
     ENV_FANOUT_MIN_BYTES,
     ENV_FANOUT_MIN_FILES,
     ENV_FANOUT_STATE_MACHINE_ARN,
     ENV_MANIFEST_QUEUE_URL,
-    ENV_NIGHTLY_BASE_URL,
-    ENV_NIGHTLY_BUCKET,
-    ENV_STAGING_BUCKET,
+)
+from wheelgate.core.errors import PromotionRejected, Reason, TransientError
+from wheelgate.core.limits import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
+)
+from wheelgate.core.manifest import ManifestFile
+from wheelgate.core.planning import FileStep, SetPlan
+from wheelgate.core.setting_values import SettingsError
+from wheelgate.core.settings import (
+    DEFAULT_FANOUT_MIN_BYTES,
+    DEFAULT_FANOUT_MIN_FILES,
     PromoterSettings,
-    SettingsError,
 )
 from wheelgate.local.fanout import (
     MAP_FAILED_ERROR,
@@ -44,11 +46,7 @@ from wheelgate.local.fanout import (
 from wheelgate.promotion.fanout.job import StepError, fanout_job_id, fanout_wanted
 from wheelgate.storage.workflow import StepFunctionsLauncher, execution_arn
 
-BASE_ENV = {
-    ENV_STAGING_BUCKET: "staging",
-    ENV_NIGHTLY_BUCKET: "nightly",
-    ENV_NIGHTLY_BASE_URL: "https://nightly.example/",
-}
+BASE_ENV = PROMOTER_ENV
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:wheelgate-fanout"
 DIGEST = "a" * 64
 

@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from wheelgate.core.env_names import ENV_IMPORT_SOURCES
 from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.import_sources import ImportSource, check_import_source, parse_source_uri
 from wheelgate.core.importing import (
     Candidate,
     SourceFacts,
@@ -22,14 +24,8 @@ from wheelgate.core.importing import (
     source_allowed,
 )
 from wheelgate.core.objects import ListedObject
-from wheelgate.core.settings import (
-    ENV_IMPORT_SOURCES,
-    ImportSource,
-    SettingsError,
-    check_import_source,
-    import_sources_from_env,
-    parse_source_uri,
-)
+from wheelgate.core.setting_values import SettingsError
+from wheelgate.core.settings import import_sources_from_env
 
 SOURCE = parse_source_uri("s3://old-release-bucket/v2/gfx94X-dcgpu/")
 DAY = datetime(2025, 6, 1, tzinfo=UTC)

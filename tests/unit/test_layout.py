@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES
 from wheelgate.core.layout import (
     NIGHTLY,
     PAGES,
@@ -16,11 +17,8 @@ from wheelgate.core.layout import (
     quote_key,
     relative_href,
 )
-from wheelgate.core.settings import (
-    ENV_ALLOWED_INDEXES,
-    SettingsError,
-    allowed_indexes_from_env,
-)
+from wheelgate.core.setting_values import SettingsError
+from wheelgate.core.settings import allowed_indexes_from_env
 
 
 @pytest.mark.parametrize("index", ["v2/gfx94X-dcgpu", "cpu", "a/b/c/d", "rocm7.0+x"])

@@ -6,24 +6,25 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from tests.unit.samples import PROMOTER_ENV
+from wheelgate.core.env_names import (
+    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
+    ENV_NIGHTLY_RETENTION_MODE,
+    ENV_RUN_STAGE_WINDOW_DAYS,
+)
 from wheelgate.core.lifecycle import (
     StageWindowClosed,
     check_stage_window,
     lifecycle_expiry,
     stage_deadline,
 )
-from wheelgate.core.settings import (
+from wheelgate.core.run_window import (
     DEFAULT_RUN_STAGE_WINDOW_DAYS,
-    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
-    ENV_NIGHTLY_RETENTION_MODE,
-    ENV_RUN_STAGE_WINDOW_DAYS,
-    PageRetention,
-    PromoterSettings,
-    SettingsError,
-    page_retention_from_env,
     run_stage_window_days,
     run_stage_window_from_env,
 )
+from wheelgate.core.setting_values import PageRetention, SettingsError
+from wheelgate.core.settings import PromoterSettings, page_retention_from_env
 
 # -- nightly page locks -----------------------------------------------------------------------
 
@@ -63,9 +64,7 @@ def test_a_bad_page_retention_is_named(env: dict[str, str], message: str) -> Non
 
 def test_the_promoter_settings_carry_the_page_retention() -> None:
     env = {
-        "WHEELGATE_STAGING_BUCKET": "s",
-        "WHEELGATE_NIGHTLY_BUCKET": "n",
-        "WHEELGATE_NIGHTLY_BASE_URL": "https://n.example",
+        **PROMOTER_ENV,
         ENV_NIGHTLY_RETENTION_MODE: "GOVERNANCE",
         ENV_NIGHTLY_PAGE_RETENTION_DAYS: "7",
     }

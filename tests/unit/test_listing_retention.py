@@ -7,14 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from wheelgate.core.env_names import ENV_LISTING_RETENTION
 from wheelgate.core.layout import PAGES, href
-from wheelgate.core.settings import (
-    ENV_LISTING_RETENTION,
-    ListingRetention,
-    RetentionRule,
-    SettingsError,
-    listing_retention_from_env,
-)
+from wheelgate.core.setting_values import ListingRetention, RetentionRule, SettingsError
+from wheelgate.core.settings import listing_retention_from_env
 from wheelgate.index.pages import IndexEntry, rebase, upload_time
 from wheelgate.index.retention import retain
 

@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from wheelgate.cli.common import EXIT_USAGE
+from wheelgate.cli.main import main
+from wheelgate.local import moto_version
 from wheelgate.local.extra import LOCAL_EXTRA_INSTALL
+from wheelgate.local.moto_version import PATCHED_MOTO_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 #: Long enough for the imports; a command that starts its servers instead runs until killed.
@@ -115,3 +118,20 @@ def test_a_missing_module_of_the_package_itself_is_not_blamed_on_the_extra(
     assert result.returncode == 1
     assert "ModuleNotFoundError: No module named 'wheelgate.lambda_function'" in result.stderr
     assert LOCAL_EXTRA_INSTALL not in result.stderr
+
+
+def test_wheelgate_local_refuses_a_moto_other_than_the_one_it_patches(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a moto other than the one local mode's patches were written for
+    monkeypatch.setattr(moto_version, "installed_moto_version", lambda: "5.1.0")
+    # When `wheelgate local` starts, then it stops before any server, naming both versions
+    assert main(["local"]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"moto {PATCHED_MOTO_VERSION}'s internals and moto 5.1.0 is installed" in captured.err
+
+
+def test_the_patched_moto_is_the_one_pinned_and_installed() -> None:
+    assert moto_version.installed_moto_version() == PATCHED_MOTO_VERSION
+    moto_version.require_patched_moto()

@@ -13,6 +13,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from wheelgate.local.moto_version import PATCHED_MOTO_VERSION
+
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
@@ -47,6 +49,12 @@ def test_the_base_install_leaves_out_moto_powertools_and_jinja2() -> None:
     assert {Requirement(s).name for s in extras["promoter"]} == {"aws-lambda-powertools", "Jinja2"}
     assert {Requirement(s).name for s in extras["local"]} == {"wheelgate", "moto"}
     assert "wheelgate[promoter]" in extras["local"]
+
+
+def test_the_local_extra_pins_the_moto_local_mode_patches() -> None:
+    (moto,) = [Requirement(s) for s in PROJECT["optional-dependencies"]["local"] if "moto" in s]
+    assert str(moto.specifier) == f"=={PATCHED_MOTO_VERSION}"
+    assert str(pinned()["moto"].specifier) == f"=={PATCHED_MOTO_VERSION}"
 
 
 def test_requirements_pin_every_declared_dependency_within_its_floor() -> None:

@@ -6,20 +6,19 @@ import re
 import pytest
 
 from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B, TORCH, manifest_dict
+from wheelgate.core.env_names import (
+    ENV_ALLOW_NEW_LOCAL_LABELS,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_BUCKET,
+    ENV_STAGING_BUCKET,
+)
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import ArtifactSet, ManifestV2
 from wheelgate.core.objects import META_COMMIT, META_SHA256, ObjectInfo
 from wheelgate.core.planning import plan_set
 from wheelgate.core.release_rules import check_release_conflicts
-from wheelgate.core.settings import (
-    ENV_ALLOW_NEW_LOCAL_LABELS,
-    ENV_NIGHTLY_BASE_URL,
-    ENV_NIGHTLY_BUCKET,
-    ENV_STAGING_BUCKET,
-    NewLocalLabels,
-    PromoterSettings,
-    SettingsError,
-)
+from wheelgate.core.setting_values import NewLocalLabels, SettingsError
+from wheelgate.core.settings import PromoterSettings
 
 RUN = "16454515470"
 SIZE = 632000000

@@ -538,7 +538,9 @@ def test_a_dashboard_url_that_is_not_http_is_never_a_link() -> None:
 
 
 def test_the_promoter_reads_the_dashboard_url_from_its_environment() -> None:
-    from wheelgate.core.settings import ENV_DASHBOARD_URL, PromoterSettings, SettingsError
+    from wheelgate.core.env_names import ENV_DASHBOARD_URL
+    from wheelgate.core.setting_values import SettingsError
+    from wheelgate.core.settings import PromoterSettings
 
     base = {
         "WHEELGATE_STAGING_BUCKET": "s",

@@ -15,20 +15,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from wheelgate.core.env_names import (
+    ENV_ALLOWED_INDEXES,
+    ENV_NIGHTLY_BASE_URL,
+    ENV_NIGHTLY_BUCKET,
+    ENV_STAGING_BUCKET,
+)
 from wheelgate.core.errors import Reason
 from wheelgate.core.layout import STAGING, base_url, check_index
 from wheelgate.core.manifest import ManifestFile, check_commit, describe_errors
 from wheelgate.core.manifest_tests import check_test_url, check_test_url_host
 from wheelgate.core.records import PromotionRecord, State
-from wheelgate.core.settings import (
-    ENV_ALLOWED_INDEXES,
-    ENV_NIGHTLY_BASE_URL,
-    ENV_NIGHTLY_BUCKET,
-    ENV_STAGING_BUCKET,
-    SettingsError,
-    allowed_indexes_from_env,
-    test_url_hosts_from_env,
-)
+from wheelgate.core.setting_values import SettingsError
+from wheelgate.core.settings import allowed_indexes_from_env, test_url_hosts_from_env
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import AccessError, translated
 

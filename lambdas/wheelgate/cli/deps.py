@@ -42,7 +42,7 @@ from wheelgate.cli.common import (
     test_url_option,
     wait_for_decision,
 )
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
+from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.deps.config import load_deps
 from wheelgate.deps.download import Fetcher, https_opener
 from wheelgate.deps.file_cache import plan_file, sync_files

@@ -30,19 +30,18 @@ from wheelgate.cli.common import (
     storage_options,
     wait_for_record,
 )
-from wheelgate.core.errors import Reason
-from wheelgate.core.importing import ImportRequest, new_import_request, source_allowed
-from wheelgate.core.layout import STAGING
-from wheelgate.core.manifest import describe_errors
-from wheelgate.core.settings import (
+from wheelgate.core.env_names import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
     ENV_ALLOW_NEW_LOCAL_LABELS,
     ENV_IMPORT_SOURCES,
-    NewLocalLabels,
-    SettingsError,
-    import_sources_from_env,
-    parse_source_uri,
 )
+from wheelgate.core.errors import Reason
+from wheelgate.core.import_sources import parse_source_uri
+from wheelgate.core.importing import ImportRequest, new_import_request, source_allowed
+from wheelgate.core.layout import STAGING
+from wheelgate.core.manifest import describe_errors
+from wheelgate.core.setting_values import NewLocalLabels, SettingsError
+from wheelgate.core.settings import import_sources_from_env
 
 #: Requests a dry run makes at once (ranged reads of the source's wheels, page reads).
 DRY_RUN_WORKERS = 16

@@ -12,13 +12,9 @@ import threading
 from typing import Any
 
 from wheelgate.cli.common import EXIT_OK, UsageError, checked
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_LISTING_RETENTION
 from wheelgate.core.layout import check_index_dirs
-from wheelgate.core.settings import (
-    ENV_ALLOWED_INDEXES,
-    ENV_LISTING_RETENTION,
-    ListingRetention,
-    SettingsError,
-)
+from wheelgate.core.setting_values import ListingRetention, SettingsError
 
 
 def listing_retention_option(value: str, indexes: list[str]) -> str:
@@ -43,12 +39,13 @@ def listing_retention_option(value: str, indexes: list[str]) -> str:
 
 def cmd_local(args: argparse.Namespace) -> int:
     from wheelgate.local.extra import LocalExtraMissing, require_local_extra
-    from wheelgate.local.stack import LocalStack
+    from wheelgate.local.moto_version import UnpatchedMoto
 
     try:
         require_local_extra()
-    except LocalExtraMissing as exc:
+    except (LocalExtraMissing, UnpatchedMoto) as exc:
         raise UsageError(str(exc)) from exc
+    from wheelgate.local.stack import LocalWheelGate
 
     required: dict[str, list[str]] = {}
     for spec in args.require_test:
@@ -64,18 +61,21 @@ def cmd_local(args: argparse.Namespace) -> int:
         if args.listing_retention is None
         else listing_retention_option(args.listing_retention, list(allowed))
     )
-    stack = LocalStack(
+    gate = LocalWheelGate(
         s3_port=args.s3_port,
         staging_port=args.staging_port,
         nightly_port=args.nightly_port,
         required_tests=required,
         allowed_indexes=allowed,
         verbose=args.verbose,
-        run_loop=not args.no_promoter,
         fanout_min_files=args.fanout_min_files,
         listing_retention=retention,
-    ).start()
-    sys.stdout.write(stack.ready_line() + "\n")
+    )
+    # This process is the local promoter's: its handler reads the environment, as on Lambda.
+    os.environ.update(gate.start())
+    if not args.no_promoter:
+        gate.run_promoter()
+    sys.stdout.write(gate.ready_line() + "\n")
     sys.stdout.flush()
     # Exactly one line on stdout: everything after it (handler logs, metrics) goes to stderr.
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
@@ -83,7 +83,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     with contextlib.suppress(KeyboardInterrupt):
         stopped.wait()
-    stack.stop()
+    gate.stop()
     return EXIT_OK
 
 

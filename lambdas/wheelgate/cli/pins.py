@@ -16,8 +16,8 @@ from wheelgate.cli.common import (
     staged_sets,
     storage_options,
 )
+from wheelgate.core.env_names import ENV_STAGING_BASE_URL
 from wheelgate.core.layout import STAGING, base_url, check_run_id
-from wheelgate.core.settings import ENV_STAGING_BASE_URL
 
 
 def cmd_pins(args: argparse.Namespace) -> int:

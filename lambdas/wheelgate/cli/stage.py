@@ -19,13 +19,10 @@ from wheelgate.cli.common import (
     nightly_url,
     storage_options,
 )
+from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
 from wheelgate.core.layout import STAGING, check_ci_run_id, key_url
-from wheelgate.core.settings import (
-    ENV_NIGHTLY_BASE_URL,
-    ENV_STAGING_BASE_URL,
-    SettingsError,
-    run_stage_window_from_env,
-)
+from wheelgate.core.run_window import run_stage_window_from_env
+from wheelgate.core.setting_values import SettingsError
 
 
 def cmd_stage(args: argparse.Namespace) -> int:

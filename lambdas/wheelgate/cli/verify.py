@@ -27,9 +27,9 @@ from urllib.parse import unquote, urljoin, urlsplit
 from packaging.utils import canonicalize_name
 
 from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError
+from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL
 from wheelgate.core.layout import VERDICT_KEYS_KEY, VERDICT_SUFFIX, base_url
 from wheelgate.core.manifest import parse_distribution_filename
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL
 from wheelgate.core.signatures import (
     VerdictRejected,
     VerifiedVerdict,

@@ -34,12 +34,12 @@ from urllib.parse import unquote, urlsplit
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.import_sources import ImportSource, parse_source_uri
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, METADATA_SUFFIX, PAGE_NAMES
 from wheelgate.core.manifest import IndexDir, RunId, describe_errors, parse_distribution_filename
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.records import RefusedFile
 from wheelgate.core.release_rules import LabelBook, ReleaseBook, TagBook
-from wheelgate.core.settings import ImportSource, parse_source_uri
 from wheelgate.core.timestamps import normalized_upload_time
 
 SCHEMA_IMPORT_V1 = "wheelgate/import/v1"

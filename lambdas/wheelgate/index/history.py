@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from wheelgate.core.layout import PAGES
-from wheelgate.core.settings import RetentionRule
+from wheelgate.core.setting_values import RetentionRule
 from wheelgate.index.pages import IndexEntry, ProjectPage
 from wheelgate.index.retention import retain
 from wheelgate.index.store import EntriesTransform, IndexStore, PageWrites

@@ -29,7 +29,7 @@ from wheelgate.core.layout import (
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.records import LeftInNightly
-from wheelgate.core.settings import PageRetention, RetentionRule
+from wheelgate.core.setting_values import PageRetention, RetentionRule
 from wheelgate.core.wheelmeta import core_metadata
 from wheelgate.index.history import add_projects, update_history
 from wheelgate.index.pages import IndexEntry, merge_entries, upload_time

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 from packaging.version import InvalidVersion, Version
 
-from wheelgate.core.settings import RetentionRule
+from wheelgate.core.setting_values import RetentionRule
 from wheelgate.index.pages import IndexEntry, parse_upload_time
 
 

@@ -29,7 +29,7 @@ from typing import TypeVar
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import PAGES, project_dir
-from wheelgate.core.settings import PageRetention
+from wheelgate.core.setting_values import PageRetention
 from wheelgate.index.pages import (
     HTML_CONTENT_TYPE,
     JSON_CONTENT_TYPE,

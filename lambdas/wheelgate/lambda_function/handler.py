@@ -42,19 +42,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 
 from wheelgate.core import redact
-from wheelgate.core.records import State
-from wheelgate.core.settings import (
-    FANOUT_LEASE_BUSY_RETRY_SECONDS,
-    FANOUT_STEP_FIELD,
-    LEASE_BUSY_RETRY_SECONDS,
+from wheelgate.core.fanout_steps import FANOUT_STEP_FIELD
+from wheelgate.core.limits import FANOUT_LEASE_BUSY_RETRY_SECONDS, LEASE_BUSY_RETRY_SECONDS
+from wheelgate.core.metrics import (
     METRIC_INDEX_BUSY,
     METRIC_POISON_MESSAGES,
     METRIC_PROMOTION_ERRORS,
     METRIC_STATUS_PAGE_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
-    PromoterSettings,
 )
+from wheelgate.core.records import State
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function.telemetry import DecisionMetrics
 from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent

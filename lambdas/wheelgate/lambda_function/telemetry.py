@@ -17,8 +17,7 @@ from aws_lambda_powertools import Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 
 from wheelgate.core.errors import is_integrity_reason
-from wheelgate.core.records import PromotionRecord, State
-from wheelgate.core.settings import (
+from wheelgate.core.metrics import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
     METRIC_INTEGRITY_REJECTIONS,
@@ -30,6 +29,7 @@ from wheelgate.core.settings import (
     METRIC_SERVICE_DIMENSION,
     SERVICE_NAME,
 )
+from wheelgate.core.records import PromotionRecord, State
 from wheelgate.promotion.observer import DecisionStats, latest_decision
 
 #: The reason dimension of a rejected decision recorded without a reason code.

@@ -200,13 +200,21 @@ class Demo:
         return version_snapshot(s3, self.env["WHEELGATE_NIGHTLY_BUCKET"])
 
     def run(self) -> None:
+        """Every step of the demo, in order; stops at the first that fails."""
         began = time.monotonic()
         wheels = self.work / "wheels"
         filelock = build_wheel(wheels, "demo-filelock", "3.18.0")
         torch_ok = build_wheel(wheels, "demo-torch", "2.7.0", requires=["demo-filelock>=3"])
         torch_bad = build_wheel(wheels, "demo-torch", "2.8.0", requires=["demo-filelock>=3"])
         self.start_local()
+        self.seed(filelock)
+        pip_report = self.release(torch_ok)
+        self.refuse(torch_bad)
+        self.verify(pip_report)
+        self.summary(began)
 
+    def seed(self, filelock: Path) -> None:
+        """Promote demo-filelock to nightly through a normal run."""
         seed_index = self.stage("seed", filelock)
         started = time.monotonic()
         seed_installed = self.pip_install(
@@ -215,9 +223,12 @@ class Demo:
         self.step(
             "seed: pip installed demo-filelock from the run's index", bool(seed_installed), started
         )
-        code, record, started = self.report("seed", "passed", {"demo-smoke": seed_installed})
+        code, _, started = self.report("seed", "passed", {"demo-smoke": seed_installed})
         self.step("seed: demo-filelock promoted to nightly", code == 0, started)
 
+    def release(self, torch_ok: Path) -> Path:
+        """Run 1: stage, test with pip and uv, promote, install from nightly; pip's report of
+        that install."""
         run_index = self.stage("1", torch_ok)
         started = time.monotonic()
         installed = self.pip_install("venv-staging", run_index, "demo-torch==2.7.0")
@@ -253,7 +264,11 @@ class Demo:
         started = time.monotonic()
         ok = self.uv_install("venv-nightly-uv", nightly_index, "demo-torch==2.7.0")
         self.step("run 1: uv installed demo-torch==2.7.0 from nightly", ok is not None, started)
+        assert pip_report is not None
+        return pip_report
 
+    def refuse(self, torch_bad: Path) -> None:
+        """Run 2: a failed test rejects the run, and nightly keeps every byte it had."""
         before = self.nightly_snapshot()
         self.stage("2", torch_bad)
         code, record, started = self.report("2", "failed")
@@ -278,8 +293,10 @@ class Demo:
         )
         self.step("run 2: demo-torch==2.8.0 cannot be installed from nightly", refused, started)
 
+    def verify(self, pip_report: Path) -> None:
+        """The wheel pip installed from nightly carries a verdict signed by the gate."""
         started = time.monotonic()
-        url = self.installed_url(pip_report, "demo-torch") if pip_report else ""
+        url = self.installed_url(pip_report, "demo-torch")
         verified = self.wheelgate("verify", url, "--json", check=False)
         facts = json.loads(verified.stdout) if verified.stdout.strip() else {}
         self.step(
@@ -292,6 +309,7 @@ class Demo:
             started,
         )
 
+    def summary(self, began: float) -> None:
         print("\nWheelGate demo summary")
         print(f"{'step':<80} {'result':>7} {'seconds':>8}")
         for name, result, seconds in self.steps:

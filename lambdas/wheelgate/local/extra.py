@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 
+from wheelgate.local.moto_version import require_patched_moto
+
 LOCAL_EXTRA_INSTALL = "pip install 'wheelgate[local]'"
 #: Imported up front so that a missing extra is reported before anything starts: the embedded
 #: S3/SQS, and the handler the promoter loop runs (which imports Powertools and X-Ray).
@@ -19,7 +21,9 @@ class LocalExtraMissing(Exception):
 
 
 def require_local_extra() -> None:
-    """Import what local mode runs; raise LocalExtraMissing naming the first missing module.
+    """Import what local mode runs; raise LocalExtraMissing naming the first missing module,
+    and :class:`~wheelgate.local.moto_version.UnpatchedMoto` for a moto other than the one its
+    patches were written for.
 
     A module of this package that cannot be found is a broken install, not a missing extra:
     that error propagates unchanged.
@@ -34,3 +38,4 @@ def require_local_extra() -> None:
             raise LocalExtraMissing(
                 f"local mode needs {missing}, which is not installed: {LOCAL_EXTRA_INSTALL}"
             ) from None
+    require_patched_moto()

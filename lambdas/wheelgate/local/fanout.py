@@ -22,14 +22,15 @@ from functools import cache
 from typing import Any, Literal
 
 from wheelgate.core.errors import TransientError
-from wheelgate.core.settings import (
-    DEFAULT_FANOUT_COPY_CONCURRENCY,
-    DEFAULT_FANOUT_HASH_CONCURRENCY,
+from wheelgate.core.fanout_steps import FANOUT_REJECTED_ERROR, FANOUT_STEP_FIELD
+from wheelgate.core.limits import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
     FANOUT_ITEM_RETRY_INTERVAL_SECONDS,
-    FANOUT_REJECTED_ERROR,
-    FANOUT_STEP_FIELD,
+)
+from wheelgate.core.settings import (
+    DEFAULT_FANOUT_COPY_CONCURRENCY,
+    DEFAULT_FANOUT_HASH_CONCURRENCY,
     PromoterSettings,
 )
 from wheelgate.lambda_function import handler

@@ -88,9 +88,19 @@ def install() -> None:
     global _installed
     if _installed:
         return
-    from moto.core import utils as core_utils
+    _map_values_on_disk()
+    _copy_mapped_state()
+    _assemble_in_the_kernel()
+    _checksum_parts_on_arrival()
+    _copy_part_ranges_in_the_kernel()
+    _stream_and_release_bodies()
+    _installed = True
+
+
+def _map_values_on_disk() -> None:
+    """``FakeKey.value``: an object on disk reads as a read-only map of its file, and an
+    :class:`AssembledObject` is adopted rather than copied."""
     from moto.s3 import models
-    from moto.settings import get_s3_default_key_buffer_size
 
     key_value: property = models.FakeKey.__dict__["value"]
     original_get, original_set = key_value.fget, key_value.fset
@@ -115,6 +125,11 @@ def install() -> None:
 
     models.FakeKey.value = property(get_value, set_value)  # type: ignore[method-assign,assignment]
 
+
+def _copy_mapped_state() -> None:
+    """``FakeKey.__getstate__``: a copy of a key takes its bytes, not its map."""
+    from moto.s3 import models
+
     original_getstate = models.FakeKey.__getstate__
 
     def getstate(self: Any) -> dict[str, Any]:
@@ -129,6 +144,12 @@ def install() -> None:
 
     models.FakeKey.__getstate__ = getstate  # type: ignore[method-assign]
 
+
+def _assemble_in_the_kernel() -> None:
+    """``FakeMultipart.complete``: parts are copied into the object's file by the kernel."""
+    from moto.s3 import models
+    from moto.settings import get_s3_default_key_buffer_size
+
     def complete(self: Any, body: Iterator[tuple[int, str]]) -> tuple[Any, str, Any]:
         # The file is handed to the object's key, which closes it when it is disposed of.
         assembled = tempfile.SpooledTemporaryFile(get_s3_default_key_buffer_size())  # noqa: SIM115
@@ -139,6 +160,11 @@ def install() -> None:
             raise
 
     models.FakeMultipart.complete = complete  # type: ignore[method-assign]
+
+
+def _checksum_parts_on_arrival() -> None:
+    """``FakeMultipart.set_part``: a part's checksum is computed as it arrives."""
+    from moto.s3 import models
 
     original_set_part = models.FakeMultipart.set_part
 
@@ -152,6 +178,12 @@ def install() -> None:
         return key
 
     models.FakeMultipart.set_part = set_part  # type: ignore[method-assign]
+
+
+def _copy_part_ranges_in_the_kernel() -> None:
+    """``S3Backend.upload_part_copy``: a range of a source on disk is copied by the kernel."""
+    from moto.s3 import models
+    from moto.settings import get_s3_default_key_buffer_size
 
     original_part_copy = models.S3Backend.upload_part_copy
 
@@ -193,6 +225,12 @@ def install() -> None:
 
     models.S3Backend.upload_part_copy = upload_part_copy  # type: ignore[method-assign]
 
+
+def _stream_and_release_bodies() -> None:
+    """``convert_to_flask_response.__call__``: a mapped body is streamed in chunks, and the
+    request's body is let go once answered."""
+    from moto.core import utils as core_utils
+
     original_call = core_utils.convert_to_flask_response.__call__
 
     def call(self: Any, args: Any = None, **kwargs: Any) -> Any:
@@ -212,7 +250,6 @@ def install() -> None:
         return response
 
     core_utils.convert_to_flask_response.__call__ = call  # type: ignore[method-assign]
-    _installed = True
 
 
 def _assemble(upload: Any, body: Iterator[tuple[int, str]], assembled: Any) -> tuple[Any, str, Any]:

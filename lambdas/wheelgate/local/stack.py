@@ -1,157 +1,57 @@
 """``wheelgate local``: the whole WheelGate stack on this machine.
 
-An embedded S3/SQS (moto server) on 127.0.0.1 with the buckets, queue, dead-letter queue and
-manifest notification laid out as the CDK stack lays them out; a loop that receives from the
-queue and calls the promoter Lambda's own handler with the SQS event; and two HTTP servers that
-serve the staging and nightly indexes the way the CloudFront distributions do.
+An embedded S3/SQS/KMS (moto server) on 127.0.0.1 with the buckets, queue, dead-letter queue,
+manifest notification and verdict key laid out as the CDK stack lays them out; two HTTP
+servers that serve the staging and nightly indexes the way the CloudFront distributions do
+(:mod:`wheelgate.local.cdn`); and, once its environment is in place, a loop that feeds the
+queue's messages to the promoter Lambda's own handler (:mod:`wheelgate.local.promoter_loop`).
+
+Starting it writes no process environment: :meth:`LocalWheelGate.start` returns the variables
+that point clients and the promoter at it, and its caller sets them where they run.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import threading
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote_plus
 
 import boto3
 from botocore.awsrequest import AWSRequest
-from botocore.exceptions import ClientError
 
-from wheelgate.core.layout import (
-    HTML_PAGE,
-    JSON_PAGE,
-    MANIFEST_SUFFIX,
-    MANIFESTS_PREFIX,
-    MIRROR_RUN_PREFIX,
-    STATUS_PREFIX,
+from wheelgate.core.env_names import ENV_LISTING_RETENTION, ENV_STAGING_BASE_URL
+from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX, STATUS_PREFIX
+from wheelgate.core.metrics import SERVICE_NAME
+from wheelgate.core.setting_values import ListingRetention
+from wheelgate.core.settings import PromoterSettings
+from wheelgate.local.cdn import IndexServer
+from wheelgate.local.names import (
+    DLQ_NAME,
+    LOCAL_DEPS_ID,
+    LOCAL_FANOUT_STATE_MACHINE,
+    LOCAL_REPORTER_ID,
+    LOCAL_REPORTER_PRINCIPAL,
+    MAX_RECEIVE_COUNT,
+    NIGHTLY_BUCKET,
+    QUEUE_NAME,
+    REGION,
+    STAGING_BUCKET,
 )
-from wheelgate.core.settings import (
-    ENV_ALLOWED_INDEXES,
-    ENV_DEAD_LETTER_QUEUE_URL,
-    ENV_FANOUT_MIN_FILES,
-    ENV_FANOUT_STATE_MACHINE_ARN,
-    ENV_LISTING_RETENTION,
-    ENV_MANIFEST_QUEUE_URL,
-    ENV_NIGHTLY_BASE_URL,
-    ENV_NIGHTLY_BUCKET,
-    ENV_NIGHTLY_PAGE_RETENTION_DAYS,
-    ENV_NIGHTLY_RETENTION_MODE,
-    ENV_REQUIRED_TESTS,
-    ENV_STAGING_BASE_URL,
-    ENV_STAGING_BUCKET,
-    ENV_TRUSTED_DEPS_ID,
-    ENV_TRUSTED_REPORTER_ID,
-    ENV_VERDICT_KEY_ARN,
-)
-from wheelgate.index.pages import JSON_CONTENT_TYPE
+from wheelgate.local.promoter_loop import LambdaHandler, PromoterLoop
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
-STAGING_BUCKET = "wheelgate-staging"
-NIGHTLY_BUCKET = "wheelgate-nightly"
-QUEUE_NAME = "wheelgate-manifests"
-DLQ_NAME = "wheelgate-manifests-dlq"
-REGION = "us-east-1"
 #: The local nightly bucket's default retention, which its pages' own lock repeats.
 _LOCAL_RETENTION_MODE = "GOVERNANCE"
 _LOCAL_RETENTION_DAYS = 1
-#: Unique id the local reporter role would have; the event loop stamps it on manifest events.
-LOCAL_REPORTER_ID = "AROALOCALREPORTER0001"
-LOCAL_REPORTER_PRINCIPAL = f"AWS:{LOCAL_REPORTER_ID}:wheelgate-local"
-#: The same for the dependency-mirror role, which alone writes ``manifests/deps-*``.
-LOCAL_DEPS_ID = "AROALOCALDEPS00000001"
-LOCAL_DEPS_PRINCIPAL = f"AWS:{LOCAL_DEPS_ID}:wheelgate-local"
-MIRROR_MANIFEST_PREFIX = f"{MANIFESTS_PREFIX}{MIRROR_RUN_PREFIX}"
-#: The state machine local mode names: its executions run in the promoter's process.
-LOCAL_FANOUT_STATE_MACHINE = f"arn:aws:states:{REGION}:000000000000:stateMachine:wheelgate-fanout"
-#: A Lambda handler as the loop calls it: the SQS event and a context (duck-typed) in.
-LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
-#: After this many failed receives a message moves to the DLQ: fewer than the stack's five
-#: (``stacks/promoter_function.py``), so a poison message reaches the local DLQ within seconds.
-MAX_RECEIVE_COUNT = 3
-# The media types stacks/functions/index_router.js ranks (tests/infra/index_router_cases.json).
-_JSON_TYPES = (JSON_CONTENT_TYPE, "application/vnd.pypi.simple.latest+json")
-_HTML_TYPES = (
-    "application/vnd.pypi.simple.v1+html",
-    "application/vnd.pypi.simple.latest+html",
-    "text/html",
-    "text/*",
-    "*/*",
-)
-# What JavaScript's parseFloat reads from the start of a q value.
-_LEADING_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?")
-
-
-@dataclass(frozen=True)
-class Redirect:
-    """A 301 to ``location``: a directory URL without its trailing slash."""
-
-    location: str
-
-    def send(self, handler: BaseHTTPRequestHandler) -> None:
-        """Answer ``handler``'s request with this redirect (no body)."""
-        handler.send_response(301)
-        handler.send_header("Location", self.location)
-        handler.send_header("Content-Length", "0")
-        handler.end_headers()
-
-
-def choose_page(path: str, accept: str) -> str | Redirect:
-    """The object key a CDN request path maps to, or the redirect the CDN answers (same rules
-    as the CloudFront Function).
-
-    Empty segments (doubled slashes) are dropped. A last segment without a ``.`` (before
-    decoding) and without a trailing slash is a directory named without its slash: a
-    :class:`Redirect` to the slash form, query kept. ``/dir/`` is a directory: its
-    ``index.json`` when the client prefers the PEP 691 JSON type in ``Accept``, else
-    ``index.html``. Anything else is a file. Each segment is percent-decoded as S3 decodes a
-    request path: a raw ``+`` is a space, ``%2B`` a ``+``. The requests the function refuses
-    with 400 (dot segments, malformed escapes) are not refused here: their keys simply do not
-    exist.
-    """
-    raw, question, query = path.partition("?")
-    segments = [s for s in raw.split("/") if s]
-    slash = raw.endswith("/")
-    if segments and not slash and "." not in segments[-1]:
-        return Redirect("/" + "/".join(segments) + "/" + question + query)
-    key = "/".join(unquote_plus(s) for s in segments)
-    if not slash:
-        return key
-    page = JSON_PAGE if prefers_json(accept) else HTML_PAGE
-    return (key + "/" if key else "") + page
-
-
-def prefers_json(accept: str) -> bool:
-    """True when ``Accept`` gives the PEP 691 JSON type a nonzero quality at least as high as
-    every HTML type's (``text/*`` and ``*/*`` count as HTML). A q value outside 0..1 or not a
-    number counts as 0, as in the CloudFront Function."""
-    best_json, best_html = 0.0, 0.0
-    for part in accept.split(","):
-        fields = part.split(";")
-        media = fields[0].strip().lower()
-        quality = 1.0
-        for field_ in fields[1:]:
-            param = field_.strip().lower()
-            if param.startswith("q="):
-                number = _LEADING_NUMBER.match(param[2:])
-                quality = float(number.group()) if number else 0.0
-                if not 0.0 <= quality <= 1.0:
-                    quality = 0.0
-        if media in _JSON_TYPES:
-            best_json = max(best_json, quality)
-        elif media in _HTML_TYPES:
-            best_html = max(best_html, quality)
-    return best_json > 0 and best_json >= best_html
+#: The embedded endpoints' credentials (moto accepts any).
+LOCAL_ACCESS_KEY = "wheelgate-local"
 
 
 def _add_copy_checksum_header(request: AWSRequest, **_: Any) -> None:
@@ -168,165 +68,46 @@ def install_moto_compatibility() -> None:
     session.events.register("before-sign.s3.CopyObject", _add_copy_checksum_header)
 
 
-class _IndexHandler(BaseHTTPRequestHandler):
-    server: _IndexServer
+def _install_moto_patches(verbose: bool) -> None:
+    """Refuse a moto the patches were not written for, then patch it (this process only)."""
+    from wheelgate.local import atomic_writes, large_objects
+    from wheelgate.local.moto_version import require_patched_moto
 
-    def log_message(self, format: str, *args: Any) -> None:
-        if self.server.verbose:
-            super().log_message(format, *args)
-
-    def do_HEAD(self) -> None:
-        self._serve(body=False)
-
-    def do_GET(self) -> None:
-        self._serve(body=True)
-
-    def _serve(self, *, body: bool) -> None:
-        key = choose_page(self.path, self.headers.get("Accept", ""))
-        if isinstance(key, Redirect):
-            key.send(self)
-            return
-        buckets = self.server.buckets
-        for prefix, routed in self.server.routes.items():
-            if key.startswith(prefix):
-                buckets = routed
-        for bucket in buckets:
-            try:
-                obj = self.server.s3.get_object(Bucket=bucket, Key=key)
-            except ClientError:
-                continue
-            self.send_response(200)
-            self.send_header("Content-Type", obj.get("ContentType", "application/octet-stream"))
-            self.send_header("Content-Length", str(obj["ContentLength"]))
-            self.send_header("ETag", obj["ETag"])
-            self.send_header("Vary", "Accept")
-            self.end_headers()
-            stream = obj["Body"]
-            while body and (chunk := stream.read(1024 * 1024)):
-                self.wfile.write(chunk)
-                self.server.count(key, len(chunk))
-            stream.close()
-            return
-        self.send_error(404, f"no object {key}")
-
-
-class _IndexServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(
-        self,
-        port: int,
-        s3: S3Client,
-        buckets: list[str],
-        verbose: bool,
-        routes: dict[str, list[str]] | None = None,
-    ) -> None:
-        super().__init__(("127.0.0.1", port), _IndexHandler)
-        self.s3 = s3
-        self.buckets = buckets
-        #: Key prefixes served from other buckets (a CloudFront behavior with another origin).
-        self.routes = routes or {}
-        self.verbose = verbose
-        #: Body bytes served per key, for benchmarks of what clients download.
-        self.bytes_sent: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def count(self, key: str, size: int) -> None:
-        with self._lock:
-            self.bytes_sent[key] = self.bytes_sent.get(key, 0) + size
+    require_patched_moto()
+    large_objects.install()
+    # S3's conditional writes check and write in one step; moto's need this to do so.
+    atomic_writes.install()
+    if not verbose:
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
 
 @dataclass
-class _LocalContext:
-    """The attributes of a Lambda context the Powertools decorators read."""
-
-    function_name: str = "wheelgate-promoter-local"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = (
-        f"arn:aws:lambda:{REGION}:000000000000:function:wheelgate-promoter-local"
-    )
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 900_000
-
-
-def sqs_lambda_event(messages: list[Any], queue_arn: str) -> dict[str, Any]:
-    """The event Lambda's SQS event source would deliver for ``messages``."""
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": {},
-                "md5OfBody": m.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": REGION,
-            }
-            for m in messages
-        ]
-    }
-
-
-def stamp_identity(body: str, principal: str) -> str:
-    """Fill in what a real S3 notification carries and moto leaves out: who wrote the object
-    (the identity local mode knows: its reporter, or its mirror role for a mirror run's
-    manifest), and the request fields."""
-    try:
-        payload = json.loads(body)
-    except json.JSONDecodeError:
-        return body
-    if not isinstance(payload, dict) or "Records" not in payload:
-        return body
-    for record in payload["Records"]:
-        if not isinstance(record, dict):
-            continue
-        key = unquote_plus(str(record.get("s3", {}).get("object", {}).get("key", "")))
-        # Only the mirror role may write a mirror run's manifest (the stack's bucket policy);
-        # local mode has no IAM, so it stamps the identity that policy would have allowed.
-        writer = (
-            LOCAL_DEPS_PRINCIPAL
-            if principal == LOCAL_REPORTER_PRINCIPAL and key.startswith(MIRROR_MANIFEST_PREFIX)
-            else principal
-        )
-        record.setdefault("userIdentity", {"principalId": writer})
-        record.setdefault("requestParameters", {"sourceIPAddress": "127.0.0.1"})
-        record.setdefault("responseElements", {"x-amz-request-id": "LOCAL", "x-amz-id-2": "LOCAL"})
-        bucket = record.get("s3", {}).get("bucket", {})
-        bucket.setdefault("ownerIdentity", {"principalId": "LOCAL"})
-    return json.dumps(payload)
-
-
-@dataclass
-class LocalStack:
-    """Local S3/SQS, the promoter loop and the two index servers.
+class LocalWheelGate:
+    """Local S3/SQS/KMS, the two index servers and, on request, the promoter loop.
 
     ``handler`` defaults to the promoter function's own handler (see
     :meth:`promoter_handler`). ``principal`` is the identity the loop stamps on manifest events.
-    Without ``run_loop`` nothing consumes the queue (tests deliver events to the handler
+    Until :meth:`run_promoter` nothing consumes the queue (tests deliver events to the handler
     themselves). ``fanout_min_files`` turns fan-out promotion on from that many files to copy,
     its executions run in this process (``None``: off, every run in one invocation).
     ``listing_retention`` is the value of ``WHEELGATE_LISTING_RETENTION`` (``listing_retention``
-    of cdk.json, as JSON) for the promoter and, through the ready line's environment, for the
-    CLI's ``index rebuild``; ``None`` leaves the variable as it is (unset: every version listed).
+    of cdk.json, as JSON) for the promoter and, through the environment, for the CLI's
+    ``index rebuild``; ``None``: every version listed.
     """
 
     s3_port: int = 0
     staging_port: int = 0
     nightly_port: int = 0
     required_tests: Mapping[str, list[str]] = field(default_factory=dict)
-    #: The index directories the promoter and the CLI allow (``index_dirs`` of cdk.json); empty
-    #: leaves ``WHEELGATE_ALLOWED_INDEXES`` as it is (unset: any directory).
+    #: The index directories the promoter and the CLI allow (``index_dirs`` of cdk.json);
+    #: empty: any directory (``WHEELGATE_ALLOWED_INDEXES`` is then ``"*"``, local mode's own).
     allowed_indexes: Sequence[str] = ()
     principal: str = LOCAL_REPORTER_PRINCIPAL
     verbose: bool = False
-    run_loop: bool = True
     fanout_min_files: int | None = None
     listing_retention: str | None = None
     handler: LambdaHandler | None = None
+    #: What :meth:`start` returned: the variables that point clients and the promoter here.
     env: dict[str, str] = field(default_factory=dict)
     staging_url: str = ""
     nightly_url: str = ""
@@ -336,43 +117,55 @@ class LocalStack:
     _threads: list[threading.Thread] = field(default_factory=list)
     _servers: list[Any] = field(default_factory=list)
 
-    def start(self) -> LocalStack:
+    def start(self) -> dict[str, str]:
+        """Start the embedded endpoints and the index servers; return the environment of
+        clients and of the promoter: the endpoint and its credentials, every promoter setting
+        (explicitly, as the stack writes them), the staging URL and Powertools' service."""
         from moto.server import ThreadedMotoServer
 
-        from wheelgate.local import atomic_writes, large_objects
-
-        large_objects.install()
-        # S3's conditional writes check and write in one step; moto's need this to do so.
-        atomic_writes.install()
-        if not self.verbose:
-            logging.getLogger("werkzeug").setLevel(logging.WARNING)
-
+        if self.fanout_min_files is not None and self.fanout_min_files < 0:
+            raise ValueError(
+                f"the fan-out threshold must be 0 or more files, not {self.fanout_min_files}"
+            )
+        _install_moto_patches(self.verbose)
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.s3_port, verbose=self.verbose)
         moto.start()
         self._servers.append(moto)
         host, port = moto.get_host_and_port()
         endpoint = f"http://{host}:{port}"
-        credentials = {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ACCESS_KEY_ID": "wheelgate-local",
-            "AWS_SECRET_ACCESS_KEY": "wheelgate-local",
-            "AWS_DEFAULT_REGION": REGION,
-        }
-        os.environ.update(credentials)
+        session = boto3.Session(
+            aws_access_key_id=LOCAL_ACCESS_KEY,
+            aws_secret_access_key=LOCAL_ACCESS_KEY,
+            region_name=REGION,
+        )
         install_moto_compatibility()
-        s3 = boto3.client("s3")
-        sqs = boto3.client("sqs")
-        queue_url, queue_arn = self._create(s3, sqs)
+        s3 = session.client("s3", endpoint_url=endpoint)
+        self.sqs = session.client("sqs", endpoint_url=endpoint)
+        self._create(s3, self.sqs)
         # The verdict key, as the stack's: moto's KMS signs with ECDSA P-256 like AWS's.
-        self.verdict_key_arn = boto3.client("kms").create_key(
+        self.verdict_key_arn = session.client("kms", endpoint_url=endpoint).create_key(
             KeySpec="ECC_NIST_P256",
             KeyUsage="SIGN_VERIFY",
             Description="WheelGate local verdict key",
         )["KeyMetadata"]["Arn"]
-        staging_server = _IndexServer(
+        self._serve_indexes(s3)
+        self.env = {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": LOCAL_ACCESS_KEY,
+            "AWS_DEFAULT_REGION": REGION,
+            **self.settings().to_env(),
+            ENV_STAGING_BASE_URL: self.staging_url,
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        }
+        return dict(self.env)
+
+    def _serve_indexes(self, s3: S3Client) -> None:
+        self.staging_server = IndexServer(
             self.staging_port, s3, [STAGING_BUCKET, NIGHTLY_BUCKET], self.verbose
         )
-        nightly_server = _IndexServer(
+        self.nightly_server = IndexServer(
             self.nightly_port,
             s3,
             [NIGHTLY_BUCKET],
@@ -380,61 +173,58 @@ class LocalStack:
             # As the nightly distribution does: /status/ comes from the staging bucket.
             routes={STATUS_PREFIX: [STAGING_BUCKET]},
         )
-        self.staging_url = f"http://127.0.0.1:{staging_server.server_address[1]}/"
-        self.nightly_url = f"http://127.0.0.1:{nightly_server.server_address[1]}/"
-        self.env = {
-            **credentials,
-            ENV_STAGING_BUCKET: STAGING_BUCKET,
-            ENV_NIGHTLY_BUCKET: NIGHTLY_BUCKET,
-            ENV_NIGHTLY_BASE_URL: self.nightly_url,
-            ENV_STAGING_BASE_URL: self.staging_url,
-            ENV_VERDICT_KEY_ARN: self.verdict_key_arn,
-        }
-        if self.allowed_indexes:
-            self.env[ENV_ALLOWED_INDEXES] = json.dumps(list(self.allowed_indexes))
-        if self.listing_retention is not None:
-            self.env[ENV_LISTING_RETENTION] = self.listing_retention
-        if self.fanout_min_files is not None:
-            self._fan_out(self.fanout_min_files)
-        os.environ.update(self.env)
-        os.environ[ENV_TRUSTED_REPORTER_ID] = LOCAL_REPORTER_ID
-        os.environ[ENV_TRUSTED_DEPS_ID] = LOCAL_DEPS_ID
-        os.environ[ENV_REQUIRED_TESTS] = json.dumps(dict(self.required_tests))
-        # Pages get their own lock as in the stack; the shortest one, the local default's.
-        os.environ[ENV_NIGHTLY_RETENTION_MODE] = _LOCAL_RETENTION_MODE
-        os.environ[ENV_NIGHTLY_PAGE_RETENTION_DAYS] = str(_LOCAL_RETENTION_DAYS)
-        os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-        os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "wheelgate-promoter")
-        self.staging_server, self.nightly_server = staging_server, nightly_server
-        for server in (staging_server, nightly_server):
+        self.staging_url = f"http://127.0.0.1:{self.staging_server.server_address[1]}/"
+        self.nightly_url = f"http://127.0.0.1:{self.nightly_server.server_address[1]}/"
+        for server in (self.staging_server, self.nightly_server):
             self._servers.append(server)
             self._spawn(server.serve_forever)
-        self.queue_arn = queue_arn
-        if self.run_loop:
-            self._spawn(lambda: self._loop(sqs, queue_url, queue_arn))
-        return self
 
-    def _fan_out(self, min_files: int) -> None:
-        """Fan out from ``min_files`` files, executions run in this process (see
-        :meth:`promoter_handler`); a failed one sends its manifest's event back to the local
-        queue (or its dead-letter queue)."""
-        if min_files < 0:
-            raise ValueError(f"the fan-out threshold must be 0 or more files, not {min_files}")
-        self.env.update(
-            {
-                ENV_FANOUT_STATE_MACHINE_ARN: LOCAL_FANOUT_STATE_MACHINE,
-                ENV_FANOUT_MIN_FILES: str(min_files),
-                ENV_MANIFEST_QUEUE_URL: self.queue_url,
-                ENV_DEAD_LETTER_QUEUE_URL: self.dlq_url,
-            }
+    def settings(self) -> PromoterSettings:
+        """The local promoter's settings, every one explicit as the stack's are: local mode's
+        reporter and mirror roles, its verdict key, and its directories (``"*"`` without
+        ``allowed_indexes``)."""
+        retention = (
+            ListingRetention()
+            if self.listing_retention is None
+            else ListingRetention.from_value(
+                json.loads(self.listing_retention), name=ENV_LISTING_RETENTION
+            )
         )
+        return PromoterSettings(
+            staging_bucket=STAGING_BUCKET,
+            nightly_bucket=NIGHTLY_BUCKET,
+            nightly_base_url=self.nightly_url,
+            trusted_reporter_id=LOCAL_REPORTER_ID,
+            trusted_deps_id=LOCAL_DEPS_ID,
+            required_tests={k: tuple(v) for k, v in self.required_tests.items()},
+            allowed_indexes=frozenset(self.allowed_indexes),
+            # Pages get their own lock as in the stack; the shortest one, the local default's.
+            nightly_retention_mode=_LOCAL_RETENTION_MODE,
+            nightly_page_retention_days=_LOCAL_RETENTION_DAYS,
+            listing_retention=retention,
+            verdict_key_arn=self.verdict_key_arn,
+            **self._fan_out(),
+        )
+
+    def _fan_out(self) -> dict[str, Any]:
+        """The fan-out settings: from ``fanout_min_files`` files, executions run in this
+        process (see :meth:`promoter_handler`); a failed one sends its manifest's event back to
+        the local queue (or its dead-letter queue). None when it is ``None``."""
+        if self.fanout_min_files is None:
+            return {}
+        return {
+            "fanout_state_machine_arn": LOCAL_FANOUT_STATE_MACHINE,
+            "fanout_min_files": self.fanout_min_files,
+            "manifest_queue_url": self.queue_url,
+            "dead_letter_queue_url": self.dlq_url,
+        }
 
     def _spawn(self, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, daemon=True)
         thread.start()
         self._threads.append(thread)
 
-    def _create(self, s3: S3Client, sqs: SQSClient) -> tuple[str, str]:
+    def _create(self, s3: S3Client, sqs: SQSClient) -> None:
         s3.create_bucket(Bucket=STAGING_BUCKET)
         s3.create_bucket(Bucket=NIGHTLY_BUCKET, ObjectLockEnabledForBucket=True)
         s3.put_object_lock_configuration(
@@ -484,8 +274,7 @@ class LocalStack:
                 ]
             },
         )
-        self.queue_url, self.dlq_url = queue_url, dlq_url
-        return queue_url, queue_arn
+        self.queue_url, self.dlq_url, self.queue_arn = queue_url, dlq_url, queue_arn
 
     def promoter_handler(self) -> LambdaHandler:
         """What the loop calls with each batch: ``handler`` if given, else the promoter
@@ -501,37 +290,19 @@ class LocalStack:
 
         return lambda_handler
 
-    def _loop(self, sqs: SQSClient, queue_url: str, queue_arn: str) -> None:
-        handler = self.promoter_handler()
-        while not self._stop.is_set():
-            try:
-                received = sqs.receive_message(
-                    QueueUrl=queue_url,
-                    MaxNumberOfMessages=10,
-                    WaitTimeSeconds=1,
-                    MessageSystemAttributeNames=["All"],
-                )
-            except Exception:
-                time.sleep(0.2)
-                continue
-            messages = received.get("Messages", [])
-            if not messages:
-                continue
-            for m in messages:
-                m["Body"] = stamp_identity(m["Body"], self.principal)
-            try:
-                response = handler(sqs_lambda_event(messages, queue_arn), _LocalContext())
-                failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-            except Exception:
-                failed = {m["MessageId"] for m in messages}
-            for m in messages:
-                if m["MessageId"] in failed:
-                    # Retry soon rather than after the full visibility timeout.
-                    sqs.change_message_visibility(
-                        QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=1
-                    )
-                else:
-                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+    def run_promoter(self) -> None:
+        """Consume the manifest queue with :meth:`promoter_handler`, in this process. The
+        handler reads its settings from this process's environment, as a Lambda function's
+        does: set :meth:`start`'s environment in it first."""
+        loop = PromoterLoop(
+            self.sqs,
+            self.queue_url,
+            self.queue_arn,
+            self.promoter_handler(),
+            self.principal,
+            stop=self._stop,
+        )
+        self._spawn(loop.run)
 
     def ready_line(self) -> str:
         return json.dumps(

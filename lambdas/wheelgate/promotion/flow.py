@@ -18,9 +18,9 @@ from datetime import datetime
 
 from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
 from wheelgate.core.errors import PromotionRejected
+from wheelgate.core.limits import FANOUT_LEASE_SECONDS
 from wheelgate.core.manifest import Manifest
 from wheelgate.core.records import PromotionRecord, SetOutcome, State, recorded_tests
-from wheelgate.core.settings import FANOUT_LEASE_SECONDS
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import PageWrites
 from wheelgate.promotion.decisions import Imported, Override, Promote, Tested

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import STAGING
-from wheelgate.core.settings import LEASE_SECONDS
+from wheelgate.core.limits import LEASE_SECONDS
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 

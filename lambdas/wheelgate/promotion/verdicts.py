@@ -26,11 +26,8 @@ from typing import Protocol
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import NIGHTLY, STAGING, VERDICT_KEYS_KEY, key_url
 from wheelgate.core.planning import FileStep
-from wheelgate.core.settings import (
-    VERDICT_SIGNS_PER_SECOND_PROMOTION,
-    PromoterSettings,
-    fanout_step_signs_per_second,
-)
+from wheelgate.core.quotas import VERDICT_SIGNS_PER_SECOND_PROMOTION, fanout_step_signs_per_second
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.core.verdicts import (
     ENVELOPE_CONTENT_TYPE,
     KIND_IMPORT,

@@ -46,7 +46,7 @@ from wheelgate.core.manifest import ArtifactSet, Manifest, parse_distribution_fi
 from wheelgate.core.objects import ObjectInfo
 from wheelgate.core.planning import FileStep, SetPlan, checksum_mismatch, plan_set
 from wheelgate.core.release_rules import check_release_conflicts
-from wheelgate.core.settings import NewLocalLabels
+from wheelgate.core.setting_values import NewLocalLabels
 from wheelgate.core.wheelmeta import (
     CoreMetadata,
     WheelIdentityError,

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wheelgate.core.env_names import ENV_TRUSTED_REPORTER_ID
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, MIRROR_RUN_PREFIX, OVERRIDE_RUN_PREFIX
-from wheelgate.core.settings import ENV_TRUSTED_REPORTER_ID, PromoterSettings
+from wheelgate.core.settings import PromoterSettings
 
 
 def written_by(principal_id: str | None, role_id: str) -> bool:

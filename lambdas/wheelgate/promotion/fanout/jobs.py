@@ -7,9 +7,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from wheelgate.core.layout import STAGING
+from wheelgate.core.limits import FANOUT_LEASE_SECONDS
 from wheelgate.core.planning import SetPlan
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
-from wheelgate.core.settings import FANOUT_LEASE_SECONDS, PromoterSettings
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.fanout.job import FanoutJob, JobItem, fanout_job_id, fanout_wanted
 from wheelgate.promotion.fanout.ports import Launcher

@@ -8,8 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from wheelgate.core.errors import PromotionRejected, Reason
+from wheelgate.core.fanout_steps import FANOUT_STEP_FIELD
+from wheelgate.core.limits import FANOUT_MAX_EXECUTIONS
 from wheelgate.core.records import PromotionRecord, State
-from wheelgate.core.settings import FANOUT_MAX_EXECUTIONS, FANOUT_STEP_FIELD, PromoterSettings
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.fanout.job import FanoutJob, Rejection, StepError
 from wheelgate.promotion.fanout.ports import MessageSender

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from wheelgate.core.errors import Reason, TransientError
 from wheelgate.core.importing import ImportRequest, SourceFacts, SourceObject, select_files
 from wheelgate.core.layout import STAGING
+from wheelgate.core.limits import IMPORT_GATHER_SECONDS, IMPORT_PROGRESS_SECONDS
 from wheelgate.core.objects import (
     META_IMPORT_SOURCE,
     META_SHA256,
@@ -18,7 +19,6 @@ from wheelgate.core.objects import (
     ListedObject,
 )
 from wheelgate.core.records import PromotionRecord, RefusedFile
-from wheelgate.core.settings import IMPORT_GATHER_SECONDS, IMPORT_PROGRESS_SECONDS
 from wheelgate.promotion.importing.progress import ImportProgress
 from wheelgate.promotion.importing.sources import source_facts
 from wheelgate.storage.bucket import Bucket
