@@ -39,6 +39,8 @@ def settings(**overrides: Any) -> PromoterSettings:
         "nightly_bucket": "nightly",
         "nightly_base_url": "https://nightly.example/",
         "trusted_reporter_id": REPORTER_ID,
+        "allowed_indexes": frozenset({INDEX}),
+        "verdict_key_arn": "arn:aws:kms:us-east-1:123456789012:key/verdicts",
         "break_glass_id": BREAK_GLASS_ID,
         "import_sources": (SOURCE,),
         **overrides,

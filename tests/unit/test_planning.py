@@ -5,12 +5,9 @@ import re
 
 import pytest
 
-from tests.unit.samples import COMMIT, INDEX, SHA_A, SHA_B, TORCH, manifest_dict
+from tests.unit.samples import COMMIT, INDEX, PROMOTER_ENV, SHA_A, SHA_B, TORCH, manifest_dict
 from wheelgate.core.env_names import (
     ENV_ALLOW_NEW_LOCAL_LABELS,
-    ENV_NIGHTLY_BASE_URL,
-    ENV_NIGHTLY_BUCKET,
-    ENV_STAGING_BUCKET,
 )
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import ArtifactSet, ManifestV2
@@ -386,12 +383,7 @@ def test_a_build_tag_may_decide_only_where_build_tag_rereleases_are_allowed() ->
 def test_the_new_local_labels_setting_from_the_environment(
     raw: str, everywhere: bool, allowed: set[str]
 ) -> None:
-    env = {
-        ENV_STAGING_BUCKET: "s",
-        ENV_NIGHTLY_BUCKET: "n",
-        ENV_NIGHTLY_BASE_URL: "https://n/",
-        ENV_ALLOW_NEW_LOCAL_LABELS: raw,
-    }
+    env = {**PROMOTER_ENV, ENV_ALLOW_NEW_LOCAL_LABELS: raw}
     setting = PromoterSettings.from_env(env).allow_new_local_labels
     assert setting == NewLocalLabels(everywhere=everywhere, indexes=frozenset(allowed))
     assert setting.allowed_in("v2/gfx94X-dcgpu") is (everywhere or bool(allowed))
@@ -401,11 +393,6 @@ def test_the_new_local_labels_setting_from_the_environment(
 
 @pytest.mark.parametrize("raw", ['"yes"', '["../up"]', "[1]"])
 def test_a_bad_new_local_labels_setting_names_the_variable(raw: str) -> None:
-    env = {
-        ENV_STAGING_BUCKET: "s",
-        ENV_NIGHTLY_BUCKET: "n",
-        ENV_NIGHTLY_BASE_URL: "https://n/",
-        ENV_ALLOW_NEW_LOCAL_LABELS: raw,
-    }
+    env = {**PROMOTER_ENV, ENV_ALLOW_NEW_LOCAL_LABELS: raw}
     with pytest.raises(SettingsError, match=ENV_ALLOW_NEW_LOCAL_LABELS):
         PromoterSettings.from_env(env)

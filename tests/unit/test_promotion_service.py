@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from tests.unit.promotion_world import BREAK_GLASS, INDEX, INTRUDER, REPORTER, Promoter
 from wheelgate.core.layout import STAGING
@@ -51,12 +52,10 @@ def test_a_manifest_from_another_writer_is_noted_and_decides_nothing(promoter: P
     assert promoter.report("run-1", manifest).state.value == "promoted"
 
 
-def test_without_a_reporter_role_no_writer_is_trusted(tmp_path: Path) -> None:
-    promoter = Promoter(tmp_path, trusted_reporter_id=None)
-    record = promoter.report("run-1", promoter.stage("run-1", promoter.wheel()))
-    assert (record.state.value, record.reason) == ("pending", "untrusted-writer")
-    assert "WHEELGATE_TRUSTED_REPORTER_ID" in record.message
-    assert promoter.in_nightly() == []
+def test_without_a_reporter_role_the_promoter_does_not_start(tmp_path: Path) -> None:
+    # The settings fail closed before any writer is judged: no reporter id, no promoter
+    with pytest.raises(ValidationError, match="WHEELGATE_TRUSTED_REPORTER_ID"):
+        Promoter(tmp_path, trusted_reporter_id=None)
 
 
 def test_the_same_bytes_delivered_again_change_nothing(promoter: Promoter) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from jinja2 import DictLoader, UndefinedError
 
+from tests.unit.samples import PROMOTER_ENV
 from tests.unit.test_local_extra import run_without
 from wheelgate.core.records import FileOutcome, PromotionRecord, RefusedFile, SetOutcome, State
 from wheelgate.status.links import CI_HOSTS, CiLinks, ci_links, safe_url
@@ -542,11 +543,7 @@ def test_the_promoter_reads_the_dashboard_url_from_its_environment() -> None:
     from wheelgate.core.setting_values import SettingsError
     from wheelgate.core.settings import PromoterSettings
 
-    base = {
-        "WHEELGATE_STAGING_BUCKET": "s",
-        "WHEELGATE_NIGHTLY_BUCKET": "n",
-        "WHEELGATE_NIGHTLY_BASE_URL": "https://nightly.example/",
-    }
+    base = PROMOTER_ENV
     assert PromoterSettings.from_env(base).dashboard_url is None
     assert PromoterSettings.from_env({**base, ENV_DASHBOARD_URL: " "}).dashboard_url is None
     configured = PromoterSettings.from_env({**base, ENV_DASHBOARD_URL: DASHBOARD})
