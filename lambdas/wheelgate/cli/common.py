@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from wheelgate.core.errors import Reason
-from wheelgate.core.layout import STAGING, base_url, check_index
+from wheelgate.core.layout import STAGING, base_url, check_index, key_url
 from wheelgate.core.manifest import (
     ManifestFile,
     check_commit,
@@ -29,6 +29,7 @@ from wheelgate.core.settings import (
     ENV_ALLOWED_INDEXES,
     ENV_NIGHTLY_BASE_URL,
     ENV_NIGHTLY_BUCKET,
+    ENV_STAGING_BASE_URL,
     ENV_STAGING_BUCKET,
     SettingsError,
     allowed_indexes_from_env,
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
+#: ``status`` of a run id under which nothing is staged, reported or decided (a typo, another
+#: deployment's run): told apart from a run that is pending (3).
+EXIT_UNKNOWN_RUN = 5
 #: The reader of the output went away (``wheelgate status R | head``): 128 + SIGPIPE, what a
 #: shell reports for a program that SIGPIPE ended.
 EXIT_BROKEN_PIPE = 141
@@ -291,13 +295,17 @@ def read_status(staging: Bucket, run_id: str, manifest_sha256: str | None = None
     (:meth:`PromotionRecord.decision_about`)."""
     found = staging.get(STAGING.record(run_id))
     record = PromotionRecord.model_validate_json(found[0]) if found is not None else None
+    if record is not None and record.commit is None:
+        # A rejected run's record may lack the commit its manifest states.
+        record = record.model_copy(update={"commit": manifest_commit(staging, run_id)})
     if record is not None:
         document = record.model_dump(mode="json", by_alias=True)
     else:
         document = _no_record_document(staging, run_id)
     if manifest_sha256 is None:
         state = document["state"]
-        return RunStatus(document, record, state, settled=state != State.PENDING.value)
+        decided = state in (State.PROMOTED.value, State.REJECTED.value)
+        return RunStatus(document, record, state, settled=decided)
     entry = record.decision_about(manifest_sha256) if record is not None else None
     state = entry.state.value if entry is not None else State.PENDING.value
     document["manifest_decision"] = {
@@ -309,18 +317,41 @@ def read_status(staging: Bucket, run_id: str, manifest_sha256: str | None = None
     return RunStatus(document, record, state, settled=entry is not None)
 
 
+def manifest_commit(staging: Bucket, run_id: str) -> str | None:
+    """The commit ``run_id``'s manifest states; ``None`` when there is no manifest (a yank or
+    an override request has none), it states none or is not one, or the caller may not read
+    it."""
+    try:
+        found = staging.get(STAGING.manifest(run_id))
+    except AccessError:
+        return None
+    if found is None:
+        return None
+    try:
+        commit = json.loads(found[0]).get("commit")
+        return check_commit(commit) if isinstance(commit, str) else None
+    except (ValueError, AttributeError):
+        return None
+
+
 #: What ``manifest_decision`` says of a manifest the record holds no decision about yet.
 _NOT_DECIDED = "no decision about this manifest yet; waiting for the promoter"
 
 
+#: The state ``status`` gives a run id under which nothing is staged, reported or decided.
+UNKNOWN_RUN = "unknown"
+
+
 def _no_record_document(staging: Bucket, run_id: str) -> dict[str, Any]:
-    """The pending document of a run without a record, saying whether a manifest exists."""
+    """The document of a run without a record: pending, saying whether a manifest exists and,
+    for a run staged but never reported, what is staged (each directory's files, commit and
+    index URL); :data:`UNKNOWN_RUN` when nothing is staged under the id either."""
     try:
         has_manifest: bool | None = staging.head(STAGING.manifest(run_id)) is not None
     except AccessError:
         # The reporter role may write manifests without being allowed to read them back.
         has_manifest = None
-    return {
+    document: dict[str, Any] = {
         "run_id": run_id,
         "state": State.PENDING.value,
         "reason": None,
@@ -331,6 +362,52 @@ def _no_record_document(staging: Bucket, run_id: str) -> dict[str, Any]:
         }[has_manifest],
         "sets": [],
     }
+    if has_manifest is not False:
+        return document
+    staged = staged_run(staging, run_id)
+    if staged is None:
+        return document
+    if not staged:
+        return document | {
+            "state": UNKNOWN_RUN,
+            "message": "unknown run: nothing is staged, reported or decided under this run id",
+        }
+    commits = {s["commit"] for s in staged}
+    return document | {
+        "message": "staged, not reported yet: no manifest for this run yet (wheelgate report "
+        "writes it once the tests ran)",
+        "commit": commits.pop() if len(commits) == 1 else None,
+        "staged": staged,
+    }
+
+
+def staged_run(staging: Bucket, run_id: str) -> list[dict[str, Any]] | None:
+    """What is staged for ``run_id``: per index directory its files (name, sha256, size), the
+    commit they were staged from (their objects' metadata), and the run's index there (its URL
+    under ``$WHEELGATE_STAGING_BASE_URL`` when set, and its key). ``None`` when the caller may
+    not list staging's ``runs/``."""
+    from wheelgate.core.objects import META_COMMIT
+
+    try:
+        sets = staged_sets(staging, run_id)
+    except AccessError:
+        return None
+    base = os.environ.get(ENV_STAGING_BASE_URL, "")
+    found = []
+    for index, files in sorted(sets.items()):
+        prefix = STAGING.run_index_prefix(run_id, index)
+        # ``wheelgate stage`` refuses a file staged again from another commit: one tells.
+        head = staging.head(prefix + files[0].filename)
+        found.append(
+            {
+                "index": index,
+                "index_url": key_url(base, prefix) if base else None,
+                "index_key": prefix,
+                "commit": head.metadata.get(META_COMMIT) if head is not None else None,
+                "files": [f.model_dump(mode="json") for f in files],
+            }
+        )
+    return found
 
 
 def wait_for_decision(
@@ -355,10 +432,12 @@ def wait_for_decision(
 
 
 def decision_exit_code(state: str) -> int:
-    """The exit code of a run in ``state``: 0 promoted, 1 rejected, 3 still pending."""
+    """The exit code of a run in ``state``: 0 promoted, 1 rejected, 3 still pending, 5 an
+    unknown run (:data:`UNKNOWN_RUN`)."""
     return {
         State.PROMOTED.value: EXIT_OK,
         State.REJECTED.value: EXIT_REJECTED,
+        UNKNOWN_RUN: EXIT_UNKNOWN_RUN,
     }.get(state, EXIT_PENDING)
 
 
@@ -369,12 +448,44 @@ def wait_for_record(
     interval: float,
     manifest_sha256: str | None = None,
     pending: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    people: bool = False,
 ) -> int:
     """Wait for the run's decision (:func:`wait_for_decision`, showing ``pending`` each
-    unsettled document), print its document and return its exit code."""
+    unsettled document), print it (:func:`print_status`: a summary when ``people``, else its
+    document) and return its exit code."""
     status = wait_for_decision(staging, run_id, wait, interval, manifest_sha256, pending)
-    print(json.dumps(status.document, indent=2))
+    print_status(staging, run_id, status, people=people)
     return decision_exit_code(status.state)
+
+
+def for_people(args: argparse.Namespace) -> bool:
+    """Whether to print a summary for people: on a terminal, unless ``--json``."""
+    return not getattr(args, "json", False) and sys.stdout.isatty()
+
+
+def print_status(staging: Bucket, run_id: str, status: RunStatus, *, people: bool) -> None:
+    """Print a run's status: the summary for people (:func:`wheelgate.status.summary.render_run`)
+    when ``people``, else its JSON document with ``record_url`` (where the record is, or will
+    be) beside it, as the status action outputs it."""
+    from wheelgate.status.summary import render_run
+
+    record_url = f"s3://{staging.name}/{STAGING.record(run_id)}"
+    if not people:
+        print(json.dumps({**status.document, "record_url": record_url}, indent=2))
+        return
+    document = status.document
+    print(
+        render_run(
+            run_id,
+            status.record,
+            record_url=record_url,
+            pending_message=str(document.get("message", "")),
+            pending_state=str(document.get("state", State.PENDING.value)),
+            staged=document.get("staged", ()),
+            manifest_decision=document.get("manifest_decision"),
+        )
+    )
 
 
 def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
