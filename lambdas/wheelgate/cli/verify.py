@@ -7,9 +7,13 @@ checked file's or index's URL: anyone who can write beside a file (a build job, 
 staging folder) could put one there. Where the verdict is read from is not trusted either;
 only its signature and what it states are.
 
+``--installed NAME`` verifies an installed distribution through the released wheel it is:
+:mod:`wheelgate.staging.installed_release` matches its files (hashed on disk) with each
+candidate wheel's members as the wheel's bytes say, never with a RECORD alone.
+
 Exit codes: 0 verified; 1 the verdict does not verify, is about other bytes, another file or
-another gate, or there is none; 2 bad input (no gate and no key included); 4 storage or network
-error.
+another gate, or there is none; 2 bad input (no gate and no key included; no directory to look
+in); 4 storage or network error.
 """
 
 from __future__ import annotations
@@ -26,10 +30,22 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError
-from wheelgate.core.layout import VERDICT_KEYS_KEY, VERDICT_SUFFIX, base_url
+from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError, checked
+from wheelgate.core.layout import (
+    ARCHIVE_DIR,
+    VERDICT_KEYS_KEY,
+    VERDICT_SUFFIX,
+    base_url,
+    check_index,
+    key_url,
+)
 from wheelgate.core.manifest import parse_distribution_filename
-from wheelgate.core.settings import ENV_NIGHTLY_BASE_URL
+from wheelgate.core.settings import (
+    ENV_ALLOWED_INDEXES,
+    ENV_NIGHTLY_BASE_URL,
+    SettingsError,
+    allowed_indexes_from_env,
+)
 from wheelgate.core.signatures import (
     VerdictRejected,
     VerifiedVerdict,
@@ -42,6 +58,7 @@ from wheelgate.core.verdicts import (
     VerdictFormatError,
     parse_key_document,
 )
+from wheelgate.core.wheelrecord import describe
 from wheelgate.index.pages import JSON_CONTENT_TYPE
 from wheelgate.storage.http import fetch, sha256_of
 
@@ -90,27 +107,55 @@ def _verdict_url_from_index(index_url: str, filename: str) -> str | None:
     return urljoin(page_url, str(entry[JSON_FIELD]))
 
 
-def _statement(args: argparse.Namespace, filename: str) -> tuple[bytes | None, str]:
-    """The verdict's bytes (``None``: there is none) and where they were looked for."""
+def _statements(
+    args: argparse.Namespace, filename: str, gate: str | None
+) -> list[tuple[bytes | None, str]]:
+    """The verdict's bytes (``None``: there is none) and where they were looked for; from the
+    gate, one for each directory the file may be in (:func:`_directories`)."""
     if args.statement:
         path = Path(args.statement)
         if not path.is_file():
             raise UsageError(f"--statement {args.statement} is not a file")
-        return path.read_bytes(), str(path)
+        return [(path.read_bytes(), str(path))]
     if args.index_url:
         url = _verdict_url_from_index(args.index_url, filename)
         if url is None:
-            return None, f"the project page of {args.index_url}"
-        return fetch(url), url
+            return [(None, f"the project page of {args.index_url}")]
+        return [(fetch(url), url)]
     if _is_url(args.file):
         url = args.file + VERDICT_SUFFIX
-        return fetch(url), url
+        return [(fetch(url), url)]
     beside = Path(args.file + VERDICT_SUFFIX)
     if beside.is_file():
-        return beside.read_bytes(), str(beside)
-    raise UsageError(
-        f"no verdict for {args.file}: give --statement FILE, --index-url URL, or the file's URL"
-    )
+        return [(beside.read_bytes(), str(beside))]
+    if gate is None:
+        raise UsageError(
+            f"no verdict for {args.file}: give --statement FILE, --index-url URL, the file's "
+            "URL, or the gate (--nightly-url) and --index DIR"
+        )
+    found = []
+    for index in _directories(args, filename):
+        url = key_url(gate, f"{index}/{filename}{VERDICT_SUFFIX}")
+        found.append((fetch(url), url))
+    return found
+
+
+def _directories(args: argparse.Namespace, what: str) -> list[str]:
+    """The gate's directories ``what`` may be in: ``--index DIR``, else every configured one
+    (``$WHEELGATE_ALLOWED_INDEXES``): a file's name does not say which directory released it.
+    Raises UsageError when neither names any."""
+    if args.index:
+        return [checked("--index", args.index, check_index)]
+    try:
+        configured = sorted(allowed_indexes_from_env(os.environ))
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from exc
+    if not configured:
+        raise UsageError(
+            f"which directory of the gate released {what}? give --index DIR (or set "
+            f"{ENV_ALLOWED_INDEXES} to the gate's directories, each of which is then tried)"
+        )
+    return configured
 
 
 #: How to name what ``verify`` trusts, for a command given neither.
@@ -180,7 +225,16 @@ def _report(verified: VerifiedVerdict) -> dict[str, Any]:
 
 def _print_human(report: dict[str, Any]) -> None:
     tests = report["tests"]
-    lines = [
+    installed = report.get("installed")
+    lines = (
+        [
+            f"installed: {installed['name']} {installed['version']} ({installed['python']}) is "
+            f"{installed['matched']}, its members verified against its bytes"
+        ]
+        if installed
+        else []
+    )
+    lines += [
         f"verified: {report['file']} (sha256 {report['sha256']})",
         f"  gate:    {report['gate']} (key {report['keyid']})",
         f"  when:    {report['time_verified']}",
@@ -205,26 +259,130 @@ def _print_human(report: dict[str, Any]) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    if (args.file is None) == (args.installed is None):
+        raise UsageError("give FILE_OR_URL, or --installed NAME (not both)")
+    if args.python and args.installed is None:
+        raise UsageError("--python goes with --installed NAME")
     gate = _gate(args)
     # What is trusted comes first, from the options alone: nothing read later can choose it.
     keys = _keys(args, gate)
+    if args.installed is not None:
+        return _verify_installed(args, keys, gate)
     filename, sha256 = _file_digest(args.file)
-    raw, looked_at = _statement(args, filename)
-    if raw is None:
-        problem = {"code": "no-verdict", "message": f"no verdict for {filename} at {looked_at}"}
-        return _refused(args, filename, problem)
+    return _check(args, filename, sha256, _statements(args, filename, gate), keys, gate)
+
+
+def _check(
+    args: argparse.Namespace,
+    filename: str,
+    sha256: str,
+    statements: list[tuple[bytes | None, str]],
+    keys: list[PublishedKey],
+    gate: str | None,
+    installed: dict[str, Any] | None = None,
+) -> int:
+    """Print the first of ``statements`` that verifies as the verdict of ``filename`` with
+    bytes ``sha256`` (exit 0), else why none does (exit 1). ``installed`` says which installed
+    distribution the file is, for ``--installed``."""
+    problems = []
+    for raw, looked_at in statements:
+        if raw is None:
+            problems.append({"code": "no-verdict", "message": f"no verdict at {looked_at}"})
+            continue
+        try:
+            verified = check_verdict(raw, keys=keys, filename=filename, sha256=sha256, gate=gate)
+        except VerdictRejected as exc:
+            problems.append({"code": exc.code, "message": f"{looked_at}: {exc.message}"})
+            continue
+        except VerdictFormatError as exc:
+            problems.append({"code": "not-a-verdict", "message": f"{looked_at}: {exc}"})
+            continue
+        report = _report(verified) | ({"installed": installed} if installed else {})
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            _print_human(report)
+        return EXIT_OK
+    # A verdict that does not verify says more than a directory that has none.
+    problem = next((p for p in problems if p["code"] != "no-verdict"), None)
+    if problem is None:
+        where = "; ".join(p["message"].removeprefix("no verdict at ") for p in problems)
+        problem = {"code": "no-verdict", "message": f"no verdict for {filename} at {where}"}
+    return _refused(args, filename, problem)
+
+
+def _verify_installed(args: argparse.Namespace, keys: list[PublishedKey], gate: str | None) -> int:
+    """``--installed NAME``: match the installed distribution with the released wheels of its
+    name and version, each verified against its bytes, and check the matched wheel's
+    verdict."""
+    from wheelgate.cli.installed import _python
+    from wheelgate.staging.environment import InstalledEnvironment, inventory
+    from wheelgate.staging.installed_release import compare_all, released_wheels
+
+    python = _python(args)
     try:
-        verified = check_verdict(raw, keys=keys, filename=filename, sha256=sha256, gate=gate)
-    except VerdictRejected as exc:
-        return _refused(args, filename, {"code": exc.code, "message": exc.message})
-    except VerdictFormatError as exc:
-        return _refused(args, filename, {"code": "not-a-verdict", "message": str(exc)})
-    report = _report(verified)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        _print_human(report)
-    return EXIT_OK
+        environment = InstalledEnvironment.model_validate(inventory(python))
+    except ValueError as exc:
+        raise UsageError(f"the environment of {python}: {exc}") from exc
+    name = canonicalize_name(args.installed)
+    found = [d for d in environment.distributions if canonicalize_name(d.name) == name]
+    if not found:
+        raise UsageError(f"{args.installed} is not installed in the environment of {python}")
+    installed = found[0]
+    what = f"{installed.name} {installed.version}"
+    pages = _project_pages(args, gate, name)
+    wheels = []
+    for page_url in pages:
+        page = fetch(page_url, accept=JSON_CONTENT_TYPE)
+        if page is None:
+            continue
+        try:
+            wheels += released_wheels(page, page_url, installed.name, installed.version)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+    if not wheels:
+        problem = {
+            "code": "no-release",
+            "message": f"no released wheel of {what} at {', '.join(pages)}",
+        }
+        return _refused(args, what, problem)
+    comparisons = compare_all(installed, environment.scheme, wheels, fetch)
+    matched = [c.wheel for c in comparisons if c.matches]
+    if not matched:
+        said = "; ".join(
+            f"{c.wheel.filename}: {c.refused or describe(c.differences)}" for c in comparisons
+        )
+        problem = {
+            "code": "not-released-bytes",
+            "message": f"{what} as installed is none of the released wheels ({said})",
+        }
+        return _refused(args, what, problem)
+    facts = {"name": installed.name, "version": installed.version, "python": python}
+    code = EXIT_REJECTED
+    for wheel in matched:
+        statement = (fetch(wheel.verdict_url), wheel.verdict_url)
+        installed_as = facts | {"matched": wheel.filename}
+        code = _check(
+            args, wheel.filename, wheel.sha256, [statement], keys, gate, installed=installed_as
+        )
+        if code == EXIT_OK:
+            break
+    return code
+
+
+def _project_pages(args: argparse.Namespace, gate: str | None, project: str) -> list[str]:
+    """Where the released wheels of ``project`` are listed: ``--index-url``'s project page,
+    else each directory's archive page (every file ever released) under the gate."""
+    if args.index_url:
+        return [urljoin(base_url(args.index_url), f"{project}/")]
+    if gate is None:
+        raise UsageError(
+            "--installed downloads the released wheels: name the gate (--nightly-url, or "
+            f"{ENV_NIGHTLY_BASE_URL}) or the index (--index-url URL)"
+        )
+    return [
+        key_url(gate, f"{index}/{ARCHIVE_DIR}/{project}/") for index in _directories(args, project)
+    ]
 
 
 def _refused(args: argparse.Namespace, filename: str, problem: dict[str, str]) -> int:
@@ -245,10 +403,36 @@ def register(subparsers: Any) -> None:
             "--key), and that the gate made it (its verifier is --nightly-url). Prints the run, "
             "commit, tests, time and gate it states. Trusts only what it is given: the gate "
             f"(--nightly-url or ${ENV_NIGHTLY_BASE_URL}) or a key (--key); with neither it "
-            "exits 2. Keys are never looked for near the file's or the index's URL."
+            "exits 2. Keys are never looked for near the file's or the index's URL. A "
+            "download without its verdict beside it is looked up under the gate, in --index "
+            f"DIR or each of ${ENV_ALLOWED_INDEXES}. --installed NAME verifies an installed "
+            "distribution: the released wheel of its name and version whose members, "
+            "verified against its bytes (downloaded from the gate), are its files, then that "
+            "wheel's verdict."
         ),
     )
-    parser.add_argument("file", metavar="FILE_OR_URL", help="a downloaded file, or its URL")
+    parser.add_argument(
+        "file", metavar="FILE_OR_URL", nargs="?", help="a downloaded file, or its URL"
+    )
+    parser.add_argument(
+        "--installed",
+        metavar="NAME",
+        help="instead of a file, an installed distribution: the released wheel of its name "
+        "and version whose verified members its files are (downloaded from the gate), and "
+        "that wheel's verdict",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="with --installed: the environment's interpreter (default: the activated one, "
+        "$VIRTUAL_ENV)",
+    )
+    parser.add_argument(
+        "--index",
+        metavar="DIR",
+        help="the gate's directory the file was released into (default: each of "
+        f"${ENV_ALLOWED_INDEXES})",
+    )
     parser.add_argument(
         "--index-url", help="the index the file came from: its project page links the verdict"
     )
