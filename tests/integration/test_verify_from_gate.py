@@ -5,6 +5,8 @@ are, never through its RECORD."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -44,6 +46,14 @@ def released(
 
 def index_url(local: LocalProcess) -> str:
     return f"{local.nightly_url}{INDEX}/"
+
+
+def installed_from_nightly(local: LocalProcess, wheel: Path, venv: Path) -> Path:
+    """``wheel``'s release installed into ``venv`` from nightly, as a user installs it; the
+    environment's interpreter."""
+    installed = pip(venv, "install", "--index-url", index_url(local), requirement(wheel))
+    assert installed.returncode == 0, installed.stderr
+    return venv / "bin" / "python"
 
 
 def downloaded(local: LocalProcess, wheel: Path, directory: Path) -> Path:
@@ -93,10 +103,7 @@ def test_an_installed_distribution_is_verified_through_the_released_wheel(
     local: LocalProcess, released: Path, venv_factory: Any
 ) -> None:
     # Given the release installed from nightly, as a user installs it
-    venv = venv_factory("verify-installed")
-    installed = pip(venv, "install", "--index-url", index_url(local), requirement(released))
-    assert installed.returncode == 0, installed.stderr
-    python = str(venv / "bin" / "python")
+    python = str(installed_from_nightly(local, released, venv_factory("verify-installed")))
     # When the installed distribution is verified
     result = local.wheelgate(
         "verify", "--installed", "VG_One", "--python", python, "--index", INDEX, "--json"
@@ -123,14 +130,16 @@ def test_an_installed_distribution_with_other_bytes_is_not_verified(
     # Given the release installed, then a module changed and its installed RECORD rewritten
     # to the changed bytes (the RECORD alone would vouch for them)
     venv = venv_factory("verify-tampered")
-    installed = pip(venv, "install", "--index-url", index_url(local), requirement(released))
-    assert installed.returncode == 0, installed.stderr
+    installed_from_nightly(local, released, venv)
     [module] = venv.glob("lib/python*/site-packages/vg_one/__init__.py")
-    module.write_text("VALUE = 2\n")
+    module.write_bytes(b"VALUE = 2\n")
+    digest = base64.urlsafe_b64encode(hashlib.sha256(b"VALUE = 2\n").digest()).rstrip(b"=")
     [record] = venv.glob("lib/python*/site-packages/vg_one-1.0.dist-info/RECORD")
     record.write_text(
         "\n".join(
-            line if not line.startswith("vg_one/__init__.py,") else "vg_one/__init__.py,,"
+            f"vg_one/__init__.py,sha256={digest.decode()},10"
+            if line.startswith("vg_one/__init__.py,")
+            else line
             for line in record.read_text().splitlines()
         )
     )
