@@ -192,7 +192,7 @@ def test_a_run_staged_and_never_reported_shows_what_is_staged() -> None:
     )
     lines = text.splitlines()
     assert lines[:2] == ["run 7: pending", "  staged, not reported yet"]
-    assert f"{A}: staged, 1 files, commit {'d' * 40}" in lines
+    assert f"{A}: staged, 1 file, commit {'d' * 40}" in lines
     assert "  index: https://staging.example/runs/7/v2/gfx94X-dcgpu/" in lines
     assert f"  file t-1.0-py3-none-any.whl  2.0 KiB  sha256 {'e' * 64}" in lines
 

@@ -105,9 +105,13 @@ def render_directories(state: StatusState, indexes: Iterable[str]) -> str:
         commit = f", commit {latest.commit[:COMMIT_SHOWN]}" if latest.commit else ""
         lines.append(
             f"{index}: run {latest.run_id} promoted {_when(latest.decided_at)}{commit}, "
-            f"{latest.file_count} files"
+            f"{_files(latest.file_count)}"
         )
     return "\n".join(lines)
+
+
+def _files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
 
 
 def _when(at: str | None) -> str:
@@ -165,7 +169,7 @@ def _staged_lines(staged: Mapping[str, Any]) -> list[str]:
     files = staged.get("files", [])
     lines = [
         "",
-        f"{staged.get('index')}: staged, {len(files)} files, commit {staged.get('commit')}",
+        f"{staged.get('index')}: staged, {_files(len(files))}, commit {staged.get('commit')}",
         f"  index: {staged.get('index_url') or staged.get('index_key')}",
     ]
     for file in files[:MAX_FILES_SHOWN]:
