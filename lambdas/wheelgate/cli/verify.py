@@ -128,7 +128,7 @@ def _statements(
     beside = Path(args.file + VERDICT_SUFFIX)
     if beside.is_file():
         return [(beside.read_bytes(), str(beside))]
-    if gate is None:
+    if not gate:  # where to look, not what to trust
         raise UsageError(
             f"no verdict for {args.file}: give --statement FILE, --index-url URL, the file's "
             "URL, or the gate (--nightly-url) and --index DIR"
@@ -375,7 +375,7 @@ def _project_pages(args: argparse.Namespace, gate: str | None, project: str) -> 
     else each directory's archive page (every file ever released) under the gate."""
     if args.index_url:
         return [urljoin(base_url(args.index_url), f"{project}/")]
-    if gate is None:
+    if not gate:  # where to look, not what to trust
         raise UsageError(
             "--installed downloads the released wheels: name the gate (--nightly-url, or "
             f"{ENV_NIGHTLY_BASE_URL}) or the index (--index-url URL)"
