@@ -24,6 +24,7 @@ import json
 import os
 import posixpath
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
@@ -269,35 +270,57 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.installed is not None:
         return _verify_installed(args, keys, gate)
     filename, sha256 = _file_digest(args.file)
-    return _check(args, filename, sha256, _statements(args, filename, gate), keys, gate)
+    candidates = [
+        Candidate(filename, sha256, statement, looked_at)
+        for statement, looked_at in _statements(args, filename, gate)
+    ]
+    return _check(args, filename, candidates, keys, gate)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A verdict that may be the one of file ``filename`` with bytes ``sha256``: its bytes
+    (``None``: there is none) and where they were looked for; ``installed`` says which
+    installed distribution the file is, for ``--installed``."""
+
+    filename: str
+    sha256: str
+    statement: bytes | None
+    looked_at: str
+    installed: dict[str, Any] | None = None
 
 
 def _check(
     args: argparse.Namespace,
-    filename: str,
-    sha256: str,
-    statements: list[tuple[bytes | None, str]],
+    subject: str,
+    candidates: list[Candidate],
     keys: list[PublishedKey],
     gate: str | None,
-    installed: dict[str, Any] | None = None,
 ) -> int:
-    """Print the first of ``statements`` that verifies as the verdict of ``filename`` with
-    bytes ``sha256`` (exit 0), else why none does (exit 1). ``installed`` says which installed
-    distribution the file is, for ``--installed``."""
+    """Print the first of ``candidates`` that verifies (exit 0), else why none does, about
+    ``subject`` (exit 1)."""
     problems = []
-    for raw, looked_at in statements:
-        if raw is None:
+    for candidate in candidates:
+        looked_at = candidate.looked_at
+        if candidate.statement is None:
             problems.append({"code": "no-verdict", "message": f"no verdict at {looked_at}"})
             continue
         try:
-            verified = check_verdict(raw, keys=keys, filename=filename, sha256=sha256, gate=gate)
+            verified = check_verdict(
+                candidate.statement,
+                keys=keys,
+                filename=candidate.filename,
+                sha256=candidate.sha256,
+                gate=gate,
+            )
         except VerdictRejected as exc:
             problems.append({"code": exc.code, "message": f"{looked_at}: {exc.message}"})
             continue
         except VerdictFormatError as exc:
             problems.append({"code": "not-a-verdict", "message": f"{looked_at}: {exc}"})
             continue
-        report = _report(verified) | ({"installed": installed} if installed else {})
+        installed = {"installed": candidate.installed} if candidate.installed else {}
+        report = _report(verified) | installed
         if args.json:
             print(json.dumps(report, indent=2))
         else:
@@ -307,8 +330,8 @@ def _check(
     problem = next((p for p in problems if p["code"] != "no-verdict"), None)
     if problem is None:
         where = "; ".join(p["message"].removeprefix("no verdict at ") for p in problems)
-        problem = {"code": "no-verdict", "message": f"no verdict for {filename} at {where}"}
-    return _refused(args, filename, problem)
+        problem = {"code": "no-verdict", "message": f"no verdict for {subject} at {where}"}
+    return _refused(args, subject, problem)
 
 
 def _verify_installed(args: argparse.Namespace, keys: list[PublishedKey], gate: str | None) -> int:
@@ -358,16 +381,17 @@ def _verify_installed(args: argparse.Namespace, keys: list[PublishedKey], gate: 
         }
         return _refused(args, what, problem)
     facts = {"name": installed.name, "version": installed.version, "python": python}
-    code = EXIT_REJECTED
-    for wheel in matched:
-        statement = (fetch(wheel.verdict_url), wheel.verdict_url)
-        installed_as = facts | {"matched": wheel.filename}
-        code = _check(
-            args, wheel.filename, wheel.sha256, [statement], keys, gate, installed=installed_as
+    candidates = [
+        Candidate(
+            wheel.filename,
+            wheel.sha256,
+            fetch(wheel.verdict_url),
+            wheel.verdict_url,
+            installed=facts | {"matched": wheel.filename},
         )
-        if code == EXIT_OK:
-            break
-    return code
+        for wheel in matched
+    ]
+    return _check(args, what, candidates, keys, gate)
 
 
 def _project_pages(args: argparse.Namespace, gate: str | None, project: str) -> list[str]:
