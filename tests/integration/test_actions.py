@@ -390,7 +390,9 @@ def test_a_rejection_sets_state_rejected_and_fails_the_step_unless_told_not_to(j
 
 
 def test_a_wait_that_ends_undecided_sets_state_pending_and_fails_the_step(job: Job) -> None:
-    # Given a run that nobody reported, waited for one second
+    # Given a run staged that nobody reported, waited for one second (a run id nothing is
+    # staged under is unknown: exit 5, no answer)
+    job.ok("stage", "actions-never-reported", index=INDEX, files="dist/*.whl")
     status = job.run("status", "actions-never-reported", wait="1")
     # Then the step fails with exit 3: pending, not rejected
     assert status.returncode == 3

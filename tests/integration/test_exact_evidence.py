@@ -134,7 +134,7 @@ def test_a_line_allowing_the_cp311_and_cp312_wheels_vouches_for_neither(
     assert "pip install --report" in refused.stderr
     assert "wheelgate pins" in refused.stderr
     status = local.wheelgate("status", "ex-two")
-    assert json.loads(status.stdout)["message"] == "no manifest for this run yet"
+    assert "no manifest for this run yet" in json.loads(status.stdout)["message"]
 
     # When the test installs from the run's pins for itself instead (one file each)...
     pins = tmp_path / "pins.txt"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -633,8 +634,6 @@ def test_a_large_import_fans_out_as_a_run_does(
 
 def run_cli(*args: str) -> tuple[int, str, str]:
     """``wheelgate`` in this process (the in-process stack's endpoint and buckets)."""
-    import io
-
     from wheelgate.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -717,7 +716,7 @@ def test_the_progress_of_a_gathering_import_is_shown(
     seed: Seed, buckets: tuple[Bucket, Bucket], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     staging, _ = buckets
-    from wheelgate.cli.common import wait_for_record
+    from wheelgate.cli.run_status import wait_for_record
 
     key, run_id = request_import(staging, seed.source.uri, seed.index)
     real = Bucket.copy_in
@@ -769,3 +768,35 @@ def test_asking_again_copies_nothing_done_and_refuses_a_changed_source(
     assert {f["action"] for f in outcome["files"]} == {"already-released"}
     refused = {r["filename"]: r["reason"] for r in outcome["refused"]}
     assert refused[seed.dep.name] == "source-changed"
+
+
+class Terminal(io.StringIO):
+    """Output that says it is a terminal, as an operator's is."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_command_prints_a_summary_on_a_terminal_and_json_with_json(
+    seed: Seed, buckets: tuple[Bucket, Bucket]
+) -> None:
+    from wheelgate.cli.main import main
+
+    staging, _ = buckets
+    argv = ["import", "--from", seed.source.uri, "--index", seed.index, "--wait", "0"]
+    argv += ["--staging-bucket", staging.name]
+    # When an operator asks for the import on a terminal
+    out, err = Terminal(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    # Then the outcome is status's summary of the request's record, not its JSON
+    run_id = err.getvalue().split("import request ", 1)[1].split()[0]
+    lines = out.getvalue().splitlines()
+    assert code in (0, 3), err.getvalue()
+    assert lines[0] in (f"run {run_id}: pending", f"run {run_id}: promoted")
+    assert lines[-1] == f"record: s3://{staging.name}/{STAGING.record(run_id)}"
+    # And with --json, the record (or the pending document) as JSON, on a terminal too
+    out = Terminal()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        main([*argv, "--json"])
+    assert json.loads(out.getvalue())["run_id"] == run_id

@@ -14,25 +14,29 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import LocalProcess
-from tests.integration.installs import evidence, pip_report
+from tests.integration.installs import evidence, pip_report, sha256
 from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.status.display import human_size
 
 # Wheelgate local and the command in processes of their own: `make test` only.
 pytestmark = pytest.mark.slow
 
-FIRST, SECOND = "ops-view/a", "ops-view/b"
+FIRST, SECOND, THIRD = "ops-view/a", "ops-view/b", "ops-view/c"
 URL = "https://github.com/example/project/actions/runs/{run}"
 
 
-def on_a_terminal(local: LocalProcess, *argv: str) -> tuple[int, str]:
-    """``wheelgate ARGV`` with its stdout on a pseudo-terminal, as an operator runs it."""
+def on_a_terminal(
+    local: LocalProcess, *argv: str, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """``wheelgate ARGV`` with its stdout on a pseudo-terminal, as an operator runs it (with
+    ``env`` added to its environment)."""
     primary, secondary = os.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "wheelgate", *argv],
         stdout=secondary,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, **local.env},
+        env={**os.environ, **local.env, **(env or {})},
     )
     os.close(secondary)
     chunks = []
@@ -165,7 +169,111 @@ def test_runs_on_a_terminal_is_a_table(local: LocalProcess, decided: dict[str, A
     code, text = on_a_terminal(local, "runs", "--index", FIRST)
     assert code == 0
     header, *rows = text.splitlines()
-    assert header.split() == ["decided", "state", "run", "index", "reason:", "message"]
-    assert rows[0].split()[3:6] == ["rejected", "ops-2", FIRST]
-    assert rows[1].split()[3:6] == ["promoted", "ops-1", FIRST]
+    assert header.split() == ["decided", "state", "run", "index", "commit", "reason:", "message"]
+    assert rows[0].split()[3:7] == ["rejected", "ops-2", FIRST, "2" * 12]
+    assert rows[1].split()[3:7] == ["promoted", "ops-1", FIRST, "1" * 12]
     assert "tests-failed: set" in rows[0]
+
+
+def test_a_rejected_run_gives_the_commit_its_manifest_states(
+    local: LocalProcess, decided: dict[str, Any]
+) -> None:
+    # When the operator asks about the rejected run, whose record the promoter wrote without
+    # the commit (JSON, as a pipe gets it)
+    status = json.loads(local.wheelgate("status", "ops-2").stdout)
+    rows = json.loads(local.wheelgate("runs", "--index", FIRST).stdout)
+    # Then both give the commit the run's manifest states
+    assert status["commit"] == "2" * 40
+    assert [(r["run_id"], r["commit"]) for r in rows] == [("ops-2", "2" * 40), ("ops-1", "1" * 40)]
+    _, text = on_a_terminal(local, "status", "ops-2")
+    assert f"commit {'2' * 40}" in text.splitlines()[2]
+
+
+def test_a_run_staged_and_never_reported_shows_what_is_staged(
+    local: LocalProcess, tmp_path: Path
+) -> None:
+    # Given a run that was staged and never reported
+    wheel = build_wheel(tmp_path, "ops-staged", "1.0")
+    staged = local.wheelgate(
+        *("stage", "--run-id", "ops-6", "--index", FIRST, "--commit", "6" * 40, str(wheel))
+    )
+    assert staged.returncode == 0, staged.stderr
+    # When the operator asks about it
+    asked = local.wheelgate("status", "ops-6")
+    # Then it is pending, with its files, their commit and its index
+    assert asked.returncode == 3
+    document = json.loads(asked.stdout)
+    assert document["state"] == "pending"
+    assert document["message"].startswith("staged, not reported yet")
+    assert document["commit"] == "6" * 40
+    [found] = document["staged"]
+    assert found["index_url"] == json.loads(staged.stdout)["index_url"]
+    assert found["commit"] == "6" * 40
+    assert found["files"] == [
+        {"filename": wheel.name, "sha256": sha256(wheel), "size": wheel.stat().st_size}
+    ]
+    code, text = on_a_terminal(local, "status", "ops-6")
+    assert code == 3
+    assert f"  index: {found['index_url']}" in text.splitlines()
+    assert (
+        f"  file {wheel.name}  {human_size(wheel.stat().st_size)}  sha256 {sha256(wheel)}" in text
+    )
+
+
+def test_a_run_nothing_is_known_of_is_told_apart_from_a_pending_one(local: LocalProcess) -> None:
+    asked = local.wheelgate("status", "ops-never")
+    assert asked.returncode == 5
+    document = json.loads(asked.stdout)
+    assert (document["state"], document["message"]) == (
+        "unknown",
+        "unknown run: nothing is staged, reported or decided under this run id",
+    )
+    code, text = on_a_terminal(local, "status", "ops-never")
+    assert (code, text.splitlines()[0]) == (5, "run ops-never: unknown")
+
+
+def test_a_yank_prints_a_summary_and_is_listed_once(
+    local: LocalProcess, tmp_path_factory: pytest.TempPathFactory, venv_factory: Any
+) -> None:
+    # Given a run promoted in THIRD
+    wheel = build_wheel(tmp_path_factory.mktemp("ops-yank"), "ops-yanked", "1.0")
+    decide(local, venv_factory, "ops-7", THIRD, wheel, "passed")
+    # When the operator yanks its file on a terminal
+    code, text = on_a_terminal(
+        local, "yank", "--index", THIRD, wheel.name, "--reason", "broken on gfx942"
+    )
+    # Then the outcome is a summary, as status prints it, not the record's JSON
+    assert code == 0, text
+    lines = text.splitlines()
+    assert lines[0].startswith("run yank-")
+    assert lines[0].endswith(": promoted")
+    assert f"  yanked {THIRD}/{wheel.name}: broken on gfx942" in lines
+    assert not any(line.lstrip().startswith("{") for line in lines)
+    yank_id = lines[0].split()[1].rstrip(":")
+    # And --json gets the record, on a terminal too (and a pipe: the other tests' `local`)
+    code, text = on_a_terminal(local, "unyank", "--index", THIRD, wheel.name, "--json")
+    unyank = json.loads(text)
+    assert (code, unyank["state"]) == (0, "promoted")
+    # And the decisions list each request once, under THIRD, never under its archive
+    rows = json.loads(local.wheelgate("runs", "--limit", "200").stdout)
+    listed = [(r["run_id"], r["index"]) for r in rows if r["kind"] == "yank"]
+    assert listed.count((yank_id, THIRD)) == 1
+    assert listed.count((unyank["run_id"], THIRD)) == 1
+    assert [run for run, _ in listed].count(yank_id) == 1
+    assert not [r for r in rows if "_archive" in (r["index"] or "")]
+
+
+def test_runs_on_a_terminal_shows_every_configured_directory(
+    local: LocalProcess, decided: dict[str, Any]
+) -> None:
+    # Given the configured directories (the stack's index_dirs) include one never promoted to
+    configured = {"WHEELGATE_ALLOWED_INDEXES": json.dumps([FIRST, SECOND, "ops-view/empty"])}
+    # When the operator lists the decisions on a terminal
+    code, text = on_a_terminal(local, "runs", env=configured)
+    # Then below the table each directory says the run it was last promoted from, or none
+    assert code == 0
+    tail = text.split("\n\n")[-1].splitlines()
+    assert tail[0].startswith(f"{FIRST}: run ops-1 promoted ")
+    assert f"commit {'1' * 12}" in tail[0]
+    assert "ops-view/empty: No run promoted yet" in tail
+    assert any(line.startswith(f"{SECOND}: run ops-3 promoted ") for line in tail)

@@ -105,6 +105,8 @@ MUTATIONS = (
             "tests/unit/test_wheelmembers.py",
             "tests/integration/test_redirected_evidence.py"
             "::test_a_wheel_whose_record_lies_about_its_members_is_never_released_as_tested",
+            "tests/unit/test_installed_release.py"
+            "::test_a_wheel_whose_record_lies_about_its_members_is_refused",
         ),
     ),
     Mutation(
@@ -253,6 +255,17 @@ MUTATIONS = (
         "if False:",
         (
             "tests/integration/test_verdicts.py::test_verify_without_a_gate_trusts_no_keys_a_build_job_planted_beside_its_file",
+        ),
+    ),
+    Mutation(
+        "installed: listed bytes",
+        "verify --installed compares an installation with a download that is not the bytes "
+        "its page lists",
+        "if digest != wheel.sha256:",
+        "if False:",
+        (
+            "tests/unit/test_installed_release.py"
+            "::test_a_candidate_with_other_bytes_than_listed_or_gone_is_refused",
         ),
     ),
     Mutation(

@@ -369,3 +369,17 @@ def test_since_reads_a_date_or_a_time_in_utc() -> None:
     assert since_option("2025-01-31T12:30:00") == datetime(2025, 1, 31, 12, 30, tzinfo=UTC)
     plus_two = since_option("2025-01-31T12:30:00+02:00")
     assert plus_two == datetime(2025, 1, 31, 12, 30, tzinfo=timezone(timedelta(hours=2)))
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["verify"], "give FILE_OR_URL, or --installed NAME"),
+        (["verify", WHEEL, "--installed", "torch"], "give FILE_OR_URL, or --installed NAME"),
+        (["verify", WHEEL, "--python", "/usr/bin/python3"], "--python goes with --installed"),
+    ],
+)
+def test_verify_takes_a_file_or_an_installed_distribution(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert said in refused(argv, capsys)

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
-from wheelgate.status.state import Decision, DirectoryStatus, Rejection, StatusState
+from wheelgate.status.state import (
+    Decision,
+    DirectoryStatus,
+    PromotedRun,
+    Rejection,
+    StatusState,
+    apply_record,
+)
 from wheelgate.status.summary import (
     MAX_FILES_SHOWN,
+    NO_RUN_PROMOTED,
     recent_decisions,
     render_decisions,
+    render_directories,
     render_run,
 )
 
@@ -49,8 +58,12 @@ def test_recent_decisions_filter_by_directory_state_and_count() -> None:
 
 
 def test_the_table_has_one_row_per_decision_under_a_header() -> None:
-    header, *rows = render_decisions(recent_decisions(STATE)).splitlines()
-    assert header.split() == ["decided", "state", "run", "index", "reason:", "message"]
+    rows_with_a_commit = [
+        r.model_copy(update={"commit": "3" * 40}) if r.run_id == "3" else r
+        for r in recent_decisions(STATE)
+    ]
+    header, *rows = render_decisions(rows_with_a_commit).splitlines()
+    assert header.split() == ["decided", "state", "run", "index", "commit", "reason:", "message"]
     assert rows[0].split() == [
         "2026-11-30",
         "04:00",
@@ -58,10 +71,11 @@ def test_the_table_has_one_row_per_decision_under_a_header() -> None:
         "rejected",
         "4",
         "-",
+        "-",
         "invalid-json:",
         "bad",
     ]
-    assert rows[1].split()[3:] == ["rejected", "3", A, "tests-failed:", "3", "said"]
+    assert rows[1].split()[3:] == ["rejected", "3", A, "3" * 12, "tests-failed:", "3", "said"]
     assert render_decisions([]) == "no decisions recorded (yet) that match"
 
 
@@ -113,3 +127,82 @@ def test_a_pending_run_and_the_manifest_asked_about() -> None:
         "  manifest written; waiting for the promoter",
         f"  manifest {'cd' * 8} (asked about): pending: no decision about this manifest yet",
     ]
+
+
+def yank_record(run_id: str, at: str, state: State = State.PROMOTED) -> PromotionRecord:
+    """A yank of a file of A, as the promoter records it: its pages are A's project page and
+    A's archive page (``A/_archive/...``)."""
+    return PromotionRecord(
+        run_id=run_id,
+        state=state,
+        reason=None if state is State.PROMOTED else "not-released",
+        message="yanked",
+        decided_at=at,
+        pages=[f"{A}/t/index.html", f"{A}/_archive/t/index.html"],
+    )
+
+
+def test_a_yank_is_listed_once_under_its_directory_never_under_its_archive() -> None:
+    # Given a yank and a refused yank folded into the status site's state, as the promoter does
+    state = apply_record(STATE, yank_record("yank-1", "2026-11-30T05:00:00Z"))
+    state = apply_record(state, yank_record("yank-2", "2026-11-30T06:00:00Z", State.REJECTED))
+    # When the recent decisions are listed
+    rows = recent_decisions(state)
+    # Then each yank is one row of A, and no row names an archive
+    assert [(r.run_id, r.index) for r in rows[:2]] == [("yank-2", A), ("yank-1", A)]
+    assert all("_archive" not in (r.index or "") for r in rows)
+    assert [r.run_id for r in recent_decisions(state, index=A)][:2] == ["yank-2", "yank-1"]
+
+
+def test_every_configured_directory_is_shown_with_its_latest_run_or_none() -> None:
+    latest = PromotedRun(
+        run_id="1", commit="c" * 40, decided_at="2026-11-30T01:00:00Z", file_count=2
+    )
+    state = STATE.model_copy(
+        update={
+            "directories": {
+                **STATE.directories,
+                A: STATE.directories[A].model_copy(update={"latest": latest}),
+                f"{A}/_archive": DirectoryStatus(decisions=STATE.directories[A].decisions),
+            }
+        }
+    )
+    text = render_directories(state, [A, "v2/gfx1151"])
+    assert text.splitlines() == [
+        f"v2/gfx1151: {NO_RUN_PROMOTED}",
+        f"{A}: run 1 promoted 2026-11-30 01:00 UTC, commit {'c' * 12}, 2 files",
+        f"{B}: {NO_RUN_PROMOTED}",
+    ]
+
+
+def test_a_run_staged_and_never_reported_shows_what_is_staged() -> None:
+    staged = {
+        "index": A,
+        "index_url": "https://staging.example/runs/7/v2/gfx94X-dcgpu/",
+        "index_key": "runs/7/v2/gfx94X-dcgpu/",
+        "commit": "d" * 40,
+        "files": [{"filename": "t-1.0-py3-none-any.whl", "sha256": "e" * 64, "size": 2048}],
+    }
+    text = render_run(
+        "7",
+        None,
+        record_url="s3://staging/records/7.json",
+        pending_message="staged, not reported yet",
+        staged=[staged],
+    )
+    lines = text.splitlines()
+    assert lines[:2] == ["run 7: pending", "  staged, not reported yet"]
+    assert f"{A}: staged, 1 file, commit {'d' * 40}" in lines
+    assert "  index: https://staging.example/runs/7/v2/gfx94X-dcgpu/" in lines
+    assert f"  file t-1.0-py3-none-any.whl  2.0 KiB  sha256 {'e' * 64}" in lines
+
+
+def test_an_unknown_run_says_so() -> None:
+    text = render_run(
+        "8",
+        None,
+        record_url="s3://staging/records/8.json",
+        pending_message="unknown run",
+        pending_state="unknown",
+    )
+    assert text.splitlines()[:2] == ["run 8: unknown", "  unknown run"]

@@ -5,13 +5,10 @@ and waiting for a run's decision."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,19 +19,25 @@ from wheelgate.core.env_names import (
     ENV_STAGING_BUCKET,
 )
 from wheelgate.core.errors import Reason
-from wheelgate.core.layout import STAGING, base_url, check_index
-from wheelgate.core.manifest import ManifestFile, check_commit, describe_errors
+from wheelgate.core.layout import base_url, check_index
+from wheelgate.core.manifest import (
+    ManifestFile,
+    check_commit,
+    describe_errors,
+)
 from wheelgate.core.manifest_tests import check_test_url, check_test_url_host
-from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.setting_values import SettingsError
 from wheelgate.core.settings import allowed_indexes_from_env, test_url_hosts_from_env
 from wheelgate.storage.bucket import Bucket
-from wheelgate.storage.errors import AccessError, translated
+from wheelgate.storage.errors import translated
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_PENDING, EXIT_STORAGE = 0, 1, 2, 3, 4
+#: ``status`` of a run id under which nothing is staged, reported or decided (a typo, another
+#: deployment's run): told apart from a run that is pending (3).
+EXIT_UNKNOWN_RUN = 5
 #: The reader of the output went away (``wheelgate status R | head``): 128 + SIGPIPE, what a
 #: shell reports for a program that SIGPIPE ended.
 EXIT_BROKEN_PIPE = 141
@@ -261,114 +264,6 @@ def storage_options(parser: argparse.ArgumentParser, *, nightly: bool) -> None:
         help=f"attempts per storage request, the first and the retries of throttling, server "
         f"errors and timeouts (default: ${ENV_MAX_ATTEMPTS}, else {DEFAULT_STORAGE_ATTEMPTS})",
     )
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    """A run's status as ``wheelgate status`` shows it.
-
-    ``document`` is the JSON it prints (the record, or a pending document when there is none;
-    with a manifest waited for, ``manifest_decision`` says what became of it), ``record`` the
-    record itself, ``state`` what the exit code follows (the decision about the manifest
-    waited for, when one was given), and ``settled`` whether waiting longer can change it.
-    """
-
-    document: dict[str, Any]
-    record: PromotionRecord | None
-    state: str
-    settled: bool
-
-
-def read_status(staging: Bucket, run_id: str, manifest_sha256: str | None = None) -> RunStatus:
-    """The run's status now. With ``manifest_sha256``, it is the status of that manifest:
-    pending until the record holds a decision about those bytes, whatever was decided before
-    (:meth:`PromotionRecord.decision_about`)."""
-    found = staging.get(STAGING.record(run_id))
-    record = PromotionRecord.model_validate_json(found[0]) if found is not None else None
-    if record is not None:
-        document = record.model_dump(mode="json", by_alias=True)
-    else:
-        document = _no_record_document(staging, run_id)
-    if manifest_sha256 is None:
-        state = document["state"]
-        return RunStatus(document, record, state, settled=state != State.PENDING.value)
-    entry = record.decision_about(manifest_sha256) if record is not None else None
-    state = entry.state.value if entry is not None else State.PENDING.value
-    document["manifest_decision"] = {
-        "manifest_sha256": manifest_sha256,
-        "state": state,
-        "reason": entry.reason if entry is not None else None,
-        "message": entry.message if entry is not None else _NOT_DECIDED,
-    }
-    return RunStatus(document, record, state, settled=entry is not None)
-
-
-#: What ``manifest_decision`` says of a manifest the record holds no decision about yet.
-_NOT_DECIDED = "no decision about this manifest yet; waiting for the promoter"
-
-
-def _no_record_document(staging: Bucket, run_id: str) -> dict[str, Any]:
-    """The pending document of a run without a record, saying whether a manifest exists."""
-    try:
-        has_manifest: bool | None = staging.head(STAGING.manifest(run_id)) is not None
-    except AccessError:
-        # The reporter role may write manifests without being allowed to read them back.
-        has_manifest = None
-    return {
-        "run_id": run_id,
-        "state": State.PENDING.value,
-        "reason": None,
-        "message": {
-            True: "manifest written; waiting for the promoter",
-            False: "no manifest for this run yet",
-            None: "no decision recorded yet; waiting for the promoter",
-        }[has_manifest],
-        "sets": [],
-    }
-
-
-def wait_for_decision(
-    staging: Bucket,
-    run_id: str,
-    wait: float,
-    interval: float,
-    manifest_sha256: str | None = None,
-    pending: Callable[[dict[str, Any]], None] | None = None,
-) -> RunStatus:
-    """The run's status once it is settled (:func:`read_status`: decided, or with
-    ``manifest_sha256``, decided about that manifest), or as it stands after ``wait``
-    seconds; ``pending`` is shown each unsettled document (an import's progress)."""
-    deadline = time.monotonic() + wait
-    while True:
-        status = read_status(staging, run_id, manifest_sha256)
-        if status.settled or time.monotonic() >= deadline:
-            return status
-        if pending is not None:
-            pending(status.document)
-        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
-
-
-def decision_exit_code(state: str) -> int:
-    """The exit code of a run in ``state``: 0 promoted, 1 rejected, 3 still pending."""
-    return {
-        State.PROMOTED.value: EXIT_OK,
-        State.REJECTED.value: EXIT_REJECTED,
-    }.get(state, EXIT_PENDING)
-
-
-def wait_for_record(
-    staging: Bucket,
-    run_id: str,
-    wait: float,
-    interval: float,
-    manifest_sha256: str | None = None,
-    pending: Callable[[dict[str, Any]], None] | None = None,
-) -> int:
-    """Wait for the run's decision (:func:`wait_for_decision`, showing ``pending`` each
-    unsettled document), print its document and return its exit code."""
-    status = wait_for_decision(staging, run_id, wait, interval, manifest_sha256, pending)
-    print(json.dumps(status.document, indent=2))
-    return decision_exit_code(status.state)
 
 
 def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:

@@ -29,19 +29,17 @@ from wheelgate.cli.common import (
     ENV_GITHUB_SHA,
     EXIT_OK,
     EXIT_REJECTED,
-    RunStatus,
     UsageError,
     checked,
     commit_option,
     configured_indexes,
-    decision_exit_code,
     nightly_url,
     required,
     s3_client,
     storage_options,
     test_url_option,
-    wait_for_decision,
 )
+from wheelgate.cli.run_status import RunStatus, decision_exit_code, wait_for_decision
 from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.deps.config import load_deps
 from wheelgate.deps.download import Fetcher, https_opener

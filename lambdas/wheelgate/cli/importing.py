@@ -28,8 +28,8 @@ from wheelgate.cli.common import (
     index_option,
     s3_client,
     storage_options,
-    wait_for_record,
 )
+from wheelgate.cli.run_status import for_people, wait_for_record
 from wheelgate.core.env_names import (
     ENV_ALLOW_BUILD_TAG_RERELEASES,
     ENV_ALLOW_NEW_LOCAL_LABELS,
@@ -106,7 +106,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     # This request's decision: the same import asked for before was decided already.
     sha256 = hashlib.sha256(body).hexdigest()
     return wait_for_record(
-        staging, request.run_id, args.wait, 2.0, manifest_sha256=sha256, pending=show
+        staging,
+        request.run_id,
+        args.wait,
+        2.0,
+        manifest_sha256=sha256,
+        pending=show,
+        people=for_people(args),
     )
 
 
@@ -191,8 +197,9 @@ def register(subparsers: Any) -> None:
             "in nightly with other bytes, two spellings of one release), keeps the yank states "
             "and upload times the source's index gives, and records each file as imported "
             "from its source, with no test evidence. Asking again resumes where an import "
-            "stopped. Exit 0 imported, 1 refused, 3 pending. --dry-run writes nothing: it "
-            "prints what would be imported and what refused, and why."
+            "stopped. Prints the outcome as wheelgate status does (a summary on a terminal, "
+            "else JSON). Exit 0 imported, 1 refused, 3 pending. --dry-run writes nothing: it "
+            "prints what would be imported and what refused, and why (JSON)."
         ),
     )
     parser.add_argument(
@@ -210,5 +217,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--dry-run", action="store_true", help="print what would happen")
     parser.add_argument("--wait", type=float, default=3600.0, metavar="SECONDS")
+    parser.add_argument(
+        "--json", action="store_true", help="print the record as JSON, also on a terminal"
+    )
     storage_options(parser, nightly=True)
     parser.set_defaults(func=cmd_import)

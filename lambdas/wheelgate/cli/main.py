@@ -8,7 +8,8 @@ reports the decision. `wheelgate local` runs the whole stack on this machine.
 Exit codes: 0 success (status/yank: done; verify: verified), 1 rejected (a decision; verify:
 not verified), 2 bad input or configuration, 3 still pending, 4 storage or network error (one
 line naming the operation, what it acted on, the endpoint and the error; --debug adds the
-traceback), 141 the output's reader went away (| head).
+traceback), 5 status of an unknown run (nothing staged, reported or decided), 141 the output's
+reader went away (| head).
 """
 
 from __future__ import annotations

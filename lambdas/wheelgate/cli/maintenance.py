@@ -23,8 +23,8 @@ from wheelgate.cli.common import (
     index_option,
     storage_options,
     validated,
-    wait_for_record,
 )
+from wheelgate.cli.run_status import for_people, wait_for_record
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import parse_distribution_filename
 
@@ -40,7 +40,9 @@ def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -
     staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
     print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
     sha256 = hashlib.sha256(body.encode()).hexdigest()
-    return wait_for_record(staging, run_id, args.wait, 1.0, manifest_sha256=sha256)
+    return wait_for_record(
+        staging, run_id, args.wait, 1.0, manifest_sha256=sha256, people=for_people(args)
+    )
 
 
 def cmd_yank(args: argparse.Namespace) -> int:
@@ -205,6 +207,10 @@ def _leased(leases: IndexLeases, index: str, wait: float) -> Iterator[None]:
         yield
 
 
+#: What ``--json`` does to a request's outcome, as to ``wheelgate status``'s.
+JSON_HELP = "print the record as JSON, also on a terminal (else a summary there; a pipe gets JSON)"
+
+
 def register(subparsers: Any) -> None:
     """Add ``yank``, ``unyank``, ``promote`` and ``index rebuild`` to the ``wheelgate``
     command."""
@@ -219,7 +225,8 @@ def register(subparsers: Any) -> None:
                 f"Ask the promoter to {what}, on nightly's pages (HTML and JSON). A run's "
                 "staging index shows it once that run is staged again (wheelgate stage with the "
                 "same files). The request is written where manifests go, so run it with the "
-                "reporter role. Exit 0 done, 1 refused, 3 pending."
+                "reporter role. Prints the outcome as wheelgate status does (a summary on a "
+                "terminal, else JSON). Exit 0 done, 1 refused, 3 pending."
             ),
         )
         yank.add_argument("--index", required=True, metavar="DIR")
@@ -227,6 +234,7 @@ def register(subparsers: Any) -> None:
         if name == "yank":
             yank.add_argument("--reason", required=True, help="why; pip shows it to users")
         yank.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
+        yank.add_argument("--json", action="store_true", help=JSON_HELP)
         storage_options(yank, nightly=False)
         yank.set_defaults(func=cmd_yank)
 
@@ -237,13 +245,15 @@ def register(subparsers: Any) -> None:
             "Ask the promoter to promote RUN although its tests did not pass. Only the "
             "break-glass role may do this (run it with that role's credentials); every integrity "
             "check (completeness, sizes, SHA-256, commit, conflicts) still applies, and the run's "
-            "record names who overrode it and why. Exit 0 promoted, 1 refused, 3 pending."
+            "record names who overrode it and why. Prints the outcome as wheelgate status does (a "
+            "summary on a terminal, else JSON). Exit 0 promoted, 1 refused, 3 pending."
         ),
     )
     promote.add_argument("--run-id", required=True)
     promote.add_argument("--override", action="store_true", help="required: say you mean it")
     promote.add_argument("--reason", required=True, help="why; recorded with your identity")
     promote.add_argument("--wait", type=float, default=300.0, metavar="SECONDS")
+    promote.add_argument("--json", action="store_true", help=JSON_HELP)
     storage_options(promote, nightly=False)
     promote.set_defaults(func=cmd_promote)
 

@@ -8,34 +8,40 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from typing import Any
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from wheelgate.cli.common import (
     EXIT_OK,
+    UsageError,
     buckets,
     checked,
-    decision_exit_code,
     index_option,
     storage_options,
+)
+from wheelgate.cli.run_status import (
+    decision_exit_code,
+    for_people,
+    manifest_commit,
+    print_status,
     wait_for_decision,
 )
-from wheelgate.core.layout import STAGING, check_run_id
+from wheelgate.core.layout import check_run_id
 from wheelgate.core.manifest import check_sha256
 from wheelgate.core.records import State
+from wheelgate.core.setting_values import SettingsError
+from wheelgate.core.settings import allowed_indexes_from_env
+
+if TYPE_CHECKING:
+    from wheelgate.status.summary import RecentDecision
+    from wheelgate.storage.bucket import Bucket
 
 #: How many decisions ``wheelgate runs`` lists unless ``--limit`` says otherwise.
 DEFAULT_RUNS_LIMIT = 20
 
 
-def _for_people(args: argparse.Namespace) -> bool:
-    """Whether to print the summary for people: on a terminal, unless ``--json``."""
-    return not args.json and sys.stdout.isatty()
-
-
 def cmd_status(args: argparse.Namespace) -> int:
-    from wheelgate.status.summary import render_run
-
     checked("RUN_ID", args.run_id, check_run_id)
     if args.manifest_sha256 is not None:
         checked("--manifest-sha256", args.manifest_sha256, check_sha256)
@@ -43,26 +49,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     status = wait_for_decision(
         staging, args.run_id, args.wait, args.interval, manifest_sha256=args.manifest_sha256
     )
-    record_url = f"s3://{staging.name}/{STAGING.record(args.run_id)}"
-    if _for_people(args):
-        print(
-            render_run(
-                args.run_id,
-                status.record,
-                record_url=record_url,
-                pending_message=str(status.document.get("message", "")),
-                manifest_decision=status.document.get("manifest_decision"),
-            )
-        )
-    else:
-        # Where the record is (or will be), beside it: what the status action outputs.
-        print(json.dumps({**status.document, "record_url": record_url}, indent=2))
+    print_status(staging, args.run_id, status, people=for_people(args))
     return decision_exit_code(status.state)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from wheelgate.status.store import StatusStore
-    from wheelgate.status.summary import recent_decisions, render_decisions
+    from wheelgate.status.summary import recent_decisions, render_decisions, render_directories
 
     if args.index is not None:
         index_option(args)
@@ -74,11 +67,37 @@ def cmd_runs(args: argparse.Namespace) -> int:
         decided=State(args.state) if args.state else None,
         limit=args.limit,
     )
-    if _for_people(args):
+    rows = with_commits(staging, rows)
+    if for_people(args):
         print(render_decisions(rows))
+        if args.state is None:
+            print()
+            print(render_directories(state, [args.index] if args.index else configured()))
     else:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
     return EXIT_OK
+
+
+def with_commits(staging: Bucket, rows: Sequence[RecentDecision]) -> list[RecentDecision]:
+    """``rows``, each run's without a commit given the one its manifest states (a rejected
+    run's record may lack it)."""
+    commits: dict[str, str | None] = {}
+    found = []
+    for row in rows:
+        if row.commit is None and row.kind == "run":
+            if row.run_id not in commits:
+                commits[row.run_id] = manifest_commit(staging, row.run_id)
+            row = row.model_copy(update={"commit": commits[row.run_id]})
+        found.append(row)
+    return found
+
+
+def configured() -> list[str]:
+    """The configured index directories (``$WHEELGATE_ALLOWED_INDEXES``; none when unset)."""
+    try:
+        return sorted(allowed_indexes_from_env(os.environ))
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _positive_limit(text: str) -> int:
@@ -93,7 +112,9 @@ def register(subparsers: Any) -> None:
         "status",
         help="a run's promotion record: a summary on a terminal, else JSON",
         description=(
-            "Exit 0 promoted, 1 rejected, 3 still pending. On a terminal, a summary: the "
+            "Exit 0 promoted, 1 rejected, 3 still pending (a run staged and not reported: "
+            "what is staged, its commit and its index), 5 an unknown run (nothing staged, "
+            "reported or decided under RUN_ID). On a terminal, a summary: the "
             "state and reason, each set with its tests and files, and where the record is; "
             "--json (and any output that is not a terminal) prints the record as JSON, with "
             "record_url (where it is). With "
@@ -127,7 +148,10 @@ def register(subparsers: Any) -> None:
         description=(
             "List recent decisions, newest first, from what the status site keeps in staging "
             "(status/state.json: the last 20 decisions of each index directory and the last "
-            "50 rejections), one row per run and directory: a table on a terminal, else JSON. "
+            "50 rejections), one row per run and directory, with the run's commit (its "
+            "manifest's where the record lacks it): a table on a terminal, followed by each "
+            "configured directory ($WHEELGATE_ALLOWED_INDEXES) with the run it was last "
+            "promoted from, else JSON. "
             "Needs read access to the staging bucket's status/ prefix."
         ),
     )

@@ -7,9 +7,13 @@ checked file's or index's URL: anyone who can write beside a file (a build job, 
 staging folder) could put one there. Where the verdict is read from is not trusted either;
 only its signature and what it states are.
 
+``--installed NAME`` verifies an installed distribution through the released wheel it is:
+:mod:`wheelgate.staging.installed_release` matches its files (hashed on disk) with each
+candidate wheel's members as the wheel's bytes say, never with a RECORD alone.
+
 Exit codes: 0 verified; 1 the verdict does not verify, is about other bytes, another file or
-another gate, or there is none; 2 bad input (no gate and no key included); 4 storage or network
-error.
+another gate, or there is none; 2 bad input (no gate and no key included; no directory to look
+in); 4 storage or network error.
 """
 
 from __future__ import annotations
@@ -19,21 +23,24 @@ import hashlib
 import json
 import os
 import posixpath
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError
-from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL
-from wheelgate.core.layout import VERDICT_KEYS_KEY, VERDICT_SUFFIX, base_url
+from wheelgate.cli.common import UsageError
+from wheelgate.cli.verdict_report import Candidate, check_candidates, directories
+from wheelgate.cli.verify_installed import verify_installed
+from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_NIGHTLY_BASE_URL
+from wheelgate.core.layout import (
+    VERDICT_KEYS_KEY,
+    VERDICT_SUFFIX,
+    base_url,
+    key_url,
+)
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.signatures import (
-    VerdictRejected,
-    VerifiedVerdict,
-    check_verdict,
     published_key,
 )
 from wheelgate.core.verdicts import (
@@ -90,30 +97,39 @@ def _verdict_url_from_index(index_url: str, filename: str) -> str | None:
     return urljoin(page_url, str(entry[JSON_FIELD]))
 
 
-def _statement(args: argparse.Namespace, filename: str) -> tuple[bytes | None, str]:
-    """The verdict's bytes (``None``: there is none) and where they were looked for."""
+def _statements(
+    args: argparse.Namespace, filename: str, gate: str | None
+) -> list[tuple[bytes | None, str]]:
+    """The verdict's bytes (``None``: there is none) and where they were looked for; from the
+    gate, one for each directory the file may be in (:func:`directories`)."""
     if args.statement:
         path = Path(args.statement)
         if not path.is_file():
             raise UsageError(f"--statement {args.statement} is not a file")
-        return path.read_bytes(), str(path)
+        return [(path.read_bytes(), str(path))]
     if args.index_url:
         url = _verdict_url_from_index(args.index_url, filename)
         if url is None:
-            return None, f"the project page of {args.index_url}"
-        return fetch(url), url
+            return [(None, f"the project page of {args.index_url}")]
+        return [(fetch(url), url)]
     if _is_url(args.file):
         url = args.file + VERDICT_SUFFIX
-        return fetch(url), url
+        return [(fetch(url), url)]
     beside = Path(args.file + VERDICT_SUFFIX)
     if beside.is_file():
-        return beside.read_bytes(), str(beside)
-    raise UsageError(
-        f"no verdict for {args.file}: give --statement FILE, --index-url URL, or the file's URL"
-    )
+        return [(beside.read_bytes(), str(beside))]
+    if not gate:  # where to look, not what to trust
+        raise UsageError(
+            f"no verdict for {args.file}: give --statement FILE, --index-url URL, the file's "
+            "URL, or the gate (--nightly-url) and --index DIR"
+        )
+    found = []
+    for index in directories(args, filename):
+        url = key_url(gate, f"{index}/{filename}{VERDICT_SUFFIX}")
+        found.append((fetch(url), url))
+    return found
 
 
-#: How to name what ``verify`` trusts, for a command given neither.
 NO_GATE = (
     "name the gate to verify against: --nightly-url URL (the gate's nightly base URL, or set "
     f"{ENV_NIGHTLY_BASE_URL}): its published keys, and the verifier the verdict must name; "
@@ -156,82 +172,22 @@ def _keys(args: argparse.Namespace, gate: str | None) -> list[PublishedKey]:
         raise UsageError(f"{url}: {exc}") from exc
 
 
-def _report(verified: VerifiedVerdict) -> dict[str, Any]:
-    facts = verified.facts
-    report: dict[str, Any] = {
-        "verified": True,
-        "file": verified.filename,
-        "sha256": verified.sha256,
-        "gate": verified.gate,
-        "keyid": verified.keyid,
-        "time_verified": verified.time_verified,
-        "resource_uri": verified.resource_uri,
-        "kind": facts.get("kind"),
-        "run_id": facts.get("runId"),
-        "commit": facts.get("commit"),
-        "index": facts.get("index"),
-        "tests": facts.get("tests", []),
-    }
-    for extra in ("reason", "actor", "source"):
-        if extra in facts:
-            report[extra] = facts[extra]
-    return report
-
-
-def _print_human(report: dict[str, Any]) -> None:
-    tests = report["tests"]
-    lines = [
-        f"verified: {report['file']} (sha256 {report['sha256']})",
-        f"  gate:    {report['gate']} (key {report['keyid']})",
-        f"  when:    {report['time_verified']}",
-        f"  run:     {report['run_id']}"
-        + (f" at commit {report['commit']}" if report["commit"] else "")
-        + f", into {report['index']}",
-    ]
-    if tests:
-        lines.append(
-            "  tests:   "
-            + ", ".join(
-                f"{t.get('name')}" + (f" ({t['url']})" if t.get("url") else "") for t in tests
-            )
-        )
-    else:
-        lines.append("  tests:   none (released without tests)")
-    if "reason" in report:
-        lines.append(f"  {report['kind']} by {report.get('actor')}: {report['reason']}")
-    if "source" in report:
-        lines.append(f"  from:    {report['source']}")
-    print("\n".join(lines))
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
+    if (args.file is None) == (args.installed is None):
+        raise UsageError("give FILE_OR_URL, or --installed NAME (not both)")
+    if args.python and args.installed is None:
+        raise UsageError("--python goes with --installed NAME")
     gate = _gate(args)
     # What is trusted comes first, from the options alone: nothing read later can choose it.
     keys = _keys(args, gate)
+    if args.installed is not None:
+        return verify_installed(args, keys, gate)
     filename, sha256 = _file_digest(args.file)
-    raw, looked_at = _statement(args, filename)
-    if raw is None:
-        problem = {"code": "no-verdict", "message": f"no verdict for {filename} at {looked_at}"}
-        return _refused(args, filename, problem)
-    try:
-        verified = check_verdict(raw, keys=keys, filename=filename, sha256=sha256, gate=gate)
-    except VerdictRejected as exc:
-        return _refused(args, filename, {"code": exc.code, "message": exc.message})
-    except VerdictFormatError as exc:
-        return _refused(args, filename, {"code": "not-a-verdict", "message": str(exc)})
-    report = _report(verified)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        _print_human(report)
-    return EXIT_OK
-
-
-def _refused(args: argparse.Namespace, filename: str, problem: dict[str, str]) -> int:
-    if args.json:
-        print(json.dumps({"verified": False, "file": filename, **problem}, indent=2))
-    print(f"wheelgate verify: NOT verified: {filename}: {problem['message']}", file=sys.stderr)
-    return EXIT_REJECTED
+    candidates = [
+        Candidate(filename, sha256, statement, looked_at)
+        for statement, looked_at in _statements(args, filename, gate)
+    ]
+    return check_candidates(args, filename, candidates, keys, gate)
 
 
 def register(subparsers: Any) -> None:
@@ -245,10 +201,36 @@ def register(subparsers: Any) -> None:
             "--key), and that the gate made it (its verifier is --nightly-url). Prints the run, "
             "commit, tests, time and gate it states. Trusts only what it is given: the gate "
             f"(--nightly-url or ${ENV_NIGHTLY_BASE_URL}) or a key (--key); with neither it "
-            "exits 2. Keys are never looked for near the file's or the index's URL."
+            "exits 2. Keys are never looked for near the file's or the index's URL. A "
+            "download without its verdict beside it is looked up under the gate, in --index "
+            f"DIR or each of ${ENV_ALLOWED_INDEXES}. --installed NAME verifies an installed "
+            "distribution: the released wheel of its name and version whose members, "
+            "verified against its bytes (downloaded from the gate), are its files, then that "
+            "wheel's verdict."
         ),
     )
-    parser.add_argument("file", metavar="FILE_OR_URL", help="a downloaded file, or its URL")
+    parser.add_argument(
+        "file", metavar="FILE_OR_URL", nargs="?", help="a downloaded file, or its URL"
+    )
+    parser.add_argument(
+        "--installed",
+        metavar="NAME",
+        help="instead of a file, an installed distribution: the released wheel of its name "
+        "and version whose verified members its files are (downloaded from the gate), and "
+        "that wheel's verdict",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="with --installed: the environment's interpreter (default: the activated one, "
+        "$VIRTUAL_ENV)",
+    )
+    parser.add_argument(
+        "--index",
+        metavar="DIR",
+        help="the gate's directory the file was released into (default: each of "
+        f"${ENV_ALLOWED_INDEXES})",
+    )
     parser.add_argument(
         "--index-url", help="the index the file came from: its project page links the verdict"
     )

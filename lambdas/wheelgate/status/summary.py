@@ -10,11 +10,12 @@ rejections: no record is listed or read to answer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from wheelgate.core.layout import ARCHIVE_DIR
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
 from wheelgate.status.display import human_size, shown_time
 from wheelgate.status.state import Kind, StatusState
@@ -23,6 +24,10 @@ from wheelgate.status.state import Kind, StatusState
 MAX_FILES_SHOWN = 20
 #: Characters of a decision's message in a listing row.
 MAX_MESSAGE_SHOWN = 100
+#: Characters of a commit in a listing row (``--json`` has it whole).
+COMMIT_SHOWN = 12
+#: What a directory without a promoted run says.
+NO_RUN_PROMOTED = "No run promoted yet"
 
 
 class RecentDecision(BaseModel):
@@ -51,17 +56,23 @@ def recent_decisions(
     """The status site's decisions, newest first: those of directory ``index`` (default:
     every directory, and rejections that name none), in state ``decided`` (default: any), at
     most ``limit``."""
-    rows: dict[tuple[str, str, str | None], RecentDecision] = {
-        (d.run_id, d.at, directory): RecentDecision(
-            index=directory, **d.model_dump(exclude={"links"})
-        )
-        for directory, status in state.directories.items()
-        for d in status.decisions
-    }
+    rows: dict[tuple[str, str, str | None], RecentDecision] = {}
+    for directory, status in state.directories.items():
+        for d in status.decisions:
+            listed = index_directory(directory)
+            rows.setdefault(
+                (d.run_id, d.at, listed),
+                RecentDecision(index=listed, **d.model_dump(exclude={"links"})),
+            )
     for rejection in state.rejections:
-        key = (rejection.run_id, rejection.at, rejection.index)
+        named = index_directory(rejection.index) if rejection.index else None
         rows.setdefault(
-            key, RecentDecision(state=State.REJECTED, **rejection.model_dump(exclude={"links"}))
+            (rejection.run_id, rejection.at, named),
+            RecentDecision(
+                state=State.REJECTED,
+                **rejection.model_dump(exclude={"links", "index"}),
+                index=named,
+            ),
         )
     chosen = [
         row
@@ -70,6 +81,38 @@ def recent_decisions(
     ]
     chosen.sort(key=lambda row: (row.at, row.run_id, row.index or ""), reverse=True)
     return chosen[:limit]
+
+
+def index_directory(directory: str) -> str:
+    """The index directory a status directory is of: a yank's pages include the directory's
+    archive (``<DIR>/_archive/``), which is part of ``DIR``, never a directory of its own."""
+    segments = directory.split("/")
+    if ARCHIVE_DIR not in segments:
+        return directory
+    return "/".join(segments[: segments.index(ARCHIVE_DIR)])
+
+
+def render_directories(state: StatusState, indexes: Iterable[str]) -> str:
+    """Each directory of ``indexes`` (the configured ones) and each the state knows of, with
+    the run it was last promoted from, or :data:`NO_RUN_PROMOTED`."""
+    known = {index_directory(d) for d in state.directories}
+    lines = []
+    for index in sorted(set(indexes) | set(known)):
+        status = state.directories.get(index)
+        latest = status.latest if status is not None else None
+        if latest is None:
+            lines.append(f"{index}: {NO_RUN_PROMOTED}")
+            continue
+        commit = f", commit {latest.commit[:COMMIT_SHOWN]}" if latest.commit else ""
+        lines.append(
+            f"{index}: run {latest.run_id} promoted {_when(latest.decided_at)}{commit}, "
+            f"{_files(latest.file_count)}"
+        )
+    return "\n".join(lines)
+
+
+def _files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
 
 
 def _when(at: str | None) -> str:
@@ -86,16 +129,17 @@ def render_decisions(rows: Sequence[RecentDecision]) -> str:
     """``rows`` as an aligned table, newest first as given."""
     if not rows:
         return "no decisions recorded (yet) that match"
-    table = [("decided", "state", "run", "index", "reason: message")]
+    table = [("decided", "state", "run", "index", "commit", "reason: message")]
     for row in rows:
         said = ": ".join(x for x in (row.reason, _cut(row.message, MAX_MESSAGE_SHOWN)) if x)
         run = row.run_id if row.kind == "run" else f"{row.run_id} ({row.kind})"
-        table.append((_when(row.at), row.state.value, run, row.index or "-", said))
-    widths = [max(len(line[i]) for line in table) for i in range(4)]
+        commit = row.commit[:COMMIT_SHOWN] if row.commit else "-"
+        table.append((_when(row.at), row.state.value, run, row.index or "-", commit, said))
+    widths = [max(len(line[i]) for line in table) for i in range(5)]
     return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line[:4], widths, strict=True))
+        "  ".join(cell.ljust(width) for cell, width in zip(line[:5], widths, strict=True))
         + "  "
-        + line[4]
+        + line[5]
         for line in table
     )
 
@@ -122,20 +166,41 @@ def _set_lines(outcome: SetOutcome) -> list[str]:
     return lines
 
 
+def _staged_lines(staged: Mapping[str, Any]) -> list[str]:
+    files = staged.get("files", [])
+    lines = [
+        "",
+        f"{staged.get('index')}: staged, {_files(len(files))}, commit {staged.get('commit')}",
+        f"  index: {staged.get('index_url') or staged.get('index_key')}",
+    ]
+    for file in files[:MAX_FILES_SHOWN]:
+        lines.append(
+            f"  file {file['filename']}  {human_size(file['size'])}  sha256 {file['sha256']}"
+        )
+    if len(files) > MAX_FILES_SHOWN:
+        lines.append(f"  ... and {len(files) - MAX_FILES_SHOWN} more files (--json)")
+    return lines
+
+
 def render_run(
     run_id: str,
     record: PromotionRecord | None,
     *,
     record_url: str,
     pending_message: str = "",
+    pending_state: str = State.PENDING.value,
+    staged: Sequence[Mapping[str, Any]] = (),
     manifest_decision: Mapping[str, Any] | None = None,
 ) -> str:
     """A run's decision for people: its state and reason, when and from what it was decided,
     each set with its tests and files, and where its record is (``record_url``). Without a
-    record, the run is pending with ``pending_message``. ``manifest_decision`` is what became
+    record, the run is in ``pending_state`` with ``pending_message``, and what is ``staged``
+    for it (each directory's ``index``, ``index_url``, ``index_key``, ``commit`` and
+    ``files``), when it was staged and never reported. ``manifest_decision`` is what became
     of the manifest ``status`` was asked about (``--manifest-sha256``), when it was."""
     if record is None:
-        lines = [f"run {run_id}: pending", f"  {pending_message}"]
+        lines = [f"run {run_id}: {pending_state}", f"  {pending_message}"]
+        lines += [line for found in staged for line in _staged_lines(found)]
     else:
         headline = record.state.value + (f" ({record.reason})" if record.reason else "")
         lines = [f"run {run_id}: {headline}"]
