@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from wheelgate import __version__
 from wheelgate.cli import (
+    check_workflows,
     deps,
     importing,
     installed,
@@ -71,6 +72,7 @@ COMMAND_GROUPS = (
     importing,
     deps,
     schema,
+    check_workflows,
 )
 
 
