@@ -27,7 +27,7 @@ from tests.infra.synth import REPO_ROOT
 from tests.tools import require_tool
 from wheelgate import __version__
 from wheelgate.core.families import parse_families
-from wheelgate.core.workflows import Deployment, compare, compare_families
+from wheelgate.core.workflows import Deployment, compare, compare_families, triggers
 
 EXAMPLES = REPO_ROOT / "examples" / "github"
 ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
@@ -218,6 +218,7 @@ def test_there_are_example_workflows() -> None:
     assert {p.name for p in WORKFLOWS} == {
         "release-nightly.yml",
         "release-nightly-uv.yml",
+        "rehearse-release.yml",
         "report.yml",
         "dev.yml",
         "deps.yml",
@@ -489,6 +490,31 @@ def test_uv_release_installs_uv_by_hash_and_runs_the_tests_in_its_venv() -> None
     # The setup action (wheelgate on PATH) comes after uv, so it installs with it
     setup = next(i for i, s in enumerate(steps) if "/actions/setup@" in str(s.get("uses", "")))
     assert uv < setup < install
+
+
+def test_the_rehearsal_takes_no_role_and_runs_the_release_test_steps() -> None:
+    text = (EXAMPLES / "rehearse-release.yml").read_text()
+    document = load(EXAMPLES / "rehearse-release.yml")
+    # Manual, with no job that may request an OIDC token or assume a role, and no setting of
+    # the deployed stack (its buckets, URLs): only the embedded stack's
+    assert set(triggers(document)) == {"workflow_dispatch"}
+    for job in document["jobs"].values():
+        assert job.get("permissions", document["permissions"]) == {"contents": "read"}
+        assert roles(job) == []
+    assert "vars." not in text
+    assert 'wheelgate" local --index "$INDEX" "${required[@]}"' in text
+    assert 'startswith("http://127.0.0.1:")' in text
+    # and the release's own install and test scripts, not a copy that could drift
+    release = load(EXAMPLES / "release-nightly-uv.yml")["jobs"]["test"]["steps"]
+    rehearsal = document["jobs"]["rehearse"]["steps"]
+    for name in (
+        "Install uv, hash-pinned",
+        "Install torch from the run's staging index with uv, as users do",
+        "Run the tests",
+    ):
+        (ours,) = (s["run"] for s in rehearsal if s.get("name") == name)
+        (theirs,) = (s["run"] for s in release if s.get("name") == name)
+        assert ours == theirs, name
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
