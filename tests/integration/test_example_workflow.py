@@ -170,6 +170,20 @@ def copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, dirs_exist_ok=True)
 
 
+def build_job(build: Runner, release: str) -> None:
+    """The build job's steps after checkout: build, find the torch version, stage, hand over."""
+    job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["build"]["env"]
+    steps = workflow_steps(release, "build")
+    build.run(steps["Build wheels"], job_env)
+    build.context["steps.torch.outputs.version"] = build.run(
+        steps["Find the torch version the test jobs install"], job_env
+    )["version"]
+    build.context["steps.stage.outputs.index_url"] = build.action(
+        "stage", index=INDEX, files="dist/*.whl"
+    )["index_url"]
+    build.run(steps["Tell the test jobs what to install, and from where"], job_env)
+
+
 def report_and_wait(jobs: Runner, test_result: str = "success") -> dict[str, str]:
     """report.yml's steps after the downloads: collect, report, status."""
     steps = workflow_steps("report.yml", "report")
@@ -202,16 +216,7 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     families_file(build.workspace)
     build.env["PREBUILT"] = str(prebuilt)
     build.context |= {f"matrix.{k}": v for k, v in build_matrix[0].items()}
-    build_job = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["build"]
-    steps = workflow_steps(release, "build")
-    build.run(steps["Build wheels"], build_job["env"])
-    build.context["steps.torch.outputs.version"] = build.run(
-        steps["Find the torch version the test jobs install"], build_job["env"]
-    )["version"]
-    build.context["steps.stage.outputs.index_url"] = build.action(
-        "stage", index=INDEX, files="dist/*.whl"
-    )["index_url"]
-    build.run(steps["Tell the test jobs what to install, and from where"], build_job["env"])
+    build_job(build, release)
 
     # and the test job installs uv by its hashes, torch with it, and runs the stand-in test
     test = runner(tmp_path, "test", local, actions, decoy, run)
@@ -257,8 +262,6 @@ def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
     run = "example-pip"
     release = "release-nightly.yml"
     name = "gfx94X-dcgpu"
-    build_job = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["build"]
-    steps = workflow_steps(release, "build")
 
     # Given a build job whose build script (the project's own) leaves a stand-in torch in dist/
     build = runner(tmp_path, "build", local, actions, decoy, run)
@@ -269,14 +272,7 @@ def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
     script.chmod(0o755)
     build.context |= {"matrix.index": INDEX, "matrix.name": name}
     # When it builds, stages, hands over
-    build.run(steps["Build wheels"], build_job["env"])
-    build.context["steps.torch.outputs.version"] = build.run(
-        steps["Find the torch version the test jobs install"], build_job["env"]
-    )["version"]
-    build.context["steps.stage.outputs.index_url"] = build.action(
-        "stage", index=INDEX, files="dist/*.whl"
-    )["index_url"]
-    build.run(steps["Tell the test jobs what to install, and from where"], build_job["env"])
+    build_job(build, release)
     # and pins the run's closure (what a --require-hashes test would install)
     pins = Path(build.action("pins", index=INDEX, projects="torch")["requirements"]).read_text()
     assert f"torch=={TORCH} \\\n    --hash=sha256:" in pins
