@@ -316,3 +316,12 @@ def test_a_bad_families_file_is_refused_naming_the_key(
     with pytest.raises(FamiliesError) as raised:
         parse_families(document)
     assert message in str(raised.value)
+
+
+def test_every_kind_of_mismatch_is_a_row_of_the_examples_readme() -> None:
+    text = (EXAMPLES / "README.md").read_text()
+    section = text[text.index("## `wheelgate check-workflows`") :]
+    rows = {
+        line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
+    }
+    assert {kind.value for kind in MismatchKind} <= rows
