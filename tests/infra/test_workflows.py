@@ -646,3 +646,48 @@ def test_action_checks_catch_bad_actions() -> None:
         "output summary: step stage never writes summary",
         "output state is not a step's output",
     ]
+
+
+def test_the_report_job_collects_a_test_job_per_python_and_names_a_family_left_untested(
+    tmp_path: Path,
+) -> None:
+    # Given two staged families: one tested by a job per Python (results/<family>/*.txt, each
+    # with its evidence), one whose test job left nothing
+    (tmp_path / "staged").mkdir()
+    (tmp_path / "staged" / "gfx94X.txt").write_text("v2/gfx94X-dcgpu\n2.9.0\nhttps://s/\n")
+    (tmp_path / "staged" / "gfx120X.txt").write_text("v2/gfx120X-all\n2.9.0\nhttps://s/\n")
+    results = tmp_path / "results" / "gfx94X"
+    results.mkdir(parents=True)
+    for python in ("3.11", "3.12"):
+        (results / f"gfx94X-py{python}.txt").write_text(
+            f"v2/gfx94X-dcgpu:smoke-py{python}=passed@https://github.com/r\n"
+        )
+        (results / f"gfx94X-py{python}.installed.json").write_text("{}")
+    steps = load(EXAMPLES / "report.yml")["jobs"]["report"]["steps"]
+    (collect,) = (s for s in steps if s.get("name", "").startswith("Collect the test results"))
+    # When the report job's collection runs
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", collect["run"]],
+        cwd=tmp_path,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "TEST_JOB_RESULT": "failure",
+            "RUN_URL": "https://github.com/x",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # Then each Python's tests are reported with their own evidence, and the untested family
+    # is named as failed
+    assert sorted((tmp_path / "tests.txt").read_text().splitlines()) == [
+        "v2/gfx120X-all:results=failed@https://github.com/x",
+        "v2/gfx94X-dcgpu:smoke-py3.11=passed@https://github.com/r",
+        "v2/gfx94X-dcgpu:smoke-py3.12=passed@https://github.com/r",
+    ]
+    assert (tmp_path / "installed.txt").read_text().splitlines() == [
+        "v2/gfx94X-dcgpu:smoke-py3.11=results/gfx94X/gfx94X-py3.11.installed.json",
+        "v2/gfx94X-dcgpu:smoke-py3.12=results/gfx94X/gfx94X-py3.12.installed.json",
+    ]
