@@ -9,11 +9,14 @@ job's collection, ``report`` and ``status`` deciding ``promoted``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,17 +124,23 @@ def actions(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def runner(
-    tmp: Path, name: str, local: LocalProcess, actions: Path, decoy: Decoy, run: str
+    tmp: Path, name: str, stack_env: Mapping[str, str], actions: Path, decoy: Decoy, run: str
 ) -> Runner:
-    """A fresh runner whose `python`/`python3` is a plain Python (as setup-python's), with the
-    local stack's buckets and URLs in its environment as the workflows set them."""
+    """A fresh runner whose `python`/`python3` is a plain Python (as setup-python's), with
+    ``stack_env`` (the local stack's buckets and URLs, as the workflows set them) and no other
+    AWS or WheelGate setting in its environment."""
     workspace, runner_temp, tools = tmp / name, tmp / f"{name}-temp", tmp / f"{name}-tools"
     for directory in (workspace, runner_temp, tools):
         directory.mkdir()
     base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
     for command in ("python", "python3"):
         (tools / command).symlink_to(base)
-    env = {**decoy.unplanted(os.environ), **local.env, "PATH": f"{tools}{os.pathsep}{SYSTEM_PATH}"}
+    machine = {
+        k: v
+        for k, v in decoy.unplanted(os.environ).items()
+        if not k.startswith(("AWS_", "WHEELGATE_"))
+    }
+    env = {**machine, **stack_env, "PATH": f"{tools}{os.pathsep}{SYSTEM_PATH}"}
     context = {
         "github.run_id": run,
         "github.run_attempt": "1",
@@ -204,7 +213,7 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     release = "release-nightly-uv.yml"
 
     # Given the plan job: setup, then the families file read into the matrices
-    plan = runner(tmp_path, "plan", local, actions, decoy, run)
+    plan = runner(tmp_path, "plan", local.env, actions, decoy, run)
     families_file(plan.workspace)
     plan.action("setup")
     outputs = plan.run(workflow_steps(release, "plan")["Read the families"], {})
@@ -212,14 +221,14 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     assert [b["index"] for b in build_matrix] == [t["index"] for t in test_matrix] == [INDEX]
 
     # When the build job builds (the families file's command), stages and hands over
-    build = runner(tmp_path, "build", local, actions, decoy, run)
+    build = runner(tmp_path, "build", local.env, actions, decoy, run)
     families_file(build.workspace)
     build.env["PREBUILT"] = str(prebuilt)
     build.context |= {f"matrix.{k}": v for k, v in build_matrix[0].items()}
     build_job(build, release)
 
     # and the test job installs uv by its hashes, torch with it, and runs the stand-in test
-    test = runner(tmp_path, "test", local, actions, decoy, run)
+    test = runner(tmp_path, "test", local.env, actions, decoy, run)
     families_file(test.workspace)
     copy_tree(build.workspace / "staged", test.workspace / "staged")
     entry = test_matrix[0]
@@ -244,7 +253,7 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     )
 
     # When the report job collects the artifacts, reports and waits
-    report = runner(tmp_path, "report", local, actions, decoy, run)
+    report = runner(tmp_path, "report", local.env, actions, decoy, run)
     copy_tree(build.workspace / "staged", report.workspace / "staged")
     copy_tree(test.workspace / "results", report.workspace / "results")
     status = report_and_wait(report)
@@ -264,7 +273,7 @@ def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
     name = "gfx94X-dcgpu"
 
     # Given a build job whose build script (the project's own) leaves a stand-in torch in dist/
-    build = runner(tmp_path, "build", local, actions, decoy, run)
+    build = runner(tmp_path, "build", local.env, actions, decoy, run)
     script = build.workspace / "build_tools" / "build_wheels.sh"
     script.parent.mkdir()
     build_wheel(tmp_path / "prebuilt", "torch", TORCH)
@@ -278,7 +287,7 @@ def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
     assert f"torch=={TORCH} \\\n    --hash=sha256:" in pins
 
     # and the test job installs with pip, keeping its report, and the stand-in test passes
-    test = runner(tmp_path, "test", local, actions, decoy, run)
+    test = runner(tmp_path, "test", local.env, actions, decoy, run)
     copy_tree(build.workspace / "staged", test.workspace / "staged")
     test.context |= {"matrix.index": INDEX, "matrix.name": name}
     test_job = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]
@@ -290,7 +299,7 @@ def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
     test.run(steps["Write the results for the report job"], test_job["env"])
 
     # When the report job collects, reports and waits
-    report = runner(tmp_path, "report", local, actions, decoy, run)
+    report = runner(tmp_path, "report", local.env, actions, decoy, run)
     copy_tree(build.workspace / "staged", report.workspace / "staged")
     copy_tree(test.workspace / "results", report.workspace / "results")
     status = report_and_wait(report)
@@ -301,3 +310,80 @@ def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
         f"{INDEX}:smoke=results/{name}.installed.json"
         in (report.workspace / "installed.txt").read_text()
     )
+
+
+def processes_under(path: Path) -> list[int]:
+    """The processes whose command line names ``path`` (a test's own temporary directory):
+    what a step left running in the background, as the runner's job end would stop it."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(path) in (proc / "cmdline").read_text():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def rehearsal_dir(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path
+    for pid in processes_under(tmp_path / "rehearse-temp"):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
+def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone(
+    actions: Path, decoy: Decoy, rehearsal_dir: Path
+) -> None:
+    tmp_path, run = rehearsal_dir, "rehearsal"
+    document = yaml.safe_load((EXAMPLES / "rehearse-release.yml").read_text())
+    workflow_env = document["env"]
+    # Given the plan job for the family asked for (workflow_dispatch's input), on a runner
+    # with no AWS or WheelGate setting at all
+    plan = runner(tmp_path, "plan", {}, actions, decoy, run)
+    families_file(plan.workspace)
+    plan.context["inputs.family"] = FAMILY
+    plan.action("setup")
+    steps = workflow_steps("rehearse-release.yml", "plan")
+    test_matrix = json.loads(plan.run(steps["Read the family"], workflow_env)["test"])
+    # and the dist/ the build job uploaded
+    job = runner(tmp_path, "rehearse", {}, actions, decoy, run)
+    families_file(job.workspace)
+    build_wheel(job.workspace / "dist", "torch", TORCH)
+    # and the WheelGate repository at the actions' commit, checked out to .wheelgate
+    shutil.copytree(actions.parent, job.workspace / ".wheelgate")
+    entry = test_matrix[0]
+    job.context |= {f"matrix.{k}": v for k, v in entry.items() if isinstance(v, str)}
+    job.context |= {"inputs.family": FAMILY, "toJSON(matrix.tests)": json.dumps(entry["tests"])}
+    job_env = {**workflow_env, **document["jobs"]["rehearse"]["env"]}
+    steps = workflow_steps("rehearse-release.yml", "rehearse")
+
+    # When the rehearsal job runs its steps
+    job.run(steps["Start wheelgate local, requiring this job's tests"], job_env)
+    # Then every later step talks to the embedded stack on this runner
+    assert job.added_env["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
+    assert job.added_env["WHEELGATE_ALLOWED_INDEXES"] == json.dumps([INDEX])
+    job.context["steps.torch.outputs.version"] = job.run(
+        steps["Find the torch version to install"], job_env
+    )["version"]
+    job.context["steps.stage.outputs.index_url"] = job.action(
+        "stage", index=INDEX, files="dist/*.whl"
+    )["index_url"]
+    assert job.context["steps.stage.outputs.index_url"].startswith("http://127.0.0.1:")
+    for name in ("Hand over as the build job does", "Install uv, hash-pinned"):
+        job.run(steps[name], job_env)
+    job.action("setup")
+    for name in (
+        "Install torch from the run's staging index with uv, as users do",
+        "Run the tests",
+        "Collect the results as report.yml does",
+    ):
+        job.run(steps[name], job_env)
+    reported = job.action(
+        "report", **{"test-files": "tests.txt", "installed-files": "installed.txt"}
+    )
+    status = job.action("status", **{"manifest-sha256": reported["manifest_sha256"], "wait": "120"})
+
+    # And the embedded promoter, requiring the family's tests, promoted the run
+    assert (status["state"], status["reason"]) == ("promoted", "")
