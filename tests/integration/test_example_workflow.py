@@ -179,17 +179,21 @@ def copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, dirs_exist_ok=True)
 
 
+def find_torch_and_stage(job: Runner, find: dict[str, Any], job_env: dict[str, str]) -> None:
+    """The step that finds the torch version in dist/, then the stage action: their outputs
+    in the job's context, as the later steps read them."""
+    job.context["steps.torch.outputs.version"] = job.run(find, job_env)["version"]
+    job.context["steps.stage.outputs.index_url"] = job.action(
+        "stage", index=INDEX, files="dist/*.whl"
+    )["index_url"]
+
+
 def build_job(build: Runner, release: str) -> None:
     """The build job's steps after checkout: build, find the torch version, stage, hand over."""
     job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["build"]["env"]
     steps = workflow_steps(release, "build")
     build.run(steps["Build wheels"], job_env)
-    build.context["steps.torch.outputs.version"] = build.run(
-        steps["Find the torch version the test jobs install"], job_env
-    )["version"]
-    build.context["steps.stage.outputs.index_url"] = build.action(
-        "stage", index=INDEX, files="dist/*.whl"
-    )["index_url"]
+    find_torch_and_stage(build, steps["Find the torch version the test jobs install"], job_env)
     build.run(steps["Tell the test jobs what to install, and from where"], job_env)
 
 
@@ -364,12 +368,7 @@ def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone
     # Then every later step talks to the embedded stack on this runner
     assert job.added_env["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
     assert job.added_env["WHEELGATE_ALLOWED_INDEXES"] == json.dumps([INDEX])
-    job.context["steps.torch.outputs.version"] = job.run(
-        steps["Find the torch version to install"], job_env
-    )["version"]
-    job.context["steps.stage.outputs.index_url"] = job.action(
-        "stage", index=INDEX, files="dist/*.whl"
-    )["index_url"]
+    find_torch_and_stage(job, steps["Find the torch version to install"], job_env)
     assert job.context["steps.stage.outputs.index_url"].startswith("http://127.0.0.1:")
     for name in ("Hand over as the build job does", "Install uv, hash-pinned"):
         job.run(steps[name], job_env)
