@@ -26,10 +26,15 @@ import yaml
 from tests.infra.synth import REPO_ROOT
 from tests.tools import require_tool
 from wheelgate import __version__
+from wheelgate.core.families import parse_families
+from wheelgate.core.workflows import Deployment, compare, compare_families, triggers
 
 EXAMPLES = REPO_ROOT / "examples" / "github"
 ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
 WORKFLOWS = sorted(EXAMPLES.glob("*.yml"))
+#: The release examples: hand-written matrices (pip), and matrices from the families file (uv).
+RELEASE_EXAMPLES = ("release-nightly.yml", "release-nightly-uv.yml")
+FAMILIES = EXAMPLES / "wheelgate-families.json"
 ACTIONS = REPO_ROOT / "actions"
 ACTION_FILES = sorted(ACTIONS.glob("*/action.yml"))
 #: How the examples name WheelGate's own actions: the adopter puts the WheelGate repository
@@ -212,6 +217,8 @@ def action_problems(action: dict[str, Any]) -> list[str]:
 def test_there_are_example_workflows() -> None:
     assert {p.name for p in WORKFLOWS} == {
         "release-nightly.yml",
+        "release-nightly-uv.yml",
+        "rehearse-release.yml",
         "report.yml",
         "dev.yml",
         "deps.yml",
@@ -353,14 +360,16 @@ def test_dev_workflow_uses_only_the_dev_role() -> None:
     assert re.search(r'if aws s3 cp \S+ "s3://\$STAGING_BUCKET/runs/', text)
 
 
-def test_release_roles_by_job() -> None:
-    jobs = load(EXAMPLES / "release-nightly.yml")["jobs"]
+@pytest.mark.parametrize("release", RELEASE_EXAMPLES)
+def test_release_roles_by_job(release: str) -> None:
+    jobs = load(EXAMPLES / release)["jobs"]
 
     assert roles(jobs["build"]) == ["${{ vars.WHEELGATE_BUILD_ROLE_ARN }}"]
     assert roles(jobs["test"]) == [], "tests install from the public staging index"
+    assert roles(jobs.get("plan", {"steps": []})) == []
     # The reporter runs in its own reusable workflow, whose job_workflow_ref is report.yml:
     # no job of this file names the reporter role.
-    assert "WHEELGATE_REPORTER_ROLE_ARN" not in (EXAMPLES / "release-nightly.yml").read_text()
+    assert "WHEELGATE_REPORTER_ROLE_ARN" not in (EXAMPLES / release).read_text()
     assert jobs["report"]["uses"] == "./.github/workflows/report.yml"
     assert jobs["report"]["if"] == "${{ always() }}"
     assert jobs["report"]["needs"] == ["build", "test"]
@@ -412,11 +421,12 @@ def test_deps_workflow_can_assume_the_deps_role() -> None:
     assert triggers["push"]["branches"] == [context["default_branch"]]
 
 
-def test_release_workflow_can_assume_the_release_roles() -> None:
+@pytest.mark.parametrize("release", RELEASE_EXAMPLES)
+def test_release_workflow_can_assume_the_release_roles(release: str) -> None:
     # The build and reporter trust names the workflow file and the events (cdk.json); a trigger
     # outside release_events (workflow_dispatch) would run without the roles.
     context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]
-    document = load(EXAMPLES / "release-nightly.yml")
+    document = load(EXAMPLES / release)
     # PyYAML reads the bare key `on` as the boolean True.
     triggers = document.get("on", document.get(True))
     assert isinstance(triggers, dict)
@@ -446,12 +456,65 @@ def test_release_reports_what_each_test_installed() -> None:
     assert jobs["report"]["uses"] == "./.github/workflows/report.yml"
     steps = load(EXAMPLES / "report.yml")["jobs"]["report"]["steps"]
     report_runs = "\n".join(str(s.get("run", "")) for s in steps)
-    assert 'echo "${spec%%=*}=results/$name.installed.json" >> installed.txt' in report_runs
+    assert 'evidence="${results%.txt}.installed.json"' in report_runs
+    assert 'echo "${spec%%=*}=$evidence" >> installed.txt' in report_runs
     [report] = [s for s in steps if "/actions/report@" in str(s.get("uses", ""))]
     assert report["with"] == {"test-files": "tests.txt", "installed-files": "installed.txt"}
     # and the status step waits for the decision about that manifest
     [status] = [s for s in steps if "/actions/status@" in str(s.get("uses", ""))]
     assert status["with"] == {"manifest-sha256": "${{ steps.report.outputs.manifest_sha256 }}"}
+
+
+def test_uv_release_installs_uv_by_hash_and_runs_the_tests_in_its_venv() -> None:
+    steps = load(EXAMPLES / "release-nightly-uv.yml")["jobs"]["test"]["steps"]
+    runs = [str(s.get("run", "")) for s in steps]
+    # uv comes from wheelgate-uv.txt with pip's --require-hashes, a hash for each wheel
+    (uv,) = (i for i, r in enumerate(runs) if "--require-hashes" in r)
+    assert "-r .github/wheelgate-uv.txt" in runs[uv]
+    pinned = (EXAMPLES / "wheelgate-uv.txt").read_text()
+    assert re.search(r"^uv==\d+\.\d+\.\d+ \\$", pinned, re.MULTILINE)
+    assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}\b", pinned)) == 2
+    # torch from the run's own index, into a uv venv whose contents wheelgate installed records
+    (install,) = (i for i, r in enumerate(runs) if "uv pip install" in r)
+    assert '--index-url "$index_url"' in runs[install]
+    assert 'index_url=$(sed -n 3p "staged/$FAMILY.txt")' in runs[install]
+    assert (
+        'wheelgate installed --python "$venv/bin/python" -o "results/$FAMILY/$NAME.installed.json"'
+        in runs[install]
+    )
+    # and that venv is on PATH for the tests, which refuse to run with any other python
+    assert 'echo "$venv/bin" >> "$GITHUB_PATH"' in runs[install]
+    (tests,) = (i for i, r in enumerate(runs) if "matrix.tests" in str(steps[i].get("env")))
+    assert '"$(command -v python)" != "$VIRTUAL_ENV/bin/python"' in runs[tests]
+    assert uv < install < tests
+    # The setup action (wheelgate on PATH) comes after uv, so it installs with it
+    setup = next(i for i, s in enumerate(steps) if "/actions/setup@" in str(s.get("uses", "")))
+    assert uv < setup < install
+
+
+def test_the_rehearsal_takes_no_role_and_runs_the_release_test_steps() -> None:
+    text = (EXAMPLES / "rehearse-release.yml").read_text()
+    document = load(EXAMPLES / "rehearse-release.yml")
+    # Manual, with no job that may request an OIDC token or assume a role, and no setting of
+    # the deployed stack (its buckets, URLs): only the embedded stack's
+    assert set(triggers(document)) == {"workflow_dispatch"}
+    for job in document["jobs"].values():
+        assert job.get("permissions", document["permissions"]) == {"contents": "read"}
+        assert roles(job) == []
+    assert "vars." not in text
+    assert 'wheelgate" local --index "$INDEX" "${required[@]}"' in text
+    assert 'startswith("http://127.0.0.1:")' in text
+    # and the release's own install and test scripts, not a copy that could drift
+    release = load(EXAMPLES / "release-nightly-uv.yml")["jobs"]["test"]["steps"]
+    rehearsal = document["jobs"]["rehearse"]["steps"]
+    for name in (
+        "Install uv, hash-pinned",
+        "Install torch from the run's staging index with uv, as users do",
+        "Run the tests",
+    ):
+        (ours,) = (s["run"] for s in rehearsal if s.get("name") == name)
+        (theirs,) = (s["run"] for s in release if s.get("name") == name)
+        assert ours == theirs, name
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -474,15 +537,32 @@ def test_the_hand_built_url_check_can_fail() -> None:
     )
 
 
-def test_release_tests_cover_the_required_tests() -> None:
-    # The test job's step ids are the test names the promoter requires (cdk.json).
+def settings() -> Deployment:
+    """This repository's deployment settings (cdk.json), as check-workflows reads them."""
     context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["wheelgate"]
-    jobs = load(EXAMPLES / "release-nightly.yml")["jobs"]
-    step_ids = {s["id"] for s in jobs["test"]["steps"] if "id" in s}
-    for job_id in ("build", "test"):
-        for entry in jobs[job_id]["strategy"]["matrix"]["include"]:
-            assert entry["index"] in context["index_dirs"]
-            assert set(context["required_tests"].get(entry["index"], [])) <= step_ids
+    return Deployment.from_context(context)
+
+
+@pytest.mark.parametrize("release", RELEASE_EXAMPLES)
+def test_release_examples_agree_with_the_settings(release: str) -> None:
+    # Given one release example copied as the release workflow cdk.json names, beside
+    # report.yml and deps.yml, and the families file the uv example reads its matrices from
+    workflows = {
+        ".github/workflows/release-nightly.yml": load(EXAMPLES / release),
+        ".github/workflows/report.yml": load(EXAMPLES / "report.yml"),
+        ".github/workflows/deps.yml": load(EXAMPLES / "deps.yml"),
+    }
+    families = parse_families(json.loads(FAMILIES.read_text()))
+    # Then check-workflows' comparison finds every index directory built and tested, every
+    # required test run (a static matrix's step ids, or the families'), the triggers trusted
+    assert compare(workflows, settings(), families) == []
+    assert compare_families(families, settings(), FAMILIES.name) == []
+
+
+def test_the_families_file_names_the_runners_actionlint_knows() -> None:
+    labels = set(yaml.safe_load(ACTIONLINT_CONFIG.read_text())["self-hosted-runner"]["labels"])
+    families = parse_families(json.loads(FAMILIES.read_text()))
+    assert {f.runner for f in families.families} <= labels
 
 
 # -- the structural checks can fail -------------------------------------------------------
@@ -565,4 +645,49 @@ def test_action_checks_catch_bad_actions() -> None:
         "input unused is never used",
         "output summary: step stage never writes summary",
         "output state is not a step's output",
+    ]
+
+
+def test_the_report_job_collects_a_test_job_per_python_and_names_a_family_left_untested(
+    tmp_path: Path,
+) -> None:
+    # Given two staged families: one tested by a job per Python (results/<family>/*.txt, each
+    # with its evidence), one whose test job left nothing
+    (tmp_path / "staged").mkdir()
+    (tmp_path / "staged" / "gfx94X.txt").write_text("v2/gfx94X-dcgpu\n2.9.0\nhttps://s/\n")
+    (tmp_path / "staged" / "gfx120X.txt").write_text("v2/gfx120X-all\n2.9.0\nhttps://s/\n")
+    results = tmp_path / "results" / "gfx94X"
+    results.mkdir(parents=True)
+    for python in ("3.11", "3.12"):
+        (results / f"gfx94X-py{python}.txt").write_text(
+            f"v2/gfx94X-dcgpu:smoke-py{python}=passed@https://github.com/r\n"
+        )
+        (results / f"gfx94X-py{python}.installed.json").write_text("{}")
+    steps = load(EXAMPLES / "report.yml")["jobs"]["report"]["steps"]
+    (collect,) = (s for s in steps if s.get("name", "").startswith("Collect the test results"))
+    # When the report job's collection runs
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", collect["run"]],
+        cwd=tmp_path,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "TEST_JOB_RESULT": "failure",
+            "RUN_URL": "https://github.com/x",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # Then each Python's tests are reported with their own evidence, and the untested family
+    # is named as failed
+    assert sorted((tmp_path / "tests.txt").read_text().splitlines()) == [
+        "v2/gfx120X-all:results=failed@https://github.com/x",
+        "v2/gfx94X-dcgpu:smoke-py3.11=passed@https://github.com/r",
+        "v2/gfx94X-dcgpu:smoke-py3.12=passed@https://github.com/r",
+    ]
+    assert (tmp_path / "installed.txt").read_text().splitlines() == [
+        "v2/gfx94X-dcgpu:smoke-py3.11=results/gfx94X/gfx94X-py3.11.installed.json",
+        "v2/gfx94X-dcgpu:smoke-py3.12=results/gfx94X/gfx94X-py3.12.installed.json",
     ]

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from wheelgate import __version__
 from wheelgate.cli import (
+    check_workflows,
     deps,
     importing,
     installed,
@@ -72,6 +73,7 @@ COMMAND_GROUPS = (
     importing,
     deps,
     schema,
+    check_workflows,
 )
 
 

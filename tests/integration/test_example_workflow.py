@@ -1,0 +1,388 @@
+"""The example release workflows' own steps, run as written against ``wheelgate local``: the
+``run:`` scripts read from ``examples/github/*.yml`` and run as the runner runs them (``bash -eo
+pipefail``, ``GITHUB_OUTPUT``/``GITHUB_PATH``/``GITHUB_ENV`` honoured between steps), the
+WheelGate actions run from a checkout of this repository (``tests/integration/composite.py``),
+with the build and the GPU tests replaced by a stand-in ``torch`` wheel and a test that imports
+it. What a user copies is what runs: the families file read into matrices, the hash-pinned uv,
+the uv venv on PATH with ``wheelgate installed`` as evidence (or pip's report), the report
+job's collection, ``report`` and ``status`` deciding ``promoted``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.composite import BASH, REPO, evaluate, read_github_file, run_action
+from tests.integration.conftest import LocalProcess
+from tests.integration.decoy import Decoy
+from tests.integration.test_actions import SYSTEM_PATH, action_checkout
+from wheelgate.local.sample_wheels import build_wheel
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = REPO / "examples" / "github"
+INDEX = "v2/gfx-example"
+FAMILY = "gfx-example"
+COMMIT = "b" * 40
+TORCH = "2.9.0"
+#: The stand-in for the GPU tests: torch imports, from the venv the job installed into.
+STAND_IN_TEST = (
+    "python -c 'import os, sys, torch; "
+    'assert sys.prefix == os.environ["VIRTUAL_ENV"], sys.prefix; print(torch.__version__)\''
+)
+
+
+def workflow_steps(name: str, job: str) -> dict[str, dict[str, Any]]:
+    document = yaml.safe_load((EXAMPLES / name).read_text())
+    return {step.get("name", step.get("uses", "")): step for step in document["jobs"][job]["steps"]}
+
+
+@dataclass
+class Runner:
+    """One job on a runner: its workspace, environment, RUNNER_TEMP, the directories steps
+    added to PATH and the variables they added to GITHUB_ENV, and the expressions it knows."""
+
+    workspace: Path
+    env: dict[str, str]
+    runner_temp: Path
+    actions: Path
+    context: dict[str, str]
+    path: list[str] = field(default_factory=list)
+    added_env: dict[str, str] = field(default_factory=dict)
+    count: int = 0
+
+    def environment(self) -> dict[str, str]:
+        env = {**self.env, **self.added_env}
+        env["PATH"] = os.pathsep.join([*reversed(self.path), self.env["PATH"]])
+        return env
+
+    def run(self, step: dict[str, Any], job_env: dict[str, str]) -> dict[str, str]:
+        """A ``run:`` step as written, with its ``env`` evaluated; its outputs. Fails the test
+        if the step fails."""
+        self.count += 1
+        files = {k: self.runner_temp / f"{k}.{self.count}" for k in ("output", "path", "env")}
+        for file in files.values():
+            file.write_text("")
+        script = self.runner_temp / f"step{self.count}.sh"
+        script.write_text(step["run"])
+        env = {
+            **self.environment(),
+            **{k: evaluate(str(v), self.context) for k, v in job_env.items()},
+            **{k: evaluate(str(v), self.context) for k, v in (step.get("env") or {}).items()},
+            "GITHUB_OUTPUT": str(files["output"]),
+            "GITHUB_PATH": str(files["path"]),
+            "GITHUB_ENV": str(files["env"]),
+            "GITHUB_WORKSPACE": str(self.workspace),
+            "RUNNER_TEMP": str(self.runner_temp),
+        }
+        done = subprocess.run(
+            [*BASH, str(script)],
+            cwd=self.workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, f"{step.get('name')}:\n{done.stdout}\n{done.stderr}"
+        self.path += files["path"].read_text().split()
+        self.added_env |= read_github_file(files["env"].read_text())
+        return read_github_file(files["output"].read_text())
+
+    def action(self, name: str, **inputs: str) -> dict[str, str]:
+        result = run_action(
+            name,
+            inputs,
+            workspace=self.workspace,
+            env=self.environment(),
+            run_id=self.context["github.run_id"],
+            sha=COMMIT,
+            action_root=self.actions,
+            runner_temp=self.runner_temp,
+            timeout=600,
+        )
+        assert result.returncode == 0, f"{name}:\n{result.stdout}\n{result.stderr}"
+        self.path += result.path
+        return result.outputs
+
+
+@pytest.fixture(scope="module")
+def actions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return action_checkout(tmp_path_factory.mktemp("checkout") / "wheelgate")
+
+
+def runner(
+    tmp: Path, name: str, stack_env: Mapping[str, str], actions: Path, decoy: Decoy, run: str
+) -> Runner:
+    """A fresh runner whose `python`/`python3` is a plain Python (as setup-python's), with
+    ``stack_env`` (the local stack's buckets and URLs, as the workflows set them) and no other
+    AWS or WheelGate setting in its environment."""
+    workspace, runner_temp, tools = tmp / name, tmp / f"{name}-temp", tmp / f"{name}-tools"
+    for directory in (workspace, runner_temp, tools):
+        directory.mkdir()
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    for command in ("python", "python3"):
+        (tools / command).symlink_to(base)
+    machine = {
+        k: v
+        for k, v in decoy.unplanted(os.environ).items()
+        if not k.startswith(("AWS_", "WHEELGATE_"))
+    }
+    env = {**machine, **stack_env, "PATH": f"{tools}{os.pathsep}{SYSTEM_PATH}"}
+    context = {
+        "github.run_id": run,
+        "github.run_attempt": "1",
+        "github.server_url": "https://github.com",
+        "github.repository": "ROCm/TheRock",
+        "steps.python.outputs.python-path": str(tools / "python3"),
+    }
+    return Runner(workspace, env, runner_temp, actions, context)
+
+
+def families_file(directory: Path) -> None:
+    """The user's families file, one family whose build hands over a stand-in torch wheel and
+    whose test imports it."""
+    (directory / ".github").mkdir(parents=True, exist_ok=True)
+    (directory / ".github" / "wheelgate-families.json").write_text(
+        json.dumps(
+            {
+                "build": 'mkdir -p dist && cp "$PREBUILT"/*.whl dist/',
+                "tests": {"smoke": STAND_IN_TEST},
+                "families": [
+                    {
+                        "index": INDEX,
+                        "name": FAMILY,
+                        "runner": "linux-mi300-1gpu",
+                        "tests": ["smoke"],
+                    }
+                ],
+            }
+        )
+    )
+    shutil.copy2(EXAMPLES / "wheelgate-uv.txt", directory / ".github" / "wheelgate-uv.txt")
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """An artifact downloaded with merge-multiple: the uploaded directory's files, merged."""
+    shutil.copytree(source, target, dirs_exist_ok=True)
+
+
+def find_torch_and_stage(job: Runner, find: dict[str, Any], job_env: dict[str, str]) -> None:
+    """The step that finds the torch version in dist/, then the stage action: their outputs
+    in the job's context, as the later steps read them."""
+    job.context["steps.torch.outputs.version"] = job.run(find, job_env)["version"]
+    job.context["steps.stage.outputs.index_url"] = job.action(
+        "stage", index=INDEX, files="dist/*.whl"
+    )["index_url"]
+
+
+def build_job(build: Runner, release: str) -> None:
+    """The build job's steps after checkout: build, find the torch version, stage, hand over."""
+    job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["build"]["env"]
+    steps = workflow_steps(release, "build")
+    build.run(steps["Build wheels"], job_env)
+    find_torch_and_stage(build, steps["Find the torch version the test jobs install"], job_env)
+    build.run(steps["Tell the test jobs what to install, and from where"], job_env)
+
+
+def report_and_wait(jobs: Runner, test_result: str = "success") -> dict[str, str]:
+    """report.yml's steps after the downloads: collect, report, status."""
+    steps = workflow_steps("report.yml", "report")
+    jobs.context["inputs.test-result"] = test_result
+    jobs.run(steps["Collect the test results of every staged directory"], {})
+    reported = jobs.action(
+        "report", **{"test-files": "tests.txt", "installed-files": "installed.txt"}
+    )
+    return jobs.action("status", **{"manifest-sha256": reported["manifest_sha256"], "wait": "120"})
+
+
+def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
+    local: LocalProcess, actions: Path, decoy: Decoy, tmp_path: Path
+) -> None:
+    run = "example-uv"
+    prebuilt = tmp_path / "prebuilt"
+    build_wheel(prebuilt, "torch", TORCH)
+    release = "release-nightly-uv.yml"
+
+    # Given the plan job: setup, then the families file read into the matrices
+    plan = runner(tmp_path, "plan", local.env, actions, decoy, run)
+    families_file(plan.workspace)
+    plan.action("setup")
+    outputs = plan.run(workflow_steps(release, "plan")["Read the families"], {})
+    build_matrix, test_matrix = json.loads(outputs["build"]), json.loads(outputs["test"])
+    assert [b["index"] for b in build_matrix] == [t["index"] for t in test_matrix] == [INDEX]
+
+    # When the build job builds (the families file's command), stages and hands over
+    build = runner(tmp_path, "build", local.env, actions, decoy, run)
+    families_file(build.workspace)
+    build.env["PREBUILT"] = str(prebuilt)
+    build.context |= {f"matrix.{k}": v for k, v in build_matrix[0].items()}
+    build_job(build, release)
+
+    # and the test job installs uv by its hashes, torch with it, and runs the stand-in test
+    test = runner(tmp_path, "test", local.env, actions, decoy, run)
+    families_file(test.workspace)
+    copy_tree(build.workspace / "staged", test.workspace / "staged")
+    entry = test_matrix[0]
+    test.context |= {f"matrix.{k}": v for k, v in entry.items() if isinstance(v, str)}
+    test.context["toJSON(matrix.tests)"] = json.dumps(entry["tests"])
+    test_job = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]
+    steps = workflow_steps(release, "test")
+    test.run(steps["Install uv, hash-pinned"], test_job["env"])
+    test.action("setup")
+    test.run(
+        steps["Install torch from the run's staging index with uv, as users do"], test_job["env"]
+    )
+    test.run(steps["Run the tests"], test_job["env"])
+
+    # Then the evidence is wheelgate installed's, of the uv venv, holding the staged torch
+    results = test.workspace / "results" / FAMILY
+    evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
+    assert evidence["schema"] == "wheelgate/environment/v1"
+    assert [d["version"] for d in evidence["distributions"] if d["name"] == "torch"] == [TORCH]
+    assert (results / f"{FAMILY}.txt").read_text() == (
+        f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/{run}/attempts/1\n"
+    )
+
+    # When the report job collects the artifacts, reports and waits
+    report = runner(tmp_path, "report", local.env, actions, decoy, run)
+    copy_tree(build.workspace / "staged", report.workspace / "staged")
+    copy_tree(test.workspace / "results", report.workspace / "results")
+    status = report_and_wait(report)
+
+    # Then the run is promoted: the bytes the uv venv held are the bytes released
+    assert (status["state"], status["reason"]) == ("promoted", "")
+    assert (report.workspace / "installed.txt").read_text() == (
+        f"{INDEX}:smoke=results/{FAMILY}/{FAMILY}.installed.json\n"
+    )
+
+
+def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
+    local: LocalProcess, actions: Path, decoy: Decoy, tmp_path: Path
+) -> None:
+    run = "example-pip"
+    release = "release-nightly.yml"
+    name = "gfx94X-dcgpu"
+
+    # Given a build job whose build script (the project's own) leaves a stand-in torch in dist/
+    build = runner(tmp_path, "build", local.env, actions, decoy, run)
+    script = build.workspace / "build_tools" / "build_wheels.sh"
+    script.parent.mkdir()
+    build_wheel(tmp_path / "prebuilt", "torch", TORCH)
+    script.write_text(f'#!/bin/sh\nmkdir -p dist && cp "{tmp_path}/prebuilt/"*.whl dist/\n')
+    script.chmod(0o755)
+    build.context |= {"matrix.index": INDEX, "matrix.name": name}
+    # When it builds, stages, hands over
+    build_job(build, release)
+    # and pins the run's closure (what a --require-hashes test would install)
+    pins = Path(build.action("pins", index=INDEX, projects="torch")["requirements"]).read_text()
+    assert f"torch=={TORCH} \\\n    --hash=sha256:" in pins
+
+    # and the test job installs with pip, keeping its report, and the stand-in test passes
+    test = runner(tmp_path, "test", local.env, actions, decoy, run)
+    copy_tree(build.workspace / "staged", test.workspace / "staged")
+    test.context |= {"matrix.index": INDEX, "matrix.name": name}
+    test_job = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]
+    steps = workflow_steps(release, "test")
+    test.run(steps["Install torch from the run's staging index, as users do"], test_job["env"])
+    test.added_env["VIRTUAL_ENV"] = str(test.runner_temp / "venv")
+    test.run({"name": "smoke (stand-in)", "run": STAND_IN_TEST}, {})
+    test.context |= {"steps.smoke.outcome": "success", "steps.pytorch-unit.outcome": "success"}
+    test.run(steps["Write the results for the report job"], test_job["env"])
+
+    # When the report job collects, reports and waits
+    report = runner(tmp_path, "report", local.env, actions, decoy, run)
+    copy_tree(build.workspace / "staged", report.workspace / "staged")
+    copy_tree(test.workspace / "results", report.workspace / "results")
+    status = report_and_wait(report)
+
+    # Then the run is promoted on pip's report as evidence
+    assert (status["state"], status["reason"]) == ("promoted", "")
+    assert (
+        f"{INDEX}:smoke=results/{name}.installed.json"
+        in (report.workspace / "installed.txt").read_text()
+    )
+
+
+def processes_under(path: Path) -> list[int]:
+    """The processes whose command line names ``path`` (a test's own temporary directory):
+    what a step left running in the background, as the runner's job end would stop it."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(path) in (proc / "cmdline").read_text():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def rehearsal_dir(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path
+    for pid in processes_under(tmp_path / "rehearse-temp"):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
+def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone(
+    actions: Path, decoy: Decoy, rehearsal_dir: Path
+) -> None:
+    tmp_path, run = rehearsal_dir, "rehearsal"
+    document = yaml.safe_load((EXAMPLES / "rehearse-release.yml").read_text())
+    workflow_env = document["env"]
+    # Given the plan job for the family asked for (workflow_dispatch's input), on a runner
+    # with no AWS or WheelGate setting at all
+    plan = runner(tmp_path, "plan", {}, actions, decoy, run)
+    families_file(plan.workspace)
+    plan.context["inputs.family"] = FAMILY
+    plan.action("setup")
+    steps = workflow_steps("rehearse-release.yml", "plan")
+    test_matrix = json.loads(plan.run(steps["Read the family"], workflow_env)["test"])
+    # and the dist/ the build job uploaded
+    job = runner(tmp_path, "rehearse", {}, actions, decoy, run)
+    families_file(job.workspace)
+    build_wheel(job.workspace / "dist", "torch", TORCH)
+    # and the WheelGate repository at the actions' commit, checked out to .wheelgate
+    shutil.copytree(actions.parent, job.workspace / ".wheelgate")
+    entry = test_matrix[0]
+    job.context |= {f"matrix.{k}": v for k, v in entry.items() if isinstance(v, str)}
+    job.context |= {"inputs.family": FAMILY, "toJSON(matrix.tests)": json.dumps(entry["tests"])}
+    job_env = {**workflow_env, **document["jobs"]["rehearse"]["env"]}
+    steps = workflow_steps("rehearse-release.yml", "rehearse")
+
+    # When the rehearsal job runs its steps
+    job.run(steps["Start wheelgate local, requiring this job's tests"], job_env)
+    # Then every later step talks to the embedded stack on this runner
+    assert job.added_env["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
+    assert job.added_env["WHEELGATE_ALLOWED_INDEXES"] == json.dumps([INDEX])
+    find_torch_and_stage(job, steps["Find the torch version to install"], job_env)
+    assert job.context["steps.stage.outputs.index_url"].startswith("http://127.0.0.1:")
+    for name in ("Hand over as the build job does", "Install uv, hash-pinned"):
+        job.run(steps[name], job_env)
+    job.action("setup")
+    for name in (
+        "Install torch from the run's staging index with uv, as users do",
+        "Run the tests",
+        "Collect the results as report.yml does",
+    ):
+        job.run(steps[name], job_env)
+    reported = job.action(
+        "report", **{"test-files": "tests.txt", "installed-files": "installed.txt"}
+    )
+    status = job.action("status", **{"manifest-sha256": reported["manifest_sha256"], "wait": "120"})
+
+    # And the embedded promoter, requiring the family's tests, promoted the run
+    assert (status["state"], status["reason"]) == ("promoted", "")

@@ -1,0 +1,327 @@
+"""``wheelgate check-workflows`` and ``wheelgate families``: a repository laid out as the
+examples say (``examples/github/`` copied under ``.github/``) agrees with this repository's
+``cdk.json``; each kind of mismatch is named; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from wheelgate.cli.main import main
+from wheelgate.core.families import FamiliesError, parse_families
+from wheelgate.core.workflows import MismatchKind
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "github"
+FAMILIES = json.loads((EXAMPLES / "wheelgate-families.json").read_text())
+
+
+def repository(tmp_path: Path, release: str = "release-nightly-uv.yml") -> Path:
+    """A user's repository: a release example as release-nightly.yml, report.yml, deps.yml,
+    the families file, and the deployment's cdk.json beside them."""
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    shutil.copy2(EXAMPLES / release, workflows / "release-nightly.yml")
+    for name in ("report.yml", "deps.yml", "dev.yml"):
+        shutil.copy2(EXAMPLES / name, workflows / name)
+    shutil.copy2(EXAMPLES / "wheelgate-families.json", tmp_path / ".github")
+    shutil.copy2(REPO / "cdk.json", tmp_path / "cdk.json")
+    return tmp_path
+
+
+def edit(path: Path, change: Callable[[dict[Any, Any]], None]) -> None:
+    document = yaml.safe_load(path.read_text())
+    change(document)
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+
+def check(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    monkeypatch.chdir(repo)
+    return main(["check-workflows", "--cdk-json", "cdk.json", *args])
+
+
+@pytest.mark.parametrize("release", ["release-nightly.yml", "release-nightly-uv.yml"])
+def test_a_repository_laid_out_as_the_examples_agrees_with_its_settings(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    release: str,
+) -> None:
+    repo = repository(tmp_path, release)
+    assert check(repo, monkeypatch) == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "4 workflow(s) agree with the settings (4 index directories)" in err
+
+
+def test_settings_given_as_options_replace_cdk_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the settings on the command line, with a fifth index directory nothing builds
+    repo = repository(tmp_path)
+    (repo / "cdk.json").unlink()
+    monkeypatch.chdir(repo)
+    indexes = [f["index"] for f in FAMILIES["families"]] + ["v2/gfx1151"]
+    code = main(
+        [
+            "check-workflows",
+            *(f"--index-dir={i}" for i in indexes),
+            "--release-workflow=.github/workflows/release-nightly.yml",
+            "--reporter-workflow=.github/workflows/report.yml",
+            "--release-event=schedule",
+            "--required-test=v2/gfx94X-dcgpu=smoke",
+        ]
+    )
+    # Then that directory is the one mismatch
+    assert code == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    assert "index-not-built: v2/gfx1151 is in index_dirs but no release workflow builds it" in out
+
+
+def drop_test_step(document: dict[Any, Any]) -> None:
+    steps = document["jobs"]["test"]["steps"]
+    document["jobs"]["test"]["steps"] = [s for s in steps if s.get("id") != "pytorch-unit"]
+
+
+def add_dispatch(document: dict[Any, Any]) -> None:
+    document[True]["workflow_dispatch"] = None
+
+
+def drop_family_from_test(document: dict[Any, Any]) -> None:
+    include = document["jobs"]["test"]["strategy"]["matrix"]["include"]
+    document["jobs"]["test"]["strategy"]["matrix"]["include"] = include[:-1]
+
+
+def rename_index(document: dict[Any, Any]) -> None:
+    document["jobs"]["build"]["strategy"]["matrix"]["include"][0]["index"] = "v2/gfx94x-dcgpu"
+
+
+def drop_report_call(document: dict[Any, Any]) -> None:
+    del document["jobs"]["report"]
+
+
+#: One edit of release-nightly.yml (hand-written matrices) per kind, and the line it must cause.
+RELEASE_EDITS = {
+    MismatchKind.REQUIRED_TEST_NOT_RUN: (
+        drop_test_step,
+        "v2/gfx94X-dcgpu requires pytorch-unit (required_tests) but its test jobs run only",
+    ),
+    MismatchKind.UNTRUSTED_TRIGGER: (
+        add_dispatch,
+        "runs on workflow_dispatch, which is not in release_events (schedule, push)",
+    ),
+    MismatchKind.INDEX_NOT_TESTED: (
+        drop_family_from_test,
+        "v2/gfx120X-all is built but no test job tests it",
+    ),
+    MismatchKind.INDEX_NOT_ALLOWED: (
+        rename_index,
+        "builds v2/gfx94x-dcgpu, which is not in index_dirs",
+    ),
+    MismatchKind.REPORTER_NOT_CALLED: (
+        drop_report_call,
+        "has no job with uses: ./.github/workflows/report.yml",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(RELEASE_EDITS), ids=str)
+def test_each_mismatch_of_a_release_workflow_is_named(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kind: MismatchKind,
+) -> None:
+    # Given the hand-written example with one thing changed
+    repo = repository(tmp_path, "release-nightly.yml")
+    change, sentence = RELEASE_EDITS[kind]
+    edit(repo / ".github" / "workflows" / "release-nightly.yml", change)
+    # When the workflows are checked, then the mismatch is named with its kind, exit 1
+    assert check(repo, monkeypatch) == 1
+    out = capsys.readouterr().out
+    assert f": {kind.value}: " in out
+    assert sentence in out
+
+
+def test_mismatches_of_the_reporter_and_deps_workflows_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = repository(tmp_path)
+    workflows = repo / ".github" / "workflows"
+    edit(workflows / "report.yml", lambda d: d[True].update({"push": None}))
+    edit(workflows / "deps.yml", lambda d: d[True]["push"].update({"branches": ["dev"]}))
+    assert check(repo, monkeypatch) == 1
+    out = capsys.readouterr().out
+    assert ".github/workflows/report.yml: reporter-not-call-only: " in out
+    assert ".github/workflows/deps.yml: deps-trigger: " in out
+
+
+def test_a_missing_release_or_reporter_workflow_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = repository(tmp_path)
+    (repo / ".github" / "workflows" / "release-nightly.yml").rename(
+        repo / ".github" / "workflows" / "nightly.yml"
+    )
+    (repo / ".github" / "workflows" / "report.yml").unlink()
+    assert check(repo, monkeypatch) == 1
+    out = capsys.readouterr().out
+    assert (
+        "release-workflow-missing: the release workflow .github/workflows/release-nightly.yml"
+        in out
+    )
+    assert "reporter-workflow-missing: " in out
+    # with no release workflow, nothing is built
+    assert out.count("index-not-built") == 4
+
+
+def test_a_family_file_short_of_the_required_tests_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a families file whose first family dropped a required test
+    repo = repository(tmp_path)
+    families = json.loads(json.dumps(FAMILIES))
+    families["families"][0]["tests"] = ["smoke"]
+    (repo / ".github" / "wheelgate-families.json").write_text(json.dumps(families))
+    assert check(repo, monkeypatch) == 1
+    out = capsys.readouterr().out
+    assert "family gfx94X-dcgpu (v2/gfx94X-dcgpu) reports smoke but required_tests lists " in out
+    assert f": {MismatchKind.REQUIRED_TEST_NOT_RUN.value}: v2/gfx94X-dcgpu requires" in out
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda r: (r / "cdk.json").write_text("{}"), "has no context.wheelgate object"),
+        (
+            lambda r: (r / ".github/workflows/dev.yml").write_text("jobs: [\n"),
+            "dev.yml is not YAML",
+        ),
+        (
+            lambda r: (r / ".github/wheelgate-families.json").write_text('{"families": []}'),
+            "wheelgate-families.json: the families file: 'build' is missing",
+        ),
+        (
+            lambda r: (r / ".github/wheelgate-families.json").unlink(),
+            "the matrix of job build is computed (${{ fromJSON(needs.plan.outputs.build) }}): "
+            "give the families file it is read from (--families)",
+        ),
+    ],
+    ids=["no-settings", "bad-yaml", "bad-families", "computed-matrix-without-families"],
+)
+def test_bad_input_exits_2_naming_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    setup: Callable[[Path], object],
+    message: str,
+) -> None:
+    repo = repository(tmp_path)
+    setup(repo)
+    assert check(repo, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("wheelgate check-workflows: error: ")
+    assert message in err
+
+
+def test_no_settings_at_all_exits_2_saying_what_to_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(repository(tmp_path))
+    assert main(["check-workflows", "--index-dir", "v2/x"]) == 2
+    assert (
+        "missing --release-workflow, --reporter-workflow, --release-event: give --cdk-json"
+        in capsys.readouterr().err
+    )
+
+
+def test_families_prints_the_matrices_for_github_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(repository(tmp_path))
+    monkeypatch.delenv("WHEELGATE_ALLOWED_INDEXES", raising=False)
+    assert main(["families"]) == 0
+    lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert set(lines) == {"build", "test", "required"}
+    build, test = json.loads(lines["build"]), json.loads(lines["test"])
+    assert [b["index"] for b in build] == [t["index"] for t in test]
+    assert test[0]["runner"] == "linux-mi300-1gpu"
+    assert [t["name"] for t in test[0]["tests"]] == ["smoke", "pytorch-unit"]
+    required = json.loads(lines["required"])
+    context = json.loads((REPO / "cdk.json").read_text())["context"]["wheelgate"]
+    assert required == context["required_tests"]
+
+
+def test_families_refuses_an_index_the_stack_does_not_allow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(repository(tmp_path))
+    monkeypatch.setenv("WHEELGATE_ALLOWED_INDEXES", '["v2/gfx94X-dcgpu"]')
+    assert main(["families"]) == 2
+    assert "index-not-allowed" in capsys.readouterr().err
+    # One family alone, for a rehearsal, is allowed
+    assert main(["families", "--family", "gfx94X-dcgpu"]) == 0
+    assert main(["families", "--family", "gfx9000"]) == 2
+
+
+def test_a_family_with_several_pythons_runs_a_test_job_per_python_and_names_its_tests() -> None:
+    document = json.loads(json.dumps(FAMILIES))
+    document["families"][0]["pythons"] = ["3.11", "3.12"]
+    families = parse_families(document)
+    jobs = [t for t in families.test_matrix() if t["family"] == "gfx94X-dcgpu"]
+    assert [(j["name"], j["python"]) for j in jobs] == [
+        ("gfx94X-dcgpu-py3.11", "3.11"),
+        ("gfx94X-dcgpu-py3.12", "3.12"),
+    ]
+    assert [t["name"] for t in jobs[0]["tests"]] == ["smoke-py3.11", "pytorch-unit-py3.11"]
+    assert families.required_tests()["v2/gfx94X-dcgpu"] == (
+        "smoke-py3.11",
+        "pytorch-unit-py3.11",
+        "smoke-py3.12",
+        "pytorch-unit-py3.12",
+    )
+    # one build job still builds both Pythons' wheels
+    assert families.build_matrix()[0]["pythons"] == "3.11 3.12"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["families"][1].update(index="v2/gfx94X-dcgpu"),
+            "families[1].index: 'v2/gfx94X-dcgpu' is given twice",
+        ),
+        (
+            lambda d: d["families"][0].update(tests=["smoke", "perf"]),
+            "families[0].tests: 'perf' is not one of tests",
+        ),
+        (lambda d: d["families"][0].update(runnr="x"), "families[0]: unknown key 'runnr'"),
+        (lambda d: d.update(pythons=["3"]), "pythons: '3' is not a Python version"),
+        (lambda d: d["families"][0].update(index="/v2"), "families[0].index: "),
+    ],
+    ids=["index-twice", "unknown-test", "typo", "bad-python", "bad-index"],
+)
+def test_a_bad_families_file_is_refused_naming_the_key(
+    change: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    document = json.loads(json.dumps(FAMILIES))
+    change(document)
+    with pytest.raises(FamiliesError) as raised:
+        parse_families(document)
+    assert message in str(raised.value)
+
+
+def test_every_kind_of_mismatch_is_a_row_of_the_examples_readme() -> None:
+    text = (EXAMPLES / "README.md").read_text()
+    section = text[text.index("## `wheelgate check-workflows`") :]
+    rows = {
+        line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
+    }
+    assert {kind.value for kind in MismatchKind} <= rows
