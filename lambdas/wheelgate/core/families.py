@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wheelgate.core.layout import LayoutError, check_index
-from wheelgate.core.manifest import check_test_name
+from wheelgate.core.manifest_tests import check_test_name
 
 #: A family's name: the artifact names (``staged-<name>``) and the build's ``$NAME``.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
