@@ -37,6 +37,9 @@ INDEX = "v2/gfx-example"
 FAMILY = "gfx-example"
 COMMIT = "b" * 40
 TORCH = "2.9.0"
+#: The pip example's release: another version, since both examples release into one local
+#: stack's nightly, where a second 2.9.0 with other bytes would be a nightly conflict.
+TORCH_PIP = "2.9.1"
 #: The stand-in for the GPU tests: torch imports, from the venv the job installed into.
 STAND_IN_TEST = (
     "python -c 'import os, sys, torch; "
@@ -280,7 +283,7 @@ def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
     build = runner(tmp_path, "build", local.env, actions, decoy, run)
     script = build.workspace / "build_tools" / "build_wheels.sh"
     script.parent.mkdir()
-    build_wheel(tmp_path / "prebuilt", "torch", TORCH)
+    build_wheel(tmp_path / "prebuilt", "torch", TORCH_PIP)
     script.write_text(f'#!/bin/sh\nmkdir -p dist && cp "{tmp_path}/prebuilt/"*.whl dist/\n')
     script.chmod(0o755)
     build.context |= {"matrix.index": INDEX, "matrix.name": name}
@@ -288,7 +291,7 @@ def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
     build_job(build, release)
     # and pins the run's closure (what a --require-hashes test would install)
     pins = Path(build.action("pins", index=INDEX, projects="torch")["requirements"]).read_text()
-    assert f"torch=={TORCH} \\\n    --hash=sha256:" in pins
+    assert f"torch=={TORCH_PIP} \\\n    --hash=sha256:" in pins
 
     # and the test job installs with pip, keeping its report, and the stand-in test passes
     test = runner(tmp_path, "test", local.env, actions, decoy, run)
