@@ -17,7 +17,6 @@ from pydantic import BaseModel, ValidationError
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import describe_errors
 
-
 R = TypeVar("R", bound=BaseModel)
 
 
