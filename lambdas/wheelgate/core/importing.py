@@ -36,10 +36,11 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.import_sources import ImportSource, parse_source_uri
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, METADATA_SUFFIX, PAGE_NAMES
-from wheelgate.core.manifest import IndexDir, RunId, describe_errors, parse_distribution_filename
+from wheelgate.core.manifest import IndexDir, RunId, parse_distribution_filename
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.records import RefusedFile
 from wheelgate.core.release_rules import LabelBook, ReleaseBook, TagBook
+from wheelgate.core.requests import read_request
 from wheelgate.core.timestamps import normalized_upload_time
 
 SCHEMA_IMPORT_V1 = "wheelgate/import/v1"
@@ -106,23 +107,15 @@ def parse_import(raw: bytes, *, expected_run_id: str) -> ImportRequest:
     ``s3://`` folder URI, or one with a ``.``, ``..`` or empty segment: under no
     ``import_sources`` entry); ``run-id-mismatch`` when its id is not its key's or not the one
     its source, directory and date give."""
-    try:
-        request = ImportRequest.model_validate(json.loads(raw))
-    except ValidationError as exc:
-        # The source's own rule refused it (parse_source_uri's ValueError): no entry covers it.
-        bad_source = any(
-            error["loc"] == ("source",) and error["type"] == "value_error" for error in exc.errors()
-        )
-        raise PromotionRejected(
-            Reason.IMPORT_SOURCE_NOT_ALLOWED if bad_source else Reason.INVALID_MANIFEST,
-            f"import request is invalid: {describe_errors(exc)}",
-        ) from exc
-    except ValueError as exc:
-        raise PromotionRejected(
-            Reason.INVALID_MANIFEST, f"import request is not JSON: {exc}"
-        ) from exc
+    request = read_request(
+        raw,
+        ImportRequest,
+        kind="import",
+        expected_run_id=expected_run_id,
+        reason_for=_import_refusal,
+    )
     expected = import_id(request.source, request.index, request.since)
-    if request.run_id != expected_run_id or request.run_id != expected:
+    if request.run_id != expected:
         raise PromotionRejected(
             Reason.RUN_ID_MISMATCH,
             f"import request key names {expected_run_id!r}, it says {request.run_id!r}, and "
@@ -428,3 +421,9 @@ def _refusal(
         c.filename, c.sha256, index=index
     )
     return None if refusal is None else (refusal.reason, refusal.message)
+
+
+def _import_refusal(error: ValidationError) -> Reason:
+    """The source's own rule refused it (parse_source_uri's ValueError): no entry covers it."""
+    bad_source = any(e["loc"] == ("source",) and e["type"] == "value_error" for e in error.errors())
+    return Reason.IMPORT_SOURCE_NOT_ALLOWED if bad_source else Reason.INVALID_MANIFEST

@@ -8,16 +8,16 @@ run's record says who overrode it and why.
 
 from __future__ import annotations
 
-import json
 import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import OVERRIDE_RUN_PREFIX, REQUEST_RUN_PREFIXES, check_run_id
 from wheelgate.core.manifest import RunId
+from wheelgate.core.requests import read_request
 
 SCHEMA_OVERRIDE_V1 = "wheelgate/override/v1"
 
@@ -51,18 +51,9 @@ def new_request_id(target_run_id: str, moment: datetime | None = None) -> str:
 
 
 def parse_override(raw: bytes, *, expected_run_id: str) -> OverrideRequest:
-    """Validate an override request; :class:`PromotionRejected` (``invalid-manifest``) if bad."""
-    try:
-        request = OverrideRequest.model_validate(json.loads(raw))
-    except (ValidationError, ValueError) as exc:
-        raise PromotionRejected(
-            Reason.INVALID_MANIFEST, f"override request is invalid: {exc}"
-        ) from exc
-    if request.run_id != expected_run_id:
-        raise PromotionRejected(
-            Reason.RUN_ID_MISMATCH,
-            f"override request key names {expected_run_id!r} but it says {request.run_id!r}",
-        )
+    """Validate an override request (:func:`~wheelgate.core.requests.read_request`), whose
+    target must be a run an override may name; :class:`PromotionRejected` if bad."""
+    request = read_request(raw, OverrideRequest, kind="override", expected_run_id=expected_run_id)
     try:
         check_override_target(request.target_run_id)
     except ValueError as exc:

@@ -7,17 +7,17 @@ check applies. Its run id starts with ``yank-``.
 
 from __future__ import annotations
 
-import json
 import secrets
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import YANK_RUN_PREFIX
 from wheelgate.core.manifest import IndexDir, RunId, parse_distribution_filename
+from wheelgate.core.requests import read_request
 from wheelgate.index.pages import IndexEntry
 
 SCHEMA_YANK_V1 = "wheelgate/yank/v1"
@@ -44,17 +44,13 @@ def new_request_id(moment: datetime | None = None) -> str:
 
 
 def parse_yank(raw: bytes, *, expected_run_id: str) -> YankRequest:
-    """Validate a yank request; :class:`PromotionRejected` (``invalid-manifest``) if bad."""
+    """Validate a yank request (:func:`~wheelgate.core.requests.read_request`), whose file name
+    must be a distribution's; :class:`PromotionRejected` (``invalid-manifest``) if bad."""
+    request = read_request(raw, YankRequest, kind="yank", expected_run_id=expected_run_id)
     try:
-        request = YankRequest.model_validate(json.loads(raw))
         parse_distribution_filename(request.filename)
-    except (ValidationError, ValueError) as exc:
+    except ValueError as exc:
         raise PromotionRejected(Reason.INVALID_MANIFEST, f"yank request is invalid: {exc}") from exc
-    if request.run_id != expected_run_id:
-        raise PromotionRejected(
-            Reason.RUN_ID_MISMATCH,
-            f"yank request key names {expected_run_id!r} but it says {request.run_id!r}",
-        )
     return request
 
 
