@@ -33,7 +33,7 @@ from botocore.config import Config
 from local_s3 import local_s3
 
 from wheelgate.core.env_names import ENV_BREAK_GLASS_ID, ENV_IMPORT_SOURCES
-from wheelgate.core.importing import new_import_request
+from wheelgate.core.import_rules import new_import_request
 from wheelgate.core.layout import STAGING
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.store import IndexStore

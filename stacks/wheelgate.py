@@ -15,7 +15,7 @@ from wheelgate.core.settings import PromoterSettings
 from .access import Access
 from .cdn import IndexCdn
 from .dashboard import PromotionDashboard, stack_dashboard_url
-from .fanout import FanOut, state_machine_arn
+from .fanout_machine import FanOut, state_machine_arn
 from .monitoring import Monitoring
 from .outputs import add_outputs, wheelgate_outputs
 from .promoter_function import PromoterFunction
@@ -182,7 +182,7 @@ class WheelGate(Construct):
                 # the dashboard graphs this function, so a reference back would be a cycle.
                 dashboard_url=stack_dashboard_url(stack),
                 # The state machine invokes this function: named by its fixed ARN, not a
-                # reference (see stacks/fanout.py).
+                # reference (see stacks/fanout_machine.py).
                 fanout_state_machine_arn=state_machine_arn(stack),
                 fanout_min_files=props.fanout_min_files,
                 fanout_min_bytes=props.fanout_min_bytes,

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.infra.resolve import ACCOUNT, DEPLOY_ROLE_ARN, PARTITION, Resolver
-from wheelgate.core.importing import import_id
+from wheelgate.core.import_rules import import_id
 from wheelgate.core.layout import HTML_PAGE, NIGHTLY, PAGES, STAGING, STATUS_PREFIX
 from wheelgate.core.override import new_request_id
 

@@ -12,7 +12,7 @@ from aws_cdk.assertions import Match, Template
 
 from app import LAYER_DIR
 from stacks.context import props_from_context
-from stacks.fanout import (
+from stacks.fanout_machine import (
     ANY_TO_HASH,
     CONCLUDE,
     COPY_FILE,

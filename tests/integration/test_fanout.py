@@ -42,7 +42,7 @@ from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
-from wheelgate.local.fanout import InProcessLauncher
+from wheelgate.local.executions import InProcessLauncher
 from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET
 from wheelgate.local.promoter_loop import sqs_lambda_event
 from wheelgate.local.sample_wheels import build_wheel, manifest_for

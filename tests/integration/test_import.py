@@ -30,7 +30,7 @@ from tests.integration.installs import pip
 from tests.integration.test_fanout import Fanout
 from tests.integration.test_promoter import Run, deliver, nightly_versions, sqs_event
 from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_BREAK_GLASS_ID, ENV_IMPORT_SOURCES
-from wheelgate.core.importing import SCHEMA_IMPORT_V1, import_id, new_import_request
+from wheelgate.core.import_rules import SCHEMA_IMPORT_V1, import_id, new_import_request
 from wheelgate.core.layout import STAGING, VERDICT_KEYS_KEY
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.core.signatures import check_verdict

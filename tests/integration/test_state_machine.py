@@ -59,7 +59,7 @@ from wheelgate.core.layout import STAGING
 from wheelgate.core.limits import FANOUT_ITEM_RETRY_ATTEMPTS, FANOUT_ITEM_RETRY_INTERVAL_SECONDS
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
-from wheelgate.local.fanout import InProcessLauncher
+from wheelgate.local.executions import InProcessLauncher
 from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.fanout.job import fanout_job_id
 from wheelgate.storage.bucket import Bucket

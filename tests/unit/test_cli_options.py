@@ -361,7 +361,7 @@ def test_a_staged_set_the_manifest_cannot_hold_is_one_line() -> None:
 def test_since_reads_a_date_or_a_time_in_utc() -> None:
     from datetime import UTC, datetime, timedelta, timezone
 
-    from wheelgate.cli.importing import since_option
+    from wheelgate.cli.import_command import since_option
 
     assert since_option(None) is None
     assert since_option("2025-01-31") == datetime(2025, 1, 31, tzinfo=UTC)

@@ -37,7 +37,7 @@ from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_FILES,
     PromoterSettings,
 )
-from wheelgate.local.fanout import (
+from wheelgate.local.executions import (
     MAP_FAILED_ERROR,
     InProcessLauncher,
     in_process_handler,

@@ -11,8 +11,7 @@ import pytest
 
 from wheelgate.core.env_names import ENV_IMPORT_SOURCES
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.import_sources import ImportSource, check_import_source, parse_source_uri
-from wheelgate.core.importing import (
+from wheelgate.core.import_rules import (
     Candidate,
     SourceFacts,
     import_id,
@@ -23,6 +22,7 @@ from wheelgate.core.importing import (
     select_files,
     source_allowed,
 )
+from wheelgate.core.import_sources import ImportSource, check_import_source, parse_source_uri
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.setting_values import SettingsError
 from wheelgate.core.settings import import_sources_from_env

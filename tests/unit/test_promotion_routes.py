@@ -19,7 +19,7 @@ from tests.unit.promotion_world import (
     settings,
 )
 from wheelgate.core.errors import PromotionRejected
-from wheelgate.core.importing import new_import_request
+from wheelgate.core.import_rules import new_import_request
 from wheelgate.core.override import SCHEMA_OVERRIDE_V1
 from wheelgate.promotion import decisions
 from wheelgate.promotion.decisions import Decided, Imported, Override, Promote

@@ -24,7 +24,7 @@ from wheelgate import __version__
 from wheelgate.cli import (
     check_workflows,
     deps,
-    importing,
+    import_command,
     installed,
     local,
     maintenance,
@@ -70,7 +70,7 @@ COMMAND_GROUPS = (
     verify,
     local,
     maintenance,
-    importing,
+    import_command,
     deps,
     schema,
     check_workflows,

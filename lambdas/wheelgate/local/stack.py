@@ -283,7 +283,7 @@ class LocalWheelGate:
         if self.handler is not None:
             return self.handler
         if self.fanout_min_files is not None:
-            from wheelgate.local.fanout import in_process_handler
+            from wheelgate.local.executions import in_process_handler
 
             return in_process_handler()
         from wheelgate.lambda_function.handler import lambda_handler

@@ -10,9 +10,9 @@ order, every step before the first copy to nightly:
 
 1. **Request.** Its directory must be configured and its source under an ``import_sources``
    entry (never a WheelGate bucket), before anything is read from the source.
-2. **Gather.** One listing of the source prefix (:func:`~wheelgate.core.importing.select_files`)
+2. **Gather.** One listing of the source prefix (:func:`~wheelgate.core.import_rules.select_files`)
    and one or two reads per project of the source's own index pages, if any
-   (:func:`~wheelgate.core.importing.read_source_page`: yank state, upload times, hashes). Each
+   (:func:`~wheelgate.core.import_rules.read_source_page`: yank state, upload times, hashes). Each
    candidate is copied server-side into staging, ``runs/<import id>/<index>/<file>`` (where
    only the promoter writes), by a CopyObject that asks S3 for a SHA-256: S3 computes the
    file's hash, and no wheel byte passes through the promoter. A file over 5 GiB (a multipart
@@ -24,7 +24,7 @@ order, every step before the first copy to nightly:
    and sends the request's event back to the queue: the next one goes on where it stopped.
 3. **Screen**, file by file (a bad file is refused, the rest still imported): each wheel's
    METADATA and WHEEL, read with ranged reads of its staged copy (the wheel is what its name
-   says, its METADATA readable); then :func:`~wheelgate.core.importing.screen` against
+   says, its METADATA readable); then :func:`~wheelgate.core.import_rules.screen` against
    nightly's archive pages and the files kept before it.
 4. **Promote** the kept files as a run without tests: the route returns them to the service,
    whose flow verifies them under the directory's lease (every check of a run's set but the

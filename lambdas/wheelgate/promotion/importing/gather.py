@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from wheelgate.core.errors import Reason, TransientError
-from wheelgate.core.importing import ImportRequest, SourceFacts, SourceObject, select_files
+from wheelgate.core.import_rules import ImportRequest, SourceFacts, SourceObject, select_files
 from wheelgate.core.layout import STAGING
 from wheelgate.core.limits import IMPORT_GATHER_SECONDS, IMPORT_PROGRESS_SECONDS
 from wheelgate.core.objects import (

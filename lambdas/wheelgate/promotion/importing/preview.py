@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from wheelgate.core.importing import Candidate, ImportRequest, SourceFacts, screen, select_files
+from wheelgate.core.import_rules import Candidate, ImportRequest, SourceFacts, screen, select_files
 from wheelgate.core.records import RefusedFile
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.importing.sources import identities, released_files, source_facts

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from wheelgate.core.importing import ImportRequest
+from wheelgate.core.import_rules import ImportRequest
 from wheelgate.core.records import HistoryEntry, Progress, PromotionRecord, State
 from wheelgate.core.timestamps import upload_time
 from wheelgate.promotion.recorder import RecordStore, build_record

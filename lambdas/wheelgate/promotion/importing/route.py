@@ -7,7 +7,12 @@ from collections.abc import Callable
 from datetime import datetime
 
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
-from wheelgate.core.importing import SCHEMA_IMPORT_V1, ImportRequest, parse_import, source_allowed
+from wheelgate.core.import_rules import (
+    SCHEMA_IMPORT_V1,
+    ImportRequest,
+    parse_import,
+    source_allowed,
+)
 from wheelgate.core.manifest import ArtifactSet, Manifest
 from wheelgate.core.planning import NO_COMMIT
 from wheelgate.core.records import PromotionRecord, RefusedFile, SetOutcome, State

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from wheelgate.core.importing import Candidate, ImportRequest, SourceFacts, SourceObject, screen
+from wheelgate.core.import_rules import Candidate, ImportRequest, SourceFacts, SourceObject, screen
 from wheelgate.core.manifest import ManifestFile
 from wheelgate.core.planning import Provenance
 from wheelgate.core.settings import PromoterSettings
@@ -40,7 +40,7 @@ class Screener:
         self, request: ImportRequest, gathered: Gathered
     ) -> tuple[list[ManifestFile], ImportedSet]:
         """Decide each gathered file: its wheel identity (ranged reads of the staged copy),
-        then :func:`~wheelgate.core.importing.screen` against nightly's archive pages."""
+        then :func:`~wheelgate.core.import_rules.screen` against nightly's archive pages."""
         files = {f.source.filename: f for f in gathered.files}
         metadata, refused = identities(
             self.staging,

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from wheelgate.core.errors import PromotionRejected
+from wheelgate.core.import_rules import SourceFacts, read_source_page, source_page_keys
 from wheelgate.core.import_sources import ImportSource
-from wheelgate.core.importing import SourceFacts, read_source_page, source_page_keys
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.records import RefusedFile
 from wheelgate.core.wheelmeta import CoreMetadata

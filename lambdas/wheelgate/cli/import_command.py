@@ -36,8 +36,8 @@ from wheelgate.core.env_names import (
     ENV_IMPORT_SOURCES,
 )
 from wheelgate.core.errors import Reason
+from wheelgate.core.import_rules import ImportRequest, new_import_request, source_allowed
 from wheelgate.core.import_sources import parse_source_uri
-from wheelgate.core.importing import ImportRequest, new_import_request, source_allowed
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import describe_errors
 from wheelgate.core.setting_values import NewLocalLabels, SettingsError
