@@ -156,6 +156,10 @@ def _set_lines(outcome: SetOutcome) -> list[str]:
         lines.append(f"  test {test.get('name', '?')}: {test.get('result', '?')}{url}")
     if not outcome.files:
         lines.append("  files: none released")
+    for kept in outcome.staged[:MAX_FILES_SHOWN]:
+        lines.append(f"  staged {kept.filename}  {human_size(kept.size)}  sha256 {kept.sha256}")
+    if len(outcome.staged) > MAX_FILES_SHOWN:
+        lines.append(f"  ... and {len(outcome.staged) - MAX_FILES_SHOWN} more staged (--json)")
     for file in outcome.files[:MAX_FILES_SHOWN]:
         shipped_on = f", shipped on {', '.join(file.evidence)}" if file.evidence else ""
         lines.append(f"  file {file.filename}  {human_size(file.size)}  {file.action}{shipped_on}")
