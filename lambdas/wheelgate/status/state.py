@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.core.layout import (
+    ARCHIVE_DIR,
     HTML_PAGE,
     IMPORT_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
@@ -163,18 +164,28 @@ def run_kind(run_id: str) -> Kind:
     return "run"
 
 
+def index_directory(directory: str) -> str:
+    """The index directory a directory of pages is of: a yank's pages include the directory's
+    archive (``<DIR>/_archive/``), which is part of ``DIR``, never a directory of its own."""
+    segments = directory.split("/")
+    if ARCHIVE_DIR not in segments:
+        return directory
+    return "/".join(segments[: segments.index(ARCHIVE_DIR)])
+
+
 def _cut(message: str) -> str:
     return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
 
 
 def _page_directories(page_keys: Iterable[str]) -> list[str]:
-    """Index directories of project page keys (``<index>/<project>/index.*``): where a yank,
-    which records no set, took effect."""
+    """Index directories of project page keys (``<index>/<project>/index.*``, an archive page
+    ``<index>/_archive/<project>/index.*`` being of ``<index>``): where a yank, which records no
+    set, took effect."""
     found: list[str] = []
     for key in page_keys:
         parts = key.split("/")
         if len(parts) >= 3:
-            index = "/".join(parts[:-2])
+            index = index_directory("/".join(parts[:-2]))
             if index not in found:
                 found.append(index)
     return found
@@ -330,7 +341,8 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
         else CiLinks()
     )
     fold = _Fold(record, kind, at, links)
-    directories = dict(state.directories)
+    # A state written before archives were told apart may list one as a directory of its own.
+    directories = {d: s for d, s in state.directories.items() if index_directory(d) == d}
     rejections = list(state.rejections)
     parts = _directory_parts(fold, whole)
     for part in parts:

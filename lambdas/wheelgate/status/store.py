@@ -12,7 +12,7 @@ every writer's last page writes come from a state that includes all committed de
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from pydantic import ValidationError
 
@@ -28,18 +28,21 @@ STATE_CONTENT_TYPE = "application/json"
 
 class StatusStore:
     """The status pages and their state in one bucket (staging; the nightly distribution
-    serves them at ``/status/``). The pages link ``dashboard_url`` (the metrics dashboard)
-    when it is given."""
+    serves them at ``/status/``). The overview shows each of ``indexes`` (the promoter's
+    allowed index directories), promoted to or not; the pages link ``dashboard_url`` (the
+    metrics dashboard) when it is given."""
 
     def __init__(
         self,
         bucket: Bucket,
         *,
+        indexes: Iterable[str] = (),
         dashboard_url: str | None = None,
         max_attempts: int = MAX_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.bucket = bucket
+        self.indexes = sorted(indexes)
         self.dashboard_url = dashboard_url
         self._max_attempts = max_attempts
         self._sleep = sleep
@@ -85,7 +88,8 @@ class StatusStore:
             from wheelgate.status.pages import render_directory, render_overview
 
             rendered.extend(index for index in touched if index not in rendered)
-            pages = {page_key(): render_overview(new, dashboard_url=link)}
+            overview = render_overview(new, indexes=self.indexes, dashboard_url=link)
+            pages = {page_key(): overview}
             pages.update(
                 {
                     page_key(index): render_directory(new, index, dashboard_url=link)
