@@ -84,15 +84,6 @@ def test_anything_else_in_the_directory_refuses_the_whole_upload(
     assert staged(buckets[0], run_id) == []
 
 
-def test_an_empty_directory_is_refused(
-    buckets: tuple[Bucket, Bucket], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "dist").mkdir()
-    code = main(stage("dist-empty", tmp_path / "dist"))
-    assert code == EXIT_USAGE
-    assert "an empty directory; no wheels or sdists in it" in capsys.readouterr().err
-
-
 def test_a_directory_uv_build_left_is_staged_without_its_hidden_files(
     buckets: tuple[Bucket, Bucket], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -110,12 +101,17 @@ def test_a_directory_uv_build_left_is_staged_without_its_hidden_files(
     assert not any(".gitignore" in k for k in staged(buckets[0], "dist-uv"))
 
 
-def test_a_directory_of_hidden_files_only_is_refused_as_empty(
-    buckets: tuple[Bucket, Bucket], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("hidden", [[], [".gitignore"]])
+def test_a_directory_with_no_distribution_is_refused_as_empty(
+    hidden: list[str],
+    buckets: tuple[Bucket, Bucket],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     (tmp_path / "dist").mkdir()
-    (tmp_path / "dist" / ".gitignore").write_text("*\n")
-    code = main(stage("dist-hidden", tmp_path / "dist"))
+    for name in hidden:
+        (tmp_path / "dist" / name).write_text("*\n")
+    code = main(stage(f"dist-empty-{len(hidden)}", tmp_path / "dist"))
     assert code == EXIT_USAGE
     assert "an empty directory; no wheels or sdists in it" in capsys.readouterr().err
 
