@@ -15,16 +15,19 @@ from tests.integration.test_override import (
     rejected_run,
 )
 from tests.integration.test_promoter import Run
+from tests.integration.test_status_page import Dom, chromium
 from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.status.state import STATE_KEY, page_key, parse_state
 from wheelgate.status.summary import recent_decisions
 from wheelgate.storage.bucket import Bucket
 
 
 @pytest.fixture
-def run(buckets: tuple[Bucket, Bucket], tmp_path: Path) -> Run:
-    return Run(buckets, tmp_path, "status-override-1", "so/gfx94X-dcgpu")
+def run(buckets: tuple[Bucket, Bucket], tmp_path: Path, request: pytest.FixtureRequest) -> Run:
+    name = "so-" + request.node.name.replace("_", "-")[-40:].strip("-")
+    return Run(buckets, tmp_path, name, f"so/{name[-30:]}")
 
 
 def test_an_override_shows_as_the_directorys_promotion_on_the_page_and_in_runs(
@@ -66,3 +69,20 @@ def test_an_override_shows_as_the_directorys_promotion_on_the_page_and_in_runs(
     target = json.loads(run.staging.get(STAGING.record(run.run_id))[0])  # type: ignore[index]
     assert request["override"]["target"] == run.run_id
     assert request["commit"] == target["commit"]
+
+
+@pytest.mark.slow
+def test_the_overridden_runs_directory_page_in_headless_chromium(
+    run: Run, stack: LocalWheelGate, tmp_path: Path
+) -> None:
+    # Given a run rejected for its tests, then promoted by a break-glass override
+    rejected_run(run)
+    assert override(run, BREAK_GLASS)["state"] == "promoted"
+    # When Chromium loads the directory's served status page
+    dom = Dom(chromium(f"{stack.nightly_url}status/{run.index}/", tmp_path / "p", "--dump-dom"))
+    text = " ".join(" ".join(dom.text).split())
+    # Then the run is its latest promoted run, and its promotion an override decision
+    assert "No run promoted yet" not in text
+    assert f"Run {run.run_id}" in text
+    assert f"promoted override run {run.run_id}" in text
+    assert "tests overridden by" in text
