@@ -1,5 +1,6 @@
-"""`wheelgate stage ... dist/` stages every wheel and sdist of the directory, and refuses the
-whole upload, naming the file, when anything else is in it (real S3 API, moto server)."""
+"""`wheelgate stage ... dist/` stages every wheel and sdist of the directory, leaves hidden files
+out (saying so), and refuses the whole upload, naming the file and what is wrong with it, when
+anything else is in it (real S3 API, moto server)."""
 
 from __future__ import annotations
 
@@ -83,10 +84,46 @@ def test_anything_else_in_the_directory_refuses_the_whole_upload(
     assert staged(buckets[0], run_id) == []
 
 
-def test_an_empty_directory_is_refused(
+def test_a_directory_uv_build_left_is_staged_without_its_hidden_files(
     buckets: tuple[Bucket, Bucket], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # Given dist/ as `uv build -o dist` leaves it: the wheel, and a .gitignore of "*"
+    dist = tmp_path / "dist"
+    wheel = build_wheel(dist, "delta", "1.0")
+    (dist / ".gitignore").write_text("*\n")
+    # When it is staged by its directory
+    code = main(stage("dist-uv", dist))
+    out, err = capsys.readouterr()
+    # Then the wheel is uploaded, and the hidden file is left out, saying so
+    assert code == EXIT_OK, err
+    assert json.loads(out)["uploaded"] == [wheel.name]
+    assert f"ignoring {dist}/.gitignore: a hidden file, not a distribution" in err
+    assert not any(".gitignore" in k for k in staged(buckets[0], "dist-uv"))
+
+
+@pytest.mark.parametrize("hidden", [[], [".gitignore"]])
+def test_a_directory_with_no_distribution_is_refused_as_empty(
+    hidden: list[str],
+    buckets: tuple[Bucket, Bucket],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     (tmp_path / "dist").mkdir()
-    code = main(stage("dist-empty", tmp_path / "dist"))
+    for name in hidden:
+        (tmp_path / "dist" / name).write_text("*\n")
+    code = main(stage(f"dist-empty-{len(hidden)}", tmp_path / "dist"))
     assert code == EXIT_USAGE
     assert "an empty directory; no wheels or sdists in it" in capsys.readouterr().err
+
+
+def test_a_file_that_is_no_distribution_is_refused_for_what_it_is(
+    buckets: tuple[Bucket, Bucket], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a hidden file named on the command line (not in a directory)
+    hidden = tmp_path / ".env"
+    hidden.write_text("X=1\n")
+    # When it is staged, Then the refusal says it is no distribution, not that its name is bad
+    assert main(stage("dist-named", hidden)) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"{hidden}: not a wheel or sdist file name" in err
+    assert "plain ASCII" not in err

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, State
+from wheelgate.core.records import FileOutcome, PromotionRecord, SetOutcome, StagedFile, State
 from wheelgate.status.state import (
     Decision,
     DirectoryStatus,
@@ -206,3 +206,22 @@ def test_an_unknown_run_says_so() -> None:
         pending_state="unknown",
     )
     assert text.splitlines()[:2] == ["run 8: unknown", "  unknown run"]
+
+
+def test_a_rejected_set_shows_the_files_it_staged() -> None:
+    record = PromotionRecord(
+        run_id="6",
+        state=State.REJECTED,
+        reason="tests-failed",
+        sets=[
+            SetOutcome(
+                index=A,
+                state=State.REJECTED,
+                reason="tests-failed",
+                staged=[StagedFile(filename="t-1-py3-none-any.whl", sha256="1" * 64, size=2048)],
+            )
+        ],
+    )
+    lines = render_run("6", record, record_url="s3://staging/records/6.json").splitlines()
+    assert "  files: none released" in lines
+    assert f"  staged t-1-py3-none-any.whl  2.0 KiB  sha256 {'1' * 64}" in lines

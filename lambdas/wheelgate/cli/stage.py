@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     commit = commit_option(args)
     nightly_base_url = nightly_url(args)
     try:
-        artifacts = inspect_files([Path(p) for p in args.files])
+        artifacts = inspect_files([Path(p) for p in args.files], ignored=_say_ignored)
     except StageError as exc:
         raise UsageError(str(exc)) from exc
     staging, nightly = buckets(args, nightly=True)
@@ -74,6 +75,10 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _say_ignored(path: Path) -> None:
+    print(f"wheelgate stage: ignoring {path}: a hidden file, not a distribution", file=sys.stderr)
+
+
 def register(subparsers: Any) -> None:
     """Add ``stage`` to the ``wheelgate`` command."""
     stage = subparsers.add_parser(
@@ -81,8 +86,9 @@ def register(subparsers: Any) -> None:
         help="upload a run's files to staging and write the run's own index",
         description=(
             "Upload wheels/sdists (or every file of a directory such as dist/, each of which "
-            "must be one) to runs/<run_id>/<index>/ with SHA-256 checksums, never "
-            "replacing a staged object, write each wheel's PEP 658 .metadata, and write the "
+            "must be one, hidden files left out) to runs/<run_id>/<index>/ with SHA-256 "
+            "checksums, never replacing a staged object, write each wheel's PEP 658 .metadata, "
+            "and write the "
             "run's index (its files over nightly's) at the same place, so the run's test jobs "
             "install with --index-url <index_url> exactly as users install from nightly. "
             "Everything is checked before the first upload; staging the same files again "
@@ -106,7 +112,8 @@ def register(subparsers: Any) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help="a wheel or sdist, or a directory of them (dist/: every file in it must be one)",
+        help="a wheel or sdist, or a directory of them (dist/: every file in it but hidden ones "
+        "must be one)",
     )
     storage_options(stage, nightly=True)
     stage.set_defaults(func=cmd_stage)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.manifest import ManifestTest
+from wheelgate.core.manifest import ManifestFile, ManifestTest
 
 
 class State(StrEnum):
@@ -49,6 +49,21 @@ class RefusedFile(BaseModel):
     source: str | None = None
 
 
+class StagedFile(BaseModel):
+    """A file a rejected set's manifest listed: staged for the run, released by nobody."""
+
+    model_config = ConfigDict(frozen=True)
+
+    filename: str
+    sha256: str
+    size: int
+
+
+def staged_files(files: Iterable[ManifestFile]) -> list[StagedFile]:
+    """The manifest's ``files`` of a set as its rejected outcome lists them."""
+    return [StagedFile(filename=f.filename, sha256=f.sha256, size=f.size) for f in files]
+
+
 class SetOutcome(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -66,6 +81,9 @@ class SetOutcome(BaseModel):
     #: Of a rejected set: nightly keys an earlier attempt copied (files and their core
     #: metadata) that no page lists, and no page will (see :class:`LeftInNightly`).
     left_in_nightly: list[str] = []
+    #: Of a rejected set: the files its manifest listed, as staged for the run (none of them
+    #: released); empty in records written before it was kept.
+    staged: list[StagedFile] = []
 
 
 def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:

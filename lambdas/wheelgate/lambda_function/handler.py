@@ -130,7 +130,10 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
     )
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.
-    return service, StatusStore(staging, dashboard_url=settings.dashboard_url)
+    status = StatusStore(
+        staging, indexes=settings.allowed_indexes, dashboard_url=settings.dashboard_url
+    )
+    return service, status
 
 
 @cache

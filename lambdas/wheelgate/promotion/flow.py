@@ -20,7 +20,13 @@ from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, deci
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.limits import FANOUT_LEASE_SECONDS
 from wheelgate.core.manifest import Manifest
-from wheelgate.core.records import PromotionRecord, SetOutcome, State, recorded_tests
+from wheelgate.core.records import (
+    PromotionRecord,
+    SetOutcome,
+    State,
+    recorded_tests,
+    staged_files,
+)
 from wheelgate.index.pages import upload_time
 from wheelgate.index.store import PageWrites
 from wheelgate.promotion.decisions import Imported, Override, Promote, Tested
@@ -86,8 +92,10 @@ class PromotionFlow:
         actor: str | None,
         existing: PromotionRecord | None,
         sets: Sequence[SetOutcome] = (),
+        commit: str | None = None,
     ) -> PromotionRecord:
-        """Record the rejection of ``run_id`` (its bytes' SHA-256 ``digest``, by ``actor``)."""
+        """Record the rejection of ``run_id`` (its bytes' SHA-256 ``digest``, by ``actor``;
+        ``commit``: the one its manifest states, ``None`` when unreadable)."""
         return self.records.save(
             rejected_record(
                 existing,
@@ -96,6 +104,7 @@ class PromotionFlow:
                 at=upload_time(self.clock()),
                 manifest_sha256=digest,
                 actor=actor,
+                commit=commit,
                 sets=sets,
             )
         )
@@ -118,12 +127,15 @@ class PromotionFlow:
                 reason=err.reason.value,
                 message=err.message,
                 tests=recorded_tests(s.tests),
+                staged=staged_files(s.files),
             )
             for s, err in acceptance.rejected
         ]
         if not acceptance.accepted:
             first = acceptance.rejected[0][1]
-            return self.reject(manifest.run_id, first, digest, actor, existing, rejected_sets)
+            return self.reject(
+                manifest.run_id, first, digest, actor, existing, rejected_sets, manifest.commit
+            )
 
         def refused(rejection: PromotionRejected) -> PromotionRecord:
             return self._reject_accepted(
@@ -242,6 +254,14 @@ class PromotionFlow:
             at=upload_time(self.clock()),
         )
         sets = rejected_outcomes([s.index for s in acceptance.accepted], rejection, left)
+        staged = {s.index: staged_files(s.files) for s in acceptance.accepted}
+        sets = [s.model_copy(update={"staged": staged[s.index]}) for s in sets]
         return self.reject(
-            manifest.run_id, rejection, digest, actor, existing, sets + rejected_sets
+            manifest.run_id,
+            rejection,
+            digest,
+            actor,
+            existing,
+            sets + rejected_sets,
+            manifest.commit,
         )

@@ -80,7 +80,8 @@ class OverrideRoute:
     def settle(
         self, request: Request, override: Override, target: PromotionRecord
     ) -> PromotionRecord:
-        """Record the override ``request`` after its ``target`` run's record was written."""
+        """Record the override ``request`` after its ``target`` run's record was written: its
+        ``override`` names the target too (``target``), whose record the status site shows."""
         outcome = f"override applied: run {target.run_id} {target.state.value}" + (
             f" ({target.reason}: {target.message})" if target.reason else ""
         )
@@ -97,6 +98,7 @@ class OverrideRoute:
                 request.existing,
                 decision,
                 run_id=request.run_id,
-                override=override.as_record(),
+                commit=target.commit,
+                override={**override.as_record(), "target": target.run_id},
             )
         )

@@ -8,6 +8,7 @@ reports has happened.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.evidence import evidence_by_file
 from wheelgate.core.layout import NIGHTLY, STAGING
-from wheelgate.core.manifest import ArtifactSet
+from wheelgate.core.manifest import ArtifactSet, is_commit
 from wheelgate.core.planning import SetPlan
 from wheelgate.core.records import (
     FileOutcome,
@@ -24,6 +25,7 @@ from wheelgate.core.records import (
     PromotionRecord,
     RefusedFile,
     SetOutcome,
+    StagedFile,
     State,
     recorded_tests,
 )
@@ -175,6 +177,17 @@ def settle_promotion(
     )
 
 
+def staged_of(promotion: Promotion, index: str) -> list[StagedFile]:
+    """The files ``promotion`` was to release into ``index``, as its set lists them once
+    rejected."""
+    return [
+        StagedFile(filename=f.filename, sha256=f.sha256, size=f.size)
+        for s in promotion.sets
+        if s.index == index
+        for f in s.files
+    ]
+
+
 def promoted_record(
     existing: PromotionRecord | None,
     promotion: Promotion,
@@ -220,14 +233,27 @@ def rejected_record(
     at: str,
     manifest_sha256: str,
     actor: str | None,
+    commit: str | None = None,
     sets: Sequence[SetOutcome] = (),
 ) -> PromotionRecord:
-    """The record of a permanent rejection; a promoted run stays promoted, with the refused
-    replay in its history."""
+    """The record of a permanent rejection (of a manifest stating ``commit``, ``None`` when it
+    could not be read); a promoted run stays promoted, with the refused replay in its
+    history."""
     decision = HistoryEntry.rejected(rejection, at=at, manifest_sha256=manifest_sha256, actor=actor)
     if existing is not None and existing.state is State.PROMOTED:
         return existing.with_entry(decision)
-    return build_record(existing, decision, run_id=run_id, sets=sets)
+    return build_record(existing, decision, run_id=run_id, commit=commit or None, sets=sets)
+
+
+def stated_commit(raw: bytes) -> str | None:
+    """The commit a manifest's bytes state, read even from a manifest rejected as invalid:
+    ``None`` when they are no JSON object, or state no full commit SHA."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    commit = body.get("commit") if isinstance(body, dict) else None
+    return commit if isinstance(commit, str) and is_commit(commit) else None
 
 
 def failure_record(

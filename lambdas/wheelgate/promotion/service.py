@@ -33,7 +33,12 @@ from wheelgate.promotion.fanout.steps import FanoutSteps
 from wheelgate.promotion.flow import PromotionFlow
 from wheelgate.promotion.observer import DecisionObserver, decision_stats
 from wheelgate.promotion.override import OverrideRoute
-from wheelgate.promotion.recorder import RecordStore, build_record, failure_record
+from wheelgate.promotion.recorder import (
+    RecordStore,
+    build_record,
+    failure_record,
+    stated_commit,
+)
 from wheelgate.promotion.redelivery import Redelivery
 from wheelgate.promotion.writers import check_writer
 from wheelgate.storage.bucket import Bucket
@@ -141,7 +146,12 @@ class PromotionService:
 
     def _reject(self, request: Request, rejection: PromotionRejected) -> PromotionRecord:
         return self.flow.reject(
-            request.run_id, rejection, request.digest, request.actor, request.existing
+            request.run_id,
+            rejection,
+            request.digest,
+            request.actor,
+            request.existing,
+            commit=stated_commit(request.raw),
         )
 
     def _observed(

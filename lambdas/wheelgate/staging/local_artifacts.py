@@ -55,17 +55,30 @@ def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> st
     return digest.hexdigest()
 
 
-def _expanded(paths: Sequence[Path], problems: list[str]) -> list[Path]:
+#: The endings of a distribution's file name: a wheel's, then an sdist's.
+DISTRIBUTION_SUFFIXES = (".whl", ".tar.gz", ".zip")
+
+
+def _expanded(
+    paths: Sequence[Path], problems: list[str], ignored: Callable[[Path], None]
+) -> list[Path]:
     """``paths`` with each directory replaced by the entries directly in it, in name order
-    (``dist/``: the build's wheels and sdists). An empty directory, or one entry of it that is
-    itself a directory, is a problem added to ``problems``; any other entry is checked as a file
-    given by its path would be (so a file that is not a distribution is refused by name)."""
+    (``dist/``: the build's wheels and sdists). A hidden entry (``.gitignore``, which
+    ``uv build -o DIR`` writes) is not a distribution: it is left out and passed to
+    ``ignored``. A directory with no other entry, or an entry that is itself a directory, is a
+    problem added to ``problems``; any other entry is checked as a file given by its path would
+    be (so a file that is not a distribution is refused by name)."""
     files: list[Path] = []
     for path in paths:
         if not path.is_dir():
             files.append(path)
             continue
-        entries = sorted(path.iterdir())
+        entries = []
+        for entry in sorted(path.iterdir()):
+            if entry.name.startswith("."):
+                ignored(entry)
+            else:
+                entries.append(entry)
         if not entries:
             problems.append(f"{path}: an empty directory; no wheels or sdists in it")
         for entry in entries:
@@ -78,24 +91,39 @@ def _expanded(paths: Sequence[Path], problems: list[str]) -> list[Path]:
     return files
 
 
-def inspect_files(paths: Sequence[Path]) -> list[LocalArtifact]:
+def _not_a_distribution(name: str) -> str | None:
+    """What is wrong with ``name`` as a distribution's file name, judged by its ending first
+    (so a file that is no distribution is not called a bad name), ``None`` when nothing."""
+    if not name.endswith(DISTRIBUTION_SUFFIXES):
+        return "not a wheel or sdist file name (.whl, .tar.gz, .zip)"
+    try:
+        parse_distribution_filename(name)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def inspect_files(
+    paths: Sequence[Path], *, ignored: Callable[[Path], None] = lambda _path: None
+) -> list[LocalArtifact]:
     """Check every file before anything is uploaded: it exists, has a valid distribution name,
     and (for a wheel) readable core metadata. A directory stands for the files directly in it
-    (every one must be a wheel or an sdist). Reads a wheel's zip directory and METADATA, not
+    (every one must be a wheel or an sdist, but hidden ones, which are left out and passed to
+    ``ignored``). Reads a wheel's zip directory and METADATA, not
     its whole file (:func:`~wheelgate.staging.stage.stage` hashes each file once). Raises
     :class:`StageError` listing all problems."""
     problems: list[str] = []
     artifacts: list[LocalArtifact] = []
     seen: set[str] = set()
-    for path in _expanded(paths, problems):
+    for path in _expanded(paths, problems, ignored):
         if not path.is_file():
             problems.append(f"{path}: no such file")
             continue
-        try:
-            dist = parse_distribution_filename(path.name)
-        except ValueError as exc:
-            problems.append(f"{path}: {exc}")
+        wrong = _not_a_distribution(path.name)
+        if wrong is not None:
+            problems.append(f"{path}: {wrong}")
             continue
+        dist = parse_distribution_filename(path.name)
         if path.name in seen:
             problems.append(f"{path}: a file named {path.name} is already in this upload")
             continue

@@ -13,6 +13,7 @@ renders pages, and ``wheelgate runs`` reads the state without it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache, partial
 from typing import Any
 
@@ -21,7 +22,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from wheelgate.core.layout import href
 from wheelgate.status.display import human_size, shown_time
 from wheelgate.status.links import safe_url
-from wheelgate.status.state import DirectoryStatus, StatusState, page_key
+from wheelgate.status.state import DirectoryStatus, StatusState, index_directory, page_key
 
 #: The templates' folder in this package; it ships as package data and in the function's asset.
 TEMPLATES = "templates"
@@ -62,10 +63,29 @@ def _render(template: str, page_index: str | None, **context: Any) -> str:
     return page.render(to=partial(relative_link, page_index), **context)
 
 
-def render_overview(state: StatusState, *, dashboard_url: str | None = None) -> str:
-    """``status/index.html``: per directory its latest promoted run, then recent rejections;
-    a link to the metrics dashboard when ``dashboard_url`` is given (and http(s))."""
-    return _render("overview.html", None, state=state, dashboard_url=safe_url(dashboard_url))
+def shown_directories(
+    state: StatusState, indexes: Iterable[str] = ()
+) -> list[tuple[str, DirectoryStatus | None]]:
+    """The index directories the overview shows, by name: each of ``indexes`` (the configured
+    ones) and each the state knows of, with its status (``None``: nothing decided there yet,
+    so it has no page). An archive is part of its directory, never shown as one."""
+    known = {d: s for d, s in state.directories.items() if index_directory(d) == d}
+    return [(index, known.get(index)) for index in sorted(set(indexes) | set(known))]
+
+
+def render_overview(
+    state: StatusState, *, indexes: Iterable[str] = (), dashboard_url: str | None = None
+) -> str:
+    """``status/index.html``: per directory (each of ``indexes``, the configured ones, and each
+    the state knows of) its latest promoted run, then recent rejections; a link to the metrics
+    dashboard when ``dashboard_url`` is given (and http(s))."""
+    return _render(
+        "overview.html",
+        None,
+        state=state,
+        directories=shown_directories(state, indexes),
+        dashboard_url=safe_url(dashboard_url),
+    )
 
 
 def render_directory(state: StatusState, index: str, *, dashboard_url: str | None = None) -> str:

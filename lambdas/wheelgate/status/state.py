@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.core.layout import (
+    ARCHIVE_DIR,
     HTML_PAGE,
     IMPORT_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
@@ -163,18 +164,28 @@ def run_kind(run_id: str) -> Kind:
     return "run"
 
 
+def index_directory(directory: str) -> str:
+    """The index directory a directory of pages is of: a yank's pages include the directory's
+    archive (``<DIR>/_archive/``), which is part of ``DIR``, never a directory of its own."""
+    segments = directory.split("/")
+    if ARCHIVE_DIR not in segments:
+        return directory
+    return "/".join(segments[: segments.index(ARCHIVE_DIR)])
+
+
 def _cut(message: str) -> str:
     return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
 
 
 def _page_directories(page_keys: Iterable[str]) -> list[str]:
-    """Index directories of project page keys (``<index>/<project>/index.*``): where a yank,
-    which records no set, took effect."""
+    """Index directories of project page keys (``<index>/<project>/index.*``, an archive page
+    ``<index>/_archive/<project>/index.*`` being of ``<index>``): where a yank, which records no
+    set, took effect."""
     found: list[str] = []
     for key in page_keys:
         parts = key.split("/")
         if len(parts) >= 3:
-            index = "/".join(parts[:-2])
+            index = index_directory("/".join(parts[:-2]))
             if index not in found:
                 found.append(index)
     return found
@@ -217,12 +228,18 @@ def _imported_files(record: PromotionRecord, outcome: SetOutcome, at: str) -> Im
 
 @dataclass(frozen=True)
 class _Fold:
-    """The decision of a record being folded in: its run, its kind, when, and its CI links."""
+    """The decision of a record being folded in: its run, its kind (``override`` for a run's
+    break-glass promotion), when, and its CI links."""
 
     record: PromotionRecord
     kind: Kind
     at: str
     links: CiLinks
+
+    @property
+    def of_a_run(self) -> bool:
+        """A run's own decision (not a yank, override or import request's)."""
+        return run_kind(self.record.run_id) == "run"
 
 
 @dataclass(frozen=True)
@@ -284,7 +301,7 @@ def _folded_directory(current: DirectoryStatus, fold: _Fold, part: _Part) -> Dir
     latest = current.latest
     imports = [i for i in current.imports if (i.run_id, i.decided_at) != (record.run_id, at)]
     if outcome is not None and part.state is State.PROMOTED:
-        if fold.kind == "run" and (latest is None or latest.decided_at <= at):
+        if fold.of_a_run and (latest is None or latest.decided_at <= at):
             latest = _promoted_run(record, outcome, at, fold.links)
         if fold.kind == "import":
             imports.append(_imported_files(record, outcome, at))
@@ -317,10 +334,10 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
     Idempotent: a decision already in the state (same run and time) replaces itself. The
     decision is the record's last history entry; when it is the record's own current decision
     its per-directory outcomes are used, otherwise (a refused replay of a promoted run) it is
-    listed as one run-level decision. Only a fresh promotion of a plain run (not a yank, an
-    override or an import) can become a directory's latest promoted run, and only if it is not
-    older than the one shown; an import's files are listed apart, under the directory's
-    imports.
+    listed as one run-level decision. Only a fresh promotion of a run (not a yank, an override
+    or an import request) can become a directory's latest promoted run, and only if it is not
+    older than the one shown: a run a break-glass override promoted does, its decision listed
+    as an ``override``. An import's files are listed apart, under the directory's imports.
     """
     kind = run_kind(record.run_id)
     at, whole = _last_decision(record)
@@ -329,8 +346,11 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
         if kind == "run"
         else CiLinks()
     )
+    if kind == "run" and record.override is not None and whole.state is State.PROMOTED:
+        kind = "override"
     fold = _Fold(record, kind, at, links)
-    directories = dict(state.directories)
+    # A state written before archives were told apart may list one as a directory of its own.
+    directories = {d: s for d, s in state.directories.items() if index_directory(d) == d}
     rejections = list(state.rejections)
     parts = _directory_parts(fold, whole)
     for part in parts:

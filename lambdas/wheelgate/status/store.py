@@ -12,14 +12,22 @@ every writer's last page writes come from a state that includes all committed de
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from pydantic import ValidationError
 
+from wheelgate.core.layout import STAGING
 from wheelgate.core.records import PromotionRecord
 from wheelgate.core.redact import Redactor
 from wheelgate.index.pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
-from wheelgate.status.state import STATE_KEY, StatusState, apply_record, page_key, parse_state
+from wheelgate.status.state import (
+    STATE_KEY,
+    StatusState,
+    apply_record,
+    page_key,
+    parse_state,
+    run_kind,
+)
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.conditional import MAX_ATTEMPTS, Decided, Put, Rendered, read_modify_write
 
@@ -28,18 +36,21 @@ STATE_CONTENT_TYPE = "application/json"
 
 class StatusStore:
     """The status pages and their state in one bucket (staging; the nightly distribution
-    serves them at ``/status/``). The pages link ``dashboard_url`` (the metrics dashboard)
-    when it is given."""
+    serves them at ``/status/``). The overview shows each of ``indexes`` (the promoter's
+    allowed index directories), promoted to or not; the pages link ``dashboard_url`` (the
+    metrics dashboard) when it is given."""
 
     def __init__(
         self,
         bucket: Bucket,
         *,
+        indexes: Iterable[str] = (),
         dashboard_url: str | None = None,
         max_attempts: int = MAX_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.bucket = bucket
+        self.indexes = sorted(indexes)
         self.dashboard_url = dashboard_url
         self._max_attempts = max_attempts
         self._sleep = sleep
@@ -56,21 +67,39 @@ class StatusStore:
             # A damaged state is replaced rather than blocking every later update.
             return StatusState(), etag
 
+    def _shown(self, record: PromotionRecord) -> list[PromotionRecord]:
+        """The records ``record``'s decision is shown by: an override request's decision is
+        its target run's promotion, so the target's record comes first (when the request names
+        it, and it is there), then the request's own."""
+        target = (record.override or {}).get("target")
+        if run_kind(record.run_id) != "override" or not target:
+            return [record]
+        found = self.bucket.get(STAGING.record(target))
+        if found is None:
+            return [record]
+        return [PromotionRecord.model_validate_json(found[0]), record]
+
     def update(self, record: PromotionRecord) -> list[str]:
-        """Fold ``record``'s latest decision into the state and rewrite the pages it touches.
+        """Fold ``record``'s latest decision into the state and rewrite the pages it touches
+        (an override request's with its target run's, :meth:`_shown`).
 
         Returns the keys written (none when the decision was already shown). Raises
         :class:`TransientError` when the state keeps changing under us, and the storage
         adapter's errors.
         """
         # The site is public: mask credential-shaped strings exactly as the record was saved.
-        record = PromotionRecord.model_validate_json(Redactor()(record.to_json()))
+        shown = [
+            PromotionRecord.model_validate_json(Redactor()(r.to_json()))
+            for r in self._shown(record)
+        ]
         link = self.dashboard_url
         # Directory pages an attempt that lost wrote from its state: written again.
         rendered: list[str] = []
 
         def decide(current: StatusState) -> Decided[list[str]]:
-            new = apply_record(current, record)
+            new = current
+            for each in shown:
+                new = apply_record(new, each)
             touched = [
                 index
                 for index, status in new.directories.items()
@@ -85,7 +114,8 @@ class StatusStore:
             from wheelgate.status.pages import render_directory, render_overview
 
             rendered.extend(index for index in touched if index not in rendered)
-            pages = {page_key(): render_overview(new, dashboard_url=link)}
+            overview = render_overview(new, indexes=self.indexes, dashboard_url=link)
+            pages = {page_key(): overview}
             pages.update(
                 {
                     page_key(index): render_directory(new, index, dashboard_url=link)

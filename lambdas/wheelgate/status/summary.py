@@ -15,10 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from wheelgate.core.layout import ARCHIVE_DIR
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
 from wheelgate.status.display import human_size, shown_time
-from wheelgate.status.state import Kind, StatusState
+from wheelgate.status.state import Kind, StatusState, index_directory
 
 #: Files listed per set on a terminal; ``--json`` has them all.
 MAX_FILES_SHOWN = 20
@@ -81,15 +80,6 @@ def recent_decisions(
     ]
     chosen.sort(key=lambda row: (row.at, row.run_id, row.index or ""), reverse=True)
     return chosen[:limit]
-
-
-def index_directory(directory: str) -> str:
-    """The index directory a status directory is of: a yank's pages include the directory's
-    archive (``<DIR>/_archive/``), which is part of ``DIR``, never a directory of its own."""
-    segments = directory.split("/")
-    if ARCHIVE_DIR not in segments:
-        return directory
-    return "/".join(segments[: segments.index(ARCHIVE_DIR)])
 
 
 def render_directories(state: StatusState, indexes: Iterable[str]) -> str:
@@ -156,6 +146,10 @@ def _set_lines(outcome: SetOutcome) -> list[str]:
         lines.append(f"  test {test.get('name', '?')}: {test.get('result', '?')}{url}")
     if not outcome.files:
         lines.append("  files: none released")
+    for kept in outcome.staged[:MAX_FILES_SHOWN]:
+        lines.append(f"  staged {kept.filename}  {human_size(kept.size)}  sha256 {kept.sha256}")
+    if len(outcome.staged) > MAX_FILES_SHOWN:
+        lines.append(f"  ... and {len(outcome.staged) - MAX_FILES_SHOWN} more staged (--json)")
     for file in outcome.files[:MAX_FILES_SHOWN]:
         shipped_on = f", shipped on {', '.join(file.evidence)}" if file.evidence else ""
         lines.append(f"  file {file.filename}  {human_size(file.size)}  {file.action}{shipped_on}")

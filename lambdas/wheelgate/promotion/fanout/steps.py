@@ -25,6 +25,7 @@ from wheelgate.promotion.recorder import (
     failure_record,
     promoted_record,
     rejected_record,
+    staged_of,
 )
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verdicts import VerdictWriter
@@ -215,7 +216,11 @@ class FanoutSteps:
                     at=at,
                     manifest_sha256=job.promotion.manifest_sha256,
                     actor=job.promotion.actor,
-                    sets=rejected_outcomes(job.indexes, refusal, left),
+                    commit=job.promotion.commit,
+                    sets=[
+                        s.model_copy(update={"staged": staged_of(job.promotion, s.index)})
+                        for s in rejected_outcomes(job.indexes, refusal, left)
+                    ],
                 )
             )
             self.observer.decided(
