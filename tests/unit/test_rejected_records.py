@@ -11,6 +11,7 @@ import pytest
 from tests.unit.promotion_world import COMMIT, INDEX, Promoter
 from wheelgate.core.records import PromotionRecord, StagedFile
 from wheelgate.local.sample_wheels import manifest_for
+from wheelgate.promotion.recorder import stated_commit
 
 
 @pytest.fixture
@@ -69,3 +70,16 @@ def test_a_record_written_before_staged_files_were_kept_still_reads() -> None:
         '[{"index": "v2/x", "state": "rejected", "files": []}]}'
     )
     assert PromotionRecord.model_validate_json(old).sets[0].staged == []
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"commit": "' + b"a" * 40 + b'", "pad": "' + b"x" * (5 * 1024 * 1024) + b'"}',
+        b"not json",
+    ],
+    ids=["nested 100,000 deep", "over the manifest limit", "not JSON"],
+)
+def test_a_hostile_manifest_states_no_commit_and_never_fails_its_rejection(raw: bytes) -> None:
+    assert stated_commit(raw) is None

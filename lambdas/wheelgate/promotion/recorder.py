@@ -18,6 +18,7 @@ from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.evidence import evidence_by_file
 from wheelgate.core.layout import NIGHTLY, STAGING
 from wheelgate.core.manifest import ArtifactSet, is_commit
+from wheelgate.core.manifest_limits import MAX_MANIFEST_BYTES
 from wheelgate.core.planning import SetPlan
 from wheelgate.core.records import (
     FileOutcome,
@@ -247,10 +248,13 @@ def rejected_record(
 
 def stated_commit(raw: bytes) -> str | None:
     """The commit a manifest's bytes state, read even from a manifest rejected as invalid:
-    ``None`` when they are no JSON object, or state no full commit SHA."""
+    ``None`` when they are no JSON object, state no full commit SHA, or are a manifest too
+    large or too deeply nested to read (a hostile one must not fail the rejection itself)."""
+    if len(raw) > MAX_MANIFEST_BYTES:
+        return None
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     commit = body.get("commit") if isinstance(body, dict) else None
     return commit if isinstance(commit, str) and is_commit(commit) else None
