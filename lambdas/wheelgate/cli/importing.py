@@ -113,6 +113,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         manifest_sha256=sha256,
         pending=show,
         people=for_people(args),
+        request=True,
     )
 
 
@@ -198,8 +199,9 @@ def register(subparsers: Any) -> None:
             "and upload times the source's index gives, and records each file as imported "
             "from its source, with no test evidence. Asking again resumes where an import "
             "stopped. Prints the outcome as wheelgate status does (a summary on a terminal, "
-            "else JSON). Exit 0 imported, 1 refused, 3 pending. --dry-run writes nothing: it "
-            "prints what would be imported and what refused, and why (JSON)."
+            "else JSON). Exit 0 imported, 1 refused or ignored (asked by a role that may not ask "
+            "it: final, at once), 3 pending. --dry-run writes nothing: it prints what would be "
+            "imported and what refused, and why (JSON)."
         ),
     )
     parser.add_argument(

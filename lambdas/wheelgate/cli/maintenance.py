@@ -41,7 +41,13 @@ def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -
     print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
     sha256 = hashlib.sha256(body.encode()).hexdigest()
     return wait_for_record(
-        staging, run_id, args.wait, 1.0, manifest_sha256=sha256, people=for_people(args)
+        staging,
+        run_id,
+        args.wait,
+        1.0,
+        manifest_sha256=sha256,
+        people=for_people(args),
+        request=True,
     )
 
 
@@ -226,7 +232,8 @@ def register(subparsers: Any) -> None:
                 "staging index shows it once that run is staged again (wheelgate stage with the "
                 "same files). The request is written where manifests go, so run it with the "
                 "reporter role. Prints the outcome as wheelgate status does (a summary on a "
-                "terminal, else JSON). Exit 0 done, 1 refused, 3 pending."
+                "terminal, else JSON). Exit 0 done, 1 refused or ignored (asked by a role that "
+                "may not ask it: final, at once), 3 pending."
             ),
         )
         yank.add_argument("--index", required=True, metavar="DIR")
@@ -246,7 +253,8 @@ def register(subparsers: Any) -> None:
             "break-glass role may do this (run it with that role's credentials); every integrity "
             "check (completeness, sizes, SHA-256, commit, conflicts) still applies, and the run's "
             "record names who overrode it and why. Prints the outcome as wheelgate status does (a "
-            "summary on a terminal, else JSON). Exit 0 promoted, 1 refused, 3 pending."
+            "summary on a terminal, else JSON). Exit 0 promoted, 1 refused or ignored (asked by "
+            "a role that may not ask it: final, at once), 3 pending."
         ),
     )
     promote.add_argument("--run-id", required=True)
