@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import LocalProcess
 from wheelgate.core.env_names import ENV_IMPORT_SOURCES
+from wheelgate.local.sample_wheels import build_wheel
 
 
 def _wheelgate(local: LocalProcess, *args: str, drop: str = "") -> subprocess.CompletedProcess[str]:
@@ -54,3 +57,38 @@ def test_an_override_from_the_reporter_is_refused_at_once(local: LocalProcess) -
     assert result.returncode == 1, result.stderr
     assert time.monotonic() - started < 30
     assert '"reason": "untrusted-writer"' in result.stdout
+
+
+def _source_with_a_wheel(local: LocalProcess, tmp_path: Path, bucket: str) -> str:
+    s3 = local.client("s3")
+    s3.create_bucket(Bucket=bucket)
+    built = build_wheel(tmp_path, "legacy-lib", "1.0.0")
+    s3.upload_file(str(built), bucket, f"releases/{built.name}")
+    return f"s3://{bucket}/releases/"
+
+
+def test_a_dry_run_refuses_a_source_the_deployment_does_not_allow(
+    local: LocalProcess, tmp_path: Path
+) -> None:
+    # Given the stack's environment, whose import_sources are none
+    source = _source_with_a_wheel(local, tmp_path, "legacy-refused")
+    # When an import from a bucket of it is previewed
+    result = local.wheelgate("import", "--from", source, "--index", "v2/x", "--dry-run")
+    # Then the preview refuses it as the promoter would, before reading anything
+    assert result.returncode == 2, result.stderr
+    assert "import-source-not-allowed" in result.stderr
+    assert "(none; import_sources in cdk.json)" in result.stderr
+
+
+def test_a_dry_run_says_what_only_the_promoter_checks(local: LocalProcess, tmp_path: Path) -> None:
+    # Given a client that does not know the deployment's import sources
+    source = _source_with_a_wheel(local, tmp_path, "legacy-unknown")
+    # When an import is previewed
+    args = ("import", "--from", source, "--index", "v2/x", "--dry-run")
+    result = _wheelgate(local, *args, drop=ENV_IMPORT_SOURCES)
+    # Then it says the source was not checked, and that the writer is the promoter's check
+    assert result.returncode == 0, result.stderr
+    assert "would import 1 file(s)" in result.stderr
+    assert f"{ENV_IMPORT_SOURCES} is not set here, so it was not checked" in result.stderr
+    left = json.loads(result.stdout)["left_to_the_promoter"]
+    assert any("break-glass role" in check for check in left)
