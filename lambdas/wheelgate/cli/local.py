@@ -6,9 +6,12 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from wheelgate.cli.common import EXIT_OK, UsageError, checked
@@ -35,6 +38,20 @@ def listing_retention_option(value: str, indexes: list[str]) -> str:
             f"directories ({', '.join(indexes)})"
         )
     return rule.to_json()
+
+
+#: The variable ``--env-file`` adds: this process's id, to stop it by (``kill``: SIGTERM).
+ENV_LOCAL_PID = "WHEELGATE_LOCAL_PID"
+
+
+def write_env_file(path: Path, env: Mapping[str, str]) -> None:
+    """Write ``env`` and :data:`ENV_LOCAL_PID` to ``path`` as ``export K=V`` lines, each value
+    shell-quoted, for ``source``: whole or not at all (written beside it, then renamed)."""
+    lines = [f"export {name}={shlex.quote(value)}\n" for name, value in env.items()]
+    lines.append(f"export {ENV_LOCAL_PID}={os.getpid()}\n")
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text("".join(lines))
+    partial.replace(path)
 
 
 def cmd_local(args: argparse.Namespace) -> int:
@@ -75,6 +92,8 @@ def cmd_local(args: argparse.Namespace) -> int:
     os.environ.update(gate.start())
     if not args.no_promoter:
         gate.run_promoter()
+    if args.env_file is not None:
+        write_env_file(args.env_file, gate.env)
     sys.stdout.write(gate.ready_line() + "\n")
     sys.stdout.flush()
     # Exactly one line on stdout: everything after it (handler logs, metrics) goes to stderr.
@@ -95,8 +114,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Start an embedded S3/SQS on 127.0.0.1 laid out like the deployed stack, a loop "
             "feeding manifest events to the promoter handler, and HTTP servers for the staging "
-            "and nightly indexes. Prints one JSON line with the environment to use, then runs "
-            "until interrupted."
+            "and nightly indexes. Prints one JSON line with the environment to use (--env-file "
+            "also writes it for a shell's source), then runs until interrupted: Ctrl-C, or "
+            f"kill $PID (SIGTERM; {ENV_LOCAL_PID} in the env file) when it runs in the "
+            "background (its buckets and queues live in its memory and go with it)."
         ),
     )
     local.add_argument("--s3-port", type=int, default=0, help="default: any free port")
@@ -133,6 +154,14 @@ def register(subparsers: Any) -> None:
         '{"default": RULE, "indexes": {DIR: RULE}}, a RULE being {"keep_versions": K, '
         f'"keep_days": D}} (printed in the environment as {ENV_LISTING_RETENTION}, which '
         "index rebuild reads too; default: every version)",
+    )
+    local.add_argument(
+        "--env-file",
+        type=Path,
+        metavar="FILE",
+        help=f"also write the environment to FILE as export K=V lines (shell-quoted), with "
+        f"{ENV_LOCAL_PID}, before the JSON line: `wheelgate local --env-file FILE &`, "
+        f"then `source FILE` once it exists; stop it with `kill ${ENV_LOCAL_PID}`",
     )
     local.add_argument("--verbose", action="store_true", help="log every HTTP request")
     local.add_argument(
