@@ -89,7 +89,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     request = _request(args)
     if args.dry_run:
         return _dry_run(args, request)
-    staging, _ = buckets(args, nightly=False)
+    from wheelgate.cli.local import break_glass_buckets
+
+    staging, _ = break_glass_buckets(args, nightly=False)
     body = request.to_json().encode()
     staging.put(STAGING.manifest(request.run_id), body, content_type="application/json")
     print(

@@ -14,10 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wheelgate.cli.common import EXIT_OK, UsageError, checked
+from wheelgate.cli.common import EXIT_OK, UsageError, buckets, checked
 from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_LISTING_RETENTION
+from wheelgate.core.import_sources import check_import_sources
 from wheelgate.core.layout import check_index_dirs
 from wheelgate.core.setting_values import ListingRetention, SettingsError
+from wheelgate.local.names import ENV_LOCAL_BREAK_GLASS_KEY, LOCAL_BREAK_GLASS_ID
+from wheelgate.storage.bucket import Bucket
 
 
 def listing_retention_option(value: str, indexes: list[str]) -> str:
@@ -54,6 +57,25 @@ def write_env_file(path: Path, env: Mapping[str, str]) -> None:
     partial.replace(path)
 
 
+def break_glass_buckets(args: argparse.Namespace, *, nightly: bool) -> tuple[Bucket, Bucket | None]:
+    """The buckets an override or import request is written with: :func:`buckets`'s, signed
+    with local mode's break-glass key when the environment has one
+    (``WHEELGATE_LOCAL_BREAK_GLASS_KEY``: ``wheelgate local --break-glass``), as an operator of
+    the deployed stack signs with the break-glass role's credentials; else the caller's own."""
+    key = os.environ.get(ENV_LOCAL_BREAK_GLASS_KEY, "").strip()
+    if not key:
+        return buckets(args, nightly=nightly)
+    import boto3
+
+    before = boto3.DEFAULT_SESSION
+    # Moto reads the request's access key; any secret signs (local mode only).
+    boto3.DEFAULT_SESSION = boto3.Session(aws_access_key_id=key, aws_secret_access_key=key)
+    try:
+        return buckets(args, nightly=nightly)
+    finally:
+        boto3.DEFAULT_SESSION = before
+
+
 def cmd_local(args: argparse.Namespace) -> int:
     from wheelgate.local.extra import LocalExtraMissing, require_local_extra
     from wheelgate.local.moto_version import UnpatchedMoto
@@ -73,6 +95,10 @@ def cmd_local(args: argparse.Namespace) -> int:
     if args.fanout_min_files is not None and args.fanout_min_files < 0:
         raise UsageError(f"--fanout-min-files must be 0 or more, not {args.fanout_min_files}")
     allowed = checked("--index", args.index, check_index_dirs)
+    try:
+        check_import_sources(args.import_source)
+    except ValueError as exc:
+        raise UsageError(f"--import-source: {exc}") from exc
     retention = (
         None
         if args.listing_retention is None
@@ -87,6 +113,8 @@ def cmd_local(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         fanout_min_files=args.fanout_min_files,
         listing_retention=retention,
+        break_glass=args.break_glass,
+        import_sources=args.import_source,
     )
     # This process is the local promoter's: its handler reads the environment, as on Lambda.
     os.environ.update(gate.start())
@@ -155,6 +183,36 @@ def register(subparsers: Any) -> None:
         f'"keep_days": D}} (printed in the environment as {ENV_LISTING_RETENTION}, which '
         "index rebuild reads too; default: every version)",
     )
+    _shell_and_break_glass_options(local)
+    local.add_argument("--verbose", action="store_true", help="log every HTTP request")
+    local.add_argument(
+        "--no-promoter",
+        action="store_true",
+        help="do not consume the manifest queue (benchmarks run the promoter themselves)",
+    )
+    local.set_defaults(func=cmd_local)
+
+
+def _shell_and_break_glass_options(local: argparse.ArgumentParser) -> None:
+    """``--break-glass``, ``--import-source`` and ``--env-file``."""
+    local.add_argument(
+        "--break-glass",
+        action="store_true",
+        help=f"give the stack a break-glass role of its own ({LOCAL_BREAK_GLASS_ID}), distinct "
+        f"from the reporter's: the environment then carries its key as "
+        f"{ENV_LOCAL_BREAK_GLASS_KEY}, with which promote --override and import sign their "
+        "requests (the reporter's are ignored or refused, as on the stack); without it no "
+        "override or import can succeed",
+    )
+    local.add_argument(
+        "--import-source",
+        action="append",
+        default=[],
+        metavar="BUCKET[/PREFIX/]",
+        help="where import requests may read from, as import_sources in cdk.json (repeatable; "
+        "a bucket you create in the embedded S3; printed in the environment as "
+        "WHEELGATE_IMPORT_SOURCES); none: nowhere",
+    )
     local.add_argument(
         "--env-file",
         type=Path,
@@ -163,10 +221,3 @@ def register(subparsers: Any) -> None:
         f"{ENV_LOCAL_PID}, before the JSON line: `wheelgate local --env-file FILE &`, "
         f"then `source FILE` once it exists; stop it with `kill ${ENV_LOCAL_PID}`",
     )
-    local.add_argument("--verbose", action="store_true", help="log every HTTP request")
-    local.add_argument(
-        "--no-promoter",
-        action="store_true",
-        help="do not consume the manifest queue (benchmarks run the promoter themselves)",
-    )
-    local.set_defaults(func=cmd_local)

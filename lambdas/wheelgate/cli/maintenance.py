@@ -34,9 +34,15 @@ if TYPE_CHECKING:
     from wheelgate.promotion.lease import IndexLeases
 
 
-def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -> int:
-    """Write a request where manifests go (the promoter's inbox) and wait for its record."""
-    staging, _ = buckets(args, nightly=False)
+def _send_request(
+    args: argparse.Namespace, run_id: str, body: str, what: str, *, break_glass: bool = False
+) -> int:
+    """Write a request where manifests go (the promoter's inbox) and wait for its record;
+    ``break_glass``: signed as local mode's break-glass role when its environment says so
+    (:func:`~wheelgate.cli.local.break_glass_buckets`)."""
+    from wheelgate.cli.local import break_glass_buckets
+
+    staging, _ = (break_glass_buckets if break_glass else buckets)(args, nightly=False)
     staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
     print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
     sha256 = hashlib.sha256(body.encode()).hexdigest()
@@ -101,7 +107,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
         },
         {"target_run_id": "--run-id", "reason": "--reason"},
     )
-    return _send_request(args, request.run_id, request.to_json(), "override request")
+    return _send_request(
+        args, request.run_id, request.to_json(), "override request", break_glass=True
+    )
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
