@@ -4,6 +4,7 @@ stack, signed by its break-glass role, and refused from the reporter as on the d
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,3 +101,20 @@ def test_an_import_with_the_stacks_environment_brings_the_sources_wheels_in(
         listed = page.read().decode()
     assert "legacy_lib-1.0.0-py3-none-any.whl" in listed
     assert "legacy_lib-1.1.0-py3-none-any.whl" in listed
+
+
+def test_a_yank_signed_by_the_break_glass_role_ends_at_once(local: LocalProcess) -> None:
+    # Given the yank signed with the break-glass key: the reporter alone may ask for a yank
+    env = {"AWS_ACCESS_KEY_ID": local.env[ENV_LOCAL_BREAK_GLASS_KEY]}
+    started = time.monotonic()
+    # When it is asked for, willing to wait a minute
+    result = _wheelgate(
+        local,
+        *("yank", "--index", "v2/y", "lib-1.0-py3-none-any.whl", "--wait", "60", "--json"),
+        *("--reason", "broken build"),
+        extra=env,
+    )
+    # Then the promoter's note ends it: exit 1, its reason, no wait
+    assert result.returncode == 1, result.stderr
+    assert time.monotonic() - started < 30
+    assert "untrusted-writer" in result.stderr

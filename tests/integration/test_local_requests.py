@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,11 @@ from wheelgate.core.env_names import ENV_IMPORT_SOURCES
 from wheelgate.local.sample_wheels import build_wheel
 
 
-def _wheelgate(local: LocalProcess, *args: str, drop: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in {**os.environ, **local.env}.items() if k != drop}
+def _wheelgate(
+    local: LocalProcess, *args: str, drop: str = "", extra: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The command with the stack's environment, without ``drop``, with ``extra``."""
+    env = {k: v for k, v in {**os.environ, **local.env}.items() if k != drop} | dict(extra or {})
     return subprocess.run(
         [sys.executable, "-m", "wheelgate", *args],
         env=env,
