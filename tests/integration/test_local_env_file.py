@@ -39,3 +39,15 @@ def test_a_shell_sources_the_env_file_runs_a_command_and_stops_the_stack(tmp_pat
     assert '"state": "unknown"' in status.read_text()
     assert "local exit 0" in done.stdout
     assert Path(f"{status}.hosts").read_text() == '["github.com"]'
+
+
+def test_an_import_source_that_is_not_a_bucket_stops_local_before_it_starts() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "wheelgate", "local", "--import-source", "s3://old/"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--import-source: 's3://old/' does not name an S3 bucket" in done.stderr
+    assert done.stdout == ""
