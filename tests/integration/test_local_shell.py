@@ -1,4 +1,5 @@
-"""``wheelgate local --env-file``: a shell sources the environment, and stops the stack."""
+"""`wheelgate local` from a shell: it sources the env file and stops the stack; bad options
+stop it before it starts."""
 
 from __future__ import annotations
 
