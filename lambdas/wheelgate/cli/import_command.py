@@ -75,7 +75,7 @@ def _request(args: argparse.Namespace) -> ImportRequest:
         allowed = import_sources_from_env(os.environ)
     except SettingsError as exc:
         raise UsageError(str(exc)) from exc
-    if os.environ.get(ENV_IMPORT_SOURCES, "").strip():
+    if _sources_known():
         refusal = source_allowed(source, allowed, ())
         if refusal is not None:
             raise UsageError(f"{Reason.IMPORT_SOURCE_NOT_ALLOWED.value}: {refusal.message}")
@@ -89,7 +89,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     request = _request(args)
     if args.dry_run:
         return _dry_run(args, request)
-    staging, _ = buckets(args, nightly=False)
+    from wheelgate.cli.local import break_glass_buckets
+
+    staging, _ = break_glass_buckets(args, nightly=False)
     body = request.to_json().encode()
     staging.put(STAGING.manifest(request.run_id), body, content_type="application/json")
     print(
@@ -113,6 +115,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         manifest_sha256=sha256,
         pending=show,
         people=for_people(args),
+        request=True,
     )
 
 
@@ -148,6 +151,7 @@ def _dry_run(args: argparse.Namespace, request: ImportRequest) -> int:
         allow_new_local_labels=_new_labels_allowed(request.index),
     )
     new = [c for c in found.accepted if c.filename not in found.already]
+    promoter_checks = left_to_the_promoter(sources_checked=_sources_known())
     print(
         json.dumps(
             {
@@ -170,6 +174,7 @@ def _dry_run(args: argparse.Namespace, request: ImportRequest) -> int:
                 ],
                 "already_released": sorted(found.already),
                 "refused": [r.model_dump(mode="json") for r in found.refused],
+                "left_to_the_promoter": promoter_checks,
             },
             indent=2,
         )
@@ -180,7 +185,36 @@ def _dry_run(args: argparse.Namespace, request: ImportRequest) -> int:
         f"{found.skipped} older than --since; nothing was written",
         file=sys.stderr,
     )
+    print("only the promoter checks, when asked:", file=sys.stderr)
+    for check in promoter_checks:
+        print(f"  - {check}", file=sys.stderr)
     return EXIT_OK
+
+
+def _sources_known() -> bool:
+    """Whether this environment says where the deployment may import from
+    (``WHEELGATE_IMPORT_SOURCES``, the stack's ``ImportSources`` output; ``[]``: nowhere)."""
+    return bool(os.environ.get(ENV_IMPORT_SOURCES, "").strip())
+
+
+def left_to_the_promoter(*, sources_checked: bool) -> list[str]:
+    """What a dry run cannot check and the promoter does: the source against the
+    deployment's ``import_sources`` when ``WHEELGATE_IMPORT_SOURCES`` is not set here (a
+    dry run with it set refuses a source outside it, as the promoter would), who asks, and
+    the bytes themselves."""
+    checks = [
+        "that the request is written by the break-glass role (any other writer's request is "
+        "ignored: untrusted-writer)",
+        "each file's SHA-256 as S3 computes it on the copy, against the source index's",
+    ]
+    if not sources_checked:
+        checks.insert(
+            0,
+            f"that the source is under the deployment's import_sources: {ENV_IMPORT_SOURCES} "
+            "is not set here, so it was not checked (set it to the stack's ImportSources "
+            "output); a source outside them is refused (import-source-not-allowed)",
+        )
+    return checks
 
 
 def register(subparsers: Any) -> None:
@@ -198,8 +232,11 @@ def register(subparsers: Any) -> None:
             "and upload times the source's index gives, and records each file as imported "
             "from its source, with no test evidence. Asking again resumes where an import "
             "stopped. Prints the outcome as wheelgate status does (a summary on a terminal, "
-            "else JSON). Exit 0 imported, 1 refused, 3 pending. --dry-run writes nothing: it "
-            "prints what would be imported and what refused, and why (JSON)."
+            "else JSON). Exit 0 imported, 1 refused or ignored (asked by a role that may not ask "
+            "it: final, at once), 3 pending. --dry-run writes nothing: it prints what would be "
+            "imported and what refused, and why (JSON), checking the source against "
+            f"${ENV_IMPORT_SOURCES} when set (exit 2 outside it), and lists what only the "
+            "promoter checks (left_to_the_promoter)."
         ),
     )
     parser.add_argument(

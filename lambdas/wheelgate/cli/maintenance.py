@@ -34,14 +34,26 @@ if TYPE_CHECKING:
     from wheelgate.promotion.lease import IndexLeases
 
 
-def _send_request(args: argparse.Namespace, run_id: str, body: str, what: str) -> int:
-    """Write a request where manifests go (the promoter's inbox) and wait for its record."""
-    staging, _ = buckets(args, nightly=False)
+def _send_request(
+    args: argparse.Namespace, run_id: str, body: str, what: str, *, break_glass: bool = False
+) -> int:
+    """Write a request where manifests go (the promoter's inbox) and wait for its record;
+    ``break_glass``: signed as local mode's break-glass role when its environment says so
+    (:func:`~wheelgate.cli.local.break_glass_buckets`)."""
+    from wheelgate.cli.local import break_glass_buckets
+
+    staging, _ = (break_glass_buckets if break_glass else buckets)(args, nightly=False)
     staging.put(STAGING.manifest(run_id), body.encode(), content_type="application/json")
     print(f"{what} {run_id} written; waiting for the promoter", file=sys.stderr)
     sha256 = hashlib.sha256(body.encode()).hexdigest()
     return wait_for_record(
-        staging, run_id, args.wait, 1.0, manifest_sha256=sha256, people=for_people(args)
+        staging,
+        run_id,
+        args.wait,
+        1.0,
+        manifest_sha256=sha256,
+        people=for_people(args),
+        request=True,
     )
 
 
@@ -95,7 +107,9 @@ def cmd_promote(args: argparse.Namespace) -> int:
         },
         {"target_run_id": "--run-id", "reason": "--reason"},
     )
-    return _send_request(args, request.run_id, request.to_json(), "override request")
+    return _send_request(
+        args, request.run_id, request.to_json(), "override request", break_glass=True
+    )
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
@@ -226,7 +240,8 @@ def register(subparsers: Any) -> None:
                 "staging index shows it once that run is staged again (wheelgate stage with the "
                 "same files). The request is written where manifests go, so run it with the "
                 "reporter role. Prints the outcome as wheelgate status does (a summary on a "
-                "terminal, else JSON). Exit 0 done, 1 refused, 3 pending."
+                "terminal, else JSON). Exit 0 done, 1 refused or ignored (asked by a role that "
+                "may not ask it: final, at once), 3 pending."
             ),
         )
         yank.add_argument("--index", required=True, metavar="DIR")
@@ -246,7 +261,8 @@ def register(subparsers: Any) -> None:
             "break-glass role may do this (run it with that role's credentials); every integrity "
             "check (completeness, sizes, SHA-256, commit, conflicts) still applies, and the run's "
             "record names who overrode it and why. Prints the outcome as wheelgate status does (a "
-            "summary on a terminal, else JSON). Exit 0 promoted, 1 refused, 3 pending."
+            "summary on a terminal, else JSON). Exit 0 promoted, 1 refused or ignored (asked by "
+            "a role that may not ask it: final, at once), 3 pending."
         ),
     )
     promote.add_argument("--run-id", required=True)

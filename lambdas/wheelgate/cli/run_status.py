@@ -23,6 +23,7 @@ from wheelgate.cli.common import (
 from wheelgate.core.env_names import (
     ENV_STAGING_BASE_URL,
 )
+from wheelgate.core.errors import Reason
 from wheelgate.core.layout import STAGING, key_url
 from wheelgate.core.manifest import (
     check_commit,
@@ -209,13 +210,37 @@ def wait_for_record(
     pending: Callable[[dict[str, Any]], None] | None = None,
     *,
     people: bool = False,
+    request: bool = False,
 ) -> int:
     """Wait for the run's decision (:func:`wait_for_decision`, showing ``pending`` each
     unsettled document), print it (:func:`print_status`: a summary when ``people``, else its
-    document) and return its exit code."""
+    document) and return its exit code.
+
+    ``request``: ``run_id`` is a request's own key (an override, import or yank request),
+    which no other writer will ever write again: the promoter's note that it ignored the
+    request's writer (:func:`ignored_request`) is then final, exit 1 with its reason, where
+    a run's manifest may still come from its trusted writer (exit 3)."""
     status = wait_for_decision(staging, run_id, wait, interval, manifest_sha256, pending)
     print_status(staging, run_id, status, people=people)
+    ignored = ignored_request(status) if request else None
+    if ignored is not None:
+        print(
+            f"wheelgate: the promoter will not act on {run_id}: {ignored} "
+            "(nothing more will come of this request)",
+            file=sys.stderr,
+        )
+        return EXIT_REJECTED
     return decision_exit_code(status.state)
+
+
+def ignored_request(status: RunStatus) -> str | None:
+    """The reason and message of the promoter's note that it ignored the manifest waited for
+    because its writer may not write it (``untrusted-writer``, recorded as pending); ``None``
+    when there is no such note."""
+    decision = status.document.get("manifest_decision") or {}
+    if decision.get("reason") != Reason.UNTRUSTED_WRITER.value:
+        return None
+    return f"{decision['reason']}: {decision.get('message') or ''}".rstrip(": ")
 
 
 def for_people(args: argparse.Namespace) -> bool:

@@ -10,7 +10,9 @@
 4. run 2: stage ``demo-torch 2.8.0``, report a failed test: it is rejected and nightly keeps
    every byte it had;
 5. ``wheelgate verify`` the wheel pip installed from nightly in step 3 against its signed
-   verdict: run 1, its commit, its test, the gate.
+   verdict: run 1, its commit, its test, the gate;
+6. day two (:mod:`wheelgate.local.day_two`): the break-glass role overrides run 2, and imports
+   two older releases from an existing bucket.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wheelgate.local import day_two
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.snapshot import version_snapshot
 from wheelgate.staging.hermetic import hermetic_env
@@ -63,7 +66,7 @@ class Demo:
         started = time.monotonic()
         log = (self.work / "local.log").open("w")
         self.local = subprocess.Popen(
-            [sys.executable, "-m", "wheelgate", "local", "--index", INDEX],
+            [sys.executable, "-m", "wheelgate", "local", "--index", INDEX, *day_two.LOCAL_OPTIONS],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -211,6 +214,8 @@ class Demo:
         pip_report = self.release(torch_ok)
         self.refuse(torch_bad)
         self.verify(pip_report)
+        day_two.override(self, "2", INDEX, torch_bad.name)
+        day_two.import_releases(self, wheels, INDEX)
         self.summary(began)
 
     def seed(self, filelock: Path) -> None:

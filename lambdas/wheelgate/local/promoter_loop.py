@@ -62,10 +62,20 @@ def sqs_lambda_event(messages: list[Any], queue_arn: str) -> dict[str, Any]:
     }
 
 
-def stamp_identity(body: str, principal: str) -> str:
+#: Who wrote an object, when local mode knows better than its default: ``(bucket, key)`` in,
+#: a principal or ``None`` out (:func:`wheelgate.local.writers.principal_of`).
+WriterOf = Callable[[str, str], "str | None"]
+
+
+def _nobody_known(bucket: str, key: str) -> str | None:
+    return None
+
+
+def stamp_identity(body: str, principal: str, writer_of: WriterOf = _nobody_known) -> str:
     """Fill in what a real S3 notification carries and moto leaves out: who wrote the object
-    (the identity local mode knows: its reporter, or its mirror role for a mirror run's
-    manifest), and the request fields."""
+    (the identity local mode knows: ``writer_of``'s when it knows one, such as the break-glass
+    role's; else its reporter, or its mirror role for a mirror run's manifest), and the
+    request fields."""
     try:
         payload = json.loads(body)
     except json.JSONDecodeError:
@@ -78,7 +88,8 @@ def stamp_identity(body: str, principal: str) -> str:
         key = unquote_plus(str(record.get("s3", {}).get("object", {}).get("key", "")))
         # Only the mirror role may write a mirror run's manifest (the stack's bucket policy);
         # local mode has no IAM, so it stamps the identity that policy would have allowed.
-        writer = (
+        bucket = record.get("s3", {}).get("bucket", {})
+        writer = writer_of(str(bucket.get("name", "")), key) or (
             LOCAL_DEPS_PRINCIPAL
             if principal == LOCAL_REPORTER_PRINCIPAL and key.startswith(MIRROR_MANIFEST_PREFIX)
             else principal
@@ -86,7 +97,6 @@ def stamp_identity(body: str, principal: str) -> str:
         record.setdefault("userIdentity", {"principalId": writer})
         record.setdefault("requestParameters", {"sourceIPAddress": "127.0.0.1"})
         record.setdefault("responseElements", {"x-amz-request-id": "LOCAL", "x-amz-id-2": "LOCAL"})
-        bucket = record.get("s3", {}).get("bucket", {})
         bucket.setdefault("ownerIdentity", {"principalId": "LOCAL"})
     return json.dumps(payload)
 
@@ -94,7 +104,8 @@ def stamp_identity(body: str, principal: str) -> str:
 @dataclass
 class PromoterLoop:
     """Feeds the messages of ``queue_url`` (whose ARN is ``queue_arn``) to ``handler`` until
-    ``stop`` is set, stamping ``principal`` on manifest events."""
+    ``stop`` is set, stamping ``principal`` on manifest events (``writer_of``'s writer where it
+    knows one)."""
 
     sqs: SQSClient
     queue_url: str
@@ -102,6 +113,7 @@ class PromoterLoop:
     handler: LambdaHandler
     principal: str
     stop: threading.Event = field(default_factory=threading.Event)
+    writer_of: WriterOf = _nobody_known
 
     def run(self) -> None:
         """Receive, call the handler, settle each message; until stopped."""
@@ -122,7 +134,7 @@ class PromoterLoop:
 
     def _deliver(self, messages: list[Any]) -> None:
         for m in messages:
-            m["Body"] = stamp_identity(m["Body"], self.principal)
+            m["Body"] = stamp_identity(m["Body"], self.principal, self.writer_of)
         try:
             response = self.handler(sqs_lambda_event(messages, self.queue_arn), LocalContext())
             failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}

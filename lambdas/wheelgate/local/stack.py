@@ -24,6 +24,7 @@ import boto3
 from botocore.awsrequest import AWSRequest
 
 from wheelgate.core.env_names import ENV_LISTING_RETENTION, ENV_STAGING_BASE_URL
+from wheelgate.core.import_sources import check_import_sources
 from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX, STATUS_PREFIX
 from wheelgate.core.metrics import SERVICE_NAME
 from wheelgate.core.setting_values import ListingRetention
@@ -31,6 +32,9 @@ from wheelgate.core.settings import PromoterSettings
 from wheelgate.local.cdn import IndexServer
 from wheelgate.local.names import (
     DLQ_NAME,
+    ENV_LOCAL_BREAK_GLASS_KEY,
+    LOCAL_BREAK_GLASS_ID,
+    LOCAL_BREAK_GLASS_KEY,
     LOCAL_DEPS_ID,
     LOCAL_FANOUT_STATE_MACHINE,
     LOCAL_REPORTER_ID,
@@ -42,6 +46,7 @@ from wheelgate.local.names import (
     STAGING_BUCKET,
 )
 from wheelgate.local.promoter_loop import LambdaHandler, PromoterLoop
+from wheelgate.local.writers import principal_of
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -70,13 +75,15 @@ def install_moto_compatibility() -> None:
 
 def _install_moto_patches(verbose: bool) -> None:
     """Refuse a moto the patches were not written for, then patch it (this process only)."""
-    from wheelgate.local import atomic_writes, large_objects
+    from wheelgate.local import atomic_writes, large_objects, writers
     from wheelgate.local.moto_version import require_patched_moto
 
     require_patched_moto()
     large_objects.install()
     # S3's conditional writes check and write in one step; moto's need this to do so.
     atomic_writes.install()
+    # Who signed each request: the break-glass role's reach the promoter as its own.
+    writers.install()
     if not verbose:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
@@ -106,6 +113,12 @@ class LocalWheelGate:
     verbose: bool = False
     fanout_min_files: int | None = None
     listing_retention: str | None = None
+    #: A break-glass role of local mode's own (``LOCAL_BREAK_GLASS_ID``), whose key
+    #: (``ENV_LOCAL_BREAK_GLASS_KEY`` in the environment) signs override and import requests.
+    break_glass: bool = False
+    #: Where import requests may read from, as ``import_sources`` in cdk.json
+    #: (``bucket`` or ``bucket/prefix/``, buckets of the embedded S3); empty: nowhere.
+    import_sources: Sequence[str] = ()
     handler: LambdaHandler | None = None
     #: What :meth:`start` returned: the variables that point clients and the promoter here.
     env: dict[str, str] = field(default_factory=dict)
@@ -159,6 +172,8 @@ class LocalWheelGate:
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         }
+        if self.break_glass:
+            self.env[ENV_LOCAL_BREAK_GLASS_KEY] = LOCAL_BREAK_GLASS_KEY
         return dict(self.env)
 
     def _serve_indexes(self, s3: S3Client) -> None:
@@ -181,8 +196,9 @@ class LocalWheelGate:
 
     def settings(self) -> PromoterSettings:
         """The local promoter's settings, every one explicit as the stack's are: local mode's
-        reporter and mirror roles, its verdict key, and its directories (``"*"`` without
-        ``allowed_indexes``)."""
+        reporter and mirror roles (and break-glass role with ``break_glass``), its verdict key,
+        its import sources, and its directories (``"*"`` without ``allowed_indexes``). A bad
+        import source raises ``ValueError``."""
         retention = (
             ListingRetention()
             if self.listing_retention is None
@@ -203,6 +219,8 @@ class LocalWheelGate:
             nightly_page_retention_days=_LOCAL_RETENTION_DAYS,
             listing_retention=retention,
             verdict_key_arn=self.verdict_key_arn,
+            break_glass_id=LOCAL_BREAK_GLASS_ID if self.break_glass else None,
+            import_sources=check_import_sources(self.import_sources),
             **self._fan_out(),
         )
 
@@ -301,6 +319,7 @@ class LocalWheelGate:
             self.promoter_handler(),
             self.principal,
             stop=self._stop,
+            writer_of=principal_of,
         )
         self._spawn(loop.run)
 
