@@ -124,6 +124,10 @@ def spy(s3: S3Client) -> Iterator[WriteSpy]:
     recorder.close()
 
 
+#: The reporter role's unique id, which the promoter trusts for a run's manifest.
+REPORTER_ID = "AROAREPORTER"
+
+
 def promoter(
     s3: S3Client, nightly: str = NIGHTLY, page_retention: PageRetention | None = None
 ) -> PromotionService:
@@ -132,7 +136,7 @@ def promoter(
             staging_bucket=STAGING,
             nightly_bucket=nightly,
             nightly_base_url=NIGHTLY_URL,
-            trusted_reporter_id="AROAREPORTER",
+            trusted_reporter_id=REPORTER_ID,
             allowed_indexes=frozenset(),
             # No signer is given: this service writes no verdicts.
             verdict_key_arn="arn:aws:kms:us-east-1:000000000000:key/unused",
@@ -166,7 +170,9 @@ def promote(
     manifest = manifest_for(run_id, COMMIT, INDEX, wheels)
     key = f"manifests/{run_id}.json"
     staging.put(key, json.dumps(manifest).encode(), content_type="application/json")
-    record = promoter(s3, nightly_bucket, page_retention).handle(ManifestEvent(key=key))
+    # Written by the reporter role, the one writer the promoter trusts for a run's manifest.
+    event = ManifestEvent(key=key, principal_id=f"AWS:{REPORTER_ID}:ceph")
+    record = promoter(s3, nightly_bucket, page_retention).handle(event)
     assert record is not None
     return record
 
