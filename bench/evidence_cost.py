@@ -32,7 +32,7 @@ from wheelgate.core.wheelmeta import WheelArchive
 from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.staging.wheelbytes import read_verified_wheel
-from wheelgate.storage.bucket import Bucket, S3RangeReader
+from wheelgate.storage.bucket import Bucket
 
 INDEX = "v2/bench"
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                 head = staging.head(key)
                 assert head is not None
                 archive = WheelArchive(
-                    S3RangeReader(staging.client, STAGING_BUCKET, key, head.size, head.etag),
+                    staging.range_reader(key, head.size, head.etag),
                     wheel.name,
                 )
                 archive.read_dist_info("RECORD", 64 << 20)

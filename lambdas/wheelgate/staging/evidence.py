@@ -47,7 +47,7 @@ from wheelgate.staging.evidence_of_tests import Judged
 from wheelgate.staging.installs import Install
 from wheelgate.staging.offer import OfferedFile, RunOffer, run_offer
 from wheelgate.staging.wheelbytes import VerifiedWheel, WheelUnreadable, read_verified_wheel
-from wheelgate.storage.bucket import Bucket, S3RangeReader
+from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 
 #: Where the docs say to install test tools apart from what the test installs.
@@ -210,12 +210,8 @@ class EvidenceJudge:
         cached = self._claims.get(file.sha256)
         if cached is not None:
             return cached
-        head = file.bucket.head(file.key)
-        if head is None:
-            raise ValueError(f"{file.source} is gone since it was listed")
-        reader = S3RangeReader(file.bucket.client, file.bucket.name, file.key, head.size, head.etag)
         try:
-            archive = WheelArchive(reader, file.filename)
+            archive = WheelArchive(file.reader(), file.filename)
             record_path = archive.dist_info_path("RECORD")
             content = wheel_content(
                 file.filename,

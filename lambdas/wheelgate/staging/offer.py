@@ -48,6 +48,14 @@ class OfferedFile:
     def source(self) -> str:
         return f"s3://{self.bucket.name}/{self.key}"
 
+    def reader(self) -> S3RangeReader:
+        """Ranged reads of the object as it is now (pinned to its ETag); ``ValueError`` when
+        it is gone since it was listed."""
+        head = self.bucket.head(self.key)
+        if head is None:
+            raise ValueError(f"{self.source} is gone since it was listed")
+        return self.bucket.range_reader(self.key, head.size, head.etag)
+
 
 class RunOffer:
     """The files a run's index offers, by release (project and version)."""
@@ -126,12 +134,8 @@ def nightly_files(
 def _staged_metadata(file: OfferedFile) -> bytes:
     """The METADATA of the staged wheel ``file``, read from the wheel itself (its identity
     checked), from the object version whose SHA-256 the listing gave."""
-    head = file.bucket.head(file.key)
-    if head is None:
-        raise ValueError(f"{file.source} is gone since it was listed")
-    reader = S3RangeReader(file.bucket.client, file.bucket.name, file.key, head.size, head.etag)
     try:
-        return read_core_metadata(reader, file.filename).content
+        return read_core_metadata(file.reader(), file.filename).content
     except WheelMetadataError as exc:
         raise ValueError(f"staged {exc}") from None
     except PreconditionFailed:
