@@ -12,7 +12,15 @@ import pytest
 
 from tests.integration.test_promoter import COMMIT, Run, nightly_versions, wheel
 from wheelgate.cli.main import EXIT_USAGE, main
-from wheelgate.core.env_names import ENV_ALLOWED_INDEXES
+from wheelgate.core.env_names import (
+    ENV_ALLOWED_INDEXES,
+    ENV_TRUSTED_REPORTER_ID,
+    ENV_VERDICT_KEY_ARN,
+)
+from wheelgate.core.setting_parsers import ANY_INDEX
+from wheelgate.core.settings import PromoterSettings
+from wheelgate.local.names import LOCAL_REPORTER_ID
+from wheelgate.local.stack import LocalWheelGate
 from wheelgate.staging.errors import StageError
 from wheelgate.storage.bucket import Bucket
 
@@ -62,3 +70,14 @@ def test_without_an_allow_list_a_nested_directory_is_rejected_not_retried(
     assert f"{outer.index}/inner/index.json" in record["message"]
     assert record["attempts"] == 1
     assert nightly_versions(s3) == before
+
+
+def test_local_mode_without_an_index_gives_the_explicit_any_directory_value(
+    stack: LocalWheelGate,
+) -> None:
+    # Local mode's settings are explicit, as the stack's: its environment (the ready line's)
+    # names any directory, its reporter and the key its KMS signs verdicts with.
+    assert stack.env[ENV_ALLOWED_INDEXES] == ANY_INDEX
+    assert stack.env[ENV_TRUSTED_REPORTER_ID] == LOCAL_REPORTER_ID
+    assert stack.env[ENV_VERDICT_KEY_ARN] == stack.verdict_key_arn
+    assert PromoterSettings.from_env(stack.env).allowed_indexes == frozenset()
