@@ -1,10 +1,11 @@
 """Imports point one way between the package's layers, and the stack sees only names and
 numbers: the layout, the settings, the limits, quotas and metrics it wires, and the reason codes.
 
-The layers (docs/architecture.md): ``core`` (domain rules, no I/O) <- ``storage`` (S3 and CloudFront
-adapters) <- ``index`` (pages, their store, yank and rebuild) <- ``status``, ``staging``,
-``promotion`` (services) <- ``deps`` <- ``lambda_function`` (the promoter function's handler)
-<- ``local`` (the embedded stack, the demo, sample wheels) <- ``cli``. Every import counts,
+The layers (docs/architecture.md): ``core`` (domain rules, no I/O) <- ``storage`` (S3 and
+CloudFront adapters) <- ``index`` (pages, their store, yank and rebuild) <- ``history`` (the
+run history) <- ``status``, ``staging``, ``promotion`` (services) <- ``bisect`` <- ``deps`` <-
+``lambda_function`` (the promoter function's handler) <- ``local`` (the embedded stack, the
+demo, sample wheels) <- ``cli``. Every import counts,
 including those made inside a function.
 """
 
@@ -24,14 +25,29 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "core": frozenset(),
     "storage": frozenset({"core"}),
     "index": frozenset({"core", "storage"}),
+    "history": frozenset({"core", "storage", "index"}),
     "status": frozenset({"core", "storage", "index"}),
-    "staging": frozenset({"core", "storage", "index"}),
-    "promotion": frozenset({"core", "storage", "index"}),
+    "staging": frozenset({"core", "storage", "index", "history"}),
+    "promotion": frozenset({"core", "storage", "index", "history"}),
+    "bisect": frozenset({"core", "storage", "index", "history", "staging"}),
     "deps": frozenset({"core", "storage", "index", "staging"}),
-    "lambda_function": frozenset({"core", "storage", "index", "status", "promotion"}),
-    "local": frozenset({"core", "storage", "index", "status", "staging", "lambda_function"}),
+    "lambda_function": frozenset({"core", "storage", "index", "history", "status", "promotion"}),
+    "local": frozenset(
+        {"core", "storage", "index", "history", "status", "staging", "bisect", "lambda_function"}
+    ),
     "cli": frozenset(
-        {"core", "storage", "index", "status", "staging", "promotion", "deps", "local"}
+        {
+            "core",
+            "storage",
+            "index",
+            "history",
+            "status",
+            "staging",
+            "promotion",
+            "bisect",
+            "deps",
+            "local",
+        }
     ),
 }
 #: What the CDK app may import from the package: names, settings, the numbers it configures and

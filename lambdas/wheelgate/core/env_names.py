@@ -88,3 +88,6 @@ ENV_DEAD_LETTER_QUEUE_URL = "WHEELGATE_DEAD_LETTER_QUEUE_URL"
 #: The KMS key (ARN) that signs released files' verdicts (docs/verdicts.md); a new ARN is a key
 #: rotation. The promoter does not start without it: every file it releases is signed.
 ENV_VERDICT_KEY_ARN = "WHEELGATE_VERDICT_KEY_ARN"
+#: Days a staged run's files are kept (``run_expiry_days`` in cdk.json, the staging lifecycle):
+#: the run history says when each staged file expires. Unset: the history says nothing of it.
+ENV_RUN_EXPIRY_DAYS = "WHEELGATE_RUN_EXPIRY_DAYS"

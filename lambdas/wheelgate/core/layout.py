@@ -21,6 +21,12 @@ Staging bucket::
     records/_jobs/<job_id>/concluded.json       the job's failed execution was concluded
     records/_left/<index>/<filename>.json       a file a rejected run's earlier attempt copied
                                                 into nightly: never listed (index rebuild too)
+    history/_entries/<index>/<run_id>/<entry>.json  a stage call's entry (create-only, build role)
+    history/<index>/index.json|index.html       the directory's run history: head and page
+    history/<index>/<YYYY-MM>.json              one month's runs (a shard; the promoter's alone)
+
+``history/`` outlives ``runs/``: no lifecycle rule expires it, so a run stays findable after
+its files expire (docs/bisect.md).
 
 A run's index (``runs/<run_id>/<index>/``) is laid out exactly like a nightly directory, so
 ``pip install --index-url <staging>/runs/<run_id>/<index>/`` reads it as users read nightly. It
@@ -60,6 +66,11 @@ MANIFESTS_PREFIX = "manifests/"
 MANIFEST_SUFFIX = ".json"
 RECORDS_PREFIX = "records/"
 STATUS_PREFIX = "status/"
+#: The run history of each index directory (:mod:`wheelgate.history`), never expired.
+HISTORY_PREFIX = "history/"
+#: Under ``history/``: the entries stage calls write, each once, for the promoter to fold in.
+#: An index directory segment cannot start with ``_``, so it never looks like a directory.
+HISTORY_ENTRIES_DIR = "_entries/"
 #: Under ``records/``: a run id cannot start with ``_``, so a lease never looks like a record.
 LEASES_DIR = "_leases/"
 #: Under ``records/``: fan-out promotion jobs (the promoter's alone, like leases).
@@ -102,7 +113,8 @@ REQUEST_RUN_PREFIXES = (YANK_RUN_PREFIX, OVERRIDE_RUN_PREFIX, IMPORT_RUN_PREFIX)
 
 #: Top-level names an index directory may not start with: they hold WheelGate's own objects.
 RESERVED_TOP_LEVEL = frozenset(
-    p.rstrip("/") for p in (RUNS_PREFIX, MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX)
+    p.rstrip("/")
+    for p in (RUNS_PREFIX, MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX, HISTORY_PREFIX)
 )
 
 MAX_INDEX_DEPTH = 4
@@ -112,6 +124,7 @@ INDEX_PATTERN = rf"^{SEGMENT_PATTERN}(/{SEGMENT_PATTERN}){{0,{MAX_INDEX_DEPTH - 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 _SEGMENT = re.compile(SEGMENT_PATTERN)
 _RUN_ID = re.compile(RUN_ID_PATTERN)
+_MONTH = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")
 
 
 class LayoutError(ValueError):
@@ -313,6 +326,33 @@ class StagingLayout:
         """Written when a failed execution of the job was concluded: the next delivery of the
         manifest starts the next attempt."""
         return self.job_prefix(job_id) + "concluded.json"
+
+    def history_entry_prefix(self, index: str) -> str:
+        """Where stage calls of ``index`` write their entries (:meth:`history_entry`)."""
+        return f"{HISTORY_PREFIX}{HISTORY_ENTRIES_DIR}{check_index(index)}/"
+
+    def history_entry(self, index: str, run_id: str, entry_id: str) -> str:
+        """One stage call's entry: ``entry_id`` names it by its content, so a re-run writing
+        the same entry finds it written and another call never replaces it."""
+        run = check_run_id(run_id)
+        return f"{self.history_entry_prefix(index)}{run}/{check_run_id(entry_id)}.json"
+
+    def history_dir(self, index: str) -> str:
+        return f"{HISTORY_PREFIX}{check_index(index)}/"
+
+    def history_head(self, index: str) -> str:
+        """The history's head: the months it holds (JSON), also its machine-readable page."""
+        return self.history_dir(index) + JSON_PAGE
+
+    def history_page(self, index: str) -> str:
+        """The page a person reads (HTML)."""
+        return self.history_dir(index) + HTML_PAGE
+
+    def history_month(self, index: str, month: str) -> str:
+        """One month's shard (``month`` is ``YYYY-MM``, the month its runs were first staged)."""
+        if not _MONTH.fullmatch(month):
+            raise LayoutError(f"month {month!r} is not YYYY-MM")
+        return f"{self.history_dir(index)}{month}.json"
 
     def run_id_from_manifest_key(self, key: str) -> str:
         """The run id a manifest key names; :class:`LayoutError` if it is not a manifest key."""
