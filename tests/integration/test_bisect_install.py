@@ -17,6 +17,7 @@ import pytest
 from tests.integration.conftest import uv_binary
 from tests.unit.bisect_runs import INDEX, evidence, history_run, wheel_file
 from wheelgate.bisect.cache import BisectCache
+from wheelgate.bisect.download import Downloader
 from wheelgate.bisect.environment import Installer, venv_python
 from wheelgate.bisect.install import PipRunInstaller, install_run
 from wheelgate.bisect.probe import (
@@ -24,6 +25,7 @@ from wheelgate.bisect.probe import (
     SKIP_HASH_MISMATCH,
     SKIP_INSTALL_FAILED,
     SKIP_MISSING_FILE,
+    PlannedFile,
     SkipRun,
 )
 from wheelgate.core.layout import NIGHTLY, STAGING
@@ -101,6 +103,7 @@ def skip_of(installer: PipRunInstaller, run: HistoryRun, venv: Path) -> SkipRun:
     return caught.value
 
 
+@pytest.mark.slow
 @INSTALLERS
 def test_a_run_installed_as_a_test_holds_its_evidence_then_again_offline_from_the_cache(
     kind: Installer,
@@ -186,6 +189,7 @@ def test_an_expired_file_never_promoted_skips_the_run_as_expired_without_a_downl
     assert installer.cache.counters.downloads == 0
 
 
+@pytest.mark.slow
 def test_a_promoted_file_is_downloaded_from_nightly_not_from_staging(
     stack: LocalWheelGate,
     buckets: tuple[Bucket, Bucket],
@@ -257,3 +261,18 @@ def test_an_install_the_installer_refuses_skips_the_run_as_install_failed(
 
     assert caught.value.reason == SKIP_INSTALL_FAILED
     assert "failed (exit" in caught.value.message
+
+
+def test_a_file_that_stays_unreachable_is_skipped_as_missing_file_after_the_retries(
+    tmp_path: Path,
+) -> None:
+    waits: list[float] = []
+    file = PlannedFile("bi-away-1.0-py3-none-any.whl", "a" * 64, 10, CLOSED + "away.whl")
+
+    with pytest.raises(SkipRun) as caught:
+        Downloader(retries=2, sleep=waits.append).download(file, tmp_path / "part")
+
+    assert caught.value.reason == SKIP_MISSING_FILE
+    assert "after 3 tries" in caught.value.message
+    assert waits == [0.5, 1.0]
+    assert not (tmp_path / "part").exists()
