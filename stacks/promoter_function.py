@@ -24,8 +24,9 @@ from .nag import acknowledge
 
 HANDLER = "wheelgate.lambda_function.handler.lambda_handler"
 #: Folders of package data the promoter reads at run time, which its imports do not name: the
-#: status pages' Jinja2 templates (wheelgate.status.pages loads them from its package).
-PROMOTER_DATA = ("wheelgate/status/templates",)
+#: status and history pages' Jinja2 templates (wheelgate.status.pages and wheelgate.history.page
+#: load them from their packages).
+PROMOTER_DATA = ("wheelgate/status/templates", "wheelgate/history/templates")
 
 # A 1,000-file set is 1,000 server-side copies (multi-GB wheels are multipart copies) plus the
 # index rewrite; 15 minutes is the Lambda maximum and leaves headroom.

@@ -299,21 +299,26 @@ def test_function_asset_holds_only_what_the_handler_imports_and_its_data(
     assert [f for f in files if f not in code and not f.startswith(PROMOTER_DATA)] == []
 
 
-def test_function_asset_holds_the_status_templates_and_renders_from_them(
+def test_function_asset_holds_the_page_templates_and_renders_from_them(
     synthesis: Synthesis, tmp_path: Path
 ) -> None:
     # Given the function's asset as synthesized
     _, props = _function(synthesis.template)
     folder = asset_dir(synthesis.outdir, STACK_NAME, props["Code"]["S3Key"])
-    # Then it holds every template of the package, byte for byte (CSS included)
-    templates = CODE_DIR / "wheelgate" / "status" / "templates"
-    names = sorted(p.name for p in templates.iterdir() if p.is_file())
-    assert {"base.html", "overview.html", "directory.html", "status.css"} <= set(names)
-    bundled = folder / "wheelgate" / "status" / "templates"
-    assert sorted(p.name for p in bundled.iterdir()) == names
-    assert all((bundled / n).read_bytes() == (templates / n).read_bytes() for n in names)
-    # And the asset alone renders the pages: its own package, with the layer's Jinja2 (here the
-    # dev venv's, which requirements.txt pins to the layer's version)
+    # Then it holds every template of the status and history pages, byte for byte (CSS included)
+    expected = {
+        "status": {"base.html", "overview.html", "directory.html", "status.css"},
+        "history": {"history.html", "run.html", "history.css"},
+    }
+    for package, required in expected.items():
+        templates = CODE_DIR / "wheelgate" / package / "templates"
+        names = sorted(p.name for p in templates.iterdir() if p.is_file())
+        assert required <= set(names)
+        bundled = folder / "wheelgate" / package / "templates"
+        assert sorted(p.name for p in bundled.iterdir()) == names
+        assert all((bundled / n).read_bytes() == (templates / n).read_bytes() for n in names)
+    # And the asset alone renders the status pages: its own package, with the layer's Jinja2
+    # (here the dev venv's, which requirements.txt pins to the layer's version)
     script = (
         "import wheelgate\n"
         "from wheelgate.status.pages import render_directory, render_overview\n"

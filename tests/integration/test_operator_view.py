@@ -15,9 +15,9 @@ import pytest
 
 from tests.integration.conftest import LocalProcess
 from tests.integration.installs import evidence, pip_report, sha256
+from wheelgate.core.display import human_size
 from wheelgate.local.names import STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.status.display import human_size
 
 # Wheelgate local and the command in processes of their own: `make test` only.
 pytestmark = pytest.mark.slow

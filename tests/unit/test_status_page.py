@@ -12,8 +12,9 @@ from jinja2 import DictLoader, UndefinedError
 
 from tests.unit.samples import PROMOTER_ENV
 from tests.unit.test_local_extra import run_without
+from wheelgate.core.display import safe_url
 from wheelgate.core.records import FileOutcome, PromotionRecord, RefusedFile, SetOutcome, State
-from wheelgate.status.links import CI_HOSTS, CiLinks, ci_links, safe_url
+from wheelgate.status.links import CI_HOSTS, CiLinks, ci_links
 from wheelgate.status.pages import environment, render_directory, render_overview
 from wheelgate.status.state import (
     MAX_DECISIONS,

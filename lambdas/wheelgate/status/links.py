@@ -1,6 +1,6 @@
 """Which URLs of a record the status site may link: a test URL only when it is ``http`` or
-``https`` (:func:`safe_url`), and a run's CI run and commit only when its test URLs are GitHub
-Actions run URLs of one repository (:func:`ci_links`).
+``https`` (:func:`~wheelgate.core.display.safe_url`), and a run's CI run and commit only when
+its test URLs are GitHub Actions run URLs of one repository (:func:`ci_links`).
 
 Pure functions.
 """
@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
+from wheelgate.core.display import safe_url
 from wheelgate.core.manifest import is_commit
 
 #: Hosts whose GitHub Actions run URLs the pages turn into run and commit links.
@@ -32,19 +33,6 @@ class CiLinks(BaseModel):
 
     run: str | None = None
     commit: str | None = None
-
-
-def safe_url(url: str | None) -> str | None:
-    """``url`` if it is an absolute http(s) URL fit for an ``href``, else None."""
-    if not url or any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
-        return None
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        return None
-    return url
 
 
 def _actions_run(url: str | None, hosts: frozenset[str]) -> tuple[str, str, str, str] | None:

@@ -4,7 +4,7 @@ from the state (:mod:`wheelgate.status.state`) by the Jinja2 templates of ``temp
 Pure functions: static HTML5 pages (inline CSS, no script, no external asset) that read well on
 a phone. Every value is escaped by the environment's autoescape, on for every template whatever
 its name; a test URL becomes a link only when it is ``http`` or ``https``
-(:func:`~wheelgate.status.links.safe_url`). The run id and the commit link the CI run and the
+(:func:`~wheelgate.core.display.safe_url`). The run id and the commit link the CI run and the
 commit when the state has those links.
 
 Jinja2 comes with the promoter (the ``promoter`` extra and its layer): only the promoter
@@ -19,9 +19,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from wheelgate.core.display import human_size, safe_url, shown_time
 from wheelgate.core.layout import href
-from wheelgate.status.display import human_size, shown_time
-from wheelgate.status.links import safe_url
 from wheelgate.status.state import DirectoryStatus, StatusState, index_directory, page_key
 
 #: The templates' folder in this package; it ships as package data and in the function's asset.

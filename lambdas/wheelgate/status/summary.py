@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from wheelgate.core.display import human_size, shown_time
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
-from wheelgate.status.display import human_size, shown_time
 from wheelgate.status.state import Kind, StatusState, index_directory
 
 #: Files listed per set on a terminal; ``--json`` has them all.

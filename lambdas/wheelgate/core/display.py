@@ -1,4 +1,5 @@
-"""How the status site and the terminal show sizes and record times to people.
+"""How the pages (status site, run history) and the terminal show sizes, record times and
+links to people.
 
 Pure functions, with no dependency beyond the base install: ``wheelgate status`` and
 ``wheelgate runs`` use them as the pages do.
@@ -7,6 +8,7 @@ Pure functions, with no dependency beyond the base install: ``wheelgate status``
 from __future__ import annotations
 
 from datetime import UTC
+from urllib.parse import urlsplit
 
 from wheelgate.core.timestamps import parse_upload_time
 
@@ -31,3 +33,16 @@ def shown_time(at: str) -> tuple[str, str] | None:
     except ValueError:
         return None
     return moment.strftime("%Y-%m-%d %H:%M UTC"), moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def safe_url(url: str | None) -> str | None:
+    """``url`` if it is an absolute http(s) URL fit for an ``href``, else None."""
+    if not url or any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return None
+    return url

@@ -1,0 +1,205 @@
+"""The run history page a person reads: ``history/<index>/index.html`` in staging, beside the
+head and month shards it is made from (:mod:`wheelgate.history.model`).
+
+Newest run first; each with its state and reasons, commit, times, tests and files, and the
+line that installs it (``wheelgate bisect install``). A file links where its bytes are: nightly
+once promoted (absolute, permanent), else its staged copy (relative to the page, so the page
+works under any host); an expired staged copy links nothing, since the link would 404.
+
+Pure: the views are plain data and the Jinja2 templates of ``templates/`` render them with
+autoescape on. Jinja2 comes with the promoter (the ``promoter`` extra and its layer), so it is
+imported when a page is rendered: ``wheelgate bisect`` reads this package without it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import TYPE_CHECKING, Final
+
+from wheelgate.core.display import human_size, safe_url, shown_time
+from wheelgate.core.layout import PAGES, STAGING, href, key_url
+from wheelgate.core.timestamps import upload_time
+from wheelgate.history.model import HistoryFile, HistoryRun, MonthRef, RunState, newest_first
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+#: The templates' folder in this package; it ships as package data and in the function's asset.
+TEMPLATES: Final = "templates"
+PAGE_TEMPLATE: Final = "history.html"
+
+
+@dataclass(frozen=True)
+class StateShown:
+    """How a run's state reads: its badge, the badge's colour class, and a sentence."""
+
+    badge: str
+    tone: str
+    sentence: str
+
+
+#: Every state says whether the run reached nightly: only a promoted run did.
+STATES_SHOWN: Final = {
+    RunState.PROMOTED: StateShown("promoted", "promoted", "Promoted to nightly."),
+    RunState.REJECTED: StateShown(
+        "not promoted", "rejected", "Not promoted: rejected by the promoter."
+    ),
+    RunState.PENDING: StateShown(
+        "pending", "pending", "Not promoted yet: reported, waiting for the promoter's decision."
+    ),
+    RunState.STAGED: StateShown(
+        "staged", "other", "Not promoted: staged, but no test report ever reached the promoter."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class FileShown:
+    """A run's file as the page lists it. ``url`` is where its bytes are (``None`` once the
+    staged copy expired and nightly has none); ``where`` is ``nightly``, ``staging`` or
+    ``expired``; ``expires_at`` when the staged copy goes (``None``: unknown or in nightly)."""
+
+    filename: str
+    size: int
+    sha256: str
+    url: str | None
+    where: str
+    expires_at: str | None
+
+
+@dataclass(frozen=True)
+class RunShown:
+    """A run as the page shows it: the run, how its state reads, its commit's link, its files,
+    whether all of them expired, and its install line (``None`` once nothing can be installed)."""
+
+    run: HistoryRun
+    state: StateShown
+    commit_url: str | None
+    files: tuple[FileShown, ...]
+    expired: bool
+    install: str | None
+
+
+def install_line(run_id: str, index: str) -> str:
+    """The command that installs run ``run_id`` of ``index`` exactly. Run ids and index
+    directories hold no character a shell reads (core/layout.py), so it needs no quoting."""
+    return f"wheelgate bisect install {run_id} --index {index}"
+
+
+def commit_url(repository_url: str | None, sha: str) -> str | None:
+    """``<repository_url>/commit/<sha>``, or ``None`` without an http(s) repository URL."""
+    base = safe_url(repository_url)
+    return None if base is None else f"{base.rstrip('/')}/commit/{sha}"
+
+
+def file_shown(
+    file: HistoryFile, *, page_dir: str, nightly_base_url: str, now: datetime
+) -> FileShown:
+    """``file`` linked where its bytes are at ``now``: nightly's permanent URL once promoted,
+    else its staged copy relative to the page in ``page_dir``, else (expired) nowhere."""
+    if file.nightly_key is not None:
+        url: str | None = key_url(nightly_base_url, file.nightly_key)
+        where, expires_at = "nightly", None
+    elif file.expired(now):
+        url, where, expires_at = None, "expired", file.expires_at
+    else:
+        url, where, expires_at = href(page_dir, file.staging_key), "staging", file.expires_at
+    return FileShown(file.filename, file.size, file.sha256, url, where, expires_at)
+
+
+def run_shown(
+    run: HistoryRun,
+    *,
+    index: str,
+    nightly_base_url: str,
+    now: datetime,
+    repository_url: str | None = None,
+) -> RunShown:
+    """``run`` as the page of ``index`` shows it at ``now`` (see :class:`RunShown`)."""
+    page_dir = STAGING.history_dir(index)
+    expired = run.expired(now)
+    return RunShown(
+        run=run,
+        state=STATES_SHOWN[run.state],
+        commit_url=commit_url(repository_url, run.commit),
+        files=tuple(
+            file_shown(f, page_dir=page_dir, nightly_base_url=nightly_base_url, now=now)
+            for f in run.files
+        ),
+        expired=expired,
+        install=None if expired else install_line(run.run_id, index),
+    )
+
+
+def months_of(runs: Iterable[HistoryRun]) -> tuple[MonthRef, ...]:
+    """The months ``runs`` were staged in, newest first, with how many runs each holds (the
+    head's :attr:`~wheelgate.history.model.HistoryHead.months`, from the runs themselves)."""
+    counts = Counter(run.month for run in runs)
+    return tuple(MonthRef(month=m, runs=n) for m, n in sorted(counts.items(), reverse=True))
+
+
+@cache
+def environment() -> Environment:
+    """The templates' environment, built once: autoescape on for every template (a value is
+    never markup), and an undefined name an error rather than a blank."""
+    # Imported here: only the promoter renders pages, and only it has Jinja2.
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(
+        loader=PackageLoader("wheelgate.history", TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(human_size=human_size, shown_time=shown_time)
+    return env
+
+
+def render_history_page(
+    runs: Sequence[HistoryRun],
+    *,
+    index: str,
+    nightly_base_url: str,
+    now: datetime,
+    repository_url: str | None = None,
+    months: Sequence[MonthRef] = (),
+) -> str:
+    """The history page of ``index`` (:meth:`~wheelgate.core.layout.StagingLayout.history_page`)
+    listing ``runs`` newest first, as of ``now`` (what has expired).
+
+    ``nightly_base_url`` is nightly's distribution URL (promoted files link there);
+    ``repository_url`` (http or https) links each commit as ``<repository_url>/commit/<sha>``;
+    ``months`` are the shards the page links beside the head (``index.json``). Raises
+    :class:`~wheelgate.core.layout.LayoutError` for an invalid ``index``.
+    """
+    page_dir = STAGING.history_dir(index)
+    shown = [
+        run_shown(
+            run,
+            index=index,
+            nightly_base_url=nightly_base_url,
+            now=now,
+            repository_url=repository_url,
+        )
+        for run in newest_first(runs)
+    ]
+    return (
+        environment()
+        .get_template(PAGE_TEMPLATE)
+        .render(
+            index=index,
+            runs=shown,
+            written_at=upload_time(now),
+            head_href=href(page_dir, STAGING.history_head(index)),
+            months=[
+                (ref, href(page_dir, STAGING.history_month(index, ref.month))) for ref in months
+            ],
+            nightly_index_url=key_url(nightly_base_url, PAGES.pages_dir(index)),
+        )
+    )
