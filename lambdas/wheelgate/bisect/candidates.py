@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from wheelgate.bisect.commits import by_commit, label, representative, short
 from wheelgate.history.model import HistoryRun

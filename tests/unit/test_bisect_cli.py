@@ -1,0 +1,151 @@
+"""``wheelgate bisect run`` and ``bisect log`` end to end over a fake installer (the history
+handed in, the command a real shell): the step lines, the summary, the JSON and its schema,
+the exit codes, resume."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.unit.bisect_world import SHELL_COMMAND, FakeInstaller, linear_history, newest_first
+from wheelgate.bisect.probe import SKIP_EXPIRED
+from wheelgate.bisect.result import json_schema, schema_text
+from wheelgate.cli import bisect as cli_bisect
+from wheelgate.cli.main import main
+from wheelgate.history.model import HistoryRun
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_DOC = REPO / "docs" / "bisect-result.schema.json"
+STEP_LINE = re.compile(
+    r"^\[\d+/~\d+\] run \d+ · [0-9a-f]{7} · \d{4}-\d{2}-\d{2} · promoted · "
+    r"(cached|downloaded \d+|not fetched) · \d+ s → (good|bad|skip \([a-z-]+\))$"
+)
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[HistoryRun]:
+    """Ten runs, the history handed to the command, no index allow-list, cwd a temp dir."""
+    runs = linear_history(10)
+    monkeypatch.setattr(cli_bisect, "_history", lambda args, index: newest_first(runs))
+    monkeypatch.delenv("WHEELGATE_ALLOWED_INDEXES", raising=False)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return runs
+
+
+def use(monkeypatch: pytest.MonkeyPatch, installer: FakeInstaller) -> None:
+    monkeypatch.setattr(cli_bisect, "_installer", lambda args: installer)
+
+
+def bisect_run(*extra: str, good: str = "1000", bad: str = "latest") -> int:
+    argv = ["bisect", "run", "--index", "v2/gfx94X-dcgpu", "--good", good, "--bad", bad]
+    return main([*argv, *extra, "--", *SHELL_COMMAND])
+
+
+def test_the_first_bad_run_is_printed_with_one_line_per_step_and_a_compare_url(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, FakeInstaller(bad={r.run_id for r in world[6:]}))
+    code = bisect_run("--repository-url", "https://example.org/o/r")
+    out = capsys.readouterr().out.splitlines()
+    steps = [line for line in out if line.startswith("[")]
+    assert code == 0
+    assert steps
+    assert all(STEP_LINE.match(line) for line in steps), steps
+    assert steps[0].endswith("→ good")
+    assert f"first bad: run 1006 · {world[6].commit[:7]}" in "\n".join(out)
+    assert f"compare: https://example.org/o/r/compare/{world[5].commit}...{world[6].commit}" in out
+
+
+def test_json_output_validates_against_the_schema_in_the_docs(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, FakeInstaller(bad={r.run_id for r in world[3:]}, skips={"1002": SKIP_EXPIRED}))
+    code = bisect_run("--json")
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    jsonschema.validate(document, json.loads(SCHEMA_DOC.read_text()))
+    assert code == cli_bisect.EXIT_INCONCLUSIVE
+    assert document["conclusion"] == "inconclusive"
+    assert [r["run_id"] for r in document["could_be"]] == ["1002", "1003"]
+    assert document["skipped"][0]["reason"] == SKIP_EXPIRED
+    assert STEP_LINE.match(captured.err.splitlines()[-1])
+
+
+def test_the_schema_in_the_docs_is_the_one_the_result_model_generates() -> None:
+    assert SCHEMA_DOC.read_text() == schema_text()
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"schema": "wheelgate/bisect-result/v1"}, json_schema())
+
+
+def test_a_ref_naming_no_run_says_why_and_exits_2(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, FakeInstaller())
+    assert bisect_run(good="2026-01-01") == 2
+    assert "no run was staged" in capsys.readouterr().err
+
+
+def test_a_good_end_that_fails_stops_with_exit_1(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, FakeInstaller(bad={r.run_id for r in world}))
+    assert bisect_run() == 1
+    assert "the good end, run 1000, is bad" in capsys.readouterr().out
+
+
+def test_aborted_by_a_signal_then_resumed_retests_nothing_and_the_log_shows_it(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a bisect whose third probe's command is killed by a signal
+    installer = FakeInstaller(bad={r.run_id for r in world[6:]}, exits={"1004": 137})
+    use(monkeypatch, installer)
+    assert bisect_run() == cli_bisect.EXIT_ABORTED
+    assert "aborted" in capsys.readouterr().err
+    # When the trouble is fixed and the bisect resumed
+    installer.exits.clear()
+    assert main(["bisect", "run", "--resume"]) == 0
+    # Then only the aborted run was installed twice, and the log shows every step once
+    assert {run for run, n in installer.installs.items() if n > 1} == {"1004"}
+    capsys.readouterr()
+    assert main(["bisect", "log"]) == 0
+    logged = capsys.readouterr().out
+    assert logged.count("run 1004 ·") == 1
+    assert "first bad: run 1006" in logged
+
+
+def test_a_new_bisect_over_a_session_is_refused(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, FakeInstaller(bad={r.run_id for r in world[6:]}))
+    assert bisect_run() == 0
+    assert bisect_run() == 2
+    assert "--resume it" in capsys.readouterr().err
+
+
+def test_a_resumed_bisect_with_another_command_is_refused(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, FakeInstaller(bad={r.run_id for r in world[6:]}))
+    bisect_run()
+    assert main(["bisect", "run", "--resume", "--", "true"]) == 2
+    assert "CMD differs" in capsys.readouterr().err
+
+
+def test_without_an_installer_the_command_says_so(
+    world: list[HistoryRun], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bisect_run() == 2
+    assert "installer not available" in capsys.readouterr().err
+    assert not Path(cli_bisect.DEFAULT_SESSION).exists()
+
+
+def test_log_without_a_session_is_a_usage_error(
+    world: list[HistoryRun], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bisect", "log"]) == 2
+    assert "holds no bisect session" in capsys.readouterr().err
