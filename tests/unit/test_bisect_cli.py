@@ -12,11 +12,13 @@ import jsonschema
 import pytest
 
 from tests.unit.bisect_world import SHELL_COMMAND, FakeInstaller, linear_history, newest_first
+from tests.unit.memory_bucket import World
 from wheelgate.bisect.probe import SKIP_EXPIRED
 from wheelgate.bisect.result import json_schema, schema_text
 from wheelgate.cli import bisect as cli_bisect
 from wheelgate.cli.main import main
-from wheelgate.history.model import HistoryRun
+from wheelgate.core.layout import STAGING
+from wheelgate.history.model import HistoryHead, HistoryRun, HistoryShard, MonthRef
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DOC = REPO / "docs" / "bisect-result.schema.json"
@@ -149,3 +151,46 @@ def test_log_without_a_session_is_a_usage_error(
 ) -> None:
     assert main(["bisect", "log"]) == 2
     assert "holds no bisect session" in capsys.readouterr().err
+
+
+def test_the_history_is_read_from_the_staging_bucket_with_one_get_per_month(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a history of two months in the staging bucket, as the promoter writes it
+    runs = linear_history(6)
+    march, april = (
+        runs[:3],
+        [r.model_copy(update={"staged_at": r.staged_at.replace("-03-", "-04-")}) for r in runs[3:]],
+    )
+    world = World()
+    bucket = world.bucket("staging")
+    index = runs[0].index
+    head = HistoryHead(
+        schema="wheelgate/history/v1",
+        index=index,
+        updated_at=april[-1].staged_at,
+        months=(MonthRef(month="2026-04", runs=3), MonthRef(month="2026-03", runs=3)),
+    )
+    bucket.put(
+        STAGING.history_head(index), head.to_json().encode(), content_type="application/json"
+    )
+    for month, shard_runs in (("2026-03", march), ("2026-04", april)):
+        shard = HistoryShard(
+            schema="wheelgate/history-shard/v1", index=index, month=month, runs=tuple(shard_runs)
+        )
+        bucket.put(
+            STAGING.history_month(index, month),
+            shard.to_json().encode(),
+            content_type="application/json",
+        )
+    monkeypatch.setattr(cli_bisect, "buckets", lambda args, nightly: (bucket, None))
+    monkeypatch.delenv("WHEELGATE_ALLOWED_INDEXES", raising=False)
+    monkeypatch.delenv("WHEELGATE_STAGING_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    use(monkeypatch, FakeInstaller(bad={"1004", "1005"}))
+    # When the bisect runs from the first to the latest run
+    assert bisect_run() == 0
+    # Then it read the head and two months, listed nothing, and found run 1004
+    assert world.calls.get("GetObject") == 3
+    assert "ListObjectsV2" not in world.calls
+    assert "first bad: run 1004" in capsys.readouterr().out

@@ -71,16 +71,9 @@ def result_run(run: HistoryRun) -> ResultRun:
     )
 
 
-def _skipped(step: Step) -> SkippedRun:
+def _skipped(run: HistoryRun, step: Step) -> SkippedRun:
     return SkippedRun(
-        run_id=step.run_id,
-        attempt=step.attempt,
-        commit=step.commit,
-        staged_at=step.staged_at,
-        state=step.state,
-        reasons=step.reasons,
-        reason=step.reason or "",
-        message=step.message,
+        **result_run(run).model_dump(), reason=step.reason or "", message=step.message
     )
 
 
@@ -131,7 +124,9 @@ def bisect_result(
         last_good=None if last_good is None else result_run(last_good),
         could_be=tuple(result_run(runs[i]) for i in outcome.could_be),
         compare_url=compare,
-        skipped=tuple(_skipped(s) for s in session.steps if s.verdict is Verdict.SKIP),
+        skipped=tuple(
+            _skipped(runs[s.candidate], s) for s in session.steps if s.verdict is Verdict.SKIP
+        ),
         notes=session.notes,
         steps=session.steps,
     )
