@@ -4,6 +4,7 @@ the exit codes, resume."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -194,3 +195,20 @@ def test_the_history_is_read_from_the_staging_bucket_with_one_get_per_month(
     assert world.calls.get("GetObject") == 3
     assert "ListObjectsV2" not in world.calls
     assert "first bad: run 1004" in capsys.readouterr().out
+
+
+def test_a_resumed_bisect_builds_its_installer_with_the_sessions_projects_and_target(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[tuple[list[str], str | None]] = []
+    installer = FakeInstaller(bad={r.run_id for r in world[6:]}, exits={"1004": 137})
+
+    def recorded(args: argparse.Namespace) -> FakeInstaller:
+        built.append((args.project, args.target))
+        return installer
+
+    monkeypatch.setattr(cli_bisect, "_installer", recorded)
+    bisect_run("--project", "torch", "--target", "gfx94X")
+    installer.exits.clear()
+    assert main(["bisect", "run", "--resume"]) == 0
+    assert built == [(["torch"], "gfx94X"), (["torch"], "gfx94X")]

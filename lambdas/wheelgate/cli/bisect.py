@@ -59,8 +59,12 @@ def _installer(args: argparse.Namespace) -> RunInstaller:
 
 def cmd_run(args: argparse.Namespace) -> int:
     store = SessionStore(Path(args.session))
-    installer = _installer(args)
     session = _resumed(args, store) if args.resume else _started(args, store)
+    # The installer follows the session's choices, also when a resume does not repeat them.
+    args.project, args.target = list(session.args.projects), session.args.target
+    installer = _installer(args)
+    if not args.resume:
+        store.save(session)
     people = sys.stderr if args.json else sys.stdout
     for note in session.notes:
         print(note, file=people)
@@ -129,7 +133,8 @@ def _known_repository() -> str | None:
 
 
 def _started(args: argparse.Namespace, store: SessionStore) -> Session:
-    """A new session: the history read, the ends resolved, the candidates chosen and saved."""
+    """A new session, not saved yet: the history read, the ends resolved, the candidates
+    chosen."""
     if store.exists():
         raise UsageError(
             f"{store.directory} holds a bisect session: --resume it, or remove the directory "
@@ -147,15 +152,13 @@ def _started(args: argparse.Namespace, store: SessionStore) -> Session:
         chosen = candidates(runs, good, bad, first_parent=listed)
     except (RefError, OrderError, GitError) as exc:
         raise UsageError(str(exc)) from exc
-    session = Session(
+    return Session(
         schema="wheelgate/bisect-session/v1",
         args=wanted,
         order=chosen.order,
         notes=(f"{len(chosen.runs)} candidates in {chosen.order} order", *chosen.notes),
         candidates=chosen.runs,
     )
-    store.save(session)
-    return session
 
 
 def _resumed(args: argparse.Namespace, store: SessionStore) -> Session:
