@@ -8,8 +8,8 @@ reports the decision. `wheelgate local` runs the whole stack on this machine.
 Exit codes: 0 success (status/yank: done; verify: verified), 1 rejected (a decision; verify:
 not verified), 2 bad input or configuration, 3 still pending, 4 storage or network error (one
 line naming the operation, what it acted on, the endpoint and the error; --debug adds the
-traceback), 5 status of an unknown run (nothing staged, reported or decided), 141 the output's
-reader went away (| head).
+traceback), 5 status of an unknown run (nothing staged, reported or decided), 6 bisect run
+inconclusive, 130 bisect run aborted, 141 the output's reader went away (| head).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from wheelgate import __version__
 from wheelgate.cli import (
+    bisect,
     check_workflows,
     deps,
     import_command,
@@ -72,6 +73,7 @@ COMMAND_GROUPS = (
     maintenance,
     import_command,
     deps,
+    bisect,
     schema,
     check_workflows,
 )

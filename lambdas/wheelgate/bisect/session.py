@@ -1,0 +1,140 @@
+"""A bisect's state on disk, so a killed bisect resumes with no step retested, and
+``wheelgate bisect log`` can show the steps.
+
+The session directory (``.wheelgate-bisect/`` by default) holds ``session.json``: the
+arguments, the candidates (the history's runs, so a resumed bisect reads no history and
+searches exactly the same list) and every finished step. It is rewritten whole after each
+step, through a temporary file renamed over it, so a kill at any moment leaves either the old
+or the new state, never half of one. The venv the steps install into lives beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from wheelgate.bisect.candidates import Order
+from wheelgate.bisect.command import TimeoutIs
+from wheelgate.bisect.search import Bisection, Verdict
+from wheelgate.history.model import HistoryRun, RunState
+
+SESSION_SCHEMA: Final = "wheelgate/bisect-session/v1"
+SESSION_FILE: Final = "session.json"
+VENV_DIR: Final = "venv"
+
+
+class SessionError(Exception):
+    """A session directory that holds no session, or not one this version wrote."""
+
+
+class SessionArgs(BaseModel):
+    """What the bisect was asked: a resumed one is held to the same."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: str
+    good: str
+    bad: str
+    command: tuple[str, ...]
+    timeout: float | None = None
+    timeout_is: TimeoutIs = TimeoutIs.BAD
+    projects: tuple[str, ...] = ()
+    target: str | None = None
+    repo: str | None = None
+    repository_url: str | None = None
+
+
+class Step(BaseModel):
+    """One finished probe: the candidate (its number in the list) and its run, the verdict,
+    why it was skipped (a reason code and a sentence), the command's exit (124: timed out;
+    ``None``: it did not run), seconds, files downloaded (``None``: nothing was fetched), and
+    the estimated total of steps at the time."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    number: int
+    estimated_total: int
+    candidate: int
+    run_id: str
+    attempt: int
+    commit: str
+    staged_at: str
+    state: RunState
+    reasons: tuple[str, ...] = ()
+    verdict: Verdict
+    reason: str | None = None
+    message: str = ""
+    exit_code: int | None = None
+    seconds: float
+    downloaded: int | None = None
+
+
+class Session(BaseModel):
+    """A bisect in progress, or finished."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    schema_: Literal["wheelgate/bisect-session/v1"] = Field(SESSION_SCHEMA, alias="schema")
+    args: SessionArgs
+    order: Order
+    notes: tuple[str, ...] = ()
+    candidates: tuple[HistoryRun, ...] = Field(min_length=2)
+    steps: tuple[Step, ...] = ()
+
+    def bisection(self) -> Bisection:
+        """The search as the finished steps left it."""
+        bisection = Bisection(len(self.candidates))
+        for step in self.steps:
+            bisection = bisection.with_verdict(step.candidate, step.verdict)
+        return bisection
+
+    def with_step(self, step: Step) -> Session:
+        return self.model_copy(update={"steps": (*self.steps, step)})
+
+
+class SessionStore:
+    """The session directory: ``session.json`` and the steps' venv."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @property
+    def path(self) -> Path:
+        return self.directory / SESSION_FILE
+
+    @property
+    def venv(self) -> Path:
+        return self.directory / VENV_DIR
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def load(self) -> Session:
+        """The session saved here. Raises :class:`SessionError` when there is none, or it is
+        not a session."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SessionError(f"{self.directory} holds no bisect session") from None
+        try:
+            return Session.model_validate_json(text)
+        except ValidationError as exc:
+            raise SessionError(f"{self.path} is not a bisect session: {exc}") from None
+
+    def save(self, session: Session) -> None:
+        """Write ``session`` whole: a temporary file, flushed to disk, renamed over the old."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".session-")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                file.write(session.model_dump_json(by_alias=True, indent=1))
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
