@@ -4,7 +4,6 @@ the exit codes, resume."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from pathlib import Path
@@ -20,6 +19,7 @@ from wheelgate.cli import bisect as cli_bisect
 from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING
 from wheelgate.history.model import HistoryHead, HistoryRun, HistoryShard, MonthRef
+from wheelgate.storage import http
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_DOC = REPO / "docs" / "bisect-result.schema.json"
@@ -33,7 +33,8 @@ STEP_LINE = re.compile(
 def world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[HistoryRun]:
     """Ten runs, the history handed to the command, no index allow-list, cwd a temp dir."""
     runs = linear_history(10)
-    monkeypatch.setattr(cli_bisect, "_history", lambda args, index: newest_first(runs))
+    monkeypatch.setattr(cli_bisect, "read_runs", lambda args, index, url: newest_first(runs))
+    monkeypatch.setenv("WHEELGATE_STAGING_BASE_URL", "http://staging.invalid/")
     monkeypatch.delenv("WHEELGATE_ALLOWED_INDEXES", raising=False)
     monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -41,7 +42,8 @@ def world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[HistoryRun]:
 
 
 def use(monkeypatch: pytest.MonkeyPatch, installer: FakeInstaller) -> None:
-    monkeypatch.setattr(cli_bisect, "_installer", lambda args: installer)
+    monkeypatch.setattr(cli_bisect, "build_installer", lambda chosen, **choice: installer)
+    monkeypatch.setattr(cli_bisect, "pin_ends", lambda installer, ends: None)
 
 
 def bisect_run(*extra: str, good: str = "1000", bad: str = "latest") -> int:
@@ -139,11 +141,12 @@ def test_a_resumed_bisect_with_another_command_is_refused(
     assert "CMD differs" in capsys.readouterr().err
 
 
-def test_without_an_installer_the_command_says_so(
-    world: list[HistoryRun], capsys: pytest.CaptureFixture[str]
+def test_without_a_staging_url_the_command_says_where_files_come_from(
+    world: list[HistoryRun], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.delenv("WHEELGATE_STAGING_BASE_URL")
     assert bisect_run() == 2
-    assert "installer not available" in capsys.readouterr().err
+    assert "give --staging-url or set $WHEELGATE_STAGING_BASE_URL" in capsys.readouterr().err
     assert not Path(cli_bisect.DEFAULT_SESSION).exists()
 
 
@@ -154,7 +157,7 @@ def test_log_without_a_session_is_a_usage_error(
     assert "holds no bisect session" in capsys.readouterr().err
 
 
-def test_the_history_is_read_from_the_staging_bucket_with_one_get_per_month(
+def test_the_history_is_read_from_the_staging_distribution_with_one_get_per_month(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a history of two months in the staging bucket, as the promoter writes it
@@ -184,9 +187,15 @@ def test_the_history_is_read_from_the_staging_bucket_with_one_get_per_month(
             shard.to_json().encode(),
             content_type="application/json",
         )
-    monkeypatch.setattr(cli_bisect, "buckets", lambda args, nightly: (bucket, None))
+    base = "http://staging.invalid/"
+
+    def served(url: str) -> bytes | None:
+        found = bucket.get(url.removeprefix(base))
+        return None if found is None else found[0]
+
+    monkeypatch.setattr(http, "fetch", served)
     monkeypatch.delenv("WHEELGATE_ALLOWED_INDEXES", raising=False)
-    monkeypatch.delenv("WHEELGATE_STAGING_BASE_URL", raising=False)
+    monkeypatch.setenv("WHEELGATE_STAGING_BASE_URL", base)
     monkeypatch.chdir(tmp_path)
     use(monkeypatch, FakeInstaller(bad={"1004", "1005"}))
     # When the bisect runs from the first to the latest run
@@ -203,11 +212,12 @@ def test_a_resumed_bisect_builds_its_installer_with_the_sessions_projects_and_ta
     built: list[tuple[list[str], str | None]] = []
     installer = FakeInstaller(bad={r.run_id for r in world[6:]}, exits={"1004": 137})
 
-    def recorded(args: argparse.Namespace) -> FakeInstaller:
-        built.append((args.project, args.target))
+    def recorded(chosen: object, *, projects: tuple[str, ...], target: str | None) -> FakeInstaller:
+        built.append((list(projects), target))
         return installer
 
-    monkeypatch.setattr(cli_bisect, "_installer", recorded)
+    monkeypatch.setattr(cli_bisect, "build_installer", recorded)
+    monkeypatch.setattr(cli_bisect, "pin_ends", lambda installer, ends: None)
     bisect_run("--project", "torch", "--target", "gfx94X")
     installer.exits.clear()
     assert main(["bisect", "run", "--resume"]) == 0

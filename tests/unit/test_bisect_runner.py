@@ -21,7 +21,7 @@ from wheelgate.bisect.probe import (
 )
 from wheelgate.bisect.runner import run_bisect
 from wheelgate.bisect.search import Bisection, Conclusion, Verdict
-from wheelgate.bisect.session import Session, SessionArgs, SessionStore, Step
+from wheelgate.bisect.session import InstallerArgs, Session, SessionArgs, SessionStore, Step
 from wheelgate.history.model import HistoryRun
 
 
@@ -30,7 +30,13 @@ def shell(venv: Path) -> CommandResult:
 
 
 def session_of(runs: list[HistoryRun]) -> Session:
-    args = SessionArgs(index=runs[0].index, good="1000", bad="latest", command=SHELL_COMMAND)
+    args = SessionArgs(
+        index=runs[0].index,
+        good="1000",
+        bad="latest",
+        command=SHELL_COMMAND,
+        install=InstallerArgs(python="python3", cache_dir="/unused", staging_url="http://s/"),
+    )
     return Session(
         schema="wheelgate/bisect-session/v1",
         args=args,

@@ -31,6 +31,20 @@ class SessionError(Exception):
     """A session directory that holds no session, or not one this version wrote."""
 
 
+class InstallerArgs(BaseModel):
+    """How runs are installed: the installer, the interpreter venvs are made with, the cache
+    (its directory and size limit in bytes, ``None``: no limit) and where files are read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    installer: Literal["pip", "uv"] = "pip"
+    python: str
+    cache_dir: str
+    cache_size: int | None = None
+    staging_url: str
+    nightly_url: str | None = None
+
+
 class SessionArgs(BaseModel):
     """What the bisect was asked: a resumed one is held to the same."""
 
@@ -46,6 +60,7 @@ class SessionArgs(BaseModel):
     target: str | None = None
     repo: str | None = None
     repository_url: str | None = None
+    install: InstallerArgs
 
 
 class Step(BaseModel):

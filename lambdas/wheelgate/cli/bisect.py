@@ -18,24 +18,27 @@ from typing import Any
 from wheelgate.bisect.candidates import OrderError, candidates
 from wheelgate.bisect.command import CommandAborted, TimeoutIs, run_command
 from wheelgate.bisect.first_parent import GitError, first_parent_commits
-from wheelgate.bisect.probe import RunInstaller
 from wheelgate.bisect.refs import RefError, resolve_ref
 from wheelgate.bisect.render import step_line, summary
 from wheelgate.bisect.result import BisectResult, bisect_result
 from wheelgate.bisect.runner import run_bisect
 from wheelgate.bisect.search import Conclusion
 from wheelgate.bisect.session import Session, SessionArgs, SessionError, SessionStore, Step
+from wheelgate.cli.bisect_install import (
+    build_installer,
+    installer_args,
+    installer_options,
+    pin_ends,
+    read_runs,
+    register_install,
+)
 from wheelgate.cli.common import (
     EXIT_OK,
     EXIT_REJECTED,
     UsageError,
-    buckets,
     index_option,
     storage_options,
 )
-from wheelgate.core.env_names import ENV_STAGING_BASE_URL
-from wheelgate.core.layout import base_url
-from wheelgate.history.model import HistoryRun
 
 #: Skipped runs hide the first bad run: it could be any of the runs listed.
 EXIT_INCONCLUSIVE = 6
@@ -52,17 +55,13 @@ EXIT_OF = {
 }
 
 
-def _installer(args: argparse.Namespace) -> RunInstaller:
-    """The installer the steps use, built from the options."""
-    raise UsageError("installer not available: this build of wheelgate cannot install runs yet")
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     store = SessionStore(Path(args.session))
     session = _resumed(args, store) if args.resume else _started(args, store)
     # The installer follows the session's choices, also when a resume does not repeat them.
-    args.project, args.target = list(session.args.projects), session.args.target
-    installer = _installer(args)
+    saved = session.args
+    installer = build_installer(saved.install, projects=saved.projects, target=saved.target)
+    pin_ends(installer, (session.candidates[0], session.candidates[-1]))
     if not args.resume:
         store.save(session)
     people = sys.stderr if args.json else sys.stdout
@@ -121,6 +120,7 @@ def _session_args(args: argparse.Namespace) -> SessionArgs:
         target=args.target,
         repo=args.repo,
         repository_url=args.repository_url or _known_repository(),
+        install=installer_args(args),
     )
 
 
@@ -141,7 +141,7 @@ def _started(args: argparse.Namespace, store: SessionStore) -> Session:
             "to start over"
         )
     wanted = _session_args(args)
-    runs = _history(args, wanted.index)
+    runs = read_runs(args, wanted.index, wanted.install.staging_url)
     try:
         good, bad = resolve_ref(wanted.good, runs), resolve_ref(wanted.bad, runs)
         listed = (
@@ -179,33 +179,6 @@ def _resumed(args: argparse.Namespace, store: SessionStore) -> Session:
         if value is not None and value != was:
             raise UsageError(f"{option} differs from the resumed session's ({was!r})")
     return session
-
-
-def _history(args: argparse.Namespace, index: str) -> list[HistoryRun]:
-    """``index``'s run history, over HTTP from the staging URL when one is given, else from
-    the staging bucket."""
-    from wheelgate.history.reader import (
-        BucketHistorySource,
-        HistoryFormatError,
-        HistorySource,
-        HttpHistorySource,
-        read_history,
-    )
-    from wheelgate.storage.http import fetch
-
-    staging_url = args.staging_url or os.environ.get(ENV_STAGING_BASE_URL, "")
-    source: HistorySource
-    if staging_url:
-        source = HttpHistorySource(base_url(staging_url), lambda url: fetch(url))
-    else:
-        source = BucketHistorySource(buckets(args, nightly=False)[0])
-    try:
-        runs = read_history(source, index)
-    except HistoryFormatError as exc:
-        raise UsageError(str(exc)) from exc
-    if not runs:
-        raise UsageError(f"index directory {index} has no run history yet")
-    return runs
 
 
 def cmd_log(args: argparse.Namespace) -> int:
@@ -295,12 +268,7 @@ def register(subparsers: Any) -> None:
     run.add_argument(
         "--json", action="store_true", help="print the result as JSON (steps go to stderr)"
     )
-    run.add_argument(
-        "--staging-url",
-        metavar="URL",
-        help=f"read the run history over HTTP from here (default: ${ENV_STAGING_BASE_URL}; "
-        "else from the staging bucket)",
-    )
+    installer_options(run)
     storage_options(run, nightly=False)
     run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
     run.set_defaults(func=cmd_run)
@@ -312,6 +280,7 @@ def register(subparsers: Any) -> None:
     )
     _session_option(log)
     log.set_defaults(func=cmd_log)
+    register_install(actions)
 
 
 def _session_option(parser: argparse.ArgumentParser) -> None:
