@@ -12,9 +12,10 @@ from pathlib import Path
 import boto3
 import pytest
 
+from tests.integration.conftest import LocalProcess
 from wheelgate.core.layout import HISTORY_ENTRIES_DIR, HISTORY_PREFIX, STAGING
 from wheelgate.history.model import RunState
-from wheelgate.history.reader import BucketHistorySource, read_history
+from wheelgate.history.reader import BucketHistorySource, HttpHistorySource, read_history
 from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import LocalWheelGate
@@ -25,6 +26,7 @@ from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.http import fetch
 
 COMMIT = "ab" * 20
 WRITERS = 16
@@ -143,3 +145,27 @@ def test_sixteen_concurrent_stage_calls_folds_and_decisions_lose_no_entry(
     assert {r: runs[r].state for r in decided} == dict.fromkeys(decided, RunState.PROMOTED)
     assert all(runs[r].files[0].nightly_key for r in decided)
     assert sum(m["runs"] for m in head["months"]) == len(runs)
+
+
+@pytest.mark.slow
+def test_wheelgate_local_folds_what_stage_writes_and_serves_it_over_http(
+    local: LocalProcess, tmp_path: Path
+) -> None:
+    wheel = build_wheel(tmp_path, "histlocal", "1.0")
+    staged = local.wheelgate(
+        *("stage", "--run-id", "7001", "--index", "hist/local", "--commit", COMMIT),
+        *("--commit-time", "2026-03-02T14:05:00+01:00", "--attempt", "2", str(wheel)),
+    )
+    assert staged.returncode == 0, staged.stderr
+
+    local.wait_idle()
+
+    source = HttpHistorySource(local.staging_url, fetch)
+    [run] = read_history(source, "hist/local")
+    assert (run.run_id, run.attempt, run.commit_time) == (
+        "7001",
+        2,
+        "2026-03-02T13:05:00.000000Z",
+    )
+    assert [f.filename for f in run.files] == [wheel.name]
+    assert source.gets == 2

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.memory_bucket import World
-from tests.unit.promotion_world import COMMIT, INDEX, NOW, Promoter
+from tests.unit.promotion_world import BREAK_GLASS, COMMIT, INDEX, NOW, Promoter
+from tests.unit.test_promotion_service import override_request
 from wheelgate.core.layout import NIGHTLY, STAGING
 from wheelgate.history.fold import (
     REFUSED_COMMIT,
@@ -98,6 +99,7 @@ def test_an_entry_the_staged_objects_vouch_for_is_folded_with_its_files(p: Promo
     ("forgery", "reason"),
     [
         ("other bytes", REFUSED_SHA256),
+        ("other size", REFUSED_SHA256),
         ("other commit", REFUSED_COMMIT),
         ("missing file", REFUSED_MISSING),
     ],
@@ -112,6 +114,10 @@ def test_a_forged_entry_is_refused_whole_and_folds_nothing(
         forged = entry_for("102", good, other)
         files = (forged.files[0], forged.files[1].model_copy(update={"sha256": "e" * 64}))
         entry = forged.model_copy(update={"files": files})
+    elif forgery == "other size":
+        honest = entry_for("102", good)
+        files = (honest.files[0].model_copy(update={"size": honest.files[0].size + 1}),)
+        entry = honest.model_copy(update={"files": files})
     elif forgery == "other commit":
         entry = entry_for("102", good, commit="d" * 40)
     else:
@@ -249,3 +255,17 @@ def test_an_event_for_an_entry_reaches_the_folder_not_the_manifest_routes(p: Pro
 
     assert [r.run_id for r in history(p)] == ["110"]
     assert p.service.load_record("110") is None
+
+
+def test_an_override_marks_its_target_run_promoted_and_is_no_run_itself(p: Promoter) -> None:
+    wheel = p.wheel()
+    manifest = manifest_for("run-1", COMMIT, INDEX, [wheel], result="failed")
+    p.stage("run-1", wheel)
+    p.report("run-1", manifest)
+    assert [r.state for r in history(p)] == [RunState.REJECTED]
+
+    p.report("override-run-1-x", override_request("run-1"), BREAK_GLASS)
+
+    [run] = history(p)
+    assert (run.run_id, run.state, run.reasons) == ("run-1", RunState.PROMOTED, ())
+    assert run.files[0].nightly_key == NIGHTLY.artifact(INDEX, wheel.name)

@@ -46,11 +46,12 @@ class EntryRefused(ValueError):
 
 @dataclass(frozen=True)
 class StagedObject:
-    """What staging holds under a file's key: its recorded SHA-256 (``None``: none recorded)
-    and the commit its metadata names (``None``: none)."""
+    """What staging holds under a file's key: its recorded SHA-256 (``None``: none recorded),
+    the commit its metadata names (``None``: none) and its size."""
 
     sha256: str | None
     commit: str | None
+    size: int
 
 
 def check_entry(key: str, entry: StagedEntry, staged: Mapping[str, StagedObject | None]) -> None:
@@ -90,6 +91,10 @@ def _check_file(entry: StagedEntry, f: EntryFile, found: StagedObject | None) ->
             REFUSED_SHA256,
             f"{where} is staged with sha256 {found.sha256 or '(none recorded)'}, "
             f"the entry claims {f.sha256}",
+        )
+    if found.size != f.size:
+        raise EntryRefused(
+            REFUSED_SHA256, f"{where} is {found.size} bytes, the entry claims {f.size}"
         )
     if found.commit != entry.commit:
         raise EntryRefused(

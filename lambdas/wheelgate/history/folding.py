@@ -100,6 +100,7 @@ class EntryFolder:
                 else StagedObject(
                     sha256=recorded_sha256(self.staging, head),
                     commit=head.metadata.get(META_COMMIT),
+                    size=head.size,
                 )
             )
         return staged
