@@ -45,6 +45,7 @@ EVERY_FIELD = PromoterSettings(
     dashboard_url="https://console.example/dashboard",
     fanout_state_machine_arn="arn:aws:states:us-east-1:1:stateMachine:fanout",
     fanout_min_files=7,
+    run_expiry_days=14,
     fanout_min_bytes=1024,
     fanout_copy_concurrency=20,
     manifest_queue_url="https://sqs.example/manifests",

@@ -43,6 +43,8 @@ EXIT_UNKNOWN_RUN = 5
 EXIT_BROKEN_PIPE = 141
 #: The commit GitHub Actions runs for; ``--commit`` defaults to it.
 ENV_GITHUB_SHA = "GITHUB_SHA"
+#: The CI run's attempt (1 for the first), which ``wheelgate stage`` records in the history.
+ENV_GITHUB_RUN_ATTEMPT = "GITHUB_RUN_ATTEMPT"
 #: botocore's own variable for the attempts per request, which ``--storage-attempts`` defaults
 #: to (the client's explicit configuration would otherwise override it).
 ENV_MAX_ATTEMPTS = "AWS_MAX_ATTEMPTS"

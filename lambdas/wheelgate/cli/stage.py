@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from wheelgate.cli.common import (
+    ENV_GITHUB_RUN_ATTEMPT,
     EXIT_OK,
     Progress,
     UsageError,
@@ -24,6 +27,7 @@ from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL, ENV_STAGING_BASE_URL
 from wheelgate.core.layout import STAGING, check_ci_run_id, key_url
 from wheelgate.core.run_window import run_stage_window_from_env
 from wheelgate.core.setting_values import SettingsError
+from wheelgate.core.timestamps import upload_time
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -34,6 +38,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
     checked("--run-id", args.run_id, check_ci_run_id)
     index_option(args)
     commit = commit_option(args)
+    commit_time = _commit_time(args.commit_time, commit)
+    attempt = _attempt(args.attempt)
     nightly_base_url = nightly_url(args)
     try:
         artifacts = inspect_files([Path(p) for p in args.files], ignored=_say_ignored)
@@ -56,6 +62,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
             artifacts=artifacts,
             progress=Progress(),
             window_days=window_days,
+            attempt=attempt,
+            commit_time=commit_time,
         )
     except StageError as exc:
         raise UsageError(str(exc)) from exc
@@ -73,6 +81,56 @@ def cmd_stage(args: argparse.Namespace) -> int:
     }
     print(json.dumps(summary, indent=2))
     return EXIT_OK
+
+
+def _commit_time(option: str | None, commit: str) -> str | None:
+    """``--commit-time`` as an upload time, else the commit's time from the git checkout in
+    the current directory when it holds ``commit``, else ``None``."""
+    if option is None:
+        option = git_commit_time(commit)
+        if option is None:
+            return None
+    try:
+        moment = datetime.fromisoformat(option.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"--commit-time: {option!r} is not an ISO 8601 time (e.g. 2026-03-02T14:05:00+01:00)"
+        ) from None
+    if moment.tzinfo is None:
+        raise UsageError(f"--commit-time: {option!r} has no UTC offset (add Z or +HH:MM)")
+    return upload_time(moment)
+
+
+def git_commit_time(commit: str) -> str | None:
+    """``git show -s --format=%cI <commit>`` in the current directory; ``None`` when it is not
+    a git checkout holding ``commit`` (or git is missing)."""
+    try:
+        shown = subprocess.run(
+            ["git", "show", "-s", "--format=%cI", commit],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return shown.stdout.strip() or None if shown.returncode == 0 else None
+
+
+def _attempt(option: str | None) -> int:
+    """``--attempt``, else ``$GITHUB_RUN_ATTEMPT``, else 1: a positive integer."""
+    source, value = (
+        ("--attempt", option)
+        if option is not None
+        else (ENV_GITHUB_RUN_ATTEMPT, os.environ.get(ENV_GITHUB_RUN_ATTEMPT))
+    )
+    if value is None or (source == ENV_GITHUB_RUN_ATTEMPT and not value):
+        return 1
+    if not (value.isascii() and value.isdigit() and int(value) >= 1):
+        raise UsageError(
+            f"{source} must be a positive integer (the CI run's attempt), not {value!r}"
+        )
+    return int(value)
 
 
 def _say_ignored(path: Path) -> None:
@@ -98,6 +156,19 @@ def register(subparsers: Any) -> None:
     stage.add_argument("--run-id", required=True, help="CI run id, e.g. $GITHUB_RUN_ID")
     stage.add_argument("--index", required=True, help="index directory, e.g. v2/gfx94X-dcgpu")
     stage.add_argument("--commit", help="commit the files were built from (default: $GITHUB_SHA)")
+    stage.add_argument(
+        "--commit-time",
+        metavar="ISO",
+        help="when the commit was made, ISO 8601 with an offset, for the run history "
+        "(default: git show -s --format=%%cI COMMIT, when the current directory is a git "
+        "checkout holding it; else none)",
+    )
+    stage.add_argument(
+        "--attempt",
+        metavar="N",
+        help=f"the CI run's attempt, for the run history (default: ${ENV_GITHUB_RUN_ATTEMPT}, "
+        "else 1)",
+    )
     stage.add_argument(
         "--nightly-url",
         help=f"public URL of the nightly index, for links to nightly files "

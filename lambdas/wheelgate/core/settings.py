@@ -47,6 +47,7 @@ from wheelgate.core.env_names import (
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
     ENV_NIGHTLY_RETENTION_MODE,
     ENV_REQUIRED_TESTS,
+    ENV_RUN_EXPIRY_DAYS,
     ENV_STAGING_BUCKET,
     ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_DEPS_ID,
@@ -188,6 +189,9 @@ class PromoterSettings(BaseModel):
     dashboard_url: Annotated[str, PlainValidator(parse_dashboard_url)] | None = _var(
         ENV_DASHBOARD_URL, None
     )
+    #: Days after which staging's lifecycle expires a run's files (``runs/``): the run
+    #: history's ``expires_at`` of each staged file. ``None``: unknown, none recorded.
+    run_expiry_days: Count | None = _var(ENV_RUN_EXPIRY_DAYS, None)
     #: The fan-out state machine; ``None``: every run is promoted in one invocation.
     fanout_state_machine_arn: Text | None = _var(ENV_FANOUT_STATE_MACHINE_ARN, None)
     fanout_min_files: Count = _var(ENV_FANOUT_MIN_FILES, DEFAULT_FANOUT_MIN_FILES)

@@ -147,6 +147,8 @@ def stage_mirror(
             artifacts=artifacts,
             # The mirror role may not write index pages; the promoter refreshes them.
             publish_pages=False,
+            # Nor write history entries: the history gains the mirror run when it is decided.
+            record_history=False,
         )
     for wheel, _index, row in plan.rows:
         if row.action == "stage":

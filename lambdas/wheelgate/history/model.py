@@ -67,7 +67,7 @@ class StagedEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    schema_: Literal["wheelgate/history-entry/v1"] = Field(ENTRY_SCHEMA, alias="schema")
+    schema_: Literal["wheelgate/history-entry/v1"] = Field(default=ENTRY_SCHEMA, alias="schema")
     run_id: RunId
     #: The CI run's attempt (``GITHUB_RUN_ATTEMPT``); 1 for a first attempt.
     attempt: Annotated[int, Field(ge=1)] = 1
@@ -167,7 +167,7 @@ class HistoryShard(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    schema_: Literal["wheelgate/history-shard/v1"] = Field(SHARD_SCHEMA, alias="schema")
+    schema_: Literal["wheelgate/history-shard/v1"] = Field(default=SHARD_SCHEMA, alias="schema")
     index: IndexDir
     month: Month
     runs: tuple[HistoryRun, ...] = ()
@@ -190,7 +190,7 @@ class HistoryHead(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    schema_: Literal["wheelgate/history/v1"] = Field(HEAD_SCHEMA, alias="schema")
+    schema_: Literal["wheelgate/history/v1"] = Field(default=HEAD_SCHEMA, alias="schema")
     index: IndexDir
     updated_at: Moment
     months: tuple[MonthRef, ...] = ()

@@ -25,7 +25,13 @@ from botocore.awsrequest import AWSRequest
 
 from wheelgate.core.env_names import ENV_LISTING_RETENTION, ENV_STAGING_BASE_URL
 from wheelgate.core.import_sources import check_import_sources
-from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX, STATUS_PREFIX
+from wheelgate.core.layout import (
+    HISTORY_ENTRIES_DIR,
+    HISTORY_PREFIX,
+    MANIFEST_SUFFIX,
+    MANIFESTS_PREFIX,
+    STATUS_PREFIX,
+)
 from wheelgate.core.metrics import SERVICE_NAME
 from wheelgate.core.setting_values import ListingRetention
 from wheelgate.core.settings import PromoterSettings
@@ -55,6 +61,9 @@ if TYPE_CHECKING:
 #: The local nightly bucket's default retention, which its pages' own lock repeats.
 _LOCAL_RETENTION_MODE = "GOVERNANCE"
 _LOCAL_RETENTION_DAYS = 1
+#: The run expiry the history records for staged files: the stack's default (cdk.json's
+#: ``staging_run_expiry_days``); local mode has no lifecycle, so this only dates the history.
+_LOCAL_RUN_EXPIRY_DAYS = 14
 #: The embedded endpoints' credentials (moto accepts any).
 LOCAL_ACCESS_KEY = "wheelgate-local"
 
@@ -217,6 +226,7 @@ class LocalWheelGate:
             # Pages get their own lock as in the stack; the shortest one, the local default's.
             nightly_retention_mode=_LOCAL_RETENTION_MODE,
             nightly_page_retention_days=_LOCAL_RETENTION_DAYS,
+            run_expiry_days=_LOCAL_RUN_EXPIRY_DAYS,
             listing_retention=retention,
             verdict_key_arn=self.verdict_key_arn,
             break_glass_id=LOCAL_BREAK_GLASS_ID if self.break_glass else None,
@@ -283,12 +293,15 @@ class LocalWheelGate:
                         "Filter": {
                             "Key": {
                                 "FilterRules": [
-                                    {"Name": "prefix", "Value": MANIFESTS_PREFIX},
+                                    {"Name": "prefix", "Value": prefix},
                                     {"Name": "suffix", "Value": MANIFEST_SUFFIX},
                                 ]
                             }
                         },
                     }
+                    # Manifests and requests, and the run history's stage entries, which the
+                    # promoter folds into the history (as the stack sends both).
+                    for prefix in (MANIFESTS_PREFIX, HISTORY_PREFIX + HISTORY_ENTRIES_DIR)
                 ]
             },
         )

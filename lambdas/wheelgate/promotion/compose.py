@@ -14,12 +14,15 @@ from datetime import UTC, datetime
 from wheelgate.core.acceptance import AcceptancePolicy
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, YANK_RUN_PREFIX
 from wheelgate.core.settings import PromoterSettings
+from wheelgate.history.folding import EntryFolder
+from wheelgate.history.store import HistoryStore, PageWriter
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.fanout.jobs import FanoutJobs
 from wheelgate.promotion.fanout.ports import Launcher, MessageSender
 from wheelgate.promotion.fanout.steps import FanoutSteps
 from wheelgate.promotion.fanout.store import JobStore
 from wheelgate.promotion.flow import PromotionFlow
+from wheelgate.promotion.history_recorder import HistoryRecorder
 from wheelgate.promotion.importing.gather import Gatherer
 from wheelgate.promotion.importing.progress import ImportProgress
 from wheelgate.promotion.importing.route import ImportRoute
@@ -77,6 +80,7 @@ def build_service(
     launcher: Launcher | None = None,
     queue: MessageSender | None = None,
     signer: Signer | None = None,
+    page_writer: PageWriter | None = None,
 ) -> PromotionService:
     """The service promoting manifests from ``staging`` into ``nightly``.
 
@@ -87,13 +91,17 @@ def build_service(
     new decision once. ``launcher`` starts fan-out executions (``None``: every run is promoted
     in one invocation); ``queue`` sends a failed execution's or an unfinished import's event
     back. ``signer`` signs each released file's verdict (``None``: no verdicts).
+    ``page_writer`` writes a directory's history page after each change to its run history
+    (``None``: no page); every decision is recorded in the history, and stage entries folded.
     """
     now = clock or _now
-    told = observer or NoObserver()
     records = RecordStore(staging)
     # Pages alone get the short lock; files are copied without lock headers and keep the
     # bucket's default retention.
     nightly_pages = IndexStore(nightly, retention=settings.page_retention)
+    told, folder = _history(
+        settings, staging, nightly_pages, records, now, observer or NoObserver(), page_writer
+    )
     parts = _Parts(
         settings=settings,
         staging=staging,
@@ -130,7 +138,31 @@ def build_service(
             settings=settings, nightly_pages=nightly_pages, invalidator=invalidator, clock=now
         ),
     )
-    return _service(parts, launcher, queue, told)
+    return _service(parts, launcher, queue, told, folder)
+
+
+def _history(
+    settings: PromoterSettings,
+    staging: Bucket,
+    nightly_pages: IndexStore,
+    records: RecordStore,
+    now: Callable[[], datetime],
+    observer: DecisionObserver,
+    page_writer: PageWriter | None,
+) -> tuple[HistoryRecorder, EntryFolder]:
+    """The run history's writers: ``observer`` wrapped so that each decision is recorded in
+    the history too, and the folder of stage entries."""
+    history = HistoryStore(staging, clock=now, page_writer=page_writer)
+    recorder = HistoryRecorder(
+        inner=observer,
+        store=history,
+        staging=staging,
+        nightly_pages=nightly_pages,
+        records=records,
+        run_expiry_days=settings.run_expiry_days,
+        clock=now,
+    )
+    return recorder, EntryFolder(staging, history, run_expiry_days=settings.run_expiry_days)
 
 
 def _service(
@@ -138,6 +170,7 @@ def _service(
     launcher: Launcher | None,
     queue: MessageSender | None,
     observer: DecisionObserver,
+    folder: EntryFolder,
 ) -> PromotionService:
     fanout, steps = (None, None) if launcher is None else _fanout(parts, launcher, queue, observer)
     redelivery = Redelivery(fanout)
@@ -177,6 +210,7 @@ def _service(
         clock=now,
         fanout=fanout,
         steps=steps,
+        folder=folder,
     )
 
 

@@ -8,15 +8,20 @@ hands the request to its route: a run's manifest (:mod:`~.run`), a yank request
 (:mod:`~.importing`). A route returns a decision (:mod:`~.decisions`): the record it wrote, or
 a manifest to promote through the flow (:mod:`~.flow`), tested, overridden or imported; a
 refusal is recorded here. The parts are built in one place, :func:`~.compose.build_service`.
+An event for a stage entry of the run history (``history/_entries/``) is folded into the
+history instead (:mod:`wheelgate.history.folding`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime
 
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.layout import (
+    HISTORY_ENTRIES_DIR,
+    HISTORY_PREFIX,
     IMPORT_RUN_PREFIX,
     OVERRIDE_RUN_PREFIX,
     STAGING,
@@ -25,6 +30,7 @@ from wheelgate.core.layout import (
 )
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.core.settings import PromoterSettings
+from wheelgate.history.folding import EntryFolder, FoldResult
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.decisions import Decided, Override, Promote, Route
 from wheelgate.promotion.event import ManifestEvent, Request, parse_request
@@ -43,6 +49,11 @@ from wheelgate.promotion.redelivery import Redelivery
 from wheelgate.promotion.writers import check_writer
 from wheelgate.storage.bucket import Bucket
 
+logger = logging.getLogger(__name__)
+
+#: Where stage calls write the run history's entries (the stack sends their events too).
+HISTORY_ENTRIES_KEY_PREFIX = HISTORY_PREFIX + HISTORY_ENTRIES_DIR
+
 
 class PromotionService:
     """Routes manifests from the staging bucket and acts on their routes' decisions.
@@ -51,6 +62,7 @@ class PromotionService:
     ``runs`` takes every other manifest. ``observer`` hears of each new promoted or rejected
     decision once (see :class:`~wheelgate.promotion.observer.DecisionObserver`). ``fanout``
     and ``steps`` are the fan-out jobs and the execution's steps (``None``: no fan-out).
+    ``folder`` folds the run history's stage entries (``None``: their events are ignored).
     """
 
     def __init__(
@@ -67,6 +79,7 @@ class PromotionService:
         clock: Callable[[], datetime],
         fanout: FanoutJobs | None = None,
         steps: FanoutSteps | None = None,
+        folder: EntryFolder | None = None,
     ) -> None:
         self.settings = settings
         self.staging = staging
@@ -79,6 +92,7 @@ class PromotionService:
         self.clock = clock
         self.fanout = fanout
         self.steps = steps
+        self.folder = folder
 
     def load_record(self, run_id: str) -> PromotionRecord | None:
         """The record of ``run_id``, or ``None`` when no decision was recorded yet."""
@@ -107,11 +121,15 @@ class PromotionService:
         """Decide on the manifest at ``event.key`` and act on it.
 
         Returns the record written (or the existing one when this manifest was already
-        decided), ``None`` when the key is not a manifest or the manifest is gone. Permanent
+        decided), ``None`` when the key is not a manifest or the manifest is gone, and for a
+        history entry, which is folded (:meth:`fold_entry`). Permanent
         rejections are recorded and returned, never raised; transient errors raise. Each new
         promoted or rejected decision is told to ``observer`` once; a redelivered manifest and
         an untrusted write (noted as pending) are not.
         """
+        if event.key.startswith(HISTORY_ENTRIES_KEY_PREFIX):
+            self.fold_entry(event.key)
+            return None
         request = parse_request(event, self.staging, self.records)
         if request is None:
             return None
@@ -137,6 +155,22 @@ class PromotionService:
                     return self._observed(request, record)
         except PromotionRejected as rejection:
             return self._observed(request, self._reject(request, rejection))
+
+    def fold_entry(self, key: str) -> FoldResult | None:
+        """Fold the run history's stage entry at ``key`` (``None``: no folder). A refused
+        entry is logged with its reason and dropped: retrying cannot change what it says.
+        Raises what storage raises (the event is retried)."""
+        if self.folder is None:
+            return None
+        result = self.folder.fold(key)
+        if result.folded:
+            logger.info("history entry folded", extra={"entry_key": key})
+        else:
+            logger.warning(
+                "history entry refused",
+                extra={"entry_key": key, "reason": result.reason, "why": result.message},
+            )
+        return result
 
     def _route(self, run_id: str) -> Route:
         for prefix in (OVERRIDE_RUN_PREFIX, YANK_RUN_PREFIX, IMPORT_RUN_PREFIX):

@@ -19,9 +19,10 @@ from wheelgate.core.run_window import DEFAULT_RUN_STAGE_WINDOW_DAYS
 from wheelgate.index.pages import METADATA_CONTENT_TYPE, PageFormatError, upload_time
 from wheelgate.index.store import PageWrites
 from wheelgate.staging.errors import StageError
+from wheelgate.staging.history_entry import staged_entry, write_entry
 from wheelgate.staging.local_artifacts import LocalArtifact
 from wheelgate.staging.run_index import nightly_root, publish_run_index, unreadable_nightly
-from wheelgate.staging.staged_files import first_staged, recorded_sha256
+from wheelgate.staging.staged_files import first_staged
 from wheelgate.storage.bucket import (
     ARTIFACT_CONTENT_TYPE,
     SINGLE_REQUEST_LIMIT,
@@ -30,6 +31,7 @@ from wheelgate.storage.bucket import (
     FileChangedError,
 )
 from wheelgate.storage.errors import PreconditionFailed
+from wheelgate.storage.recorded_checksum import recorded_sha256
 
 CHECKSUM_CONTENT_TYPE = "text/plain; charset=utf-8"
 
@@ -87,6 +89,9 @@ def stage(
     part_size: int = UPLOAD_PART_SIZE,
     publish_pages: bool = True,
     window_days: int = DEFAULT_RUN_STAGE_WINDOW_DAYS,
+    attempt: int = 1,
+    commit_time: str | None = None,
+    record_history: bool = True,
 ) -> StageResult:
     """Upload ``artifacts`` under ``runs/<run_id>/<index>/`` with their SHA-256 and commit,
     write each wheel's ``.metadata``, then write the run's index pages (the run's files over
@@ -94,6 +99,10 @@ def stage(
 
     Every write is ``If-None-Match: *``: a staged object is never replaced. Staging the same
     bytes again (a re-run of the job) uploads nothing and refreshes the run's pages.
+
+    Once the files are staged, with ``record_history`` the call's entry in the run history is
+    written once (:mod:`wheelgate.staging.history_entry`): ``attempt`` (the CI run's attempt),
+    ``commit_time`` (``None``: unknown), its files, and when the run was first staged.
 
     Raises :class:`StageError`, before anything is uploaded, when a file of the same name is
     already staged for this run with other bytes or from another commit, or (with
@@ -109,7 +118,7 @@ def stage(
     started = clock()
     # When the run was first staged, listed once: a run this call starts (nothing staged yet)
     # counts from this call's start, which no object of it predates.
-    first = first_staged(staging, run_id) if publish_pages else None
+    first = first_staged(staging, run_id) if publish_pages or record_history else None
     if publish_pages:
         _check_window(run_id, first, started, window_days)
         # Read before any upload: a directory nested in another is refused with nothing staged.
@@ -125,6 +134,8 @@ def stage(
     )
     hashed, heads = _checked_against_staged(to, artifacts)
     uploaded, unchanged = _upload_all(to, hashed, heads)
+    if record_history:
+        _record_entry(to, hashed, staged_at=first or started, attempt=attempt, at=commit_time)
     if not publish_pages:
         return StageResult(uploaded=uploaded, unchanged=unchanged, pages=PageWrites())
     pages = _publish_after_upload(
@@ -181,6 +192,28 @@ def _checked_against_staged(
             f"{'; '.join(clashes)}; staged files are never replaced, stage under a new run id"
         )
     return hashed, heads
+
+
+def _record_entry(
+    to: _Destination,
+    artifacts: Sequence[LocalArtifact],
+    *,
+    staged_at: datetime,
+    attempt: int,
+    at: str | None,
+) -> None:
+    """Write the call's entry in the run history: ``artifacts`` (hashed), the run's first
+    staged time, the CI run's ``attempt`` and the commit time ``at``."""
+    entry = staged_entry(
+        run_id=to.run_id,
+        attempt=attempt,
+        index=to.index,
+        commit=to.commit,
+        commit_time=at,
+        staged_at=upload_time(staged_at),
+        artifacts=artifacts,
+    )
+    write_entry(to.staging, entry)
 
 
 def _upload_all(

@@ -3,32 +3,16 @@ run was first staged, and its files by index directory (what its manifest lists)
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from datetime import datetime
 
 from pydantic import ValidationError
 
-from wheelgate.core.layout import CHECKSUM_SUFFIX, PAGE_NAMES, SIDECAR_SUFFIXES, STAGING
+from wheelgate.core.layout import PAGE_NAMES, SIDECAR_SUFFIXES, STAGING
 from wheelgate.core.manifest import ManifestFile, describe_errors
-from wheelgate.core.objects import ObjectInfo
 from wheelgate.staging.errors import StageError
 from wheelgate.storage.bucket import Bucket
-
-_HEX_SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def recorded_sha256(staging: Bucket, head: ObjectInfo) -> str | None:
-    """The SHA-256 recorded for a staged file: S3's own (a file sent in one request), its user
-    metadata's, or its ``.sha256`` sidecar's (a file hashed as it uploaded in parts, whose
-    object cannot carry it); ``None`` if none is."""
-    if head.sha256 is not None:
-        return head.sha256
-    found = staging.get(head.key + CHECKSUM_SUFFIX)
-    if found is None:
-        return None
-    digest = found[0].decode("ascii", "replace").split(" ", 1)[0].strip().lower()
-    return digest if _HEX_SHA256.fullmatch(digest) else None
+from wheelgate.storage.recorded_checksum import recorded_sha256
 
 
 def first_staged(staging: Bucket, run_id: str) -> datetime | None:

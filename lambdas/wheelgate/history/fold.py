@@ -1,0 +1,196 @@
+"""Folding a stage call's entry into its month of run history: the checks and the merge.
+
+The promoter folds each :class:`~wheelgate.history.model.StagedEntry` only after checking it
+(:func:`check_entry`): its key is the one its content names, its run is a CI run, and each
+file it lists is staged with the SHA-256 and commit it claims. A build job can write any entry
+it likes, so nothing it says is kept unless the staged objects say the same.
+
+Pure: the staged objects are handed in as :class:`StagedObject` values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from wheelgate.core.layout import REQUEST_RUN_PREFIXES, STAGING, LayoutError
+from wheelgate.core.lifecycle import lifecycle_expiry
+from wheelgate.core.timestamps import parse_upload_time, upload_time
+from wheelgate.history.model import (
+    EntryFile,
+    HistoryFile,
+    HistoryRun,
+    HistoryShard,
+    StagedEntry,
+    project_and_version,
+)
+
+#: Reason codes of a refused entry.
+REFUSED_KEY = "entry-key-mismatch"
+REFUSED_REQUEST = "request-run-id"
+REFUSED_MISSING = "file-not-staged"
+REFUSED_SHA256 = "sha256-mismatch"
+REFUSED_COMMIT = "commit-mismatch"
+REFUSED_NAME = "not-a-distribution"
+
+
+class EntryRefused(ValueError):
+    """An entry the history does not take: ``reason`` is a code above, ``message`` a sentence
+    naming what was wrong."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True)
+class StagedObject:
+    """What staging holds under a file's key: its recorded SHA-256 (``None``: none recorded),
+    the commit its metadata names (``None``: none) and its size."""
+
+    sha256: str | None
+    commit: str | None
+    size: int
+
+
+def check_entry(key: str, entry: StagedEntry, staged: Mapping[str, StagedObject | None]) -> None:
+    """Return if ``entry``, read from ``key``, may be folded: ``staged`` maps each of its
+    files' names to what staging holds for it (``None``: nothing).
+
+    Raises :class:`EntryRefused` for a key its content does not name, a request's run id, a
+    name that is not a distribution's, or a file that is not staged, is staged with other
+    bytes or from another commit: the whole entry is refused.
+    """
+    try:
+        expected = STAGING.history_entry(entry.index, entry.run_id, entry.entry_id)
+    except LayoutError as exc:
+        raise EntryRefused(REFUSED_KEY, f"{key}: {exc}") from None
+    if key != expected:
+        raise EntryRefused(
+            REFUSED_KEY, f"{key} holds an entry whose content names another key, {expected}"
+        )
+    if entry.run_id.startswith(REQUEST_RUN_PREFIXES):
+        raise EntryRefused(
+            REFUSED_REQUEST, f"{key}: run {entry.run_id} is a request to the promoter, not a run"
+        )
+    for f in entry.files:
+        _check_file(entry, f, staged.get(f.filename))
+
+
+def _check_file(entry: StagedEntry, f: EntryFile, found: StagedObject | None) -> None:
+    where = STAGING.artifact(entry.run_id, entry.index, f.filename)
+    try:
+        project_and_version(f.filename)
+    except ValueError as exc:
+        raise EntryRefused(REFUSED_NAME, f"{f.filename} is not a distribution: {exc}") from None
+    if found is None:
+        raise EntryRefused(REFUSED_MISSING, f"{where} is not staged")
+    if found.sha256 != f.sha256:
+        raise EntryRefused(
+            REFUSED_SHA256,
+            f"{where} is staged with sha256 {found.sha256 or '(none recorded)'}, "
+            f"the entry claims {f.sha256}",
+        )
+    if found.size != f.size:
+        raise EntryRefused(
+            REFUSED_SHA256, f"{where} is {found.size} bytes, the entry claims {f.size}"
+        )
+    if found.commit != entry.commit:
+        raise EntryRefused(
+            REFUSED_COMMIT,
+            f"{where} is staged from commit {found.commit or '(none)'}, "
+            f"the entry claims {entry.commit}",
+        )
+
+
+def expires_at(staged_at: str, run_expiry_days: int | None) -> str | None:
+    """When a file staged at ``staged_at`` is expired by staging's lifecycle rule of
+    ``run_expiry_days`` (``None``: unknown). The run's first staged time is no later than any
+    of its files' writes, so this never says a file is there after it is gone."""
+    if run_expiry_days is None:
+        return None
+    return upload_time(lifecycle_expiry(parse_upload_time(staged_at), run_expiry_days))
+
+
+def history_file(
+    run_id: str,
+    index: str,
+    filename: str,
+    sha256: str,
+    size: int,
+    *,
+    staged_at: str,
+    run_expiry_days: int | None,
+    nightly_key: str | None = None,
+) -> HistoryFile:
+    """A run's file as the history keeps it. Raises ``ValueError`` for a name that is not a
+    distribution's."""
+    project, version = project_and_version(filename)
+    return HistoryFile(
+        filename=filename,
+        project=project,
+        version=version,
+        sha256=sha256,
+        size=size,
+        staging_key=STAGING.artifact(run_id, index, filename),
+        nightly_key=nightly_key,
+        expires_at=expires_at(staged_at, run_expiry_days),
+    )
+
+
+def run_of_entry(entry: StagedEntry, run_expiry_days: int | None) -> HistoryRun:
+    """The run a checked entry describes: staged, with the entry's files."""
+    return HistoryRun(
+        run_id=entry.run_id,
+        attempt=entry.attempt,
+        index=entry.index,
+        commit=entry.commit,
+        commit_time=entry.commit_time,
+        staged_at=entry.staged_at,
+        files=tuple(
+            history_file(
+                entry.run_id,
+                entry.index,
+                f.filename,
+                f.sha256,
+                f.size,
+                staged_at=entry.staged_at,
+                run_expiry_days=run_expiry_days,
+            )
+            for f in entry.files
+        ),
+    )
+
+
+def union_files(
+    kept: Iterable[HistoryFile], added: Iterable[HistoryFile]
+) -> tuple[HistoryFile, ...]:
+    """``kept`` and those of ``added`` whose names ``kept`` lacks, by file name."""
+    by_name = {f.filename: f for f in kept}
+    for f in added:
+        by_name.setdefault(f.filename, f)
+    return tuple(sorted(by_name.values(), key=lambda f: f.filename))
+
+
+def merged_run(existing: HistoryRun, staged: HistoryRun) -> HistoryRun:
+    """``existing`` with what a later stage call of the same run adds: its files (a name
+    already there keeps its record), a commit time if none was known, the highest attempt.
+    Its decision stays."""
+    return existing.model_copy(
+        update={
+            "files": union_files(existing.files, staged.files),
+            "commit_time": existing.commit_time or staged.commit_time,
+            "attempt": max(existing.attempt, staged.attempt),
+        }
+    )
+
+
+def shard_with(shard: HistoryShard, run: HistoryRun) -> HistoryShard:
+    """``shard`` with ``run`` folded in: merged into the run of its id (:func:`merged_run`),
+    else added; runs oldest first."""
+    runs = {r.run_id: r for r in shard.runs}
+    old = runs.get(run.run_id)
+    runs[run.run_id] = run if old is None else merged_run(old, run)
+    ordered = sorted(runs.values(), key=lambda r: (r.staged_at, r.run_id))
+    return shard.model_copy(update={"runs": tuple(ordered)})

@@ -1,0 +1,234 @@
+"""Each decision recorded in the run history: an observer of decisions that tells the history
+what each set of a run came to (:class:`HistoryRecorder`).
+
+The promoter tells its observer of every new decision once (:mod:`~.observer`), whatever flow
+made it (one invocation or a fan-out's steps), so the history hears of each the same way. An
+override request's decision is its target run's promotion; yanks and imports are not runs.
+Each set's tests come from the decided manifest with the files each installed, and each
+installed file that is not one of the run's is looked up on nightly's page of its project in
+that directory (the page verification read), so ``wheelgate bisect`` can fetch it from there.
+
+Recording must not turn a decision into a retry: a failure is logged, and the next decision of
+the run, or its stage entry, brings the history up to date.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from wheelgate.core.errors import PromotionRejected
+from wheelgate.core.layout import (
+    IMPORT_RUN_PREFIX,
+    NIGHTLY,
+    OVERRIDE_RUN_PREFIX,
+    STAGING,
+    YANK_RUN_PREFIX,
+)
+from wheelgate.core.manifest import ArtifactSetV2, Manifest, parse_manifest
+from wheelgate.core.records import PromotionRecord, SetOutcome, State
+from wheelgate.core.timestamps import upload_time
+from wheelgate.history.decision import DecidedFile, RunDecision, decided_run
+from wheelgate.history.model import HistoryRun, RunState, TestRecord, project_and_version
+from wheelgate.history.store import HistoryStore
+from wheelgate.index.store import IndexStore
+from wheelgate.promotion.observer import DecisionObserver, DecisionStats, latest_decision
+from wheelgate.promotion.recorder import RecordStore
+from wheelgate.storage.bucket import Bucket
+
+logger = logging.getLogger(__name__)
+
+_STATES = {State.PROMOTED: RunState.PROMOTED, State.REJECTED: RunState.REJECTED}
+
+
+class HistoryRecorder:
+    """Records each decision ``inner`` hears of in the run history of ``store`` (after telling
+    ``inner``). ``staging`` holds the manifests and records, ``nightly_pages`` nightly's index
+    pages; ``run_expiry_days`` dates a staged file the history did not know yet."""
+
+    def __init__(
+        self,
+        *,
+        inner: DecisionObserver,
+        store: HistoryStore,
+        staging: Bucket,
+        nightly_pages: IndexStore,
+        records: RecordStore,
+        run_expiry_days: int | None,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.inner = inner
+        self.store = store
+        self.staging = staging
+        self.nightly_pages = nightly_pages
+        self.records = records
+        self.run_expiry_days = run_expiry_days
+        self.clock = clock
+
+    def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
+        self.inner.decided(record, stats)
+        try:
+            self.record(record, stats.manifest_written_at)
+        except Exception:
+            logger.exception("run history not updated", extra={"run_id": record.run_id})
+
+    def ignored(self, record: PromotionRecord) -> None:
+        self.inner.ignored(record)
+
+    def record(self, record: PromotionRecord, reported: datetime | None) -> list[HistoryRun]:
+        """Put ``record``'s decision on its run in the history of each of its sets'
+        directories; the runs kept. An override request's decision goes on its target run;
+        a yank's and an import's on none. Raises what storage raises."""
+        if record.run_id.startswith((YANK_RUN_PREFIX, IMPORT_RUN_PREFIX)):
+            return []
+        if record.run_id.startswith(OVERRIDE_RUN_PREFIX):
+            target = (record.override or {}).get("target")
+            found = self.records.load(target) if target else None
+            if found is None or found.state is not State.PROMOTED:
+                return []
+            record = found
+        if record.state not in _STATES:
+            return []
+        manifest = self._manifest(record)
+        commit = record.commit or (manifest.commit if manifest else None)
+        if commit is None or not record.sets:
+            return []  # refused before its sets were read: no directory to record it in
+        listed = manifest.sets if manifest else ()
+        sets = {s.index: s for s in listed if isinstance(s, ArtifactSetV2)}
+        staged_at = self._first_staged(record.run_id)
+        kept = []
+        for outcome in record.sets:
+            decision = self._decision(record, outcome, sets.get(outcome.index))
+            decision = replace(
+                decision,
+                commit=commit,
+                reported_at=upload_time(reported) if reported else None,
+            )
+            kept.append(self._apply(decision, staged_at))
+        return kept
+
+    def _apply(self, decision: RunDecision, staged_at: str | None) -> HistoryRun:
+        at = staged_at or decision.decided_at
+        # The run's entry is in the month of its first staged time, no later than ``at``'s;
+        # without staged objects (expired), every month is searched.
+        month = self.store.find_month(
+            decision.index, decision.run_id, since=_month_before(at) if staged_at else None
+        )
+        return self.store.change_run(
+            decision.index,
+            month or at[:7],
+            decision.run_id,
+            lambda run: decided_run(
+                run, decision, staged_at=at, run_expiry_days=self.run_expiry_days
+            ),
+        )
+
+    def _decision(
+        self, record: PromotionRecord, outcome: SetOutcome, manifest_set: ArtifactSetV2 | None
+    ) -> RunDecision:
+        state = _STATES.get(outcome.state, _STATES[record.state])
+        own = {f.sha256 for f in outcome.files} | {f.sha256 for f in outcome.staged}
+        if manifest_set is not None:
+            own |= {f.sha256 for f in manifest_set.files}
+        files = [
+            DecidedFile(f.filename, f.sha256, f.size, NIGHTLY.artifact(outcome.index, f.filename))
+            for f in outcome.files
+            if f.action in ("copied", "already-released")
+        ]
+        if manifest_set is not None:
+            files += [DecidedFile(f.filename, f.sha256, f.size) for f in manifest_set.files]
+        files += [DecidedFile(f.filename, f.sha256, f.size) for f in outcome.staged]
+        reason = outcome.reason or (record.reason if state is RunState.REJECTED else None)
+        return RunDecision(
+            run_id=record.run_id,
+            index=outcome.index,
+            commit=record.commit or "",
+            state=state,
+            decided_at=record.decided_at or latest_decision(record).at,
+            reasons=(reason,) if reason else (),
+            message=outcome.message or record.message,
+            tests=self._tests(outcome, manifest_set, own),
+            files=_first_per_name(files),
+        )
+
+    def _tests(
+        self, outcome: SetOutcome, manifest_set: ArtifactSetV2 | None, own: set[str]
+    ) -> tuple[TestRecord, ...]:
+        if manifest_set is None:
+            return tuple(
+                TestRecord(name=t.get("name", ""), result=t.get("result", ""))
+                for t in outcome.tests
+            )
+        pages: dict[str, dict[str, str]] = {}
+        tests = []
+        for t in manifest_set.tests:
+            keys = {}
+            for f in t.installed:
+                if f.sha256 in own or f.filename is None:
+                    continue
+                key = self._nightly_key(outcome.index, f.filename, f.sha256, pages)
+                if key is not None:
+                    keys[f.sha256] = key
+            tests.append(
+                TestRecord(
+                    name=t.name, result=t.result.value, installed=t.installed, nightly_keys=keys
+                )
+            )
+        return tuple(tests)
+
+    def _nightly_key(
+        self, index: str, filename: str, sha256: str, pages: dict[str, dict[str, str]]
+    ) -> str | None:
+        """The nightly key of ``filename`` in ``index`` if nightly released these bytes under
+        that name (its project's archive page, read once per project)."""
+        try:
+            project, _ = project_and_version(filename)
+        except ValueError:
+            return None
+        if project not in pages:
+            page, _etag = self.nightly_pages.read_history(index, project)
+            pages[project] = {e.filename: e.sha256 for e in page.entries}
+        if pages[project].get(filename) != sha256:
+            return None
+        return NIGHTLY.artifact(index, filename)
+
+    def _manifest(self, record: PromotionRecord) -> Manifest | None:
+        """The decided manifest (its v2 sets carry the tests' evidence); ``None`` when it is
+        gone, unreadable, or not the bytes decided."""
+        found = self.staging.get(STAGING.manifest(record.run_id))
+        if found is None:
+            return None
+        decided = latest_decision(record).manifest_sha256
+        if decided is not None and hashlib.sha256(found[0]).hexdigest() != decided:
+            return None
+        try:
+            return parse_manifest(found[0], expected_run_id=record.run_id)
+        except PromotionRejected:
+            return None
+
+    def _first_staged(self, run_id: str) -> str | None:
+        """When the run's oldest staged object was written (the month a run the history does
+        not know yet goes to, as its stage entry would)."""
+        times = [
+            o.last_modified
+            for o in self.staging.list(STAGING.run_prefix(run_id))
+            if o.last_modified is not None
+        ]
+        return upload_time(min(times)) if times else None
+
+
+def _first_per_name(files: Sequence[DecidedFile]) -> tuple[DecidedFile, ...]:
+    seen: dict[str, DecidedFile] = {}
+    for f in files:
+        seen.setdefault(f.filename, f)
+    return tuple(seen.values())
+
+
+def _month_before(at: str) -> str:
+    """The month before ``at``'s (an entry stamped at a month's end may precede the first
+    object's write by a moment)."""
+    year, month = int(at[:4]), int(at[5:7])
+    return f"{year - 1}-12" if month == 1 else f"{year:04d}-{month - 1:02d}"

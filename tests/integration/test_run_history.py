@@ -1,0 +1,171 @@
+"""The run history on the local S3 over HTTP: a stage call's entry is folded by the promoter
+and read back in one GET per month plus one, and concurrent stage calls, folds and decisions
+lose no entry."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import boto3
+import pytest
+
+from tests.integration.conftest import LocalProcess
+from wheelgate.core.layout import HISTORY_ENTRIES_DIR, HISTORY_PREFIX, STAGING
+from wheelgate.history.model import RunState
+from wheelgate.history.reader import BucketHistorySource, HttpHistorySource, read_history
+from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
+from wheelgate.local.sample_wheels import build_wheel, manifest_for
+from wheelgate.local.stack import LocalWheelGate
+from wheelgate.promotion.compose import build_service
+from wheelgate.promotion.event import ManifestEvent
+from wheelgate.promotion.lease import LeaseBusy
+from wheelgate.promotion.service import PromotionService
+from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.stage import stage
+from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.http import fetch
+
+COMMIT = "ab" * 20
+WRITERS = 16
+
+
+def buckets() -> tuple[Bucket, Bucket]:
+    """Staging and nightly with a client of their own (as separate processes would have)."""
+    s3 = boto3.client("s3")
+    return Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
+
+
+def service(stack: LocalWheelGate) -> PromotionService:
+    staging, nightly = buckets()
+    return build_service(settings=stack.settings(), staging=staging, nightly=nightly, workers=2)
+
+
+def stage_wheels(stack: LocalWheelGate, run_id: str, index: str, *wheels: Path) -> None:
+    staging, nightly = buckets()
+    stage(
+        staging=staging,
+        nightly=nightly,
+        nightly_base_url=stack.nightly_url,
+        run_id=run_id,
+        index=index,
+        commit=COMMIT,
+        artifacts=inspect_files(list(wheels)),
+        attempt=1,
+    )
+
+
+def entry_keys(index: str) -> list[str]:
+    staging, _ = buckets()
+    return [o.key for o in staging.list(STAGING.history_entry_prefix(index))]
+
+
+def test_the_local_stack_sends_entry_events_to_the_promoter_beside_manifests(
+    stack: LocalWheelGate,
+) -> None:
+    config = boto3.client("s3").get_bucket_notification_configuration(Bucket=STAGING_BUCKET)
+    prefixes = {
+        rule["Value"]
+        for queue in config["QueueConfigurations"]
+        for rule in queue["Filter"]["Key"]["FilterRules"]
+        if rule["Name"] == "prefix"
+    }
+    assert HISTORY_PREFIX + HISTORY_ENTRIES_DIR in prefixes
+
+
+def test_a_staged_run_is_folded_and_read_back_in_two_gets(
+    stack: LocalWheelGate, tmp_path: Path
+) -> None:
+    index = "hist/one"
+    wheel = build_wheel(tmp_path, "histpkg", "1.0")
+    stage_wheels(stack, "5001", index, wheel)
+    [key] = entry_keys(index)
+
+    assert service(stack).handle(ManifestEvent(key)) is None
+
+    source = BucketHistorySource(buckets()[0])
+    [run] = read_history(source, index)
+    assert source.gets == 2
+    assert (run.run_id, run.commit, run.state) == ("5001", COMMIT, RunState.STAGED)
+    assert [(f.filename, f.project, f.version) for f in run.files] == [
+        (wheel.name, "histpkg", "1.0")
+    ]
+    assert run.files[0].expires_at is not None
+
+
+@pytest.mark.slow
+def test_sixteen_concurrent_stage_calls_folds_and_decisions_lose_no_entry(
+    stack: LocalWheelGate, tmp_path: Path
+) -> None:
+    # Given 8 runs of one call each and one run staged by 8 calls at once
+    index = "hist/race"
+    calls = [(f"61{i:02d}", f"solo{i}") for i in range(8)] + [
+        ("6200", f"part{i}") for i in range(8)
+    ]
+    wheels = {name: build_wheel(tmp_path / name, name, "1.0") for _, name in calls}
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        list(pool.map(lambda c: stage_wheels(stack, c[0], index, wheels[c[1]]), calls))
+    keys = entry_keys(index)
+    assert len(keys) == WRITERS
+
+    # When every entry is folded while four of the solo runs are decided, all at once
+    decided = [run_id for run_id, _ in calls[:4]]
+    for run_id, name in calls[:4]:
+        body = json.dumps(manifest_for(run_id, COMMIT, index, [wheels[name]])).encode()
+        buckets()[0].put(STAGING.manifest(run_id), body, content_type="application/json")
+
+    def fold(key: str) -> None:
+        service(stack).handle(ManifestEvent(key))
+
+    def decide(run_id: str) -> None:
+        event = ManifestEvent(STAGING.manifest(run_id), LOCAL_REPORTER_PRINCIPAL)
+        while True:
+            try:
+                service(stack).handle(event)
+                return
+            except LeaseBusy:  # the queue would deliver it again
+                time.sleep(0.2)
+
+    with ThreadPoolExecutor(max_workers=WRITERS + len(decided)) as pool:
+        jobs = [pool.submit(fold, k) for k in keys] + [pool.submit(decide, r) for r in decided]
+        for job in jobs:
+            job.result()
+
+    # Then every run holds every file, the decided runs their decision, in months + 1 GETs
+    source = BucketHistorySource(buckets()[0])
+    runs = {r.run_id: r for r in read_history(source, index)}
+    head = json.loads(buckets()[0].get(STAGING.history_head(index))[0])  # type: ignore[index]
+    assert source.gets == len(head["months"]) + 1
+    assert sorted(runs) == sorted({run_id for run_id, _ in calls})
+    assert sorted(f.filename for f in runs["6200"].files) == sorted(
+        wheels[f"part{i}"].name for i in range(8)
+    )
+    assert {r: runs[r].state for r in decided} == dict.fromkeys(decided, RunState.PROMOTED)
+    assert all(runs[r].files[0].nightly_key for r in decided)
+    assert sum(m["runs"] for m in head["months"]) == len(runs)
+
+
+@pytest.mark.slow
+def test_wheelgate_local_folds_what_stage_writes_and_serves_it_over_http(
+    local: LocalProcess, tmp_path: Path
+) -> None:
+    wheel = build_wheel(tmp_path, "histlocal", "1.0")
+    staged = local.wheelgate(
+        *("stage", "--run-id", "7001", "--index", "hist/local", "--commit", COMMIT),
+        *("--commit-time", "2026-03-02T14:05:00+01:00", "--attempt", "2", str(wheel)),
+    )
+    assert staged.returncode == 0, staged.stderr
+
+    local.wait_idle()
+
+    source = HttpHistorySource(local.staging_url, fetch)
+    [run] = read_history(source, "hist/local")
+    assert (run.run_id, run.attempt, run.commit_time) == (
+        "7001",
+        2,
+        "2026-03-02T13:05:00.000000Z",
+    )
+    assert [f.filename for f in run.files] == [wheel.name]
+    assert source.gets == 2
