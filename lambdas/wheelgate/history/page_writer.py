@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from pydantic import ValidationError
+
 from wheelgate.core.layout import STAGING
-from wheelgate.history.model import HistoryRun
+from wheelgate.history.model import HistoryHead, HistoryRun
 from wheelgate.history.page import months_of, render_history_page
 from wheelgate.index.pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
 from wheelgate.storage.bucket import Bucket
@@ -42,13 +44,21 @@ class HistoryPageWriter:
         page links a month shard for each month they were staged in). Raises
         :class:`~wheelgate.core.layout.LayoutError` for an invalid ``index`` and what
         :meth:`~wheelgate.storage.bucket.Bucket.put` raises."""
+        # The head names every month, also those older than the runs given.
+        found = self.bucket.get(STAGING.history_head(index))
+        head = None
+        if found is not None:
+            try:
+                head = HistoryHead.model_validate_json(found[0])
+            except ValidationError:
+                head = None  # a damaged head: the months of the runs given are linked
         html = render_history_page(
             runs,
             index=index,
             nightly_base_url=self.nightly_base_url,
             now=self.clock(),
             repository_url=self.repository_url,
-            months=months_of(runs),
+            months=head.months if head is not None else months_of(runs),
         )
         self.bucket.put(
             STAGING.history_page(index),

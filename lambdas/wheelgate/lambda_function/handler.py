@@ -54,6 +54,7 @@ from wheelgate.core.metrics import (
 )
 from wheelgate.core.records import State
 from wheelgate.core.settings import PromoterSettings
+from wheelgate.history.page_writer import HistoryPageWriter
 from wheelgate.lambda_function.telemetry import DecisionMetrics
 from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
@@ -127,6 +128,9 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
         launcher=launcher,
         queue=queue,
         signer=signer,
+        page_writer=HistoryPageWriter(
+            staging, nightly_base_url=settings.nightly_base_url, clock=lambda: datetime.now(UTC)
+        ),
     )
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.
