@@ -12,7 +12,9 @@
 5. ``wheelgate verify`` the wheel pip installed from nightly in step 3 against its signed
    verdict: run 1, its commit, its test, the gate;
 6. day two (:mod:`wheelgate.local.day_two`): the break-glass role overrides run 2, and imports
-   two older releases from an existing bucket.
+   two older releases from an existing bucket;
+7. bisect (:mod:`wheelgate.local.demo_bisect`): three runs of ``demo-kernels``, the second
+   planting a regression its smoke test misses; ``wheelgate bisect run`` names it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wheelgate.local import day_two
+from wheelgate.local import day_two, demo_bisect
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.snapshot import version_snapshot
 from wheelgate.staging.hermetic import hermetic_env
@@ -216,6 +218,8 @@ class Demo:
         self.verify(pip_report)
         day_two.override(self, "2", INDEX, torch_bad.name)
         day_two.import_releases(self, wheels, INDEX)
+        demo_bisect.stage_runs(self, INDEX, COMMITS)
+        demo_bisect.bisect(self, INDEX)
         self.summary(began)
 
     def seed(self, filelock: Path) -> None:
