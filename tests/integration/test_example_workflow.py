@@ -300,50 +300,40 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     )
 
 
-def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
+def test_the_pip_example_stages_tests_in_the_pip_venv_with_its_report_and_is_promoted(
     local: LocalProcess, actions: Path, decoy: Decoy, tmp_path: Path
 ) -> None:
-    run = "example-pip"
-    release = "release-nightly.yml"
-    name = "gfx94X-dcgpu"
-
-    # Given a build job whose build script (the project's own) leaves a stand-in torch in dist/
-    build = runner(tmp_path, "build", local.env, actions, decoy, run)
-    script = build.workspace / "build_tools" / "build_wheels.sh"
-    script.parent.mkdir()
-    build_wheel(tmp_path / "prebuilt", "torch", TORCH_PIP)
-    script.write_text(f'#!/bin/sh\nmkdir -p dist && cp "{tmp_path}/prebuilt/"*.whl dist/\n')
-    script.chmod(0o755)
-    build.context |= {"matrix.index": INDEX, "matrix.name": name}
-    # When it builds, stages, hands over
-    build_job(build, release)
-    # and pins the run's closure (what a --require-hashes test would install)
+    run, release = "example-pip", "release-nightly.yml"
+    night = Night(tmp_path, local, actions, decoy, run)
+    # Given the plan job's matrices, and the build job that built, staged and handed over
+    build, entry = plan_and_build(night, release, TORCH_PIP)
+    # and pinned the run's closure (what a --require-hashes test would install)
     pins = Path(build.action("pins", index=INDEX, projects="torch")["requirements"]).read_text()
     assert f"torch=={TORCH_PIP} \\\n    --hash=sha256:" in pins
 
-    # and the test job installs with pip, keeping its report, and the stand-in test passes
-    test = runner(tmp_path, "test", local.env, actions, decoy, run)
-    copy_tree(build.workspace / "staged", test.workspace / "staged")
-    test.context |= {"matrix.index": INDEX, "matrix.name": name}
-    test_job = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]
+    # When the test job installs torch with pip, keeping its report, and runs the stand-in test
+    test = start_test_job(night, build, entry)
+    job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]["env"]
     steps = workflow_steps(release, "test")
-    test.run(steps["Install torch from the run's staging index, as users do"], test_job["env"])
-    test.added_env["VIRTUAL_ENV"] = str(test.runner_temp / "venv")
-    test.run({"name": "smoke (stand-in)", "run": STAND_IN_TEST}, {})
-    test.context |= {"steps.smoke.outcome": "success", "steps.pytorch-unit.outcome": "success"}
-    test.run(steps["Write the results for the report job"], test_job["env"])
+    test.run(steps["Install torch from the run's staging index with pip, as users do"], job_env)
+    test.run(steps["Run the tests"], job_env)
 
-    # When the report job collects, reports and waits
-    report = runner(tmp_path, "report", local.env, actions, decoy, run)
-    copy_tree(build.workspace / "staged", report.workspace / "staged")
-    copy_tree(test.workspace / "results", report.workspace / "results")
-    status = report_and_wait(report)
+    # Then the evidence is pip's report of the venv the test ran in, holding the staged torch
+    results = test.workspace / "results" / FAMILY
+    evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
+    installed = {i["metadata"]["name"]: i["metadata"]["version"] for i in evidence["install"]}
+    assert installed == {"torch": TORCH_PIP}
+    assert (results / f"{FAMILY}.txt").read_text() == (
+        f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/{run}/attempts/1\n"
+    )
+
+    # When the report job collects the artifacts, reports and waits
+    report, status = report_job(night, build, test)
 
     # Then the run is promoted on pip's report as evidence
     assert (status["state"], status["reason"]) == ("promoted", "")
-    assert (
-        f"{INDEX}:smoke=results/{name}.installed.json"
-        in (report.workspace / "installed.txt").read_text()
+    assert (report.workspace / "installed.txt").read_text() == (
+        f"{INDEX}:smoke=results/{FAMILY}/{FAMILY}.installed.json\n"
     )
 
 
