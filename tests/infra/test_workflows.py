@@ -32,9 +32,13 @@ from wheelgate.core.workflows import Deployment, compare, compare_families, trig
 EXAMPLES = REPO_ROOT / "examples" / "github"
 ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
 WORKFLOWS = sorted(EXAMPLES.glob("*.yml"))
-#: The release examples: hand-written matrices (pip), and matrices from the families file (uv).
-RELEASE_EXAMPLES = ("release-nightly.yml", "release-nightly-uv.yml")
-FAMILIES = EXAMPLES / "wheelgate-families.json"
+#: The release examples, each with the families file it is copied with (as
+#: .github/wheelgate-families.json): the same families, their tests installing tools with the
+#: route's installer (pip, uv).
+RELEASE_EXAMPLES = {
+    "release-nightly.yml": EXAMPLES / "wheelgate-families-pip.json",
+    "release-nightly-uv.yml": EXAMPLES / "wheelgate-families.json",
+}
 ACTIONS = REPO_ROOT / "actions"
 ACTION_FILES = sorted(ACTIONS.glob("*/action.yml"))
 #: How the examples name WheelGate's own actions: the adopter puts the WheelGate repository
@@ -442,10 +446,15 @@ def test_release_reports_what_each_test_installed() -> None:
     test_runs = "\n".join(str(s.get("run", "")) for s in jobs["test"]["steps"])
     install = re.search(r"pip\" install .*?\"torch==\$version\"", test_runs, re.DOTALL)
     assert install is not None, test_runs
-    assert '--report "results/$NAME.installed.json"' in install.group(0)
+    assert '--report "results/$FAMILY/$NAME.installed.json"' in install.group(0)
     # The run's own index is what the stage action output, handed over in the staged artifact
     assert '--index-url "$index_url"' in install.group(0)
-    assert 'index_url=$(sed -n 3p "staged/$NAME.txt")' in test_runs
+    assert 'index_url=$(sed -n 3p "staged/$FAMILY.txt")' in test_runs
+    # into a venv that is on PATH for the tests, which refuse to run with any other python
+    assert 'echo "$venv/bin" >> "$GITHUB_PATH"' in test_runs
+    assert 'echo "VIRTUAL_ENV=$venv" >> "$GITHUB_ENV"' in test_runs
+    assert '"$(command -v python)" != "$VIRTUAL_ENV/bin/python"' in test_runs
+    assert test_runs.index("--report") < test_runs.index("command -v python")
     build = jobs["build"]["steps"]
     handover = next(s for s in build if "staged/$NAME.txt" in str(s.get("run", "")))
     assert handover["env"]["INDEX_URL"] == "${{ steps.stage.outputs.index_url }}"
@@ -546,22 +555,73 @@ def settings() -> Deployment:
 @pytest.mark.parametrize("release", RELEASE_EXAMPLES)
 def test_release_examples_agree_with_the_settings(release: str) -> None:
     # Given one release example copied as the release workflow cdk.json names, beside
-    # report.yml and deps.yml, and the families file the uv example reads its matrices from
+    # report.yml and deps.yml, and the families file it reads its matrices from
     workflows = {
         ".github/workflows/release-nightly.yml": load(EXAMPLES / release),
         ".github/workflows/report.yml": load(EXAMPLES / "report.yml"),
         ".github/workflows/deps.yml": load(EXAMPLES / "deps.yml"),
     }
-    families = parse_families(json.loads(FAMILIES.read_text()))
+    path = RELEASE_EXAMPLES[release]
+    families = parse_families(json.loads(path.read_text()))
     # Then check-workflows' comparison finds every index directory built and tested, every
-    # required test run (a static matrix's step ids, or the families'), the triggers trusted
+    # required test run (the families'), the triggers trusted
     assert compare(workflows, settings(), families) == []
-    assert compare_families(families, settings(), FAMILIES.name) == []
+    assert compare_families(families, settings(), path.name) == []
 
 
-def test_the_families_file_names_the_runners_actionlint_knows() -> None:
+@pytest.mark.parametrize("release", RELEASE_EXAMPLES)
+def test_a_release_example_names_no_family_runner_or_test_of_its_own(release: str) -> None:
+    # Each is copied unchanged: its matrices are the plan job's, read from the families file,
+    # so no index directory, family, runner or test name is written in the workflow
+    document = load(EXAMPLES / release)
+    for job in ("build", "test"):
+        include = document["jobs"][job]["strategy"]["matrix"]["include"]
+        assert include == f"${{{{ fromJSON(needs.plan.outputs.{job}) }}}}"
+    (read,) = (s for s in document["jobs"]["plan"]["steps"] if s.get("id") == "families")
+    assert read["run"].startswith("wheelgate families .github/wheelgate-families.json ")
+    families = parse_families(json.loads(RELEASE_EXAMPLES[release].read_text()))
+    words = set(re.findall(r"[\w./-]+", (EXAMPLES / release).read_text()))
+    written = {
+        *families.commands,
+        *(value for f in families.families for value in (f.index, f.name, f.runner)),
+    }
+    assert written & words == set()
+
+
+def test_both_release_examples_differ_only_in_how_the_test_job_installs_torch() -> None:
+    pip, uv = (load(EXAMPLES / release)["jobs"] for release in RELEASE_EXAMPLES)
+    # The plan, build and report jobs are one; the test job's setting and its test script too
+    for job in ("plan", "build", "report"):
+        assert pip[job] == uv[job], job
+    assert {k: v for k, v in pip["test"].items() if k != "steps"} == {
+        k: v for k, v in uv["test"].items() if k != "steps"
+    }
+    (pip_tests,) = (s for s in pip["test"]["steps"] if s.get("name") == "Run the tests")
+    (uv_tests,) = (s for s in uv["test"]["steps"] if s.get("name") == "Run the tests")
+    assert pip_tests["run"] == uv_tests["run"]
+    assert pip_tests["env"] == uv_tests["env"]
+    # and pip's install runs neither uv nor the setup action
+    pip_text = (EXAMPLES / "release-nightly.yml").read_text()
+    assert not re.search(r"\buv\b", pip_text)
+    assert "/actions/setup@" not in str(pip["test"]["steps"])
+
+
+def test_the_two_families_files_differ_only_in_how_a_test_installs_its_tools() -> None:
+    pip, uv = (json.loads(path.read_text()) for path in RELEASE_EXAMPLES.values())
+    assert {k: v for k, v in pip.items() if k != "tests"} == {
+        k: v for k, v in uv.items() if k != "tests"
+    }
+    assert list(pip["tests"]) == list(uv["tests"])
+    # A test's command runs in the route's venv: uv's has no pip, pip's route no uv
+    assert not any(re.search(r"\buv\b", run) for run in pip["tests"].values())
+    assert not any(re.search(r"(?<!uv )\bpip install", run) for run in uv["tests"].values())
+    assert [n for n in pip["tests"] if pip["tests"][n] != uv["tests"][n]] == ["pytorch-unit"]
+
+
+@pytest.mark.parametrize("path", RELEASE_EXAMPLES.values(), ids=lambda p: p.name)
+def test_the_families_file_names_the_runners_actionlint_knows(path: Path) -> None:
     labels = set(yaml.safe_load(ACTIONLINT_CONFIG.read_text())["self-hosted-runner"]["labels"])
-    families = parse_families(json.loads(FAMILIES.read_text()))
+    families = parse_families(json.loads(path.read_text()))
     assert {f.runner for f in families.families} <= labels
 
 

@@ -211,44 +211,75 @@ def report_and_wait(jobs: Runner, test_result: str = "success") -> dict[str, str
     return jobs.action("status", **{"manifest-sha256": reported["manifest_sha256"], "wait": "120"})
 
 
-def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
-    local: LocalProcess, actions: Path, decoy: Decoy, tmp_path: Path
-) -> None:
-    run = "example-uv"
-    prebuilt = tmp_path / "prebuilt"
-    build_wheel(prebuilt, "torch", TORCH)
-    release = "release-nightly-uv.yml"
+@dataclass(frozen=True)
+class Night:
+    """One release run of an example against the local stack: every job's runner has the
+    stack's buckets and URLs and the run's id."""
 
-    # Given the plan job: setup, then the families file read into the matrices
-    plan = runner(tmp_path, "plan", local.env, actions, decoy, run)
+    tmp_path: Path
+    local: LocalProcess
+    actions: Path
+    decoy: Decoy
+    run: str
+
+    def runner(self, name: str) -> Runner:
+        return runner(self.tmp_path, name, self.local.env, self.actions, self.decoy, self.run)
+
+
+def plan_and_build(night: Night, release: str, torch: str) -> tuple[Runner, dict[str, Any]]:
+    """A release example's plan job (setup, then the families file read into the matrices)
+    and its build job (the families file's command, a stand-in torch of version ``torch``,
+    stage, hand over): the build's runner, and the test matrix's one entry."""
+    plan = night.runner("plan")
     families_file(plan.workspace)
     plan.action("setup")
     outputs = plan.run(workflow_steps(release, "plan")["Read the families"], {})
     build_matrix, test_matrix = json.loads(outputs["build"]), json.loads(outputs["test"])
     assert [b["index"] for b in build_matrix] == [t["index"] for t in test_matrix] == [INDEX]
 
-    # When the build job builds (the families file's command), stages and hands over
-    build = runner(tmp_path, "build", local.env, actions, decoy, run)
+    build_wheel(night.tmp_path / "prebuilt", "torch", torch)
+    build = night.runner("build")
     families_file(build.workspace)
-    build.env["PREBUILT"] = str(prebuilt)
+    build.env["PREBUILT"] = str(night.tmp_path / "prebuilt")
     build.context |= {f"matrix.{k}": v for k, v in build_matrix[0].items()}
     build_job(build, release)
+    return build, test_matrix[0]
 
-    # and the test job installs uv by its hashes, torch with it, and runs the stand-in test
-    test = runner(tmp_path, "test", local.env, actions, decoy, run)
+
+def start_test_job(night: Night, build: Runner, entry: dict[str, Any]) -> Runner:
+    """The test job of the matrix ``entry`` on a fresh runner, with the build's artifact."""
+    test = night.runner("test")
     families_file(test.workspace)
     copy_tree(build.workspace / "staged", test.workspace / "staged")
-    entry = test_matrix[0]
     test.context |= {f"matrix.{k}": v for k, v in entry.items() if isinstance(v, str)}
     test.context["toJSON(matrix.tests)"] = json.dumps(entry["tests"])
-    test_job = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]
+    return test
+
+
+def report_job(night: Night, build: Runner, test: Runner) -> tuple[Runner, dict[str, str]]:
+    """The report job on the build's and the test's artifacts: its runner, the status."""
+    report = night.runner("report")
+    copy_tree(build.workspace / "staged", report.workspace / "staged")
+    copy_tree(test.workspace / "results", report.workspace / "results")
+    return report, report_and_wait(report)
+
+
+def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
+    local: LocalProcess, actions: Path, decoy: Decoy, tmp_path: Path
+) -> None:
+    run, release = "example-uv", "release-nightly-uv.yml"
+    night = Night(tmp_path, local, actions, decoy, run)
+    # Given the plan job's matrices, and the build job that built, staged and handed over
+    build, entry = plan_and_build(night, release, TORCH)
+
+    # When the test job installs uv by its hashes, torch with it, and runs the stand-in test
+    test = start_test_job(night, build, entry)
+    job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]["env"]
     steps = workflow_steps(release, "test")
-    test.run(steps["Install uv, hash-pinned"], test_job["env"])
+    test.run(steps["Install uv, hash-pinned"], job_env)
     test.action("setup")
-    test.run(
-        steps["Install torch from the run's staging index with uv, as users do"], test_job["env"]
-    )
-    test.run(steps["Run the tests"], test_job["env"])
+    test.run(steps["Install torch from the run's staging index with uv, as users do"], job_env)
+    test.run(steps["Run the tests"], job_env)
 
     # Then the evidence is wheelgate installed's, of the uv venv, holding the staged torch
     results = test.workspace / "results" / FAMILY
@@ -260,10 +291,7 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     )
 
     # When the report job collects the artifacts, reports and waits
-    report = runner(tmp_path, "report", local.env, actions, decoy, run)
-    copy_tree(build.workspace / "staged", report.workspace / "staged")
-    copy_tree(test.workspace / "results", report.workspace / "results")
-    status = report_and_wait(report)
+    report, status = report_job(night, build, test)
 
     # Then the run is promoted: the bytes the uv venv held are the bytes released
     assert (status["state"], status["reason"]) == ("promoted", "")
@@ -272,50 +300,40 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     )
 
 
-def test_the_pip_example_stages_tests_with_pips_report_and_is_promoted(
+def test_the_pip_example_stages_tests_in_the_pip_venv_with_its_report_and_is_promoted(
     local: LocalProcess, actions: Path, decoy: Decoy, tmp_path: Path
 ) -> None:
-    run = "example-pip"
-    release = "release-nightly.yml"
-    name = "gfx94X-dcgpu"
-
-    # Given a build job whose build script (the project's own) leaves a stand-in torch in dist/
-    build = runner(tmp_path, "build", local.env, actions, decoy, run)
-    script = build.workspace / "build_tools" / "build_wheels.sh"
-    script.parent.mkdir()
-    build_wheel(tmp_path / "prebuilt", "torch", TORCH_PIP)
-    script.write_text(f'#!/bin/sh\nmkdir -p dist && cp "{tmp_path}/prebuilt/"*.whl dist/\n')
-    script.chmod(0o755)
-    build.context |= {"matrix.index": INDEX, "matrix.name": name}
-    # When it builds, stages, hands over
-    build_job(build, release)
-    # and pins the run's closure (what a --require-hashes test would install)
+    run, release = "example-pip", "release-nightly.yml"
+    night = Night(tmp_path, local, actions, decoy, run)
+    # Given the plan job's matrices, and the build job that built, staged and handed over
+    build, entry = plan_and_build(night, release, TORCH_PIP)
+    # and pinned the run's closure (what a --require-hashes test would install)
     pins = Path(build.action("pins", index=INDEX, projects="torch")["requirements"]).read_text()
     assert f"torch=={TORCH_PIP} \\\n    --hash=sha256:" in pins
 
-    # and the test job installs with pip, keeping its report, and the stand-in test passes
-    test = runner(tmp_path, "test", local.env, actions, decoy, run)
-    copy_tree(build.workspace / "staged", test.workspace / "staged")
-    test.context |= {"matrix.index": INDEX, "matrix.name": name}
-    test_job = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]
+    # When the test job installs torch with pip, keeping its report, and runs the stand-in test
+    test = start_test_job(night, build, entry)
+    job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]["env"]
     steps = workflow_steps(release, "test")
-    test.run(steps["Install torch from the run's staging index, as users do"], test_job["env"])
-    test.added_env["VIRTUAL_ENV"] = str(test.runner_temp / "venv")
-    test.run({"name": "smoke (stand-in)", "run": STAND_IN_TEST}, {})
-    test.context |= {"steps.smoke.outcome": "success", "steps.pytorch-unit.outcome": "success"}
-    test.run(steps["Write the results for the report job"], test_job["env"])
+    test.run(steps["Install torch from the run's staging index with pip, as users do"], job_env)
+    test.run(steps["Run the tests"], job_env)
 
-    # When the report job collects, reports and waits
-    report = runner(tmp_path, "report", local.env, actions, decoy, run)
-    copy_tree(build.workspace / "staged", report.workspace / "staged")
-    copy_tree(test.workspace / "results", report.workspace / "results")
-    status = report_and_wait(report)
+    # Then the evidence is pip's report of the venv the test ran in, holding the staged torch
+    results = test.workspace / "results" / FAMILY
+    evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
+    installed = {i["metadata"]["name"]: i["metadata"]["version"] for i in evidence["install"]}
+    assert installed == {"torch": TORCH_PIP}
+    assert (results / f"{FAMILY}.txt").read_text() == (
+        f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/{run}/attempts/1\n"
+    )
+
+    # When the report job collects the artifacts, reports and waits
+    report, status = report_job(night, build, test)
 
     # Then the run is promoted on pip's report as evidence
     assert (status["state"], status["reason"]) == ("promoted", "")
-    assert (
-        f"{INDEX}:smoke=results/{name}.installed.json"
-        in (report.workspace / "installed.txt").read_text()
+    assert (report.workspace / "installed.txt").read_text() == (
+        f"{INDEX}:smoke=results/{FAMILY}/{FAMILY}.installed.json\n"
     )
 
 

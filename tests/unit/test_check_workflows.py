@@ -1,6 +1,7 @@
 """``wheelgate check-workflows`` and ``wheelgate families``: a repository laid out as the
-examples say (``examples/github/`` copied under ``.github/``) agrees with this repository's
-``cdk.json``; each kind of mismatch is named; bad input exits 2."""
+examples say (``examples/github/`` copied under ``.github/``, with either release example and
+its families file) agrees with this repository's ``cdk.json``, as does one whose matrices are
+written by hand; each kind of mismatch is named; bad input exits 2."""
 
 from __future__ import annotations
 
@@ -20,19 +21,53 @@ from wheelgate.core.workflows import MismatchKind
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "github"
 FAMILIES = json.loads((EXAMPLES / "wheelgate-families.json").read_text())
+#: Each release example and the families file it is copied with.
+FAMILIES_FILE = {
+    "release-nightly.yml": "wheelgate-families-pip.json",
+    "release-nightly-uv.yml": "wheelgate-families.json",
+}
 
 
 def repository(tmp_path: Path, release: str = "release-nightly-uv.yml") -> Path:
     """A user's repository: a release example as release-nightly.yml, report.yml, deps.yml,
-    the families file, and the deployment's cdk.json beside them."""
+    its families file as wheelgate-families.json, and the deployment's cdk.json beside them."""
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
     shutil.copy2(EXAMPLES / release, workflows / "release-nightly.yml")
     for name in ("report.yml", "deps.yml", "dev.yml"):
         shutil.copy2(EXAMPLES / name, workflows / name)
-    shutil.copy2(EXAMPLES / "wheelgate-families.json", tmp_path / ".github")
+    families = tmp_path / ".github" / "wheelgate-families.json"
+    shutil.copy2(EXAMPLES / FAMILIES_FILE[release], families)
     shutil.copy2(REPO / "cdk.json", tmp_path / "cdk.json")
     return tmp_path
+
+
+def write_matrices_by_hand(document: dict[Any, Any]) -> None:
+    """The release example as a team may keep it instead: the families' matrices written out
+    in the workflow, and a test step per test whose id is the test's name."""
+    families = parse_families(json.loads((EXAMPLES / "wheelgate-families-pip.json").read_text()))
+    jobs = document["jobs"]
+    jobs["build"]["strategy"]["matrix"]["include"] = [
+        {"index": b["index"], "name": b["name"]} for b in families.build_matrix()
+    ]
+    jobs["test"]["strategy"]["matrix"]["include"] = [
+        {k: t[k] for k in ("index", "family", "name", "runner", "python")}
+        for t in families.test_matrix()
+    ]
+    steps = [s for s in jobs["test"]["steps"] if s.get("name") != "Run the tests"]
+    jobs["test"]["steps"] = steps + [
+        {"name": name, "id": name, "continue-on-error": True, "run": run}
+        for name, run in families.commands.items()
+    ]
+
+
+def hand_written(tmp_path: Path) -> Path:
+    """A repository whose release workflow has its matrices written by hand, and no families
+    file: check-workflows reads the test names from the step ids."""
+    repo = repository(tmp_path, "release-nightly.yml")
+    (repo / ".github" / "wheelgate-families.json").unlink()
+    edit(repo / ".github" / "workflows" / "release-nightly.yml", write_matrices_by_hand)
+    return repo
 
 
 def edit(path: Path, change: Callable[[dict[Any, Any]], None]) -> None:
@@ -46,14 +81,14 @@ def check(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     return main(["check-workflows", "--cdk-json", "cdk.json", *args])
 
 
-@pytest.mark.parametrize("release", ["release-nightly.yml", "release-nightly-uv.yml"])
+@pytest.mark.parametrize("release", [*FAMILIES_FILE, "hand-written"])
 def test_a_repository_laid_out_as_the_examples_agrees_with_its_settings(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     release: str,
 ) -> None:
-    repo = repository(tmp_path, release)
+    repo = hand_written(tmp_path) if release == "hand-written" else repository(tmp_path, release)
     assert check(repo, monkeypatch) == 0
     out, err = capsys.readouterr()
     assert out == ""
@@ -107,7 +142,8 @@ def drop_report_call(document: dict[Any, Any]) -> None:
     del document["jobs"]["report"]
 
 
-#: One edit of release-nightly.yml (hand-written matrices) per kind, and the line it must cause.
+#: One edit of a release workflow with hand-written matrices per kind, and the line it must
+#: cause.
 RELEASE_EDITS = {
     MismatchKind.REQUIRED_TEST_NOT_RUN: (
         drop_test_step,
@@ -139,8 +175,8 @@ def test_each_mismatch_of_a_release_workflow_is_named(
     capsys: pytest.CaptureFixture[str],
     kind: MismatchKind,
 ) -> None:
-    # Given the hand-written example with one thing changed
-    repo = repository(tmp_path, "release-nightly.yml")
+    # Given a release workflow with hand-written matrices and one thing changed
+    repo = hand_written(tmp_path)
     change, sentence = RELEASE_EDITS[kind]
     edit(repo / ".github" / "workflows" / "release-nightly.yml", change)
     # When the workflows are checked, then the mismatch is named with its kind, exit 1
@@ -182,12 +218,16 @@ def test_a_missing_release_or_reporter_workflow_is_named(
     assert out.count("index-not-built") == 4
 
 
+@pytest.mark.parametrize("release", FAMILIES_FILE)
 def test_a_family_file_short_of_the_required_tests_is_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    release: str,
 ) -> None:
-    # Given a families file whose first family dropped a required test
-    repo = repository(tmp_path)
-    families = json.loads(json.dumps(FAMILIES))
+    # Given either release example, its families file's first family dropping a required test
+    repo = repository(tmp_path, release)
+    families = json.loads((repo / ".github" / "wheelgate-families.json").read_text())
     families["families"][0]["tests"] = ["smoke"]
     (repo / ".github" / "wheelgate-families.json").write_text(json.dumps(families))
     assert check(repo, monkeypatch) == 1
