@@ -46,6 +46,7 @@ EVERY_FIELD = PromoterSettings(
     fanout_state_machine_arn="arn:aws:states:us-east-1:1:stateMachine:fanout",
     fanout_min_files=7,
     run_expiry_days=14,
+    repository_url="https://github.com/example/project",
     fanout_min_bytes=1024,
     fanout_copy_concurrency=20,
     manifest_queue_url="https://sqs.example/manifests",
@@ -141,3 +142,15 @@ def test_tokens_at_synthesis_are_kept_for_the_promoter_to_check_at_cold_start() 
         keyword_settings(dashboard_url="${Token[Dashboard]}")
     with pytest.raises(SettingsError, match=ENV_DASHBOARD_URL):
         PromoterSettings.from_env(env)
+
+
+@pytest.mark.parametrize("url", ["github.com/o/r", "ftp://example.org/o/r", "https://"])
+def test_a_repository_url_that_is_no_web_url_is_refused_by_name(url: str) -> None:
+    with pytest.raises(SettingsError, match="WHEELGATE_REPOSITORY_URL must be an http"):
+        PromoterSettings.from_env({**PROMOTER_ENV, "WHEELGATE_REPOSITORY_URL": url})
+    assert (
+        PromoterSettings.from_env(
+            {**PROMOTER_ENV, "WHEELGATE_REPOSITORY_URL": "https://github.com/o/r/"}
+        ).repository_url
+        == "https://github.com/o/r"
+    )

@@ -91,3 +91,6 @@ ENV_VERDICT_KEY_ARN = "WHEELGATE_VERDICT_KEY_ARN"
 #: Days a staged run's files are kept (``run_expiry_days`` in cdk.json, the staging lifecycle):
 #: the run history says when each staged file expires. Unset: the history says nothing of it.
 ENV_RUN_EXPIRY_DAYS = "WHEELGATE_RUN_EXPIRY_DAYS"
+#: Web URL of the repository the runs are built from (``https://github.com/<github_repo>``):
+#: the run history page links each run's commit under it. Unset: commits are not linked.
+ENV_REPOSITORY_URL = "WHEELGATE_REPOSITORY_URL"

@@ -19,6 +19,7 @@ from wheelgate.core.env_names import (
     ENV_LISTING_RETENTION,
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
     ENV_NIGHTLY_RETENTION_MODE,
+    ENV_REPOSITORY_URL,
     ENV_REQUIRED_TESTS,
     ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_REPORTER_ID,
@@ -95,6 +96,16 @@ def parse_dashboard_url(value: object) -> str:
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.netloc or any(c.isspace() for c in url):
         raise SettingsError(f"{ENV_DASHBOARD_URL} must be an https URL, not {url!r}")
+    return url
+
+
+def parse_repository_url(value: object) -> str:
+    url = str(value).strip().rstrip("/")
+    if is_deferred(value):
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in url):
+        raise SettingsError(f"{ENV_REPOSITORY_URL} must be an http(s) URL, not {url!r}")
     return url
 
 

@@ -46,6 +46,7 @@ from wheelgate.core.env_names import (
     ENV_NIGHTLY_DISTRIBUTION_ID,
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
     ENV_NIGHTLY_RETENTION_MODE,
+    ENV_REPOSITORY_URL,
     ENV_REQUIRED_TESTS,
     ENV_RUN_EXPIRY_DAYS,
     ENV_STAGING_BUCKET,
@@ -65,6 +66,7 @@ from wheelgate.core.setting_parsers import (
     parse_import_sources,
     parse_listing_retention,
     parse_new_local_labels,
+    parse_repository_url,
     parse_required_tests,
     parse_retention_days,
     parse_retention_mode,
@@ -192,6 +194,11 @@ class PromoterSettings(BaseModel):
     #: Days after which staging's lifecycle expires a run's files (``runs/``): the run
     #: history's ``expires_at`` of each staged file. ``None``: unknown, none recorded.
     run_expiry_days: Count | None = _var(ENV_RUN_EXPIRY_DAYS, None)
+    #: The repository's web URL: the run history page links commits under it; ``None``: no
+    #: link.
+    repository_url: Annotated[str, PlainValidator(parse_repository_url)] | None = _var(
+        ENV_REPOSITORY_URL, None
+    )
     #: The fan-out state machine; ``None``: every run is promoted in one invocation.
     fanout_state_machine_arn: Text | None = _var(ENV_FANOUT_STATE_MACHINE_ARN, None)
     fanout_min_files: Count = _var(ENV_FANOUT_MIN_FILES, DEFAULT_FANOUT_MIN_FILES)

@@ -129,7 +129,10 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
         queue=queue,
         signer=signer,
         page_writer=HistoryPageWriter(
-            staging, nightly_base_url=settings.nightly_base_url, clock=lambda: datetime.now(UTC)
+            staging,
+            nightly_base_url=settings.nightly_base_url,
+            repository_url=settings.repository_url,
+            clock=lambda: datetime.now(UTC),
         ),
     )
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
