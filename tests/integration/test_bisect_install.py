@@ -138,19 +138,23 @@ def test_a_run_installed_as_a_test_holds_its_evidence_then_again_offline_from_th
     assert offline.cache.counters.downloads == 2
 
 
+@pytest.mark.parametrize("other", ["another size", "same size"])
 def test_a_file_whose_bytes_differ_from_the_history_skips_the_run_as_hash_mismatch(
     buckets: tuple[Bucket, Bucket],
     make_installer: Callable[..., PipRunInstaller],
     tmp_path: Path,
+    other: str,
 ) -> None:
     wheel = build_wheel(tmp_path / "w", "bi-mismatch", "1.0")
-    stage(buckets[0], "bisect-mismatch", wheel, body=b"other bytes")
-    own = wheel_file("bisect-mismatch", wheel)
+    data = wheel.read_bytes()
+    # Same size, one bit flipped: only the SHA-256 can tell these bytes from the recorded ones.
+    body = b"other bytes" if other == "another size" else data[:-1] + bytes([data[-1] ^ 1])
+    stage(buckets[0], f"bisect-mismatch-{other.replace(' ', '-')}", wheel, body=body)
+    run_id = f"bisect-mismatch-{other.replace(' ', '-')}"
+    own = wheel_file(run_id, wheel)
     installer = make_installer()
 
-    skip = skip_of(
-        installer, history_run("bisect-mismatch", [own], [evidence("t", [own])]), tmp_path / "venv"
-    )
+    skip = skip_of(installer, history_run(run_id, [own], [evidence("t", [own])]), tmp_path / "venv")
 
     assert skip.reason == SKIP_HASH_MISMATCH
     assert own.sha256 not in installer.cache

@@ -320,6 +320,31 @@ MUTATIONS = (
             "tests/integration/test_fanout.py::test_a_run_waiting_on_a_fan_out_job_comes_back_less_often",
         ),
     ),
+    Mutation(
+        "history entry against objects",
+        "the promoter folds a stage entry whose SHA-256 the staged object does not hold",
+        "if found.sha256 != f.sha256:",
+        "if False:",
+        ("tests/unit/test_history_writers.py",),
+    ),
+    Mutation(
+        "bisect never blames its own trouble",
+        "a run the installer cannot install exactly is counted bad instead of skipped",
+        "return _Probed(Verdict.SKIP, skip.reason, skip.message, downloaded=downloaded)",
+        "return _Probed(Verdict.BAD, skip.reason, skip.message, downloaded=downloaded)",
+        ("tests/unit/test_bisect_runner.py", "tests/unit/test_bisect_cli.py"),
+    ),
+    Mutation(
+        "bisect downloads held to the history",
+        "a downloaded file whose bytes are not the ones the history recorded is installed",
+        "if digest.hexdigest() != file.sha256:",
+        "if False:",
+        (
+            "tests/unit/test_bisect_cache.py",
+            "tests/integration/test_bisect_install.py"
+            "::test_a_file_whose_bytes_differ_from_the_history_skips_the_run_as_hash_mismatch",
+        ),
+    ),
 )
 
 
