@@ -36,8 +36,8 @@ GITHUB_AUDIENCE = "sts.amazonaws.com"
 
 WILDCARD_REASON = (
     "S3 object ARNs can only name a key prefix (runs/, manifests/, records/, runs/deps-, "
-    "runs/import-, an import source's prefix, a cache prefix, a whole bucket's objects) or the "
-    "index page names (*/index.html, "
+    "runs/import-, history/_entries/, history/<index dir>/, an import source's prefix, a "
+    "cache prefix, a whole bucket's objects) or the index page names (*/index.html, "
     "*/index.json) with a wildcard; the actions are listed one by one and the bucket policies "
     "deny every other writer."
 )
@@ -49,8 +49,9 @@ class Access(Construct):
     Roles (trust scoped by the OIDC ``sub`` claim; ``aud`` must be ``sts.amazonaws.com``):
 
     - ``build_role`` (``build_subs``): uploads ``runs/*`` except ``runs/deps-*`` to staging
-      (each run's files and its own index pages); reads staging, and the nightly index pages
-      to merge them into the run's pages.
+      (each run's files and its own index pages) and creates each stage call's run history
+      entry (``history/_entries/*``, with ``If-None-Match`` only); reads staging, and the
+      nightly index pages to merge them into the run's pages.
     - ``reporter_role`` (``reporter_subs``: jobs of the reporter's reusable workflow, never a
       build job): writes ``manifests/*`` except ``manifests/deps-*`` in
       staging only; reads ``runs/*`` to build a manifest and ``records/*`` to wait for the
@@ -59,11 +60,12 @@ class Access(Construct):
     - ``deps_role`` (``deps_subs``): writes the ``cache_prefixes`` of the cache bucket, stages
       dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
       records and the index pages.
-    - ``promoter_role`` (Lambda): reads staging, writes ``records/*``, ``status/*`` and the
-      files imports gather (``runs/import-*``) in staging, writes nightly under ``<dir>/*`` of
-      each ``index_dirs`` entry (never deletes), and reads the ``import_sources`` (each
-      bucket's listing under its prefix, and its objects there) and nothing else outside its
-      buckets. The stack grants CloudFront invalidation.
+    - ``promoter_role`` (Lambda): reads staging, writes ``records/*``, ``status/*``, the
+      files imports gather (``runs/import-*``) and the run history of each ``index_dirs``
+      entry (``history/<dir>/*``: shards, head and page) in staging, writes nightly under
+      ``<dir>/*`` of each ``index_dirs`` entry (never deletes), and reads the
+      ``import_sources`` (each bucket's listing under its prefix, and its objects there) and
+      nothing else outside its buckets. The stack grants CloudFront invalidation.
 
     The bucket policies (:mod:`.bucket_policies`) repeat the same rules as explicit Deny
     statements keyed on ``aws:PrincipalArn``, so no other principal in the account
@@ -73,9 +75,11 @@ class Access(Construct):
     break-glass role included). Only ``deploy_role_arn`` (CloudFormation's execution role) may
     change a bucket policy, and it and the break-glass role the Object Lock configuration, so
     stack updates still apply (docs/security.md lists what an administrator can still do). In
-    staging nobody writes outside ``runs/``, ``manifests/``, ``records/`` and ``status/``, only
-    the deps role writes ``runs/deps-*`` and ``manifests/deps-*``, and every object created
-    under ``runs/`` must be sent with ``If-None-Match: *`` (write-once).
+    staging nobody writes outside ``runs/``, ``manifests/``, ``records/``, ``status/`` and
+    ``history/``, only the deps role writes ``runs/deps-*`` and ``manifests/deps-*``, every
+    object created under ``runs/`` must be sent with ``If-None-Match: *`` (write-once), and so
+    must every history entry, which only the build role writes; the rest of ``history/`` is
+    the promoter's alone.
     The break-glass role may only write override and import requests
     (``manifests/override-*``, ``manifests/import-*``), which nobody else may write, and read
     ``records/*``; only the promoter writes ``runs/import-*``. The cache bucket's policy (when

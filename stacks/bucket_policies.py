@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
 from wheelgate.core.layout import (
+    HISTORY_PREFIX,
     HTML_PAGE,
     JSON_PAGE,
     MANIFESTS_PREFIX,
@@ -22,6 +23,7 @@ from wheelgate.core.layout import (
 
 from .object_keys import (
     ANY_MIRROR_MANIFEST_KEYS,
+    HISTORY_ENTRY_KEYS,
     IMPORT_REQUEST_KEYS,
     IMPORT_RUN_KEYS,
     MIRROR_MANIFEST_KEYS,
@@ -189,9 +191,10 @@ def protect_cache_bucket(cache: s3.IBucket, who: Principals) -> None:
 
 
 def staging_denies(staging: s3.IBucket, who: Principals) -> list[DenyRule]:
-    """In staging nobody writes outside ``runs/``, ``manifests/``, ``records/`` and
-    ``status/``; each prefix is its writers' alone; every object created under ``runs/`` but a
-    run's own pages is write-once; only the break-glass role deletes or writes requests."""
+    """In staging nobody writes outside ``runs/``, ``manifests/``, ``records/``, ``status/``
+    and ``history/``; each prefix is its writers' alone; every object created under ``runs/``
+    but a run's own pages, and every history entry, is write-once; only the break-glass role
+    deletes or writes requests."""
     build, reporter, promoter, deps = who.build, who.reporter, who.promoter, who.deps
     break_glass = who.break_glass
     overrides = staging.arn_for_objects(OVERRIDE_KEYS)
@@ -238,7 +241,7 @@ def staging_denies(staging: s3.IBucket, who: Principals) -> list[DenyRule]:
         # the exception: the build jobs of one run update them in place with conditional
         # writes. Rewriting one can only point a test at other bytes, which the manifest's
         # evidence of what each test installed then refuses. An S3 ARN cannot say "runs/ but
-        # not its pages", so the Deny names what it leaves out; keys outside the four prefixes
+        # not its pages", so the Deny names what it leaves out; keys outside the five prefixes
         # are refused by DenyWritesOutsideStagingPrefixes.
         DenyRule(
             sid="DenyRunWritesWithoutIfNoneMatch",
@@ -250,10 +253,44 @@ def staging_denies(staging: s3.IBucket, who: Principals) -> list[DenyRule]:
                 ),
                 *(
                     staging.arn_for_objects(f"{prefix}*")
-                    for prefix in (MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX)
+                    for prefix in (MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX, HISTORY_PREFIX)
                 ),
             ],
             condition=UNCONDITIONAL_CREATION,
+        ),
+        # history/ is left out above for the promoter's shards, head and page, which it updates
+        # in place; a history entry is created once, like a staged file: a build job of one run
+        # cannot alter what another run's job recorded (IAM cannot tell the two jobs apart).
+        DenyRule(
+            sid="DenyHistoryEntryWritesWithoutIfNoneMatch",
+            actions=["s3:PutObject"],
+            resources=[staging.arn_for_objects(HISTORY_ENTRY_KEYS)],
+            condition=UNCONDITIONAL_CREATION,
+        ),
+        # The entries are the stage calls' (the build role's); the rest of history/ is what
+        # the promoter made of them and of its decisions, its alone.
+        DenyRule(
+            sid="DenyHistoryWritesExceptBuildAndPromoter",
+            actions=OBJECT_WRITE_ACTIONS,
+            resources=[staging.arn_for_objects(f"{HISTORY_PREFIX}*")],
+            condition=unless([build, promoter]),
+        ),
+        DenyRule(
+            sid="DenyHistoryEntryWritesExceptBuild",
+            actions=OBJECT_WRITE_ACTIONS,
+            resources=[staging.arn_for_objects(HISTORY_ENTRY_KEYS)],
+            condition=unless([build]),
+        ),
+        # An S3 ARN cannot say "history/ but not its entries": the build role's writes are held
+        # to what it may write instead, as the deps role's are below.
+        DenyRule(
+            sid="DenyBuildWritesOutsideRunsAndHistoryEntries",
+            actions=OBJECT_WRITE_ACTIONS,
+            not_resources=[
+                staging.arn_for_objects(f"{RUNS_PREFIX}*"),
+                staging.arn_for_objects(HISTORY_ENTRY_KEYS),
+            ],
+            condition=only(build),
         ),
         DenyRule(
             sid="DenyManifestWritesExceptReporterDepsAndBreakGlass",

@@ -15,6 +15,7 @@ from constructs import Construct
 from wheelgate.core.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX, STATUS_PREFIX
 
 from .nag import acknowledge
+from .object_keys import HISTORY_ENTRY_KEYS
 from .setting_types import CustomDomain
 
 INDEX_ROUTER_SOURCE = Path(__file__).parent / "functions" / "index_router.js"
@@ -35,7 +36,10 @@ class IndexCdn(Construct):
     Directory URLs go through the ``index_router.js`` CloudFront Function and the short-TTL page
     cache policy, which has ``Accept`` in its cache key (PEP 691 content negotiation); files
     use the long-TTL policy. HTTPS only; standard logs go to ``log_bucket``. The staging
-    distribution does not serve ``manifests/`` or ``records/``.
+    distribution does not serve ``manifests/``, ``records/`` or the run history's entries
+    (``history/_entries/``); it serves each directory's run history (``history/<index>/``:
+    its page, head and month shards, rewritten by every decision) as it serves a run's pages,
+    through the router and the short-TTL policy.
 
     The staging distribution's origin is an origin group: the staging bucket first, the nightly
     bucket when staging answers 403 or 404. A project that was never staged (a dependency only
@@ -108,7 +112,8 @@ class IndexCdn(Construct):
         )
         staging_bucket.add_to_resource_policy(
             iam.PolicyStatement(
-                # Manifests and promotion records are CI bookkeeping, not part of the index.
+                # Manifests and promotion records are CI bookkeeping, not part of the index;
+                # so are history entries, a build job's word until the promoter checks it.
                 sid="DenyCloudFrontBookkeeping",
                 effect=iam.Effect.DENY,
                 principals=[iam.ServicePrincipal("cloudfront.amazonaws.com")],
@@ -116,6 +121,7 @@ class IndexCdn(Construct):
                 resources=[
                     staging_bucket.arn_for_objects(f"{MANIFESTS_PREFIX}*"),
                     staging_bucket.arn_for_objects(f"{RECORDS_PREFIX}*"),
+                    staging_bucket.arn_for_objects(HISTORY_ENTRY_KEYS),
                 ],
             )
         )

@@ -6,6 +6,8 @@ from __future__ import annotations
 from aws_cdk import aws_s3 as s3
 
 from wheelgate.core.layout import (
+    HISTORY_ENTRIES_DIR,
+    HISTORY_PREFIX,
     HTML_PAGE,
     IMPORT_RUN_PREFIX,
     JSON_PAGE,
@@ -28,6 +30,8 @@ OVERRIDE_KEYS = f"{MANIFESTS_PREFIX}{OVERRIDE_RUN_PREFIX}*"
 #: (the promoter's alone).
 IMPORT_REQUEST_KEYS = f"{MANIFESTS_PREFIX}{IMPORT_RUN_PREFIX}*"
 IMPORT_RUN_KEYS = f"{RUNS_PREFIX}{IMPORT_RUN_PREFIX}*"
+#: The run history's entries, one per stage call: the build role's, each created once.
+HISTORY_ENTRY_KEYS = f"{HISTORY_PREFIX}{HISTORY_ENTRIES_DIR}*"
 
 
 def page_keys(bucket: s3.IBucket, under: str = "") -> list[str]:

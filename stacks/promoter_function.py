@@ -1,4 +1,5 @@
-"""The promotion pipeline: manifest notification -> SQS (with DLQ) -> promoter Lambda."""
+"""The promotion pipeline: manifest (and history entry) notifications -> SQS (with DLQ) ->
+promoter Lambda."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from wheelgate.core.layout import MANIFEST_SUFFIX, MANIFESTS_PREFIX
+from wheelgate.core.env_names import ENV_RUN_EXPIRY_DAYS
+from wheelgate.core.layout import (
+    HISTORY_ENTRIES_DIR,
+    HISTORY_PREFIX,
+    MANIFEST_SUFFIX,
+    MANIFESTS_PREFIX,
+)
 from wheelgate.core.limits import LEASE_BUSY_RETRY_SECONDS, LEASE_SECONDS, PROMOTER_TIMEOUT_SECONDS
 from wheelgate.core.metrics import METRICS_NAMESPACE, SERVICE_NAME
 from wheelgate.core.settings import PromoterSettings
@@ -48,6 +55,13 @@ MAX_CONCURRENCY = 2
 BUSY_RECEIVES = -(-LEASE_SECONDS // LEASE_BUSY_RETRY_SECONDS)
 MAX_RECEIVE_COUNT = BUSY_RECEIVES + 5
 
+#: The staging keys (prefix, suffix) whose creation the queue is told of: the manifests, and
+#: the history entries (``StagingLayout.history_entry``: ``.json`` objects).
+NOTIFIED_KEYS = (
+    (MANIFESTS_PREFIX, MANIFEST_SUFFIX),
+    (f"{HISTORY_PREFIX}{HISTORY_ENTRIES_DIR}", ".json"),
+)
+
 # Construct id CDK gives the singleton Lambda behind bucket notifications.
 NOTIFICATIONS_HANDLER_ID = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 
@@ -56,14 +70,17 @@ class PromoterFunction(Construct):
     """Staging manifest notifications, their queue and DLQ, and the promoter function.
 
     Attributes:
-        queue: receives ``s3:ObjectCreated`` events for ``manifests/*.json`` in staging.
+        queue: receives ``s3:ObjectCreated`` events for ``manifests/*.json`` and for the run
+            history's entries (``history/_entries/*.json``, which the promoter folds into the
+            history) in staging.
         dead_letter_queue: messages that failed ``MAX_RECEIVE_COUNT`` times (and manifests
             whose fan-out executions failed ``FANOUT_MAX_EXECUTIONS`` times).
         function: the promoter Lambda (``HANDLER`` and the modules it imports from
             ``code_dir``, see :func:`promoter_code`; deps in the layer). It may send messages
             to both queues, whose URLs join ``settings`` in its environment
             (:meth:`~wheelgate.core.settings.PromoterSettings.to_env`), for failed fan-out
-            executions.
+            executions; ``run_expiry_days`` (the staging lifecycle's) joins them as
+            ``WHEELGATE_RUN_EXPIRY_DAYS``.
         log_group: the function's log group.
 
     The dependency layer's code is ``layer_code`` (:func:`stacks.promoter_layer.layer_code`).
@@ -80,6 +97,7 @@ class PromoterFunction(Construct):
         layer_code: lambda_.Code,
         settings: PromoterSettings,
         log_retention_days: int,
+        run_expiry_days: int,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -107,6 +125,9 @@ class PromoterFunction(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={
+                # The staging lifecycle's days (Storage's ExpireStagedRuns rule): the run history
+                # says when each staged file expires, instead of linking a 404 once it has.
+                ENV_RUN_EXPIRY_DAYS: str(run_expiry_days),
                 # The queues are this construct's, so their URLs join here; they are tokens,
                 # which the promoter checks at cold start (hence no validation on the copy).
                 **settings.model_copy(
@@ -144,7 +165,8 @@ class PromoterFunction(Construct):
         self._acknowledge_findings(role)
 
     def _queues(self, staging: s3.IBucket) -> None:
-        """The manifest queue, notified of each manifest staging receives, and its DLQ."""
+        """The manifest queue, notified of each manifest and history entry staging receives,
+        and its DLQ."""
         self.dead_letter_queue = sqs.Queue(
             self,
             "DeadLetterQueue",
@@ -170,11 +192,15 @@ class PromoterFunction(Construct):
                 queue=self.dead_letter_queue, max_receive_count=MAX_RECEIVE_COUNT
             ),
         )
-        staging.add_event_notification(
-            s3.EventType.OBJECT_CREATED,
-            s3n.SqsDestination(self.queue),
-            s3.NotificationKeyFilter(prefix=MANIFESTS_PREFIX, suffix=MANIFEST_SUFFIX),
-        )
+        # A stage call's history entry is folded in by the promoter as it is written, so a run
+        # that is staged and never reported is still in the history. The two prefixes do not
+        # overlap, as S3 requires of two filters of one event type.
+        for prefix, suffix in NOTIFIED_KEYS:
+            staging.add_event_notification(
+                s3.EventType.OBJECT_CREATED,
+                s3n.SqsDestination(self.queue),
+                s3.NotificationKeyFilter(prefix=prefix, suffix=suffix),
+            )
 
     def _acknowledge_findings(self, role: iam.IRole) -> None:
         """cdk-nag's findings on the function, its role's default policy and CDK's

@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 
 from wheelgate.core.import_sources import ImportSource
 from wheelgate.core.layout import (
+    HISTORY_PREFIX,
     JSON_PAGE,
     MANIFESTS_PREFIX,
     METADATA_SUFFIX,
@@ -20,8 +21,10 @@ from wheelgate.core.layout import (
     VERDICT_KEYS_KEY,
 )
 
+from .bucket_policies import UNCONDITIONAL_CREATION
 from .object_keys import (
     ANY_MIRROR_MANIFEST_KEYS,
+    HISTORY_ENTRY_KEYS,
     IMPORT_REQUEST_KEYS,
     IMPORT_RUN_KEYS,
     MIRROR_MANIFEST_KEYS,
@@ -34,13 +37,29 @@ from .object_keys import (
 
 def build_statements(staging: s3.IBucket, nightly: s3.IBucket) -> list[iam.PolicyStatement]:
     """The build role: uploads ``runs/*`` but mirror and import runs to staging, tags its run's
-    pages, reads staging, and reads nightly's index pages and metadata files."""
+    pages, creates (never replaces) its stage calls' history entries, reads staging, and reads
+    nightly's index pages and metadata files."""
     return [
         iam.PolicyStatement(
             sid="UploadStagedRuns",
             # Multipart uploads of large wheels can be abandoned mid-way.
             actions=["s3:PutObject", "s3:AbortMultipartUpload"],
             resources=[staging.arn_for_objects(f"{RUNS_PREFIX}*")],
+        ),
+        iam.PolicyStatement(
+            # One small JSON object per stage call (history/_entries/<index>/<run>/...).
+            sid="WriteHistoryEntries",
+            actions=["s3:PutObject"],
+            resources=[staging.arn_for_objects(HISTORY_ENTRY_KEYS)],
+        ),
+        iam.PolicyStatement(
+            # Create-only, as the bucket policy also says: one run's build job cannot alter
+            # another run's entry (bucket: DenyHistoryEntryWritesWithoutIfNoneMatch).
+            sid="DenyHistoryEntryRewrites",
+            effect=iam.Effect.DENY,
+            actions=["s3:PutObject"],
+            resources=[staging.arn_for_objects(HISTORY_ENTRY_KEYS)],
+            conditions=UNCONDITIONAL_CREATION,
         ),
         iam.PolicyStatement(
             # A run's pages are written with the tag that selects their lifecycle rule
@@ -209,8 +228,9 @@ def deps_statements(
 def promoter_statements(
     staging: s3.IBucket, nightly: s3.IBucket, index_dirs: Sequence[str]
 ) -> list[iam.PolicyStatement]:
-    """The promoter role: reads staging, writes its records, status and import runs, reads
-    nightly, and writes (and locks pages) only under ``index_dirs`` and the verdict keys."""
+    """The promoter role: reads staging, writes its records, status, import runs and the run
+    history of ``index_dirs`` (never its entries), reads nightly, and writes (and locks pages)
+    only under ``index_dirs`` and the verdict keys."""
     return [
         iam.PolicyStatement(
             sid="ReadStaging",
@@ -223,6 +243,15 @@ def promoter_statements(
             resources=[
                 staging.arn_for_objects(f"{RECORDS_PREFIX}*"),
                 staging.arn_for_objects(f"{STATUS_PREFIX}*"),
+            ],
+        ),
+        iam.PolicyStatement(
+            # The history's shards, head and page of each configured directory; an index
+            # directory never starts with '_', so none of these reaches history/_entries/.
+            sid="WriteRunHistory",
+            actions=["s3:PutObject"],
+            resources=[
+                staging.arn_for_objects(f"{HISTORY_PREFIX}{index}/*") for index in index_dirs
             ],
         ),
         iam.PolicyStatement(

@@ -203,6 +203,7 @@ class WheelGate(Construct):
             layer_code=layer_code(layer_dir),
             log_retention_days=props.log_retention_days,
             settings=settings,
+            run_expiry_days=props.staging_run_expiry_days,
         )
         access.confine_promoter_to(
             promoter.function.function_arn, signing_key_arns=[verdict_key.key.key_arn]

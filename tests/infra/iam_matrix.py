@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import collections
 import collections.abc
+import copy
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -193,6 +194,20 @@ TARGETS: dict[str, tuple[str, str]] = {
     # What an import gathers: the promoter's copies of its source's files.
     "staging runs/import-*": ("wheelgate-staging", STAGING.artifact(_IMPORT, _INDEX, _WHEEL)),
     "staging status/": ("wheelgate-staging", f"{STATUS_PREFIX}{HTML_PAGE}"),
+    # The run history: a stage call's entry (create-only, the build role's), and what the
+    # promoter folds entries into (head, page, a month's shard); in a directory outside
+    # index_dirs its grant stops.
+    "staging history/_entries/": (
+        "wheelgate-staging",
+        STAGING.history_entry(_INDEX, _RUN, "1-0123456789abcdef0123456789abcdef"),
+    ),
+    "staging history/ head": ("wheelgate-staging", STAGING.history_head(_INDEX)),
+    "staging history/ page": ("wheelgate-staging", STAGING.history_page(_INDEX)),
+    "staging history/ month": ("wheelgate-staging", STAGING.history_month(_INDEX, "2026-03")),
+    "staging history/ other dir": (
+        "wheelgate-staging",
+        STAGING.history_month("v1/gfx90X-legacy", "2026-03"),
+    ),
     # Where the shared staging index pages were: outside every prefix WheelGate writes.
     "staging other keys": ("wheelgate-staging", PAGES.project_page(_INDEX, "torch")),
     "nightly files": ("wheelgate-nightly", NIGHTLY.artifact(_INDEX, _WHEEL)),
@@ -349,6 +364,17 @@ def _decide(
         local_check_authorization_full(node, action, resource, context, bucket_policy, ACCOUNT)
         for action in (request.action, *request.also)
     )
+
+
+def without_statements(template: dict[str, Any], *sids: str) -> dict[str, Any]:
+    """A copy of ``template`` without the bucket or role policy statements named ``sids``: what
+    the matrix would be without them (a check that the evaluator reads a statement)."""
+    mutated = copy.deepcopy(template)
+    for resource in mutated["Resources"].values():
+        if resource["Type"] in ("AWS::S3::BucketPolicy", "AWS::IAM::Policy"):
+            statements = resource["Properties"]["PolicyDocument"]["Statement"]
+            statements[:] = [s for s in statements if s.get("Sid") not in sids]
+    return mutated
 
 
 def compute_bucket_settings(template: dict[str, Any]) -> list[Cell]:

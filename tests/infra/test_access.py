@@ -33,6 +33,10 @@ def test_build_role_policy(template_json: dict[str, Any]) -> None:
             ["s3:PutObject", "s3:AbortMultipartUpload"],
             f"{STAGING}/runs/*",
         ),
+        # One entry per stage call in the run history, created once (If-None-Match) ...
+        "WriteHistoryEntries": ("Allow", "s3:PutObject", f"{STAGING}/history/_entries/*"),
+        # ... never replaced: the bucket policy says it too (each alone: test_history_access)
+        "DenyHistoryEntryRewrites": ("Deny", "s3:PutObject", f"{STAGING}/history/_entries/*"),
         # The tag of a run's pages, which selects their shorter lifecycle rule.
         "TagRunPages": (
             "Allow",
@@ -129,6 +133,18 @@ def test_promoter_role_policy(template_json: dict[str, Any]) -> None:
             "Allow",
             "s3:PutObject",
             [f"{STAGING}/records/*", f"{STAGING}/status/*"],
+        ),
+        # The run history of each index_dirs entry (head, page, shards): never an entry,
+        # since no index directory starts with '_' (history/_entries/).
+        "WriteRunHistory": (
+            "Allow",
+            "s3:PutObject",
+            [
+                f"{STAGING}/history/v2/gfx94X-dcgpu/*",
+                f"{STAGING}/history/v2/gfx950-dcgpu/*",
+                f"{STAGING}/history/v2/gfx110X-all/*",
+                f"{STAGING}/history/v2/gfx120X-all/*",
+            ],
         ),
         # The files imports gather, copied from their sources.
         "GatherImports": (
@@ -501,8 +517,43 @@ def test_staging_runs_are_write_once_for_everyone(
         f"{STAGING}/manifests/*",
         f"{STAGING}/records/*",
         f"{STAGING}/status/*",
+        f"{STAGING}/history/*",
     ]
     assert write_once["Condition"] == condition
+    # The history's own pages are updated in place; its entries are create-only, as runs are
+    entries = _denies(template_json, "wheelgate-staging")[
+        "DenyHistoryEntryWritesWithoutIfNoneMatch"
+    ]
+    assert entries["Action"] == "s3:PutObject"
+    assert entries["Resource"] == f"{STAGING}/history/_entries/*"
+    assert entries["Condition"] == condition
+    (role_deny,) = [
+        s
+        for doc in Resolver(template_json).role_policies("build")
+        for s in doc["Statement"]
+        if s.get("Sid") == "DenyHistoryEntryRewrites"
+    ]
+    assert role_deny["Condition"] == condition
+
+
+def test_the_history_is_held_to_its_writers(template_json: dict[str, Any]) -> None:
+    denies = _denies(template_json, "wheelgate-staging")
+    writes = ["s3:PutObject*", "s3:DeleteObject*", "s3:RestoreObject"]
+    # Under history/ the build role and the promoter alone write ...
+    anyone = denies["DenyHistoryWritesExceptBuildAndPromoter"]
+    assert (anyone["Action"], anyone["Resource"]) == (writes, f"{STAGING}/history/*")
+    assert anyone["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/build", f"{ROLE}/promoter"]}
+    }
+    # ... the entries are the build role's alone ...
+    entries = denies["DenyHistoryEntryWritesExceptBuild"]
+    assert (entries["Action"], entries["Resource"]) == (writes, f"{STAGING}/history/_entries/*")
+    assert entries["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [f"{ROLE}/build"]}}
+    # ... and the build role writes nothing but runs/ and the entries
+    build = denies["DenyBuildWritesOutsideRunsAndHistoryEntries"]
+    assert build["Action"] == writes
+    assert build["NotResource"] == [f"{STAGING}/runs/*", f"{STAGING}/history/_entries/*"]
+    assert build["Condition"] == {"ArnEquals": {"aws:PrincipalArn": [f"{ROLE}/build"]}}
 
 
 def test_only_deps_writes_mirror_runs_and_their_manifests(template_json: dict[str, Any]) -> None:
@@ -521,6 +572,7 @@ def test_nobody_writes_staging_outside_its_prefixes(
     )
     outside = _denies(template_json, "wheelgate-staging")["DenyWritesOutsideStagingPrefixes"]
     assert outside["NotResource"] == [
+        f"{STAGING}/history/*",
         f"{STAGING}/manifests/*",
         f"{STAGING}/records/*",
         f"{STAGING}/runs/*",

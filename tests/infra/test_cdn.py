@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ from aws_cdk.assertions import Match, Template
 
 from stacks.cdn import INDEX_ROUTER_SOURCE
 from tests.infra.resolve import Resolver
+from wheelgate.core.layout import PAGES, STAGING
 
 
 def _distributions(template_json: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -198,7 +200,7 @@ def test_cloudfront_reads_each_bucket_only_for_the_distributions_serving_it(
         assert granted == {"s3:GetObject": readers, "s3:ListBucket": listers}, bucket
 
 
-def test_staging_distribution_cannot_read_manifests_or_records(
+def test_staging_distribution_cannot_read_manifests_records_or_history_entries(
     template_json: dict[str, Any],
 ) -> None:
     statements = Resolver(template_json).bucket_policy("wheelgate-staging")["Statement"]
@@ -207,7 +209,54 @@ def test_staging_distribution_cannot_read_manifests_or_records(
     assert deny["Resource"] == [
         "arn:aws:s3:::wheelgate-staging/manifests/*",
         "arn:aws:s3:::wheelgate-staging/records/*",
+        "arn:aws:s3:::wheelgate-staging/history/_entries/*",
     ]
+
+
+def _staging_distribution_reads(template_json: dict[str, Any], key: str) -> bool:
+    """Whether the staging bucket's policy lets the staging distribution (CloudFront, through
+    its Origin Access Control) GET ``key``, as principalmapper evaluates it."""
+    from tests.infra.iam_matrix import ResourcePolicyEvalResult, resource_policy_authorization
+
+    policy = Resolver(template_json).bucket_policy("wheelgate-staging")
+    sources = {
+        s["Condition"]["StringEquals"]["AWS:SourceArn"]
+        for s in policy["Statement"]
+        if s["Effect"] == "Allow" and s["Action"] == "s3:GetObject" and "Condition" in s
+    }
+    (source,) = [arn for arn in sources if arn.endswith("/ESTAGING")]
+    decision = resource_policy_authorization(
+        "cloudfront.amazonaws.com",
+        "111122223333",
+        policy,
+        "s3:GetObject",
+        f"arn:aws:s3:::wheelgate-staging/{key}",
+        {"aws:SourceArn": source, "aws:SecureTransport": "true"},
+    )
+    return bool(decision == ResourcePolicyEvalResult.SERVICE_MATCH)
+
+
+def test_the_staging_distribution_serves_the_run_history_beside_the_runs(
+    template_json: dict[str, Any],
+) -> None:
+    index, run = "v2/gfx94X-dcgpu", "12345-1"
+    # Given the history's page, head and a month's shard, and a run's page beside them
+    served = (
+        STAGING.history_page(index),
+        STAGING.history_head(index),
+        STAGING.history_month(index, "2026-03"),
+        STAGING.run_pages_prefix(run) + PAGES.root_page(index),
+    )
+    # Then the staging distribution reads each, and not a history entry nor a manifest
+    assert [key for key in served if not _staging_distribution_reads(template_json, key)] == []
+    assert not _staging_distribution_reads(template_json, STAGING.history_entry(index, run, "1-ab"))
+    assert not _staging_distribution_reads(template_json, STAGING.manifest(run))
+    # And they are pages: no file behavior (long TTL, no router) takes one; the default
+    # behavior does, which maps history/<index>/ to its index.html and keeps them a minute
+    staging = _distributions(template_json)["ESTAGING"]
+    patterns = [b["PathPattern"] for b in staging["CacheBehaviors"]]
+    assert [(k, p) for k in served for p in patterns if fnmatch.fnmatchcase(k, p)] == []
+    assert "FunctionAssociations" in staging["DefaultCacheBehavior"]
 
 
 def test_custom_domain_gets_its_certificate_and_modern_tls(tmp_path: Path) -> None:

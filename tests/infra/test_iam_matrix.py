@@ -47,6 +47,7 @@ from tests.infra.iam_matrix import (
     render_locks,
     render_services,
     render_verdict_key,
+    without_statements,
 )
 from tests.infra.summary import publish
 from tests.infra.synth import REPO_ROOT, Deployed
@@ -70,6 +71,8 @@ STAGERS = {
     "staging runs/import-*": "promoter",
 }
 IMPORT_SOURCES = ("import source", "import source, other prefix")
+#: The run history's keys the promoter writes, in a directory of index_dirs.
+HISTORY_TARGETS = ("staging history/ head", "staging history/ page", "staging history/ month")
 MIRROR_TARGETS = ("staging runs/deps-*", "staging manifests/deps-*")
 
 #: (principal, target) -> requests allowed; every other cell must be denied.
@@ -80,6 +83,8 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     # them in place (what a test then installs is bound by the manifest's evidence).
     ("build", "staging runs/ page"): WRITES | {GET, TAGGING},
     ("build", "nightly index"): {GET},
+    # A stage call's history entry: created once, never replaced (nor are other runs').
+    ("build", "staging history/_entries/"): WRITE_ONCE | {GET},
     # The closure of a run's index is walked through nightly's metadata files.
     ("build", "nightly .metadata"): {GET},
     ("reporter", "staging runs/"): {GET},
@@ -101,11 +106,15 @@ EXPECTED_ALLOWED: dict[tuple[str, str], set[str]] = {
     ("deps", "staging runs/deps-*"): WRITE_ONCE | {GET},
     ("deps", "staging manifests/deps-*"): WRITES,
     ("deps", "cache third-party/"): WRITES | {GET},
+    # It reads every staging */index.json (a history's head is named like a page).
+    ("deps", "staging history/ head"): {GET},
     **{("promoter", t): {GET} for t in STAGING_TARGETS},
     ("promoter", "staging records/"): WRITES | {GET},
     # Fan-out jobs (plan, items, done markers) are the promoter's to write, as records are.
     ("promoter", "staging records/_jobs/"): WRITES | {GET},
     ("promoter", "staging status/"): WRITES | {GET},
+    # The history's head, page and shards, updated in place under conditional writes.
+    **{("promoter", t): WRITES | {GET} for t in HISTORY_TARGETS},
     # What an import gathers, copied once (If-None-Match) from its source, which it reads
     # under the import_sources entry alone.
     ("promoter", "staging runs/import-*"): WRITE_ONCE | {GET},
@@ -352,7 +361,9 @@ def test_without_the_deploy_exemption_a_retention_change_fails(
 def test_without_the_policy_deny_an_administrator_rewrites_the_policy(
     matrix_template: dict[str, Any],
 ) -> None:
-    cells = compute_bucket_settings(_without(matrix_template, "DenyPolicyChangesExceptDeploys"))
+    cells = compute_bucket_settings(
+        without_statements(matrix_template, "DenyPolicyChangesExceptDeploys")
+    )
     assert {c.principal for c in cells if c.allowed and c.request == "PutBucketPolicy"} == {
         "deploy",
         "break-glass",
@@ -367,19 +378,9 @@ def test_security_doc_shows_the_current_bucket_settings(settings: list[Cell]) ->
     ), STALE.format("iam_matrix")
 
 
-def _without(template: dict[str, Any], *sids: str) -> dict[str, Any]:
-    """A copy of ``template`` without the bucket or role policy statements named ``sids``."""
-    mutated = copy.deepcopy(template)
-    for resource in mutated["Resources"].values():
-        if resource["Type"] in ("AWS::S3::BucketPolicy", "AWS::IAM::Policy"):
-            statements = resource["Properties"]["PolicyDocument"]["Statement"]
-            statements[:] = [s for s in statements if s.get("Sid") not in sids]
-    return mutated
-
-
 def test_matrix_notices_a_missing_bucket_policy_deny(matrix_template: dict[str, Any]) -> None:
     """The evaluator really reads the bucket policy: without its Deny, an admin could write."""
-    mutated = _without(matrix_template, "DenyObjectWritesExceptPromoter")
+    mutated = without_statements(matrix_template, "DenyObjectWritesExceptPromoter")
     writers = {
         c.principal
         for c in compute(mutated)
@@ -390,7 +391,7 @@ def test_matrix_notices_a_missing_bucket_policy_deny(matrix_template: dict[str, 
 
 def test_matrix_notices_a_missing_override_deny(matrix_template: dict[str, Any]) -> None:
     """Without the override Deny, the reporter's manifests/* grant reaches override requests."""
-    mutated = _without(matrix_template, "DenyOverrideWritesExceptBreakGlass")
+    mutated = without_statements(matrix_template, "DenyOverrideWritesExceptBreakGlass")
     assert "reporter" in _writers(compute(mutated), "staging manifests/override-*", PUT)
 
 
@@ -415,14 +416,14 @@ def test_import_keys_are_kept_by_the_denies(
     matrix_template: dict[str, Any], removed: tuple[str, ...], target: str, writer: str
 ) -> None:
     assert writer not in _writers(compute(matrix_template), target, PUT_IF_NONE_MATCH)
-    mutated = compute(_without(matrix_template, *removed))
+    mutated = compute(without_statements(matrix_template, *removed))
     assert writer in _writers(mutated, target, PUT_IF_NONE_MATCH)
 
 
 def test_matrix_notices_a_missing_write_once_deny(matrix_template: dict[str, Any]) -> None:
     """The evaluator reads the condition keys: without the Deny, build may overwrite a run,
     and the promoter a released file."""
-    mutated = _without(
+    mutated = without_statements(
         matrix_template, "DenyRunWritesWithoutIfNoneMatch", "DenyFileWritesWithoutIfNoneMatch"
     )
     cells = compute(mutated)
@@ -434,7 +435,7 @@ def test_the_identity_policies_alone_keep_build_off_status(
     matrix_template: dict[str, Any],
 ) -> None:
     # Without the bucket policy's status Deny, no role but the promoter has a grant there.
-    cells = compute(_without(matrix_template, "DenyStatusWritesExceptPromoter"))
+    cells = compute(without_statements(matrix_template, "DenyStatusWritesExceptPromoter"))
     for request in WRITES:
         assert _writers(cells, "staging status/", request) == {"promoter"}, request
 
@@ -452,8 +453,13 @@ def test_the_bucket_policy_alone_keeps_build_off_status(matrix_template: dict[st
     # Then DenyStatusWritesExceptPromoter still keeps it off status/ ...
     for request in WRITES:
         assert _writers(compute(mutated), "staging status/", request) == {"promoter"}, request
-    # ... and it is that Deny which does: without it, the grant reaches status/
-    unguarded = compute(_without(mutated, "DenyStatusWritesExceptPromoter"))
+    # ... and so does the Deny that holds build to runs/ and history entries, each alone
+    denies = ("DenyStatusWritesExceptPromoter", "DenyBuildWritesOutsideRunsAndHistoryEntries")
+    for kept in denies:
+        guarded = compute(without_statements(mutated, *(d for d in denies if d != kept)))
+        assert _writers(guarded, "staging status/", PUT) == {"promoter"}, kept
+    # ... and it is those Denies which do: without both, the grant reaches status/
+    unguarded = compute(without_statements(mutated, *denies))
     assert _writers(unguarded, "staging status/", PUT) == {"build", "promoter"}
 
 
@@ -490,7 +496,7 @@ def test_a_part_upload_without_the_creation_key_is_not_refused(
 def test_mirror_runs_are_kept_to_deps_by_each_layer(
     matrix_template: dict[str, Any], removed: tuple[str, ...], writers: set[tuple[str, str]]
 ) -> None:
-    cells = compute(_without(matrix_template, *removed))
+    cells = compute(without_statements(matrix_template, *removed))
     found = {
         (c.principal, c.target)
         for c in cells
@@ -507,7 +513,7 @@ def test_the_promoter_role_in_another_function_is_refused_by_its_own_policy(
     cells = compute(matrix_template)
     assert _writers(cells, "staging records/", PUT) == {"promoter"}
     # When that Deny is removed, then the other function writes as the promoter
-    unconfined = compute(_without(matrix_template, "DenyWritesFromOtherFunctions"))
+    unconfined = compute(without_statements(matrix_template, "DenyWritesFromOtherFunctions"))
     assert _writers(unconfined, "staging records/", PUT) == {"promoter", "promoter-elsewhere"}
     assert "promoter-elsewhere" in _writers(unconfined, "nightly files", PUT_IF_NONE_MATCH)
 
@@ -653,7 +659,7 @@ def _nightly_id(template: dict[str, Any]) -> str:
 def test_the_bucket_policy_alone_keeps_a_files_lock_full(matrix_template: dict[str, Any]) -> None:
     # Given a misbehaving promoter: its s3:PutObjectRetention grant widened to every nightly
     # key, and the bucket policy's deny of file retention changes gone
-    mutated = _without(matrix_template, "DenyFileRetentionChanges")
+    mutated = without_statements(matrix_template, "DenyFileRetentionChanges")
     for resource in mutated["Resources"].values():
         if resource["Type"] == "AWS::IAM::Policy":
             for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
@@ -677,13 +683,13 @@ def test_the_bucket_policy_alone_keeps_a_files_lock_full(matrix_template: dict[s
     assert not promoter_may(cells, PAGE_CREATE_LOCKED)
     assert not promoter_may(cells, RELOCK)
     # And it is that Deny which does: without it, the file gets the short lock
-    unguarded = compute_locks(_without(mutated, "DenyShortFileLocks"))
+    unguarded = compute_locks(without_statements(mutated, "DenyShortFileLocks"))
     assert promoter_may(unguarded, PAGE_CREATE_LOCKED)
     assert promoter_may(unguarded, RELOCK)
 
 
 def test_without_the_mode_deny_a_page_takes_the_other_mode(matrix_template: dict[str, Any]) -> None:
-    cells = compute_locks(_without(matrix_template, "DenyOtherLockModes"))
+    cells = compute_locks(without_statements(matrix_template, "DenyOtherLockModes"))
     writers = {(c.principal, c.target) for c in cells if c.allowed and c.request == OTHER_MODE}
     assert ("promoter", "nightly index") in writers
 

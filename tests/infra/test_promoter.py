@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+import pytest
 from aws_cdk.assertions import Match, Template
 
 from app import LAYER_DIR
@@ -35,10 +36,12 @@ from wheelgate.core.env_names import (
     ENV_LISTING_RETENTION,
     ENV_NIGHTLY_BASE_URL,
     ENV_REQUIRED_TESTS,
+    ENV_RUN_EXPIRY_DAYS,
     ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_REPORTER_ID,
 )
 from wheelgate.core.errors import INTEGRITY_REASONS, Reason
+from wheelgate.core.layout import STAGING
 from wheelgate.core.limits import LEASE_BUSY_RETRY_SECONDS, LEASE_SECONDS
 from wheelgate.core.metrics import (
     METRIC_INTEGRITY_REJECTIONS,
@@ -89,9 +92,15 @@ def test_no_reserved_concurrency(template_json: dict[str, Any]) -> None:
 def test_function_environment_uses_the_settings_contract(template_json: dict[str, Any]) -> None:
     _, props = _function(template_json)
     env = Resolver(template_json).resolve(props["Environment"]["Variables"])
-    # Every setting but the break-glass id (no such role in cdk.json), as the model writes it.
+    # Every setting but the break-glass id (no such role in cdk.json), as the model writes it,
+    # and the staging lifecycle's run expiry, which the history's expiry dates come from.
     settings = {*PromoterSettings.env_names()} - {ENV_BREAK_GLASS_ID}
-    assert set(env) == {*settings, "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"}
+    assert set(env) == {
+        *settings,
+        ENV_RUN_EXPIRY_DAYS,
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_METRICS_NAMESPACE",
+    }
     # What were tokens at synthesis is checked as the promoter reads it at cold start.
     promoter_env = {name: value for name, value in env.items() if name in settings}
     assert PromoterSettings.from_env(promoter_env).to_env() == promoter_env
@@ -119,6 +128,26 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     assert json.loads(env[ENV_LISTING_RETENTION])["indexes"] == {}
     # cdk.json allows no new local labels: the promoter reads false
     assert json.loads(env[ENV_ALLOW_NEW_LOCAL_LABELS]) is False
+    # The days of the staging lifecycle's rule for runs/, as cdk.json states them
+    assert env[ENV_RUN_EXPIRY_DAYS] == str(
+        cdk_json_context()["wheelgate"]["staging_run_expiry_days"]
+    )
+
+
+@pytest.mark.slow
+def test_the_promoter_is_told_the_run_expiry_the_lifecycle_applies(tmp_path: Path) -> None:
+    from tests.infra.synth import synthesize
+
+    # Given a deployment that keeps staged runs 30 days
+    config = {**cdk_json_context()["wheelgate"], "staging_run_expiry_days": 30}
+    template_json = synthesize(tmp_path, config).template
+    # Then the promoter's WHEELGATE_RUN_EXPIRY_DAYS and the rule expiring runs/ say the same
+    _, props = _function(template_json)
+    env = Resolver(template_json).resolve(props["Environment"]["Variables"])
+    staging = template_json["Resources"][Resolver(template_json).logical_id("wheelgate-staging")]
+    rules = staging["Properties"]["LifecycleConfiguration"]["Rules"]
+    (runs_rule,) = [rule for rule in rules if rule["Id"] == "ExpireStagedRuns"]
+    assert env[ENV_RUN_EXPIRY_DAYS] == str(runs_rule["ExpirationInDays"]) == "30"
 
 
 def test_outputs_for_ci(template_json: dict[str, Any]) -> None:
@@ -185,16 +214,32 @@ def test_promoter_may_shorten_a_message_visibility(template_json: dict[str, Any]
     assert granted == [resolver.resolve({"Fn::GetAtt": [queue_id, "Arn"]})]
 
 
-def test_staging_notifies_the_queue_of_manifests_only(template_json: dict[str, Any]) -> None:
+def test_staging_notifies_the_queue_of_manifests_and_history_entries_only(
+    template_json: dict[str, Any],
+) -> None:
     resolver = Resolver(template_json)
     (notification,) = resolver.of_type("Custom::S3BucketNotifications").values()
     props = notification["Properties"]
     assert props["BucketName"] == {"Ref": resolver.logical_id("wheelgate-staging")}
-    (config,) = props["NotificationConfiguration"]["QueueConfigurations"]
-    assert config["Events"] == ["s3:ObjectCreated:*"]
-    assert sorted(config["Filter"]["Key"]["FilterRules"], key=lambda r: r["Name"]) == [
-        {"Name": "prefix", "Value": "manifests/"},
-        {"Name": "suffix", "Value": ".json"},
+    configs = props["NotificationConfiguration"]["QueueConfigurations"]
+    # Both to the queue the promoter consumes
+    (mapping,) = resolver.of_type("AWS::Lambda::EventSourceMapping").values()
+    assert {json.dumps(c["QueueArn"]) for c in configs} == {
+        json.dumps(mapping["Properties"]["EventSourceArn"])
+    }
+    assert all(c["Events"] == ["s3:ObjectCreated:*"] for c in configs)
+    filters = sorted(
+        tuple(sorted((r["Name"], r["Value"]) for r in c["Filter"]["Key"]["FilterRules"]))
+        for c in configs
+    )
+    # A stage call's entry (StagingLayout.history_entry) is folded into the history as it is
+    # written; a run page, a staged file, the history's own shards and head are not events.
+    entry = STAGING.history_entry("v2/gfx94X-dcgpu", "12345-1", "1-0123abcd")
+    assert entry.startswith("history/_entries/")
+    assert entry.endswith(".json")
+    assert filters == [
+        (("prefix", "history/_entries/"), ("suffix", ".json")),
+        (("prefix", "manifests/"), ("suffix", ".json")),
     ]
 
 

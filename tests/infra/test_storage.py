@@ -12,7 +12,7 @@ from wheelgate.core.env_names import (
     ENV_NIGHTLY_PAGE_RETENTION_DAYS,
     ENV_NIGHTLY_RETENTION_MODE,
 )
-from wheelgate.core.layout import RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, RUNS_PREFIX
+from wheelgate.core.layout import RUN_PAGE_TAG_KEY, RUN_PAGE_TAG_VALUE, RUNS_PREFIX, STAGING
 from wheelgate.core.settings import listing_retention_from_env
 
 
@@ -90,6 +90,43 @@ def test_staging_expires_runs_and_keeps_manifests_and_records(
         },
     ]
     assert "ObjectLockEnabled" not in props
+
+
+#: What a lifecycle rule can remove an object with (AbortIncompleteMultipartUpload removes none).
+_EXPIRING = ("ExpirationInDays", "ExpirationDate", "NoncurrentVersionExpiration", "Transitions")
+
+
+def _expiring_rules_for(rules: list[dict[str, Any]], key: str) -> list[str]:
+    """The ids of ``rules`` that expire or move objects and whose prefix ``key`` is under
+    (whatever their tag filters: the test does not count on an object's tags)."""
+    found = []
+    for rule in rules:
+        prefix = rule.get("Prefix", rule.get("Filter", {}).get("Prefix", ""))
+        if key.startswith(prefix) and any(field in rule for field in _EXPIRING):
+            found.append(rule["Id"])
+    return found
+
+
+def test_no_lifecycle_rule_expires_the_run_history(template_json: dict[str, Any]) -> None:
+    # Given every key the run history holds: entries, a month's shard, the head and the page
+    index, run = "v2/gfx94X-dcgpu", "12345-1"
+    history = (
+        STAGING.history_entry(index, run, "1-0123abcdef"),
+        STAGING.history_month(index, "2026-03"),
+        STAGING.history_head(index),
+        STAGING.history_page(index),
+    )
+    rules = _bucket(template_json, "wheelgate-staging")["Properties"]["LifecycleConfiguration"]
+    # Then no staging rule expires one: a run stays findable after its files are gone ...
+    for key in history:
+        assert _expiring_rules_for(rules["Rules"], key) == [], key
+    # ... while the same check sees the rules that expire a run's files and pages
+    assert _expiring_rules_for(
+        rules["Rules"], STAGING.artifact(run, index, "a-1-py3-none-any.whl")
+    ) == [
+        "ExpireStagedRuns",
+        "ExpireRunPages",
+    ]
 
 
 def test_every_bucket_is_private_encrypted_and_logged(template_json: dict[str, Any]) -> None:
