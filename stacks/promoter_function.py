@@ -14,7 +14,6 @@ from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from wheelgate.core.env_names import ENV_RUN_EXPIRY_DAYS
 from wheelgate.core.layout import (
     HISTORY_ENTRIES_DIR,
     HISTORY_PREFIX,
@@ -79,8 +78,7 @@ class PromoterFunction(Construct):
             ``code_dir``, see :func:`promoter_code`; deps in the layer). It may send messages
             to both queues, whose URLs join ``settings`` in its environment
             (:meth:`~wheelgate.core.settings.PromoterSettings.to_env`), for failed fan-out
-            executions; ``run_expiry_days`` (the staging lifecycle's) joins them as
-            ``WHEELGATE_RUN_EXPIRY_DAYS``.
+            executions.
         log_group: the function's log group.
 
     The dependency layer's code is ``layer_code`` (:func:`stacks.promoter_layer.layer_code`).
@@ -97,7 +95,6 @@ class PromoterFunction(Construct):
         layer_code: lambda_.Code,
         settings: PromoterSettings,
         log_retention_days: int,
-        run_expiry_days: int,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -125,9 +122,6 @@ class PromoterFunction(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             environment={
-                # The staging lifecycle's days (Storage's ExpireStagedRuns rule): the run history
-                # says when each staged file expires, instead of linking a 404 once it has.
-                ENV_RUN_EXPIRY_DAYS: str(run_expiry_days),
                 # The queues are this construct's, so their URLs join here; they are tokens,
                 # which the promoter checks at cold start (hence no validation on the copy).
                 **settings.model_copy(

@@ -192,6 +192,11 @@ class WheelGate(Construct):
                 verdict_key_arn=verdict_key.key.key_arn,
                 fanout_copy_concurrency=props.fanout.copy_concurrency,
                 import_sources=props.import_locations,
+                # The staging lifecycle's days (Storage's ExpireStagedRuns rule): the run history
+                # says when each staged file expires, instead of linking a 404 once it has.
+                run_expiry_days=props.staging_run_expiry_days,
+                # The run history page links each run's commit in the repository it builds.
+                repository_url=f"https://github.com/{props.github_repo}",
             )
         self.promoter_settings = settings
         promoter = PromoterFunction(
@@ -203,7 +208,6 @@ class WheelGate(Construct):
             layer_code=layer_code(layer_dir),
             log_retention_days=props.log_retention_days,
             settings=settings,
-            run_expiry_days=props.staging_run_expiry_days,
         )
         access.confine_promoter_to(
             promoter.function.function_arn, signing_key_arns=[verdict_key.key.key_arn]

@@ -362,7 +362,8 @@ def test_function_asset_holds_the_page_templates_and_renders_from_them(
         bundled = folder / "wheelgate" / package / "templates"
         assert sorted(p.name for p in bundled.iterdir()) == names
         assert all((bundled / n).read_bytes() == (templates / n).read_bytes() for n in names)
-    # And the asset alone renders the status pages: its own package, with the layer's Jinja2
+    # And the asset alone renders the status and history pages: its own package, with the
+    # layer's Jinja2
     # (here the dev venv's, which requirements.txt pins to the layer's version)
     script = (
         "import wheelgate\n"
@@ -370,6 +371,10 @@ def test_function_asset_holds_the_page_templates_and_renders_from_them(
         "from wheelgate.status.state import StatusState\n"
         "print(wheelgate.__file__)\n"
         "print(render_overview(StatusState()) + render_directory(StatusState(), 'a/b'))\n"
+        "from datetime import UTC, datetime\n"
+        "from wheelgate.history.page import render_history_page\n"
+        "print(render_history_page([], index='a/b', nightly_base_url='https://n/', "
+        "now=datetime.now(UTC)))\n"
     )
     # -I: no PYTHONPATH, no current folder (the checkout's lambdas/ stays out); -B: the
     # synthesized asset gains no __pycache__.
@@ -393,6 +398,7 @@ def test_function_asset_holds_the_page_templates_and_renders_from_them(
     assert "Nothing has been decided yet." in html
     assert "No run promoted yet." in html
     assert "--bad:" in html  # status.css, inlined
+    assert "No run staged yet." in html  # the history page, from the history templates
 
 
 def test_the_promoters_data_ships_in_the_distribution_too() -> None:
