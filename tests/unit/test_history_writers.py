@@ -246,6 +246,32 @@ def test_a_late_change_never_lowers_a_months_count_in_the_head(tmp_path: Path) -
     assert head["months"] == [{"month": "2026-01", "runs": 2}]
 
 
+def test_many_runs_of_a_month_are_changed_in_one_write_of_the_shard_and_of_the_head() -> None:
+    # Given a month already holding run 1, and a store that counts what it writes
+    world = World()
+    staging = world.bucket("staging")
+    store = HistoryStore(staging, clock=lambda: NOW)  # type: ignore[arg-type]
+    first = HistoryRun(run_id="1", index=INDEX, commit=COMMIT, staged_at=STAGED_AT)
+    store.change_run(INDEX, "2026-01", "1", lambda _old: first)
+    puts_before = world.calls.get("PutObject", 0)
+    # When runs 2..4 are added and run 1 is decided in one call
+    added = {
+        str(n): HistoryRun(run_id=str(n), index=INDEX, commit=COMMIT, staged_at=STAGED_AT)
+        for n in (2, 3, 4)
+    }
+    changes = {rid: (lambda _old, run=run: run) for rid, run in added.items()}
+    changes["1"] = lambda old: (old or first).model_copy(update={"state": RunState.PROMOTED})
+    kept = store.change_runs(INDEX, "2026-01", changes)
+    # Then every run is kept, run 1 keeps its place and takes its decision, the head counts 4
+    assert sorted(kept) == ["1", "2", "3", "4"]
+    runs = read_history(BucketHistorySource(staging), INDEX)  # type: ignore[arg-type]
+    assert sorted(r.run_id for r in runs) == ["1", "2", "3", "4"]
+    assert {r.run_id: r.state for r in runs}["1"] is RunState.PROMOTED
+    head = json.loads(staging.objects[STAGING.history_head(INDEX)].body)
+    assert head["months"] == [{"month": "2026-01", "runs": 4}]
+    assert world.calls.get("PutObject", 0) - puts_before == 2
+
+
 def test_an_event_for_an_entry_reaches_the_folder_not_the_manifest_routes(p: Promoter) -> None:
     wheel = p.wheel()
     p.stage("110", wheel)

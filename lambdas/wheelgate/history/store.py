@@ -11,7 +11,7 @@ job. After each change the optional ``page_writer`` is handed the newest runs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from wheelgate.core.layout import STAGING
@@ -58,6 +58,14 @@ class HistoryStore:
         Raises :class:`~wheelgate.core.errors.TransientError` when the shard or head keeps
         changing, :class:`~wheelgate.history.reader.HistoryFormatError` for a shard or head the
         history did not write."""
+        return self.change_runs(index, month, {run_id: change})[run_id]
+
+    def change_runs(
+        self, index: str, month: str, changes: Mapping[str, RunChange]
+    ) -> dict[str, HistoryRun]:
+        """:meth:`change_run` for several runs of one month at once: one conditional write of
+        the shard and one of the head, however many runs (a backfill, or a bench writing
+        thousands). Returns each run kept by its id; raises as :meth:`change_run` does."""
         key = STAGING.history_month(index, month)
 
         def read() -> tuple[HistoryShard, str | None]:
@@ -68,10 +76,10 @@ class HistoryStore:
             assert shard is not None
             return shard, found[1]
 
-        def decide(shard: HistoryShard) -> Decided[tuple[HistoryRun, int]]:
+        def decide(shard: HistoryShard) -> Decided[tuple[dict[str, HistoryRun], int]]:
             runs = {r.run_id: r for r in shard.runs}
-            kept = change(runs.get(run_id))
-            runs[run_id] = kept
+            kept = {run_id: change(runs.get(run_id)) for run_id, change in changes.items()}
+            runs.update(kept)
             ordered = tuple(sorted(runs.values(), key=lambda r: (r.staged_at, r.run_id)))
             new = shard.model_copy(update={"runs": ordered})
             return Decided(
