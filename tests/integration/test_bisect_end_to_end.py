@@ -231,7 +231,7 @@ def test_killed_mid_step_and_resumed_no_step_is_retested_and_no_file_downloaded_
 
 
 def install(
-    local: LocalProcess, run_id: str, work: Path, installer: str, *, nightly: str
+    local: LocalProcess, run_id: str, work: Path, installer: str, *, staging: str, nightly: str
 ) -> dict[str, Any]:
     """``wheelgate bisect install run:ID --as-test install --json``; what it installed."""
     done = subprocess.run(
@@ -239,7 +239,7 @@ def install(
             *(sys.executable, "-m", "wheelgate", "bisect", "install", f"run:{run_id}"),
             *("--index", INDEX, "--as-test", "install", "--json", "--installer", installer),
             *("--venv", str(work / f"venv-{nightly == CLOSED}"), "--cache-dir", str(work / "c")),
-            *("--staging-url", local.staging_url, "--nightly-url", nightly),
+            *("--staging-url", staging, "--nightly-url", nightly),
         ],
         env=local_env(local),
         capture_output=True,
@@ -282,9 +282,11 @@ def test_a_test_is_reproduced_exactly_after_its_runs_pages_expire_and_again_offl
         local.client("s3").delete_object(Bucket=local.env["WHEELGATE_STAGING_BUCKET"], Key=key)
     assert run_pages(local, run_id) == []
 
-    # When its test "install" is installed, then again with nightly out of reach
-    first = install(local, run_id, tmp_path, installer, nightly=local.nightly_url)
-    second = install(local, run_id, tmp_path, installer, nightly=CLOSED)
+    # When its test "install" is installed, then again with staging and nightly out of reach
+    first = install(
+        local, run_id, tmp_path, installer, staging=local.staging_url, nightly=local.nightly_url
+    )
+    second = install(local, run_id, tmp_path, installer, staging=CLOSED, nightly=CLOSED)
 
     # Then both environments hold exactly the bytes the manifest's evidence names
     wanted = evidence(local, run_id)

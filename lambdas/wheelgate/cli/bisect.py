@@ -141,7 +141,7 @@ def _started(args: argparse.Namespace, store: SessionStore) -> Session:
             "to start over"
         )
     wanted = _session_args(args)
-    runs = read_runs(args, wanted.index, wanted.install.staging_url)
+    runs = read_runs(args, wanted.index, wanted.install)
     try:
         good, bad = resolve_ref(wanted.good, runs), resolve_ref(wanted.bad, runs)
         listed = (

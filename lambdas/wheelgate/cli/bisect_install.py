@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from wheelgate.bisect.cache import BisectCache, CacheStateError, default_cache_dir
+from wheelgate.bisect.history_cache import CachingHistorySource
 from wheelgate.bisect.install import InstallReport, PipRunInstaller, install_run
 from wheelgate.bisect.probe import SkipRun
 from wheelgate.bisect.refs import RefError, resolve_ref
@@ -27,6 +28,8 @@ from wheelgate.staging.targets import target_preset
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 DEFAULT_VENV = ".wheelgate-venv"
+#: Under the cache directory: the run history documents last read.
+HISTORY_CACHE_DIR = "history"
 
 
 def parse_size(value: str) -> int:
@@ -125,27 +128,37 @@ def pin_ends(installer: PipRunInstaller, ends: tuple[HistoryRun, HistoryRun]) ->
         installer.cache.pin(f.sha256 for f in plan.files)
 
 
-def read_runs(args: argparse.Namespace, index: str, staging_url: str) -> list[HistoryRun]:
+def read_runs(args: argparse.Namespace, index: str, chosen: InstallerArgs) -> list[HistoryRun]:
     """``index``'s run history, newest first, over HTTP from the staging distribution
-    (1 GET for its head, 1 per month). Raises :class:`UsageError` when there is none yet or a
+    (1 GET for its head, 1 per month), kept in the cache; the cached copy when the
+    distribution cannot be reached. Raises :class:`UsageError` when there is none yet or a
     document is not the history's."""
     from wheelgate.history.reader import HistoryFormatError, HttpHistorySource, read_history
     from wheelgate.storage.http import fetch
 
-    source = HttpHistorySource(staging_url, lambda url: fetch(url))
+    source = CachingHistorySource(
+        HttpHistorySource(chosen.staging_url, lambda url: fetch(url)),
+        Path(chosen.cache_dir) / HISTORY_CACHE_DIR,
+    )
     try:
         runs = read_history(source, index)
     except HistoryFormatError as exc:
         raise UsageError(str(exc)) from exc
+    if source.offline:
+        print(
+            f"wheelgate bisect: {chosen.staging_url} cannot be reached: using the run history "
+            f"cached in {source.directory} (it may lack the newest runs)",
+            file=sys.stderr,
+        )
     if not runs:
-        raise UsageError(f"index directory {index} has no run history yet at {staging_url}")
+        raise UsageError(f"index directory {index} has no run history yet at {chosen.staging_url}")
     return runs
 
 
 def cmd_install(args: argparse.Namespace) -> int:
     index = index_option(args)
     chosen = installer_args(args)
-    runs = read_runs(args, index, chosen.staging_url)
+    runs = read_runs(args, index, chosen)
     try:
         run = resolve_ref(args.ref, runs)
     except RefError as exc:

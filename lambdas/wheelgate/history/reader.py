@@ -27,7 +27,8 @@ class HistorySource(Protocol):
     """Where history documents are read from. ``get(key)`` returns the body, or ``None`` when
     there is no such object; ``gets`` counts the requests made."""
 
-    gets: int
+    @property
+    def gets(self) -> int: ...
 
     def get(self, key: str) -> bytes | None: ...
 
