@@ -32,13 +32,10 @@ from wheelgate.core.workflows import Deployment, compare, compare_families, trig
 EXAMPLES = REPO_ROOT / "examples" / "github"
 ACTIONLINT_CONFIG = EXAMPLES / "actionlint.yaml"
 WORKFLOWS = sorted(EXAMPLES.glob("*.yml"))
-#: The release examples, each with the families file it is copied with (as
-#: .github/wheelgate-families.json): the same families, their tests installing tools with the
-#: route's installer (pip, uv).
-RELEASE_EXAMPLES = {
-    "release-nightly.yml": EXAMPLES / "wheelgate-families-pip.json",
-    "release-nightly-uv.yml": EXAMPLES / "wheelgate-families.json",
-}
+#: The release examples: the test jobs install with pip, or with uv.
+RELEASE_EXAMPLES = ("release-nightly.yml", "release-nightly-uv.yml")
+#: The one families file both are copied with (as .github/wheelgate-families.json).
+FAMILIES = EXAMPLES / "wheelgate-families.json"
 ACTIONS = REPO_ROOT / "actions"
 ACTION_FILES = sorted(ACTIONS.glob("*/action.yml"))
 #: How the examples name WheelGate's own actions: the adopter puts the WheelGate repository
@@ -483,8 +480,10 @@ def test_uv_release_installs_uv_by_hash_and_runs_the_tests_in_its_venv() -> None
     pinned = (EXAMPLES / "wheelgate-uv.txt").read_text()
     assert re.search(r"^uv==\d+\.\d+\.\d+ \\$", pinned, re.MULTILINE)
     assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}\b", pinned)) == 2
-    # torch from the run's own index, into a uv venv whose contents wheelgate installed records
+    # torch from the run's own index, into a uv venv whose contents wheelgate installed records,
+    # seeded with pip so the families file's `python -m pip install` works as in pip's route
     (install,) = (i for i, r in enumerate(runs) if "uv pip install" in r)
+    assert 'uv venv --seed --python "$PYTHON" "$venv"' in runs[install]
     assert '--index-url "$index_url"' in runs[install]
     assert 'index_url=$(sed -n 3p "staged/$FAMILY.txt")' in runs[install]
     assert (
@@ -513,17 +512,33 @@ def test_the_rehearsal_takes_no_role_and_runs_the_release_test_steps() -> None:
     assert "vars." not in text
     assert 'wheelgate" local --index "$INDEX" "${required[@]}"' in text
     assert 'startswith("http://127.0.0.1:")' in text
-    # and the release's own install and test scripts, not a copy that could drift
-    release = load(EXAMPLES / "release-nightly-uv.yml")["jobs"]["test"]["steps"]
+    # and the release's own install and test scripts, not a copy that could drift: the install
+    # of the route the team picks (the installer input), the tests in either
+    installer = triggers(document)["workflow_dispatch"]["inputs"]["installer"]
+    assert (installer["type"], installer["options"]) == ("choice", ["uv", "pip"])
     rehearsal = document["jobs"]["rehearse"]["steps"]
-    for name in (
-        "Install uv, hash-pinned",
-        "Install torch from the run's staging index with uv, as users do",
-        "Run the tests",
-    ):
-        (ours,) = (s["run"] for s in rehearsal if s.get("name") == name)
-        (theirs,) = (s["run"] for s in release if s.get("name") == name)
-        assert ours == theirs, name
+    routes = {
+        "release-nightly-uv.yml": (
+            "uv",
+            "Install uv, hash-pinned",
+            "Install torch from the run's staging index with uv, as users do",
+        ),
+        "release-nightly.yml": (
+            "pip",
+            "Install torch from the run's staging index with pip, as users do",
+        ),
+    }
+    for release, (route, *install) in routes.items():
+        steps = load(EXAMPLES / release)["jobs"]["test"]["steps"]
+        for name in (*install, "Run the tests"):
+            (ours,) = (s for s in rehearsal if s.get("name") == name)
+            (theirs,) = (s["run"] for s in steps if s.get("name") == name)
+            assert ours["run"] == theirs, name
+            only = None if name == "Run the tests" else f"${{{{ inputs.installer == '{route}' }}}}"
+            assert ours.get("if") == only, name
+    # The setup action (wheelgate on PATH through uv) runs on uv's route alone
+    (setup,) = (s for s in rehearsal if "/actions/setup@" in str(s.get("uses", "")))
+    assert setup["if"] == "${{ inputs.installer == 'uv' }}"
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -561,12 +576,11 @@ def test_release_examples_agree_with_the_settings(release: str) -> None:
         ".github/workflows/report.yml": load(EXAMPLES / "report.yml"),
         ".github/workflows/deps.yml": load(EXAMPLES / "deps.yml"),
     }
-    path = RELEASE_EXAMPLES[release]
-    families = parse_families(json.loads(path.read_text()))
+    families = parse_families(json.loads(FAMILIES.read_text()))
     # Then check-workflows' comparison finds every index directory built and tested, every
     # required test run (the families'), the triggers trusted
     assert compare(workflows, settings(), families) == []
-    assert compare_families(families, settings(), path.name) == []
+    assert compare_families(families, settings(), FAMILIES.name) == []
 
 
 @pytest.mark.parametrize("release", RELEASE_EXAMPLES)
@@ -579,7 +593,7 @@ def test_a_release_example_names_no_family_runner_or_test_of_its_own(release: st
         assert include == f"${{{{ fromJSON(needs.plan.outputs.{job}) }}}}"
     (read,) = (s for s in document["jobs"]["plan"]["steps"] if s.get("id") == "families")
     assert read["run"].startswith("wheelgate families .github/wheelgate-families.json ")
-    families = parse_families(json.loads(RELEASE_EXAMPLES[release].read_text()))
+    families = parse_families(json.loads(FAMILIES.read_text()))
     words = set(re.findall(r"[\w./-]+", (EXAMPLES / release).read_text()))
     written = {
         *families.commands,
@@ -606,22 +620,23 @@ def test_both_release_examples_differ_only_in_how_the_test_job_installs_torch() 
     assert "/actions/setup@" not in str(pip["test"]["steps"])
 
 
-def test_the_two_families_files_differ_only_in_how_a_test_installs_its_tools() -> None:
-    pip, uv = (json.loads(path.read_text()) for path in RELEASE_EXAMPLES.values())
-    assert {k: v for k, v in pip.items() if k != "tests"} == {
-        k: v for k, v in uv.items() if k != "tests"
-    }
-    assert list(pip["tests"]) == list(uv["tests"])
-    # A test's command runs in the route's venv: uv's has no pip, pip's route no uv
-    assert not any(re.search(r"\buv\b", run) for run in pip["tests"].values())
-    assert not any(re.search(r"(?<!uv )\bpip install", run) for run in uv["tests"].values())
-    assert [n for n in pip["tests"] if pip["tests"][n] != uv["tests"][n]] == ["pytorch-unit"]
+def test_both_release_examples_are_copied_with_the_one_families_file() -> None:
+    # Each test name and command is written once, in the one file a team copies, whichever
+    # route it picks
+    assert sorted(EXAMPLES.glob("*famil*")) == [FAMILIES]
+    for release in RELEASE_EXAMPLES:
+        header = (EXAMPLES / release).read_text().split("\nname:")[0]
+        assert set(re.findall(r"wheelgate-families[\w-]*\.json", header)) == {FAMILIES.name}
+    # A test installs its tools with `python -m pip`, in either route's venv: pip's route has
+    # no uv, and uv's seeds its venv with pip (checked above), so no test names uv
+    tests = json.loads(FAMILIES.read_text())["tests"]
+    assert any("python -m pip install" in run for run in tests.values())
+    assert not any(re.search(r"\buv\b", run) for run in tests.values())
 
 
-@pytest.mark.parametrize("path", RELEASE_EXAMPLES.values(), ids=lambda p: p.name)
-def test_the_families_file_names_the_runners_actionlint_knows(path: Path) -> None:
+def test_the_families_file_names_the_runners_actionlint_knows() -> None:
     labels = set(yaml.safe_load(ACTIONLINT_CONFIG.read_text())["self-hosted-runner"]["labels"])
-    families = parse_families(json.loads(path.read_text()))
+    families = parse_families(json.loads(FAMILIES.read_text()))
     assert {f.runner for f in families.families} <= labels
 
 

@@ -45,6 +45,12 @@ STAND_IN_TEST = (
     "python -c 'import os, sys, torch; "
     'assert sys.prefix == os.environ["VIRTUAL_ENV"], sys.prefix; print(torch.__version__)\''
 )
+#: A test that installs a tool as the example's families file does, with `python -m pip`
+#: (the one command for both routes: uv's venv is seeded with pip), hermetically from $TOOLS.
+STAND_IN_TOOL_TEST = (
+    "env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null python -m pip install --no-index "
+    "--no-cache-dir --find-links \"$TOOLS\" standin-tool && python -c 'import standin_tool'"
+)
 
 
 def workflow_steps(name: str, job: str) -> dict[str, dict[str, Any]]:
@@ -143,7 +149,15 @@ def runner(
         for k, v in decoy.unplanted(os.environ).items()
         if not k.startswith(("AWS_", "WHEELGATE_"))
     }
-    env = {**machine, **stack_env, "PATH": f"{tools}{os.pathsep}{SYSTEM_PATH}"}
+    wheels = tmp / "tools-wheels"
+    if not wheels.exists():
+        build_wheel(wheels, "standin-tool", "1.0")
+    env = {
+        **machine,
+        **stack_env,
+        "PATH": f"{tools}{os.pathsep}{SYSTEM_PATH}",
+        "TOOLS": str(wheels),
+    }
     context = {
         "github.run_id": run,
         "github.run_attempt": "1",
@@ -156,25 +170,38 @@ def runner(
 
 def families_file(directory: Path) -> None:
     """The user's families file, one family whose build hands over a stand-in torch wheel and
-    whose test imports it."""
+    whose tests import it and install a tool with pip (from ``TOOLS``, which :func:`runner`
+    sets)."""
     (directory / ".github").mkdir(parents=True, exist_ok=True)
     (directory / ".github" / "wheelgate-families.json").write_text(
         json.dumps(
             {
                 "build": 'mkdir -p dist && cp "$PREBUILT"/*.whl dist/',
-                "tests": {"smoke": STAND_IN_TEST},
+                "tests": {"smoke": STAND_IN_TEST, "unit": STAND_IN_TOOL_TEST},
                 "families": [
                     {
                         "index": INDEX,
                         "name": FAMILY,
                         "runner": "linux-mi300-1gpu",
-                        "tests": ["smoke"],
+                        "tests": ["smoke", "unit"],
                     }
                 ],
             }
         )
     )
     shutil.copy2(EXAMPLES / "wheelgate-uv.txt", directory / ".github" / "wheelgate-uv.txt")
+
+
+def passed_lines(run: str) -> str:
+    """The test job's results: both tests of the families file passed."""
+    url = f"https://github.com/ROCm/TheRock/actions/runs/{run}/attempts/1"
+    return f"{INDEX}:smoke=passed@{url}\n{INDEX}:unit=passed@{url}\n"
+
+
+def evidence_lines() -> str:
+    """The report job's installed.txt: each test's evidence is its job's one file."""
+    evidence = f"results/{FAMILY}/{FAMILY}.installed.json"
+    return f"{INDEX}:smoke={evidence}\n{INDEX}:unit={evidence}\n"
 
 
 def copy_tree(source: Path, target: Path) -> None:
@@ -286,18 +313,14 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
     assert evidence["schema"] == "wheelgate/environment/v1"
     assert [d["version"] for d in evidence["distributions"] if d["name"] == "torch"] == [TORCH]
-    assert (results / f"{FAMILY}.txt").read_text() == (
-        f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/{run}/attempts/1\n"
-    )
+    assert (results / f"{FAMILY}.txt").read_text() == passed_lines(run)
 
     # When the report job collects the artifacts, reports and waits
     report, status = report_job(night, build, test)
 
     # Then the run is promoted: the bytes the uv venv held are the bytes released
     assert (status["state"], status["reason"]) == ("promoted", "")
-    assert (report.workspace / "installed.txt").read_text() == (
-        f"{INDEX}:smoke=results/{FAMILY}/{FAMILY}.installed.json\n"
-    )
+    assert (report.workspace / "installed.txt").read_text() == evidence_lines()
 
 
 def test_the_pip_example_stages_tests_in_the_pip_venv_with_its_report_and_is_promoted(
@@ -323,18 +346,14 @@ def test_the_pip_example_stages_tests_in_the_pip_venv_with_its_report_and_is_pro
     evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
     installed = {i["metadata"]["name"]: i["metadata"]["version"] for i in evidence["install"]}
     assert installed == {"torch": TORCH_PIP}
-    assert (results / f"{FAMILY}.txt").read_text() == (
-        f"{INDEX}:smoke=passed@https://github.com/ROCm/TheRock/actions/runs/{run}/attempts/1\n"
-    )
+    assert (results / f"{FAMILY}.txt").read_text() == passed_lines(run)
 
     # When the report job collects the artifacts, reports and waits
     report, status = report_job(night, build, test)
 
     # Then the run is promoted on pip's report as evidence
     assert (status["state"], status["reason"]) == ("promoted", "")
-    assert (report.workspace / "installed.txt").read_text() == (
-        f"{INDEX}:smoke=results/{FAMILY}/{FAMILY}.installed.json\n"
-    )
+    assert (report.workspace / "installed.txt").read_text() == evidence_lines()
 
 
 def processes_under(path: Path) -> list[int]:
@@ -358,10 +377,11 @@ def rehearsal_dir(tmp_path: Path) -> Iterator[Path]:
             os.kill(pid, signal.SIGTERM)
 
 
+@pytest.mark.parametrize("installer", ["uv", "pip"])
 def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone(
-    actions: Path, decoy: Decoy, rehearsal_dir: Path
+    actions: Path, decoy: Decoy, rehearsal_dir: Path, installer: str
 ) -> None:
-    tmp_path, run = rehearsal_dir, "rehearsal"
+    tmp_path, run = rehearsal_dir, f"rehearsal-{installer}"
     document = yaml.safe_load((EXAMPLES / "rehearse-release.yml").read_text())
     workflow_env = document["env"]
     # Given the plan job for the family asked for (workflow_dispatch's input), on a runner
@@ -382,6 +402,7 @@ def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone
     job.context |= {f"matrix.{k}": v for k, v in entry.items() if isinstance(v, str)}
     job.context |= {"inputs.family": FAMILY, "toJSON(matrix.tests)": json.dumps(entry["tests"])}
     job_env = {**workflow_env, **document["jobs"]["rehearse"]["env"]}
+    ordered = document["jobs"]["rehearse"]["steps"]
     steps = workflow_steps("rehearse-release.yml", "rehearse")
 
     # When the rehearsal job runs its steps
@@ -391,15 +412,25 @@ def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone
     assert job.added_env["WHEELGATE_ALLOWED_INDEXES"] == json.dumps([INDEX])
     find_torch_and_stage(job, steps["Find the torch version to install"], job_env)
     assert job.context["steps.stage.outputs.index_url"].startswith("http://127.0.0.1:")
-    for name in ("Hand over as the build job does", "Install uv, hash-pinned"):
+    job.run(steps["Hand over as the build job does"], job_env)
+    # the install steps of the route the team picked (the installer input), in their order
+    installs = ordered[ordered.index(steps["Hand over as the build job does"]) + 1 :]
+    installs = installs[: installs.index(steps["Run the tests"])]
+    picked = [s for s in installs if s["if"] == f"${{{{ inputs.installer == '{installer}' }}}}"]
+    assert picked, installer
+    for step in picked:
+        if "/actions/setup@" in str(step.get("uses")):
+            job.action("setup")
+        else:
+            job.run(step, job_env)
+    for name in ("Run the tests", "Collect the results as report.yml does"):
         job.run(steps[name], job_env)
-    job.action("setup")
-    for name in (
-        "Install torch from the run's staging index with uv, as users do",
-        "Run the tests",
-        "Collect the results as report.yml does",
-    ):
-        job.run(steps[name], job_env)
+    # Then both tests of the one families file passed in the route's venv, pip's tool install
+    # included
+    results = job.workspace / "results" / FAMILY
+    assert (results / f"{FAMILY}.txt").read_text() == passed_lines(run)
+    evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
+    assert ("install" in evidence) == (installer == "pip")
     reported = job.action(
         "report", **{"test-files": "tests.txt", "installed-files": "installed.txt"}
     )

@@ -1,6 +1,6 @@
 """``wheelgate check-workflows`` and ``wheelgate families``: a repository laid out as the
 examples say (``examples/github/`` copied under ``.github/``, with either release example and
-its families file) agrees with this repository's ``cdk.json``, as does one whose matrices are
+the one families file) agrees with this repository's ``cdk.json``, as does one whose matrices are
 written by hand; each kind of mismatch is named; bad input exits 2."""
 
 from __future__ import annotations
@@ -21,23 +21,20 @@ from wheelgate.core.workflows import MismatchKind
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "github"
 FAMILIES = json.loads((EXAMPLES / "wheelgate-families.json").read_text())
-#: Each release example and the families file it is copied with.
-FAMILIES_FILE = {
-    "release-nightly.yml": "wheelgate-families-pip.json",
-    "release-nightly-uv.yml": "wheelgate-families.json",
-}
+#: The release examples, both copied with the one families file.
+RELEASE_EXAMPLES = ("release-nightly.yml", "release-nightly-uv.yml")
 
 
 def repository(tmp_path: Path, release: str = "release-nightly-uv.yml") -> Path:
     """A user's repository: a release example as release-nightly.yml, report.yml, deps.yml,
-    its families file as wheelgate-families.json, and the deployment's cdk.json beside them."""
+    the families file, and the deployment's cdk.json beside them."""
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
     shutil.copy2(EXAMPLES / release, workflows / "release-nightly.yml")
     for name in ("report.yml", "deps.yml", "dev.yml"):
         shutil.copy2(EXAMPLES / name, workflows / name)
     families = tmp_path / ".github" / "wheelgate-families.json"
-    shutil.copy2(EXAMPLES / FAMILIES_FILE[release], families)
+    shutil.copy2(EXAMPLES / "wheelgate-families.json", families)
     shutil.copy2(REPO / "cdk.json", tmp_path / "cdk.json")
     return tmp_path
 
@@ -45,7 +42,7 @@ def repository(tmp_path: Path, release: str = "release-nightly-uv.yml") -> Path:
 def write_matrices_by_hand(document: dict[Any, Any]) -> None:
     """The release example as a team may keep it instead: the families' matrices written out
     in the workflow, and a test step per test whose id is the test's name."""
-    families = parse_families(json.loads((EXAMPLES / "wheelgate-families-pip.json").read_text()))
+    families = parse_families(FAMILIES)
     jobs = document["jobs"]
     jobs["build"]["strategy"]["matrix"]["include"] = [
         {"index": b["index"], "name": b["name"]} for b in families.build_matrix()
@@ -81,7 +78,7 @@ def check(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     return main(["check-workflows", "--cdk-json", "cdk.json", *args])
 
 
-@pytest.mark.parametrize("release", [*FAMILIES_FILE, "hand-written"])
+@pytest.mark.parametrize("release", [*RELEASE_EXAMPLES, "hand-written"])
 def test_a_repository_laid_out_as_the_examples_agrees_with_its_settings(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -218,14 +215,14 @@ def test_a_missing_release_or_reporter_workflow_is_named(
     assert out.count("index-not-built") == 4
 
 
-@pytest.mark.parametrize("release", FAMILIES_FILE)
+@pytest.mark.parametrize("release", RELEASE_EXAMPLES)
 def test_a_family_file_short_of_the_required_tests_is_named(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     release: str,
 ) -> None:
-    # Given either release example, its families file's first family dropping a required test
+    # Given either release example, the families file's first family dropping a required test
     repo = repository(tmp_path, release)
     families = json.loads((repo / ".github" / "wheelgate-families.json").read_text())
     families["families"][0]["tests"] = ["smoke"]
