@@ -4,17 +4,14 @@ the one running wheelgate)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import packaging
 from packaging.tags import Tag, compatible_tags, cpython_tags, generic_tags, parse_tag
 
+from wheelgate.staging.environment import ask_interpreter
 from wheelgate.staging.targets import Target, python_versions
 
-#: Asking an interpreter its tags takes well under a second.
-PROBE_TIMEOUT_SECONDS = 60
 #: Run by the venv's interpreter with wheelgate's own ``packaging`` first on its path (pure
 #: Python, for any Python 3.8 on): the tags pip and uv compute there, in their order.
 _PROBE = """
@@ -47,22 +44,11 @@ def interpreter_tags(python: str) -> frozenset[Tag]:
     """Every tag the interpreter ``python`` installs. Raises ``ValueError`` when it cannot be
     run or does not answer."""
     library = str(Path(packaging.__file__).resolve().parent.parent)
+    what = "which wheel tags it installs"
+    names = ask_interpreter(python, _PROBE, library, what=what)
+    if not isinstance(names, list):
+        raise ValueError(f"{python} did not say {what}")
     try:
-        result = subprocess.run(
-            [python, "-I", "-c", _PROBE, library],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=PROBE_TIMEOUT_SECONDS,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ValueError(f"{python} cannot be run: {exc}") from None
-    if result.returncode != 0:
-        raise ValueError(
-            f"{python} did not say which wheel tags it installs: {result.stderr[-300:]}"
-        )
-    try:
-        names = json.loads(result.stdout)
-        return frozenset(tag for name in names for tag in parse_tag(name))
+        return frozenset(tag for name in names for tag in parse_tag(str(name)))
     except (ValueError, TypeError):
-        raise ValueError(f"{python} did not say which wheel tags it installs") from None
+        raise ValueError(f"{python} did not say {what}") from None

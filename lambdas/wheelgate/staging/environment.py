@@ -85,12 +85,13 @@ class InstalledEnvironment(BaseModel):
     distributions: list[InstalledDistribution]
 
 
-def probe(python: str) -> dict[str, str]:
-    """Where the interpreter ``python`` installs things (its ``sysconfig`` scheme, absolute).
-    Raises ``ValueError`` when it cannot be run or answers something else."""
+def ask_interpreter(python: str, script: str, *args: str, what: str) -> object:
+    """Run ``script`` in the interpreter ``python`` (isolated: ``-I``) with ``args`` and return
+    the JSON it prints. Raises ``ValueError`` naming ``what`` it was asked when it cannot be
+    run, fails or answers something else."""
     try:
         result = subprocess.run(
-            [python, "-I", "-c", _PROBE],
+            [python, "-I", "-c", script, *args],
             capture_output=True,
             text=True,
             check=False,
@@ -99,11 +100,20 @@ def probe(python: str) -> dict[str, str]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ValueError(f"{python} cannot be run: {exc}") from None
     if result.returncode != 0:
-        raise ValueError(f"{python} is not a Python interpreter: {result.stderr.strip()[-300:]}")
+        raise ValueError(f"{python} did not say {what}: {result.stderr.strip()[-300:]}")
     try:
-        answer = json.loads(result.stdout)
+        answer: object = json.loads(result.stdout)
     except json.JSONDecodeError:
-        raise ValueError(f"{python} did not say where it installs packages") from None
+        raise ValueError(f"{python} did not say {what}") from None
+    return answer
+
+
+def probe(python: str) -> dict[str, str]:
+    """Where the interpreter ``python`` installs things (its ``sysconfig`` scheme, absolute).
+    Raises ``ValueError`` when it cannot be run or answers something else."""
+    answer = ask_interpreter(python, _PROBE, what="where it installs packages")
+    if not isinstance(answer, dict):
+        raise ValueError(f"{python} did not say where it installs packages")
     return {str(k): str(v) for k, v in answer.items()}
 
 
