@@ -36,6 +36,20 @@ SHARED_SCOPES = {
     "tests/integration/test_ceph_immutability.py": "ceph",
 }
 
+#: Scopes that keep one worker busy for a minute or more, longest first: they are handed out
+#: before any other, so that no worker starts one of them when the rest of the suite is done
+#: and the others idle (xdist orders scopes by their number of tests, which put the example
+#: workflows' four long tests last). The rest follow by their number of tests, as xdist has it.
+LONG_SCOPES = (
+    "tests/integration/test_example_workflow.py",
+    "infra-syntheses",
+    "tests/integration/test_concurrency.py",
+    "tests/integration/test_bisect_end_to_end.py",
+    "ceph",
+    "tests/integration/test_actions.py",
+    "tests/integration/test_decoy.py",
+)
+
 #: A test's call (not its fixtures' set-up, which the first test of a session pays for all)
 #: above this many seconds belongs to ``make test`` alone: marked ``slow``.
 SLOW_CALL_SECONDS = 3.0
@@ -60,7 +74,34 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             return worker_scope(nodeid)
 
+    # The workers collect in scheduled_order (pytest_collection_modifyitems): xdist keeps it
+    # instead of sorting the scopes again. (It must be the workers' order: xdist hands a
+    # worker its tests by their index in that worker's own collection.)
+    config.option.loadscopereorder = False
     return WorkerScopeScheduling(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):
+        return  # one process: the collection order, as always
+    position = {nodeid: i for i, nodeid in enumerate(scheduled_order([i.nodeid for i in items]))}
+    items.sort(key=lambda item: position[item.nodeid])
+
+
+def scheduled_order(nodeids: list[str]) -> list[str]:
+    """``nodeids`` grouped by scope: :data:`LONG_SCOPES` first, in their order, then the other
+    scopes by their number of tests, most first; each scope's tests in collection order."""
+    scopes: dict[str, list[str]] = {}
+    for nodeid in nodeids:
+        scopes.setdefault(worker_scope(nodeid), []).append(nodeid)
+
+    def rank(item: tuple[str, list[str]]) -> tuple[int, int]:
+        scope, tests = item
+        first = LONG_SCOPES.index(scope) if scope in LONG_SCOPES else len(LONG_SCOPES)
+        return first, -len(tests)
+
+    return [nodeid for _, tests in sorted(scopes.items(), key=rank) for nodeid in tests]
 
 
 class UnmarkedSlowCalls:
