@@ -317,6 +317,11 @@ class ManifestV2(Manifest):
 
     schema_: Literal["wheelgate/manifest/v2"] = Field(alias="schema")
     sets: Annotated[tuple[ArtifactSetV2, ...], Field(min_length=1, max_length=MAX_SETS)]
+    #: When the run's commit was made, as the reporter states it (ISO 8601 with a zone): the
+    #: run history orders runs by it. ``None``: not stated.
+    commit_time: Annotated[str, Field(min_length=20, max_length=40)] | None = None
+    #: The CI run's attempt the reporter reports (``GITHUB_RUN_ATTEMPT``).
+    attempt: Annotated[int, Field(ge=1)] | None = None
 
 
 #: The model of each manifest version :func:`parse_manifest` reads.

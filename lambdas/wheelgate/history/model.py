@@ -20,7 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from wheelgate.core.manifest import (
     CommitSha,
@@ -30,7 +30,7 @@ from wheelgate.core.manifest import (
     Sha256Hex,
     parse_distribution_filename,
 )
-from wheelgate.core.timestamps import parse_upload_time
+from wheelgate.core.timestamps import parse_upload_time, upload_time
 
 ENTRY_SCHEMA: Final = "wheelgate/history-entry/v1"
 SHARD_SCHEMA: Final = "wheelgate/history-shard/v1"
@@ -38,8 +38,25 @@ HEAD_SCHEMA: Final = "wheelgate/history/v1"
 
 #: A month a shard holds: ``YYYY-MM``.
 Month = Annotated[str, Field(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]
-#: An upload time (:func:`~wheelgate.core.timestamps.upload_time`).
-Moment = Annotated[str, Field(min_length=20, max_length=40)]
+
+
+def _utc_moment(value: str) -> str:
+    """A time the history keeps: ISO 8601 with a zone, kept in UTC with ``Z``
+    (:func:`~wheelgate.core.timestamps.upload_time`). A time without a zone is refused: it
+    would compare with no other."""
+    try:
+        moment = parse_upload_time(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"{value!r} has no time zone: give it in UTC (with Z)")
+    return upload_time(moment)
+
+
+#: An upload time (:func:`~wheelgate.core.timestamps.upload_time`): UTC, with a zone.
+Moment = Annotated[str, Field(min_length=20, max_length=40), AfterValidator(_utc_moment)]
+#: At most this many nightly files a stage entry's offer lists (a run's dependency closure).
+MAX_OFFER_FILES = 4000
 
 
 class RunState(StrEnum):
@@ -62,6 +79,16 @@ class EntryFile(BaseModel):
     size: Annotated[int, Field(gt=0)]
 
 
+class OfferFile(BaseModel):
+    """A nightly file a run's own index offered when the run was staged (a dependency of the
+    run's closure that lives in nightly): its name and SHA-256, as nightly's page listed it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    filename: Annotated[str, Field(min_length=1, max_length=255)]
+    sha256: Sha256Hex
+
+
 class StagedEntry(BaseModel):
     """What one ``wheelgate stage`` call staged, as it writes it to the history (once)."""
 
@@ -77,6 +104,9 @@ class StagedEntry(BaseModel):
     commit_time: Moment | None = None
     staged_at: Moment
     files: Annotated[tuple[EntryFile, ...], Field(min_length=1)]
+    #: The nightly files the run's index offered beside ``files`` when they were staged: what
+    #: a resolver could pick for a run that is never reported.
+    offer: Annotated[tuple[OfferFile, ...], Field(max_length=MAX_OFFER_FILES)] = ()
 
     @property
     def entry_id(self) -> str:
@@ -116,6 +146,48 @@ class HistoryFile(BaseModel):
         return self.nightly_key is not None or not self.expired(now)
 
 
+class OfferedFile(BaseModel):
+    """A nightly file of a run's offer, as the history keeps it after the promoter checked it
+    against nightly: its name, project, SHA-256 and nightly key (permanent)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    filename: str
+    project: str
+    sha256: Sha256Hex
+    nightly_key: str
+
+
+class InstallRoute(StrEnum):
+    """How ``wheelgate bisect`` installs a run: ``evidence``, the files one of its tests
+    installed (a passed test's first, else a failed one's); ``offer``, a run never reported,
+    the files its own index offered when staged, resolved among those alone; ``none``, it
+    cannot be installed exactly (:attr:`RunInstall.reason` says why)."""
+
+    EVIDENCE = "evidence"
+    OFFER = "offer"
+    NONE = "none"
+
+
+class RunInstall(BaseModel):
+    """How a run installs, as the history and its page say: the route, the test whose
+    evidence it is (``evidence``), and why not (``none``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    route: InstallRoute
+    test: str | None = None
+    reason: str = ""
+
+
+class CommitTimeBy(StrEnum):
+    """Who stated a run's commit time: a build job's stage call (shown, never used alone to
+    order runs) or the reporter's manifest."""
+
+    BUILD = "build"
+    REPORTER = "reporter"
+
+
 class TestRecord(BaseModel):
     """A test's outcome for the run's set, and the files it installed (its evidence)."""
 
@@ -139,7 +211,10 @@ class HistoryRun(BaseModel):
     index: IndexDir
     commit: CommitSha
     commit_time: Moment | None = None
-    #: When its first stage call staged (the month shard it lives in).
+    #: Who stated ``commit_time`` (``None`` with no commit time).
+    commit_time_by: CommitTimeBy | None = None
+    #: When it was first staged: the earliest LastModified of its staged objects, as the
+    #: promoter read it (the month shard it lives in).
     staged_at: Moment
     reported_at: Moment | None = None
     decided_at: Moment | None = None
@@ -149,6 +224,10 @@ class HistoryRun(BaseModel):
     message: str = ""
     tests: tuple[TestRecord, ...] = ()
     files: tuple[HistoryFile, ...] = ()
+    #: The nightly files its index offered beside ``files`` when staged (checked).
+    offer: tuple[OfferedFile, ...] = ()
+    #: How ``wheelgate bisect`` installs it (``None``: written before this was recorded).
+    install: RunInstall | None = None
 
     @property
     def month(self) -> str:
@@ -185,6 +264,17 @@ class MonthRef(BaseModel):
     runs: int
 
 
+class CappedDay(BaseModel):
+    """A day on which more never-reported runs were staged than the history lists: the cap,
+    and the runs it dropped (their entries stay where the build jobs wrote them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    day: Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+    cap: int
+    dropped: tuple[RunId, ...] = ()
+
+
 class HistoryHead(BaseModel):
     """An index directory's history: the months that hold its runs, newest first."""
 
@@ -194,6 +284,8 @@ class HistoryHead(BaseModel):
     index: IndexDir
     updated_at: Moment
     months: tuple[MonthRef, ...] = ()
+    #: Days whose never-reported runs were capped, and what was dropped.
+    capped: tuple[CappedDay, ...] = ()
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True)
