@@ -8,14 +8,20 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 
 from tests.integration.conftest import LocalProcess
+from tests.integration.test_promoter import Context, sqs_event
 from wheelgate.core.layout import HISTORY_ENTRIES_DIR, HISTORY_PREFIX, STAGING
+from wheelgate.history.fold import REFUSED_INDEX
 from wheelgate.history.model import RunState
 from wheelgate.history.reader import BucketHistorySource, HttpHistorySource, read_history
+from wheelgate.lambda_function import handler
 from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import LocalWheelGate
@@ -25,6 +31,7 @@ from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
+from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.http import fetch
 
@@ -169,3 +176,46 @@ def test_wheelgate_local_folds_what_stage_writes_and_serves_it_over_http(
     )
     assert [f.filename for f in run.files] == [wheel.name]
     assert source.gets == 2
+
+
+def denying_history_writes(index: str) -> Any:
+    """A staging client whose writes under ``history/<index>/`` are denied, as the promoter's
+    grant (``history/<dir>/*`` for each served directory) denies them on AWS."""
+    client = boto3.client("s3")
+
+    def deny(model: Any, params: dict[str, Any], **_: Any) -> Any:
+        if model.name != "PutObject" or STAGING.history_dir(index) not in unquote(
+            str(params.get("url_path", ""))
+        ):
+            return None
+        response = AWSResponse(url="", status_code=403, headers={}, raw=None)  # type: ignore[arg-type]
+        return response, {
+            "Error": {"Code": "AccessDenied", "Message": "Access Denied"},
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        }
+
+    client.meta.events.register("before-call.s3.PutObject", deny)
+    return client
+
+
+def test_an_entry_for_a_directory_not_served_is_refused_through_the_handler_not_retried(
+    stack: LocalWheelGate, tmp_path: Path
+) -> None:
+    # Given a promoter serving hist/served alone, and a build job's run staged in hist/denied
+    # with its entry (the forged write goes through: build jobs may write any entry)
+    denied = "hist/denied"
+    stage_wheels(stack, "7101", denied, build_wheel(tmp_path, "deniedpkg", "1.0"))
+    [key] = entry_keys(denied)
+    staging = Bucket(denying_history_writes(denied), STAGING_BUCKET)
+    settings = stack.settings().model_copy(update={"allowed_indexes": frozenset({"hist/served"})})
+    promoter = build_service(settings=settings, staging=staging, nightly=buckets()[1], workers=2)
+    lambda_handler = handler.entry_point(lambda: (promoter, StatusStore(staging)))
+    # When the entry's event is handled by the function's handler
+    response = lambda_handler(sqs_event(key, None), Context())
+    # Then the message succeeds (nothing for the dead-letter queue), the entry is refused with
+    # its reason, and no history of the directory is written
+    assert response == {"batchItemFailures": []}
+    result = promoter.fold_entry(key)
+    assert result is not None
+    assert result.reason == REFUSED_INDEX
+    assert list(buckets()[0].list(STAGING.history_dir(denied))) == []
