@@ -17,9 +17,10 @@ from botocore.awsrequest import AWSResponse
 
 from tests.integration.conftest import LocalProcess
 from tests.integration.test_promoter import Context, sqs_event
+from wheelgate.cli.main import EXIT_OK, main
 from wheelgate.core.layout import HISTORY_ENTRIES_DIR, HISTORY_PREFIX, STAGING
 from wheelgate.history.fold import REFUSED_INDEX
-from wheelgate.history.model import RunState
+from wheelgate.history.model import CommitTimeBy, RunState
 from wheelgate.history.reader import BucketHistorySource, HttpHistorySource, read_history
 from wheelgate.lambda_function import handler
 from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
@@ -219,3 +220,39 @@ def test_an_entry_for_a_directory_not_served_is_refused_through_the_handler_not_
     assert result is not None
     assert result.reason == REFUSED_INDEX
     assert list(buckets()[0].list(STAGING.history_dir(denied))) == []
+
+
+def test_the_commit_time_and_attempt_report_states_replace_the_build_jobs(
+    stack: LocalWheelGate, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a run staged by a build job stating a commit time, and its entry folded
+    index, run_id = "hist/reported", "7201"
+    staging, nightly = buckets()
+    stage(
+        staging=staging,
+        nightly=nightly,
+        nightly_base_url=stack.nightly_url,
+        run_id=run_id,
+        index=index,
+        commit=COMMIT,
+        artifacts=inspect_files([build_wheel(tmp_path, "reportedpkg", "1.0")]),
+        attempt=1,
+        commit_time="2000-01-01T00:00:00.000000Z",
+    )
+    [key] = entry_keys(index)
+    service(stack).handle(ManifestEvent(key))
+    # When the reporter reports it with the commit's time and the CI run's attempt
+    code = main(["report", "--run-id", run_id, "--commit", COMMIT, f"--test={index}:smoke=failed",
+                 "--commit-time", "2026-03-02T14:05:00+01:00", "--attempt", "2"])  # fmt: skip
+    assert code == EXIT_OK, capsys.readouterr().err
+    manifest = json.loads(staging.get(STAGING.manifest(run_id))[0])  # type: ignore[index]
+    assert (manifest["commit_time"], manifest["attempt"]) == ("2026-03-02T13:05:00.000000Z", 2)
+    service(stack).handle(ManifestEvent(STAGING.manifest(run_id), LOCAL_REPORTER_PRINCIPAL))
+    # Then the history holds the reporter's word
+    [run] = read_history(BucketHistorySource(staging), index)
+    assert (run.state, run.commit_time, run.commit_time_by, run.attempt) == (
+        RunState.REJECTED,
+        "2026-03-02T13:05:00.000000Z",
+        CommitTimeBy.REPORTER,
+        2,
+    )
