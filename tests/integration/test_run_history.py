@@ -13,14 +13,16 @@ from urllib.parse import unquote
 
 import boto3
 import pytest
+from boto3.s3.transfer import TransferConfig
 from botocore.awsrequest import AWSResponse
 
 from tests.integration.conftest import LocalProcess
 from tests.integration.test_promoter import Context, sqs_event
 from wheelgate.cli.main import EXIT_OK, main
-from wheelgate.core.layout import HISTORY_ENTRIES_DIR, HISTORY_PREFIX, STAGING
-from wheelgate.history.fold import REFUSED_INDEX
-from wheelgate.history.model import CommitTimeBy, RunState
+from wheelgate.core.layout import CHECKSUM_SUFFIX, HISTORY_ENTRIES_DIR, HISTORY_PREFIX, STAGING
+from wheelgate.core.objects import META_COMMIT, META_RUN_ID, META_SHA256
+from wheelgate.history.fold import REFUSED_INDEX, REFUSED_SHA256
+from wheelgate.history.model import CommitTimeBy, EntryFile, RunState, StagedEntry
 from wheelgate.history.reader import BucketHistorySource, HttpHistorySource, read_history
 from wheelgate.lambda_function import handler
 from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
@@ -30,7 +32,7 @@ from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.service import PromotionService
-from wheelgate.staging.local_artifacts import inspect_files
+from wheelgate.staging.local_artifacts import inspect_files, sha256_file
 from wheelgate.staging.stage import stage
 from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
@@ -256,3 +258,57 @@ def test_the_commit_time_and_attempt_report_states_replace_the_build_jobs(
         CommitTimeBy.REPORTER,
         2,
     )
+
+
+MB = 1024 * 1024
+
+
+def test_a_multipart_file_whose_metadata_and_sidecar_lie_is_recorded_with_its_true_hash(
+    stack: LocalWheelGate, tmp_path: Path
+) -> None:
+    # Given a build job's wheel uploaded in parts (S3 keeps no SHA-256 of its bytes), whose
+    # metadata and .sha256 sidecar claim another wheel's hash: both writes go through
+    index, run_id = "hist/parts", "7301"
+    wheel = build_wheel(tmp_path / "big", "partspkg", "1.0", payload_bytes=6 * MB)
+    other = build_wheel(tmp_path / "other", "partspkg", "2.0")
+    true, lie = sha256_file(wheel), sha256_file(other)
+    key = STAGING.artifact(run_id, index, wheel.name)
+    s3 = boto3.client("s3")
+    s3.upload_file(
+        str(wheel),
+        STAGING_BUCKET,
+        key,
+        ExtraArgs={"Metadata": {META_SHA256: lie, META_COMMIT: COMMIT, META_RUN_ID: run_id}},
+        Config=TransferConfig(multipart_threshold=5 * MB, multipart_chunksize=5 * MB),
+    )
+    s3.put_object(
+        Bucket=STAGING_BUCKET, Key=key + CHECKSUM_SUFFIX, Body=lie.encode(), IfNoneMatch="*"
+    )
+    staging, _ = buckets()
+    head = staging.head(key)
+    assert head is not None
+    assert (head.s3_sha256, head.meta_sha256) == (None, lie)
+
+    def entry(sha256: str) -> str:
+        written = StagedEntry(
+            run_id=run_id,
+            index=index,
+            commit=COMMIT,
+            staged_at="2026-01-01T00:00:00Z",
+            files=(EntryFile(filename=wheel.name, sha256=sha256, size=wheel.stat().st_size),),
+        )
+        entry_key = STAGING.history_entry(index, run_id, written.entry_id)
+        staging.put(entry_key, written.to_json().encode(), content_type="application/json",
+                    if_none_match=True)  # fmt: skip
+        return entry_key
+
+    # When an entry claiming the sidecar's hash is folded, Then it is refused; an entry
+    # claiming the bytes' hash is folded, with it
+    promoter = service(stack)
+    lying = promoter.fold_entry(entry(lie))
+    assert lying is not None
+    assert lying.reason == REFUSED_SHA256
+    assert read_history(BucketHistorySource(staging), index) == []
+    assert promoter.fold_entry(entry(true)) is not None
+    [run] = read_history(BucketHistorySource(staging), index)
+    assert [f.sha256 for f in run.files] == [true]
