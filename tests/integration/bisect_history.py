@@ -9,8 +9,8 @@ module; from :data:`PLANTED` on, importing it raises):
 
 0. good, promoted;
 1. staged, never reported (``no-evidence``);
-2. staged 20 days ago, so the history dates its files past the 14 days of staging's
-   lifecycle (``expired``);
+2. its files past the 14 days of staging's lifecycle, as the history holds them 20 days after
+   it was staged (``expired``);
 3. its staged wheel deleted after the decision (``missing-file``);
 4. its staged wheel replaced by other bytes after the decision (``hash-mismatch``);
 5. a wheel whose metadata refuses every Python there is, which its test job installed with
@@ -35,9 +35,10 @@ from typing import Any
 from tests.integration.conftest import LocalProcess
 from tests.integration.installs import pip, sha256
 from wheelgate.core.layout import STAGING
+from wheelgate.core.timestamps import upload_time
+from wheelgate.history.model import HistoryRun
+from wheelgate.history.store import HistoryStore
 from wheelgate.local.sample_wheels import build_wheel
-from wheelgate.staging.local_artifacts import inspect_files
-from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
 
 INDEX = "e2e/blame"
@@ -54,7 +55,8 @@ TROUBLES = {
 }
 #: The first commit's time; each next commit is an hour later.
 FIRST_COMMIT = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
-#: How long ago run 2 was staged: more than local staging's 14 days of run expiry.
+#: How long ago run 2 is taken to have been staged: more than local staging's 14 days of run
+#: expiry.
 LONG_AGO = timedelta(days=20)
 
 #: The command each test bisects with (run with the step's venv activated): it reads the
@@ -124,22 +126,7 @@ def _buckets(local: LocalProcess) -> tuple[Bucket, Bucket]:
 
 
 def _stage(local: LocalProcess, run: BlameRun, commit_time: datetime) -> str:
-    """Stage ``run``'s wheel; the run's index URL. Run 2 is staged through the same code
-    with a clock 20 days slow: a stage call made then, which the history dates by."""
-    if run.number == 2:
-        staging, nightly = _buckets(local)
-        stage(
-            staging=staging,
-            nightly=nightly,
-            nightly_base_url=local.nightly_url,
-            run_id=run.run_id,
-            index=INDEX,
-            commit=run.commit,
-            artifacts=inspect_files([run.wheel]),
-            clock=lambda: datetime.now(UTC) - LONG_AGO,
-            commit_time=commit_time.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        )
-        return local.run_index(run.run_id, INDEX)
+    """Stage ``run``'s wheel; the run's index URL."""
     staged = local.wheelgate(
         *("stage", "--run-id", run.run_id, "--index", INDEX, "--commit", run.commit),
         *("--commit-time", commit_time.isoformat(), str(run.wheel)),
@@ -166,7 +153,25 @@ def _test_job(make_venv: Any, run: BlameRun, index_url: str) -> Path:
     return report
 
 
-def _report(local: LocalProcess, run: BlameRun, report: Path) -> None:
+def _expire(local: LocalProcess, run: BlameRun) -> None:
+    """Age ``run`` in its history by :data:`LONG_AGO`: its staged files expired, as the
+    promoter dated them (the history dates a run by S3's writes of its objects, which no clock
+    of a stage call moves)."""
+    staging, _ = _buckets(local)
+    store = HistoryStore(staging, clock=lambda: datetime.now(UTC))
+    month = store.find_month(INDEX, run.run_id)
+    assert month is not None
+    gone = upload_time(datetime.now(UTC) - LONG_AGO + timedelta(days=14))
+
+    def aged(found: HistoryRun | None) -> HistoryRun:
+        assert found is not None
+        files = tuple(f.model_copy(update={"expires_at": gone}) for f in found.files)
+        return found.model_copy(update={"files": files})
+
+    store.change_run(INDEX, month, run.run_id, aged)
+
+
+def _report(local: LocalProcess, run: BlameRun, report: Path, commit_time: datetime) -> None:
     """Report the install test passed with its evidence; every run but the good ones also
     fails a second test, so it is rejected and its files stay in staging only."""
     good = run.number in (0, 6)
@@ -174,6 +179,7 @@ def _report(local: LocalProcess, run: BlameRun, report: Path) -> None:
     tests = ["--test", f"{INDEX}:install=passed@{url}", "--installed", f"{INDEX}:install={report}"]
     if not good:
         tests += ["--test", f"{INDEX}:gpu=failed@{url}"]
+    tests += ["--commit-time", commit_time.isoformat()]
     reported = local.wheelgate("report", "--run-id", run.run_id, "--commit", run.commit, *tests)
     assert reported.returncode == 0, reported.stderr
     status = local.wheelgate("status", run.run_id, "--wait", "60")
@@ -200,10 +206,12 @@ def build_history(local: LocalProcess, make_venv: Any, work: Path, tag: str) -> 
         )
         run = BlameRun(number, f"{tag}{number}", commit, wheel)
         runs.append(run)
-        index_url = _stage(local, run, FIRST_COMMIT + timedelta(hours=number))
+        commit_time = FIRST_COMMIT + timedelta(hours=number)
+        index_url = _stage(local, run, commit_time)
         if number != 1:
-            _report(local, run, _test_job(make_venv, run, index_url))
+            _report(local, run, _test_job(make_venv, run, index_url), commit_time)
     local.wait_idle()
+    _expire(local, runs[2])
     staging, _ = _buckets(local)
     key_3 = STAGING.artifact(runs[3].run_id, INDEX, runs[3].wheel.name)
     local.client("s3").delete_object(Bucket=staging.name, Key=key_3)

@@ -25,7 +25,7 @@ from wheelgate.bisect.probe import (
     SkipRun,
 )
 from wheelgate.core.timestamps import upload_time
-from wheelgate.history.model import HistoryFile, HistoryRun, RunState
+from wheelgate.history.model import CommitTimeBy, HistoryFile, HistoryRun, RunState
 
 INDEX = "v2/gfx94X-dcgpu"
 START = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
@@ -69,6 +69,7 @@ def history_run(
         index=INDEX,
         commit=sha,
         commit_time=upload_time(commit_time or staged - timedelta(minutes=30)),
+        commit_time_by=CommitTimeBy.REPORTER,
         staged_at=upload_time(staged),
         reported_at=upload_time(staged + timedelta(minutes=20)),
         decided_at=None if state is RunState.STAGED else upload_time(staged + timedelta(hours=1)),

@@ -1,4 +1,4 @@
-"""Candidates in commit order: git first-parent, else commit time, else staging time; one run
+"""Candidates in commit order: git first-parent, else the commit time the reporter stated, else
 per commit; never version order."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from tests.unit.bisect_world import START, commit_of, history_run, linear_history, newest_first
 from wheelgate.bisect.candidates import Order, OrderError, candidates
 from wheelgate.core.timestamps import upload_time
-from wheelgate.history.model import HistoryRun, RunState
+from wheelgate.history.model import CommitTimeBy, HistoryRun, RunState
 
 
 def ids(runs: tuple[HistoryRun, ...]) -> list[str]:
@@ -88,12 +88,32 @@ def test_without_commit_times_staging_order_is_used() -> None:
     assert found.notes == ()
 
 
-def test_a_run_without_commit_time_between_timed_ends_is_dropped_with_a_note() -> None:
+def test_a_run_without_commit_time_between_timed_ends_is_placed_by_its_staging_with_a_note() -> (
+    None
+):
+    # Given a run never reported (no commit time), staged after run 1001 and before 1003
     runs = linear_history(4)
-    untimed = runs[2].model_copy(update={"commit_time": None})
+    untimed = runs[2].model_copy(update={"commit_time": None, "commit_time_by": None})
+    # When the candidates are chosen by commit time, Then it is placed by its staging time
     found = candidates(newest_first([runs[0], runs[1], untimed, runs[3]]), runs[0], runs[3])
+    assert (found.order, ids(found.runs)) == (Order.COMMIT_TIME, ["1000", "1001", "1002", "1003"])
+    assert any("placed by when they were staged" in n and "1002" in n for n in found.notes)
+
+
+def test_an_untimed_run_staged_where_the_ends_staging_disagrees_is_dropped_with_a_note() -> None:
+    # Given a good end staged after the bad end (a late retry), and an untimed run between
+    runs = linear_history(4)
+    good = runs[0].model_copy(update={"staged_at": upload_time(START + timedelta(hours=5))})
+    untimed = runs[2].model_copy(
+        update={
+            "commit_time": None,
+            "commit_time_by": None,
+            "staged_at": upload_time(START + timedelta(hours=4)),
+        }
+    )
+    found = candidates(newest_first([good, runs[1], untimed, runs[3]]), good, runs[3])
     assert ids(found.runs) == ["1000", "1001", "1003"]
-    assert any("no commit time" in n and "1002" in n for n in found.notes)
+    assert any("staged outside the ends, dropped: 1002" in n for n in found.notes)
 
 
 @pytest.mark.parametrize("swap", [True, False])
@@ -107,3 +127,33 @@ def test_ends_in_the_wrong_order_or_of_one_commit_are_refused(swap: bool) -> Non
 def test_two_runs_of_one_day_are_two_candidates() -> None:
     runs = [history_run(n, staged=START + timedelta(minutes=10 * n)) for n in range(3)]
     assert len(candidates(newest_first(runs), runs[0], runs[2]).runs) == 3
+
+
+def build_stated(run: HistoryRun, hours: float) -> HistoryRun:
+    """``run`` with a commit time a build job alone stated, ``hours`` after :data:`START`."""
+    return run.model_copy(
+        update={
+            "commit_time": upload_time(START + timedelta(hours=hours)),
+            "commit_time_by": CommitTimeBy.BUILD,
+        }
+    )
+
+
+def test_a_commit_time_only_a_build_job_stated_never_orders_the_ends() -> None:
+    # Given ends whose commit times a build job alone stated, the bad end's before the good's
+    runs = linear_history(3)
+    good, bad = build_stated(runs[0], 5), build_stated(runs[2], -5)
+    # When the candidates are chosen, Then the promoter's staging order is used, and said
+    found = candidates(newest_first([good, runs[1], bad]), good, bad)
+    assert (found.order, ids(found.runs)) == (Order.STAGED, ["1000", "1001", "1002"])
+    assert any("stated by a build job alone" in n and "1000, 1002" in n for n in found.notes)
+
+
+def test_a_run_whose_commit_time_only_a_build_job_stated_counts_as_untimed() -> None:
+    # Given reporter-timed ends and a run between them whose build job dated it before both
+    runs = linear_history(4)
+    forged = build_stated(runs[1], -100)
+    # When the candidates are chosen, Then it is placed by when it was staged, not its claim
+    found = candidates(newest_first([runs[0], forged, runs[2], runs[3]]), runs[0], runs[3])
+    assert (found.order, ids(found.runs)) == (Order.COMMIT_TIME, ["1000", "1001", "1002", "1003"])
+    assert any("no commit time their reporter stated" in n and "1001" in n for n in found.notes)

@@ -5,6 +5,7 @@ hands the newest runs to the page writer after each change."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from wheelgate.history.fold import (
 )
 from wheelgate.history.folding import REFUSED_FORMAT
 from wheelgate.history.model import (
+    CommitTimeBy,
     EntryFile,
     HistoryRun,
     RunState,
@@ -57,6 +59,13 @@ def write_entry(p: Promoter, entry: StagedEntry, key: str | None = None) -> str:
     return key
 
 
+def staged_on(p: Promoter, run_id: str, when: datetime) -> None:
+    """Date every object of run ``run_id`` as S3 would have, had it been written ``when``."""
+    for key, found in p.staging.objects.items():
+        if key.startswith(STAGING.run_prefix(run_id)):
+            found.modified = when
+
+
 def refusal(p: Promoter, key: str) -> str | None:
     """The reason the promoter refused the entry at ``key`` (``None``: folded)."""
     result = p.service.fold_entry(key)
@@ -76,12 +85,20 @@ def p(tmp_path: Path) -> Promoter:
 def test_an_entry_the_staged_objects_vouch_for_is_folded_with_its_files(p: Promoter) -> None:
     wheel = p.wheel("pkg", "1.0")
     p.stage("101", wheel)
+    staged_on(p, "101", datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
     key = write_entry(p, entry_for("101", wheel, attempt=2, commit_time=STAGED_AT))
 
     assert p.deliver(key) is None
 
     [run] = history(p)
-    assert (run.run_id, run.attempt, run.state, run.commit_time) == ("101", 2, "staged", STAGED_AT)
+    assert (run.run_id, run.attempt, run.state, run.commit_time, run.commit_time_by) == (
+        "101",
+        2,
+        "staged",
+        STAGED_AT,
+        CommitTimeBy.BUILD,
+    )
+    assert run.staged_at == "2026-01-02T03:04:05.000000Z"
     [f] = run.files
     assert (f.project, f.version, f.staging_key, f.sha256) == (
         "pkg",
@@ -159,22 +176,24 @@ def test_an_entry_that_is_not_json_is_dropped_with_its_reason(p: Promoter) -> No
     )
 
 
-def test_two_stage_calls_of_one_run_union_their_files_and_keep_its_decision(
+def test_stage_calls_union_their_files_until_the_run_is_reported_then_add_nothing(
     p: Promoter,
 ) -> None:
-    first, second = p.wheel("pkg", "1.0"), p.wheel("extra", "1.0")
-    p.report("106", p.stage("106", first))
-    p.stage("106", second)
-
+    first, second, late = p.wheel("pkg", "1.0"), p.wheel("extra", "1.0"), p.wheel("late", "1.0")
+    manifest = p.stage("106", first, second)
     p.deliver(write_entry(p, entry_for("106", second)))
     p.deliver(write_entry(p, entry_for("106", first)))
+    assert sorted(f.filename for f in history(p)[0].files) == sorted([first.name, second.name])
+    p.report("106", manifest)
+
+    p.stage("106", late)
+    p.deliver(write_entry(p, entry_for("106", late)))
 
     [run] = history(p)
     assert run.state is RunState.PROMOTED
-    assert sorted(f.filename for f in run.files) == sorted([first.name, second.name])
-    assert {f.filename: f.nightly_key for f in run.files}[first.name] == NIGHTLY.artifact(
-        INDEX, first.name
-    )
+    assert [(f.filename, f.nightly_key) for f in run.files] == [
+        (name, NIGHTLY.artifact(INDEX, name)) for name in sorted([first.name, second.name])
+    ]
 
 
 def test_a_decision_records_state_tests_evidence_and_where_nightly_holds_a_dependency(

@@ -12,7 +12,7 @@ import pytest
 from tests.unit.samples import COMMIT, INDEX
 from tests.unit.test_cli_options import WHEEL, refused
 from tests.unit.test_cli_options import no_storage as no_storage
-from wheelgate.cli.stage import _attempt, _commit_time, git_commit_time
+from wheelgate.cli.stage import attempt_option, commit_time_option, git_commit_time
 
 ATTEMPT = "must be a positive integer (the CI run's attempt), not"
 ISO = "is not an ISO 8601 time (e.g. 2026-03-02T14:05:00+01:00)"
@@ -48,17 +48,17 @@ def test_a_bad_github_run_attempt_is_named(
     )
 
 
-def test_the_attempt_comes_from_the_option_then_the_environment_then_is_one(
+def test_the_attempt_comes_from_the_option_then_the_environment_then_is_none(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("GITHUB_RUN_ATTEMPT", raising=False)
-    assert _attempt(None) == 1
+    assert attempt_option(None) is None
     monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "3")
-    assert (_attempt(None), _attempt("2")) == (3, 2)
+    assert (attempt_option(None), attempt_option("2")) == (3, 2)
 
 
 def test_a_commit_time_with_an_offset_is_recorded_in_utc() -> None:
-    assert _commit_time("2026-03-02T14:05:00+01:00", COMMIT) == "2026-03-02T13:05:00.000000Z"
+    assert commit_time_option("2026-03-02T14:05:00+01:00", COMMIT) == "2026-03-02T13:05:00.000000Z"
 
 
 def test_the_commit_time_defaults_to_the_checkouts_commit_and_to_none_elsewhere(
@@ -83,7 +83,7 @@ def test_the_commit_time_defaults_to_the_checkouts_commit_and_to_none_elsewhere(
 
     monkeypatch.chdir(repo)
     assert git_commit_time(sha) == "2026-03-02T14:05:00+01:00"
-    assert _commit_time(None, sha) == "2026-03-02T13:05:00.000000Z"
+    assert commit_time_option(None, sha) == "2026-03-02T13:05:00.000000Z"
     assert git_commit_time(COMMIT) is None  # not in this checkout
     monkeypatch.chdir(tmp_path)
-    assert _commit_time(None, sha) is None  # not a checkout
+    assert commit_time_option(None, sha) is None  # not a checkout

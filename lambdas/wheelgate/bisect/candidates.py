@@ -1,9 +1,12 @@
 """The runs a bisect searches, in commit order. Pure.
 
 Between the good and the bad run, one run per commit (:func:`~wheelgate.bisect.commits.
-representative`), ordered by git's first-parent history when it is given, else by commit time
-when both ends have one, else by when the runs were staged. Never by version: builds of one
-version differ only by a local label holding a hash, which sorts by nothing meaningful.
+representative`), ordered by what no build job writes alone: git's first-parent history when
+it is given, else the commit time the reporter's manifest stated when both ends have one, else
+when the promoter saw the runs staged. A commit time only a build job's stage entry stated is
+shown, never used to order: such a run counts as one without a commit time. Never by version:
+builds of one version differ only by a local label holding a hash, which sorts by nothing
+meaningful.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from wheelgate.bisect.commits import by_commit, label, representative, short
-from wheelgate.history.model import HistoryRun
+from wheelgate.history.model import CommitTimeBy, HistoryRun
 
 
 class Order(StrEnum):
@@ -59,10 +62,11 @@ def candidates(
     others = [r for r in runs if r.commit not in ends]
     if first_parent is not None:
         order, key, inside, notes = _first_parent(others, good, bad, first_parent)
-    elif good.commit_time is not None and bad.commit_time is not None:
+    elif stated_commit_time(good) is not None and stated_commit_time(bad) is not None:
         order, key, inside, notes = _commit_time(others, good, bad)
     else:
         order, key, inside, notes = _staged(others, good, bad)
+        notes += _build_times_unused(good, bad)
     middle = sorted(
         (representative(group) for group in by_commit(inside).values()),
         key=key,
@@ -72,6 +76,12 @@ def candidates(
     if order is not Order.STAGED:
         notes += _disagreement(chosen)
     return Candidates(runs=chosen, order=order, notes=tuple(notes))
+
+
+def stated_commit_time(run: HistoryRun) -> str | None:
+    """``run``'s commit time where the reporter stated it; ``None`` otherwise (a time only a
+    build job stated is any build job's to write, so it orders nothing)."""
+    return run.commit_time if run.commit_time_by is CommitTimeBy.REPORTER else None
 
 
 #: The order, its sort key, the runs inside the range, and notes.
@@ -106,33 +116,66 @@ def _first_parent(
 
 
 def _commit_time(runs: Sequence[HistoryRun], good: HistoryRun, bad: HistoryRun) -> _Split:
-    def key(run: HistoryRun) -> tuple[str, str]:
-        return (run.commit_time or "", run.staged_at)
+    """The reporter-timed runs between the ends by commit time; each run without a time the
+    reporter stated (never reported, or timed by a build job alone) after the last timed run
+    staged before it, by the promoter's staging time; those staged outside the ends dropped."""
 
-    if key(good) >= key(bad):
+    def timed_key(run: HistoryRun) -> tuple[str, str]:
+        return (stated_commit_time(run) or "", run.staged_at)
+
+    if timed_key(good) >= timed_key(bad):
         raise OrderError(
             f"the bad run's commit {short(bad.commit)} ({bad.commit_time}) is not younger "
             f"than the good run's {short(good.commit)} ({good.commit_time})"
         )
-    timed = [r for r in runs if r.commit_time is not None]
-    inside = [r for r in timed if key(good) < key(r) < key(bad)]
-    untimed = _between_staging([r for r in runs if r.commit_time is None], good, bad)
-    notes = (
-        [
-            f"{len(untimed)} run(s) staged between the ends have no commit time, dropped: "
-            f"{', '.join(untimed)} (give --repo to order them by git)"
-        ]
-        if untimed
-        else []
+    timed = sorted(
+        (
+            r
+            for r in runs
+            if stated_commit_time(r) is not None and timed_key(good) < timed_key(r) < timed_key(bad)
+        ),
+        key=timed_key,
     )
-    return Order.COMMIT_TIME, key, inside, notes
+    line = [good, *timed]
+    untimed = [r for r in runs if stated_commit_time(r) is None]
+    placed = [r for r in untimed if good.staged_at < r.staged_at < bad.staged_at]
+    position: dict[str, tuple[int, int, str]] = {r.run_id: (i, 0, "") for i, r in enumerate(line)}
+    for run in placed:
+        after = max(i for i, r in enumerate(line) if r.staged_at <= run.staged_at)
+        position[run.run_id] = (after, 1, run.staged_at)
+    notes = []
+    if placed:
+        notes.append(
+            f"{len(placed)} run(s) have no commit time their reporter stated, placed by when "
+            f"they were staged: {', '.join(r.run_id for r in placed)} (give --repo to order "
+            "them by git)"
+        )
+    placed_ids = {r.run_id for r in placed}
+    dropped = _between_staging([r for r in untimed if r.run_id not in placed_ids], good, bad)
+    if dropped:
+        notes.append(
+            f"{len(dropped)} run(s) have no commit time their reporter stated and were staged "
+            f"outside the ends, dropped: {', '.join(dropped)} (give --repo to order them by git)"
+        )
+    return Order.COMMIT_TIME, lambda r: position[r.run_id], [*timed, *placed], notes
+
+
+def _build_times_unused(good: HistoryRun, bad: HistoryRun) -> list[str]:
+    """A note when an end's commit time is a build job's word alone, so it did not order."""
+    told = [r.run_id for r in (good, bad) if r.commit_time and stated_commit_time(r) is None]
+    if not told:
+        return []
+    return [
+        f"the commit time of run(s) {', '.join(told)} was stated by a build job alone, not by "
+        "the reporter: ordered by when the runs were staged (give --repo to order them by git)"
+    ]
 
 
 def _staged(runs: Sequence[HistoryRun], good: HistoryRun, bad: HistoryRun) -> _Split:
     if good.staged_at >= bad.staged_at:
         raise OrderError(
             f"the bad run {bad.run_id} was not staged after the good run {good.run_id}, and "
-            "without commit times or --repo that is the only order known"
+            "without commit times the reporter stated, or --repo, that is the only order known"
         )
     inside = [r for r in runs if good.staged_at < r.staged_at < bad.staged_at]
     return Order.STAGED, lambda r: r.staged_at, inside, []

@@ -1,4 +1,7 @@
-"""``wheelgate report``: write the run's test-result manifest, which triggers promotion."""
+"""``wheelgate report``: write the run's test-result manifest, which triggers promotion.
+
+The manifest also states, as the reporter's word, when the run's commit was made and the CI
+run's attempt: the run history takes them over what a build job's stage entry said."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import sys
 from typing import Any
 
 from wheelgate.cli.common import (
+    ENV_GITHUB_RUN_ATTEMPT,
     EXIT_OK,
     UsageError,
     buckets,
@@ -25,12 +29,15 @@ from wheelgate.core.manifest import ManifestV2
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from wheelgate.cli.stage import attempt_option, commit_time_option
     from wheelgate.staging.evidence import EvidenceJudge
     from wheelgate.staging.evidence_of_tests import read_evidence, with_installs
     from wheelgate.staging.manifest_building import build_manifest, parse_test_specs
 
     checked("--run-id", args.run_id, check_ci_run_id)
     commit = commit_option(args)
+    commit_time = commit_time_option(args.commit_time, commit)
+    attempt = attempt_option(args.attempt)
     specs = checked("--test", args.test, parse_test_specs)
     for spec in specs:
         if spec.url is not None:
@@ -53,7 +60,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     try:
-        manifest = build_manifest(run_id=args.run_id, commit=commit, staged=staged, tests=tests)
+        manifest = build_manifest(
+            run_id=args.run_id,
+            commit=commit,
+            staged=staged,
+            tests=tests,
+            commit_time=commit_time,
+            attempt=attempt,
+        )
     except ValueError as exc:
         raise UsageError(f"cannot build the manifest: {exc}") from exc
     for warning in _rejections_foreseen(manifest):
@@ -106,6 +120,19 @@ def register(subparsers: Any) -> None:
     )
     report.add_argument("--run-id", required=True)
     report.add_argument("--commit", help="40-hex commit of the run (default: $GITHUB_SHA)")
+    report.add_argument(
+        "--commit-time",
+        metavar="ISO",
+        help="when the commit was made, ISO 8601 with an offset: the run history orders runs "
+        "by it (default: git show -s --format=%%cI COMMIT, when the current directory is a git "
+        "checkout holding it; else not stated)",
+    )
+    report.add_argument(
+        "--attempt",
+        metavar="N",
+        help=f"the CI run's attempt, for the run history (default: ${ENV_GITHUB_RUN_ATTEMPT}; "
+        "else not stated)",
+    )
     report.add_argument(
         "--test",
         action="append",

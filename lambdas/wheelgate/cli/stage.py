@@ -38,8 +38,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
     checked("--run-id", args.run_id, check_ci_run_id)
     index_option(args)
     commit = commit_option(args)
-    commit_time = _commit_time(args.commit_time, commit)
-    attempt = _attempt(args.attempt)
+    commit_time = commit_time_option(args.commit_time, commit)
+    attempt = attempt_option(args.attempt) or 1
     nightly_base_url = nightly_url(args)
     try:
         artifacts = inspect_files([Path(p) for p in args.files], ignored=_say_ignored)
@@ -83,9 +83,10 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _commit_time(option: str | None, commit: str) -> str | None:
+def commit_time_option(option: str | None, commit: str) -> str | None:
     """``--commit-time`` as an upload time, else the commit's time from the git checkout in
-    the current directory when it holds ``commit``, else ``None``."""
+    the current directory when it holds ``commit``, else ``None``. Raises :class:`UsageError`
+    naming the option for a value that is not a time with a zone (``stage`` and ``report``)."""
     if option is None:
         option = git_commit_time(commit)
         if option is None:
@@ -117,15 +118,16 @@ def git_commit_time(commit: str) -> str | None:
     return shown.stdout.strip() or None if shown.returncode == 0 else None
 
 
-def _attempt(option: str | None) -> int:
-    """``--attempt``, else ``$GITHUB_RUN_ATTEMPT``, else 1: a positive integer."""
+def attempt_option(option: str | None) -> int | None:
+    """``--attempt``, else ``$GITHUB_RUN_ATTEMPT``: a positive integer; ``None`` when neither
+    is given. Raises :class:`UsageError` naming where a bad value came from."""
     source, value = (
         ("--attempt", option)
         if option is not None
         else (ENV_GITHUB_RUN_ATTEMPT, os.environ.get(ENV_GITHUB_RUN_ATTEMPT))
     )
     if value is None or (source == ENV_GITHUB_RUN_ATTEMPT and not value):
-        return 1
+        return None
     if not (value.isascii() and value.isdigit() and int(value) >= 1):
         raise UsageError(
             f"{source} must be a positive integer (the CI run's attempt), not {value!r}"

@@ -3,15 +3,19 @@
 The promoter tells the history what it decided for one index directory's set of a run
 (:class:`RunDecision`); :func:`decided_run` puts it on the run the history holds, or creates
 the run when no stage entry of it was folded (a run staged before the history existed, or
-whose entry is late). Pure.
+whose entry is late, or was left out by its day's cap). Pure.
+
+A decision is the reporter's word on its run: from then on the run's files are those the
+decision names for the directory (re-runs included), and the commit time and attempt the
+manifest states replace what a build job's entry said.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wheelgate.history.fold import history_file, union_files
-from wheelgate.history.model import HistoryFile, HistoryRun, RunState, TestRecord
+from wheelgate.history.fold import history_file
+from wheelgate.history.model import CommitTimeBy, HistoryFile, HistoryRun, RunState, TestRecord
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,8 @@ class DecidedFile:
 class RunDecision:
     """What the promoter decided for the set of ``index`` of run ``run_id``: the state, its
     reason codes and message, when it was reported and decided, the tests (with what each
-    installed) and the set's files."""
+    installed) and the set's files; the commit time (UTC, with ``Z``) and attempt its manifest
+    states (``None``: not stated)."""
 
     run_id: str
     index: str
@@ -41,6 +46,8 @@ class RunDecision:
     reported_at: str | None = None
     tests: tuple[TestRecord, ...] = ()
     files: tuple[DecidedFile, ...] = ()
+    commit_time: str | None = None
+    attempt: int | None = None
 
 
 def decided_run(
@@ -50,9 +57,11 @@ def decided_run(
     staged_at: str,
     run_expiry_days: int | None,
 ) -> HistoryRun:
-    """The run ``decision`` leaves: ``existing`` with the decision on it and each released
-    file's nightly key, plus any decided file it lacks; or, with no ``existing``, a run made
-    from the decision, staged at ``staged_at``.
+    """The run ``decision`` leaves: ``existing`` with the decision on it, its files the
+    decision's (each keeping the nightly key and expiry ``existing`` knew for those bytes),
+    and the commit time and attempt the manifest states (``commit_time_by`` the reporter); or,
+    with no ``existing``, a run made from the decision, staged at ``staged_at``. A decision
+    naming no file (its manifest unreadable) leaves the files as they were.
 
     A promoted run stays promoted: a later refusal (a replay of its manifest) releases
     nothing and takes nothing back from nightly, so ``existing`` is returned as it is.
@@ -69,8 +78,14 @@ def decided_run(
         commit=decision.commit,
         staged_at=staged_at,
     )
+    stated: dict[str, object] = {}
+    if decision.commit_time is not None:
+        stated.update(commit_time=decision.commit_time, commit_time_by=CommitTimeBy.REPORTER)
+    if decision.attempt is not None:
+        stated["attempt"] = decision.attempt
     return base.model_copy(
         update={
+            **stated,
             "state": decision.state,
             "reasons": decision.reasons,
             "message": decision.message,
@@ -85,22 +100,25 @@ def decided_run(
 def _files(
     run: HistoryRun, decision: RunDecision, run_expiry_days: int | None
 ) -> tuple[HistoryFile, ...]:
-    released = {(f.filename, f.sha256): f.nightly_key for f in decision.files if f.nightly_key}
-    kept = [
-        f.model_copy(update={"nightly_key": released.get((f.filename, f.sha256), f.nightly_key)})
-        for f in run.files
-    ]
-    added = [
-        history_file(
-            run.run_id,
-            run.index,
-            f.filename,
-            f.sha256,
-            f.size,
-            staged_at=run.staged_at,
-            run_expiry_days=run_expiry_days,
-            nightly_key=f.nightly_key,
+    if not decision.files:
+        return run.files
+    known = {(f.filename, f.sha256): f for f in run.files}
+    files = []
+    for f in decision.files:
+        had = known.get((f.filename, f.sha256))
+        if had is not None:
+            files.append(had.model_copy(update={"nightly_key": f.nightly_key or had.nightly_key}))
+            continue
+        files.append(
+            history_file(
+                run.run_id,
+                run.index,
+                f.filename,
+                f.sha256,
+                f.size,
+                staged_at=run.staged_at,
+                run_expiry_days=run_expiry_days,
+                nightly_key=f.nightly_key,
+            )
         )
-        for f in decision.files
-    ]
-    return union_files(kept, added)
+    return tuple(sorted(files, key=lambda f: f.filename))

@@ -1,9 +1,17 @@
 """Folding a stage call's entry into its month of run history: the checks and the merge.
 
 The promoter folds each :class:`~wheelgate.history.model.StagedEntry` only after checking it
-(:func:`check_entry`): its key is the one its content names, its run is a CI run, and each
-file it lists is staged with the SHA-256 and commit it claims. A build job can write any entry
-it likes, so nothing it says is kept unless the staged objects say the same.
+(:func:`check_entry`): its directory is one the deployment serves, its key is the one its
+content names, its run is a CI run, and each file it lists is staged with the size, commit and
+SHA-256 it claims (S3's own checksum, or the promoter's hash of the bytes). A build job can
+write any entry it likes, so nothing it says is kept unless the staged objects say the same,
+and what no object says is the promoter's: when the run was staged is the earliest write of
+its objects. The entry's own ``staged_at`` is never kept.
+
+A run's commit time and attempt are those of its first folded entry (a later entry, which any
+build job may write, never changes them), until the reporter's manifest states its own
+(:mod:`~wheelgate.history.decision`). Once reported, a run's files are its manifest's: a stage
+entry describes only a run not yet reported, and changes nothing of one that was.
 
 Pure: the staged objects are handed in as :class:`StagedObject` values.
 """
@@ -13,14 +21,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from wheelgate.core.errors import Reason
 from wheelgate.core.layout import REQUEST_RUN_PREFIXES, STAGING, LayoutError
 from wheelgate.core.lifecycle import lifecycle_expiry
 from wheelgate.core.timestamps import parse_upload_time, upload_time
 from wheelgate.history.model import (
+    CommitTimeBy,
     EntryFile,
     HistoryFile,
     HistoryRun,
-    HistoryShard,
+    RunState,
     StagedEntry,
     project_and_version,
 )
@@ -32,6 +42,8 @@ REFUSED_MISSING = "file-not-staged"
 REFUSED_SHA256 = "sha256-mismatch"
 REFUSED_COMMIT = "commit-mismatch"
 REFUSED_NAME = "not-a-distribution"
+#: The promoter's own reason code for a directory it does not serve (its grant names no other).
+REFUSED_INDEX = Reason.INDEX_NOT_ALLOWED.value
 
 
 class EntryRefused(ValueError):
@@ -46,12 +58,25 @@ class EntryRefused(ValueError):
 
 @dataclass(frozen=True)
 class StagedObject:
-    """What staging holds under a file's key: its recorded SHA-256 (``None``: none recorded),
-    the commit its metadata names (``None``: none) and its size."""
+    """What staging holds under a file's key: its SHA-256 as S3 computed it or the promoter
+    hashed the bytes (never what the writer recorded; ``None``: not known, as when its size or
+    commit already differ from the entry's), the commit its metadata names (``None``: none)
+    and its size."""
 
     sha256: str | None
     commit: str | None
     size: int
+
+
+def check_index_allowed(key: str, entry: StagedEntry, allowed: frozenset[str]) -> None:
+    """Return if the deployment serves ``entry``'s directory (``allowed``; empty: any).
+    Raises :class:`EntryRefused` (``index-not-allowed``) otherwise: the promoter may write the
+    history of its own directories alone, so folding it could only fail, again and again."""
+    if allowed and entry.index not in allowed:
+        raise EntryRefused(
+            REFUSED_INDEX,
+            f"{key}: index directory {entry.index!r} is not one this deployment serves",
+        )
 
 
 def check_entry(key: str, entry: StagedEntry, staged: Mapping[str, StagedObject | None]) -> None:
@@ -86,12 +111,6 @@ def _check_file(entry: StagedEntry, f: EntryFile, found: StagedObject | None) ->
         raise EntryRefused(REFUSED_NAME, f"{f.filename} is not a distribution: {exc}") from None
     if found is None:
         raise EntryRefused(REFUSED_MISSING, f"{where} is not staged")
-    if found.sha256 != f.sha256:
-        raise EntryRefused(
-            REFUSED_SHA256,
-            f"{where} is staged with sha256 {found.sha256 or '(none recorded)'}, "
-            f"the entry claims {f.sha256}",
-        )
     if found.size != f.size:
         raise EntryRefused(
             REFUSED_SHA256, f"{where} is {found.size} bytes, the entry claims {f.size}"
@@ -101,6 +120,12 @@ def _check_file(entry: StagedEntry, f: EntryFile, found: StagedObject | None) ->
             REFUSED_COMMIT,
             f"{where} is staged from commit {found.commit or '(none)'}, "
             f"the entry claims {entry.commit}",
+        )
+    if found.sha256 != f.sha256:
+        raise EntryRefused(
+            REFUSED_SHA256,
+            f"{where} is staged with sha256 {found.sha256 or '(unknown)'}, "
+            f"the entry claims {f.sha256}",
         )
 
 
@@ -139,15 +164,18 @@ def history_file(
     )
 
 
-def run_of_entry(entry: StagedEntry, run_expiry_days: int | None) -> HistoryRun:
-    """The run a checked entry describes: staged, with the entry's files."""
+def run_of_entry(entry: StagedEntry, run_expiry_days: int | None, *, staged_at: str) -> HistoryRun:
+    """The run a checked entry describes: staged at ``staged_at`` (the earliest write of its
+    objects, as the promoter read it; never the entry's own claim), with the entry's files, its
+    attempt and its commit time as a build job stated it."""
     return HistoryRun(
         run_id=entry.run_id,
         attempt=entry.attempt,
         index=entry.index,
         commit=entry.commit,
         commit_time=entry.commit_time,
-        staged_at=entry.staged_at,
+        commit_time_by=None if entry.commit_time is None else CommitTimeBy.BUILD,
+        staged_at=staged_at,
         files=tuple(
             history_file(
                 entry.run_id,
@@ -155,7 +183,7 @@ def run_of_entry(entry: StagedEntry, run_expiry_days: int | None) -> HistoryRun:
                 f.filename,
                 f.sha256,
                 f.size,
-                staged_at=entry.staged_at,
+                staged_at=staged_at,
                 run_expiry_days=run_expiry_days,
             )
             for f in entry.files
@@ -174,23 +202,10 @@ def union_files(
 
 
 def merged_run(existing: HistoryRun, staged: HistoryRun) -> HistoryRun:
-    """``existing`` with what a later stage call of the same run adds: its files (a name
-    already there keeps its record), a commit time if none was known, the highest attempt.
-    Its decision stays."""
-    return existing.model_copy(
-        update={
-            "files": union_files(existing.files, staged.files),
-            "commit_time": existing.commit_time or staged.commit_time,
-            "attempt": max(existing.attempt, staged.attempt),
-        }
-    )
-
-
-def shard_with(shard: HistoryShard, run: HistoryRun) -> HistoryShard:
-    """``shard`` with ``run`` folded in: merged into the run of its id (:func:`merged_run`),
-    else added; runs oldest first."""
-    runs = {r.run_id: r for r in shard.runs}
-    old = runs.get(run.run_id)
-    runs[run.run_id] = run if old is None else merged_run(old, run)
-    ordered = sorted(runs.values(), key=lambda r: (r.staged_at, r.run_id))
-    return shard.model_copy(update={"runs": tuple(ordered)})
+    """``existing`` with what a later stage call's entry adds: while the run was never
+    reported, its files (a name already there keeps its record); nothing else. Its commit time
+    and attempt are its first entry's, and a run once reported is its manifest's alone, so
+    ``existing`` is returned as it is."""
+    if existing.state is not RunState.STAGED:
+        return existing
+    return existing.model_copy(update={"files": union_files(existing.files, staged.files)})

@@ -1,10 +1,12 @@
 """The run history page a person reads: ``history/<index>/index.html`` in staging, beside the
 head and month shards it is made from (:mod:`wheelgate.history.model`).
 
-Newest run first; each with its state and reasons, commit, times, tests and files, and the
-line that installs it (``wheelgate bisect install``). A file links where its bytes are: nightly
-once promoted (absolute, permanent), else its staged copy (relative to the page, so the page
-works under any host); an expired staged copy links nothing, since the link would 404.
+Newest run first (:func:`listed_runs`: the newest reported runs, never-reported runs trimmed
+beside them, so a flood of stage entries cannot push a reported run off it); each with its
+state and reasons, commit, times, tests and files, and the line that installs it
+(``wheelgate bisect install``). A file links where its bytes are: nightly once promoted
+(absolute, permanent), else its staged copy (relative to the page, so the page works under any
+host); an expired staged copy links nothing, since the link would 404.
 
 Pure: the views are plain data and the Jinja2 templates of ``templates/`` render them with
 autoescape on. Jinja2 comes with the promoter (the ``promoter`` extra and its layer), so it is
@@ -82,6 +84,16 @@ class RunShown:
     files: tuple[FileShown, ...]
     expired: bool
     install: str | None
+
+
+def listed_runs(runs: Iterable[HistoryRun], limit: int) -> list[HistoryRun]:
+    """The runs a history page lists, newest first: the newest ``limit`` runs that were
+    reported (or decided), and beside them at most the newest ``limit`` never reported. Runs
+    never reported are any build job's to stage, so they never take a reported run's place."""
+    ordered = newest_first(runs)
+    reported = [r for r in ordered if r.state is not RunState.STAGED][:limit]
+    never = [r for r in ordered if r.state is RunState.STAGED][:limit]
+    return newest_first([*reported, *never])
 
 
 def install_line(run_id: str, index: str) -> str:

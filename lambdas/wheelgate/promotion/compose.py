@@ -162,7 +162,13 @@ def _history(
         run_expiry_days=settings.run_expiry_days,
         clock=now,
     )
-    return recorder, EntryFolder(staging, history, run_expiry_days=settings.run_expiry_days)
+    folder = EntryFolder(
+        staging,
+        history,
+        run_expiry_days=settings.run_expiry_days,
+        allowed_indexes=settings.allowed_indexes,
+    )
+    return recorder, folder
 
 
 def _service(

@@ -8,6 +8,11 @@ Each set's tests come from the decided manifest with the files each installed, a
 installed file that is not one of the run's is looked up on nightly's page of its project in
 that directory (the page verification read), so ``wheelgate bisect`` can fetch it from there.
 
+The manifest is the reporter's word on its run: the files each set names become the run's
+files in its directory's history, and the commit time and attempt it states (``commit_time``,
+``attempt``) replace what a build job's stage entry said. A stated time without a zone is
+left out (the history keeps UTC times alone).
+
 Recording must not turn a decision into a retry: a failure is logged, and the next decision of
 the run, or its stage entry, brings the history up to date.
 """
@@ -20,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from pydantic import TypeAdapter, ValidationError
+
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.layout import (
     IMPORT_RUN_PREFIX,
@@ -28,11 +35,18 @@ from wheelgate.core.layout import (
     STAGING,
     YANK_RUN_PREFIX,
 )
-from wheelgate.core.manifest import ArtifactSetV2, Manifest, parse_manifest
+from wheelgate.core.manifest import ArtifactSetV2, Manifest, ManifestV2, parse_manifest
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
 from wheelgate.core.timestamps import upload_time
 from wheelgate.history.decision import DecidedFile, RunDecision, decided_run
-from wheelgate.history.model import HistoryRun, RunState, TestRecord, project_and_version
+from wheelgate.history.folding import first_staged
+from wheelgate.history.model import (
+    HistoryRun,
+    Moment,
+    RunState,
+    TestRecord,
+    project_and_version,
+)
 from wheelgate.history.store import HistoryStore
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.observer import DecisionObserver, DecisionStats, latest_decision
@@ -41,6 +55,7 @@ from wheelgate.storage.bucket import Bucket
 
 logger = logging.getLogger(__name__)
 
+_MOMENT: TypeAdapter[str] = TypeAdapter(Moment)
 _STATES = {State.PROMOTED: RunState.PROMOTED, State.REJECTED: RunState.REJECTED}
 
 
@@ -98,7 +113,8 @@ class HistoryRecorder:
             return []  # refused before its sets were read: no directory to record it in
         listed = manifest.sets if manifest else ()
         sets = {s.index: s for s in listed if isinstance(s, ArtifactSetV2)}
-        staged_at = self._first_staged(record.run_id)
+        staged_at = first_staged(self.staging, record.run_id)
+        commit_time, attempt = _stated(manifest)
         kept = []
         for outcome in record.sets:
             decision = self._decision(record, outcome, sets.get(outcome.index))
@@ -106,6 +122,8 @@ class HistoryRecorder:
                 decision,
                 commit=commit,
                 reported_at=upload_time(reported) if reported else None,
+                commit_time=commit_time,
+                attempt=attempt,
             )
             kept.append(self._apply(decision, staged_at))
         return kept
@@ -209,15 +227,21 @@ class HistoryRecorder:
         except PromotionRejected:
             return None
 
-    def _first_staged(self, run_id: str) -> str | None:
-        """When the run's oldest staged object was written (the month a run the history does
-        not know yet goes to, as its stage entry would)."""
-        times = [
-            o.last_modified
-            for o in self.staging.list(STAGING.run_prefix(run_id))
-            if o.last_modified is not None
-        ]
-        return upload_time(min(times)) if times else None
+
+def _stated(manifest: Manifest | None) -> tuple[str | None, int | None]:
+    """The commit time (in UTC) and attempt ``manifest`` states: the reporter's word."""
+    if not isinstance(manifest, ManifestV2):
+        return None, None
+    commit_time = None
+    if manifest.commit_time is not None:
+        try:
+            commit_time = _MOMENT.validate_python(manifest.commit_time)
+        except ValidationError:
+            logger.warning(
+                "manifest's commit time left out: not a time with a zone",
+                extra={"run_id": manifest.run_id, "commit_time": manifest.commit_time},
+            )
+    return commit_time, manifest.attempt
 
 
 def _first_per_name(files: Sequence[DecidedFile]) -> tuple[DecidedFile, ...]:

@@ -69,11 +69,18 @@ def parse_test_specs(specs: Sequence[str]) -> list[TestSpec]:
 
 
 def build_manifest(
-    *, run_id: str, commit: str, staged: Mapping[str, list[ManifestFile]], tests: Sequence[TestSpec]
+    *,
+    run_id: str,
+    commit: str,
+    staged: Mapping[str, list[ManifestFile]],
+    tests: Sequence[TestSpec],
+    commit_time: str | None = None,
+    attempt: int | None = None,
 ) -> ManifestV2:
-    """The manifest for what is staged plus test results. Raises ``ValueError`` for a test
-    naming an index directory with nothing staged, or (one line) for what breaks the
-    manifest's rules."""
+    """The manifest for what is staged plus test results, stating the commit's time (UTC,
+    with its zone) and the CI run's attempt when known (``None``: not stated). Raises
+    ``ValueError`` for a test naming an index directory with nothing staged, or (one line)
+    for what breaks the manifest's rules."""
     unknown = sorted({t.index for t in tests} - set(staged))
     if unknown:
         raise ValueError(
@@ -109,6 +116,8 @@ def build_manifest(
                 "run_id": run_id,
                 "commit": commit,
                 "sets": [s.model_dump() for s in sets],
+                "commit_time": commit_time,
+                "attempt": attempt,
             }
         )
     except ValidationError as exc:
