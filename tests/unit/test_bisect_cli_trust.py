@@ -140,16 +140,23 @@ def test_a_session_directory_others_can_write_is_refused(
     assert "chmod go-w" in err
 
 
+def aborted(runs: list[HistoryRun], monkeypatch: pytest.MonkeyPatch) -> FakeInstaller:
+    """A bisect whose third probe's command was killed, its session saved; the installer will
+    not kill it again."""
+    installer = FakeInstaller(bad={r.run_id for r in runs[6:]}, exits={"1004": 137})
+    use(monkeypatch, installer)
+    assert bisect_run() == cli_bisect.EXIT_ABORTED
+    installer.exits.clear()
+    return installer
+
+
 def test_a_resumed_session_refuses_a_directory_made_writable_since(
     world: list[HistoryRun],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    installer = FakeInstaller(bad={r.run_id for r in world[6:]}, exits={"1004": 137})
-    use(monkeypatch, installer)
-    assert bisect_run() == cli_bisect.EXIT_ABORTED
+    aborted(world, monkeypatch)
     SESSION.chmod(0o777)
-    installer.exits.clear()
     assert main(["bisect", "run", "--resume"]) == 2
     assert "can be written by other users" in capsys.readouterr().err
     assert main(["bisect", "log"]) == 2
@@ -161,15 +168,12 @@ def test_resume_refuses_a_session_whose_candidates_changed_naming_the_change(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given a bisect aborted mid-way, then session.json's candidate 1005 given other bytes
-    installer = FakeInstaller(bad={r.run_id for r in world[6:]}, exits={"1004": 137})
-    use(monkeypatch, installer)
-    assert bisect_run() == cli_bisect.EXIT_ABORTED
+    installer = aborted(world, monkeypatch)
     saved = json.loads((SESSION / "session.json").read_text())
     forged = next(c for c in saved["candidates"] if c["run_id"] == "1005")
     forged["files"][0]["sha256"] = "f" * 64
     (SESSION / "session.json").write_text(json.dumps(saved))
     assert SessionStore(SESSION).load().candidates[5].files[0].sha256 == "f" * 64
-    installer.exits.clear()
     # When it is resumed: refused, naming the run and its file, and nothing installed again
     installs = sum(installer.installs.values())
     assert main(["bisect", "run", "--resume"]) == 2
@@ -184,9 +188,7 @@ def test_resume_refuses_when_the_history_lost_a_candidate(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    installer = FakeInstaller(bad={r.run_id for r in world[6:]}, exits={"1004": 137})
-    use(monkeypatch, installer)
-    assert bisect_run() == cli_bisect.EXIT_ABORTED
+    aborted(world, monkeypatch)
     rewritten = [r for r in world if r.run_id != "1003"]
     monkeypatch.setattr(cli_bisect, "read_runs", lambda args, index, url: newest_first(rewritten))
     assert main(["bisect", "run", "--resume"]) == 2
