@@ -170,3 +170,14 @@ def test_a_cached_history_document_another_user_owns_is_refused(tmp_path: Path) 
     assert planted.stat().st_uid == NOBODY
     with pytest.raises(UnsafeDirectory, match="owned by uid 65534"):
         source.get(HEAD)
+
+
+def test_missing_parents_are_made_private_too_whatever_the_umask(tmp_path: Path) -> None:
+    # Given a umask that makes new directories group-writable (user private groups)
+    before = os.umask(0o002)
+    try:
+        made = private_directory(tmp_path / "new" / "parents" / "cache", "the cache directory")
+    finally:
+        os.umask(before)
+    for directory in (made, made.parent, made.parent.parent):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700

@@ -27,7 +27,11 @@ def private_directory(path: Path, role: str) -> Path:
     it in the error (``the session directory``). Raises :class:`UnsafeDirectory` naming the
     path and the fix, or ``OSError`` when it cannot be made."""
     path = path.absolute()
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # Each missing directory 0700, parents too: mkdir(parents=True) would make those with the
+    # umask's mode, group-writable under a umask of 002.
+    for missing in [*reversed(path.parents), path]:
+        if not missing.is_dir():
+            missing.mkdir(mode=0o700, exist_ok=True)
     check_private(path, role)
     return path
 
