@@ -234,7 +234,16 @@ def install(
     local: LocalProcess, run_id: str, work: Path, installer: str, *, staging: str, nightly: str
 ) -> dict[str, Any]:
     """``wheelgate bisect install run:ID --as-test install --json``; what it installed."""
-    done = subprocess.run(
+    done = installing(local, run_id, work, installer, staging=staging, nightly=nightly)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def installing(
+    local: LocalProcess, run_id: str, work: Path, installer: str, *, staging: str, nightly: str
+) -> subprocess.CompletedProcess[str]:
+    """The ``bisect install`` process :func:`install` runs, however it ended."""
+    return subprocess.run(
         [
             *(sys.executable, "-m", "wheelgate", "bisect", "install", f"run:{run_id}"),
             *("--index", INDEX, "--as-test", "install", "--json", "--installer", installer),
@@ -247,8 +256,6 @@ def install(
         check=False,
         timeout=240,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return dict(json.loads(done.stdout))
 
 
 def evidence(local: LocalProcess, run_id: str) -> set[str]:
@@ -297,3 +304,22 @@ def test_a_test_is_reproduced_exactly_after_its_runs_pages_expire_and_again_offl
     assert [f["downloaded"] for f in second["files"]] == [False]
     state = json.loads((tmp_path / "c" / STATE_FILE).read_text())
     assert state["counters"]["downloads"] == 1
+
+
+def test_offline_a_cached_history_others_could_have_written_is_refused(
+    local: LocalProcess, blame: BlameHistory, tmp_path: Path
+) -> None:
+    # Given run 6 installed once (its history cached), then the cached history's directory
+    # made writable by every user of the machine, and staging and nightly out of reach
+    run_id = blame.run_id(6)
+    install(local, run_id, tmp_path, "pip", staging=local.staging_url, nightly=local.nightly_url)
+    shared = tmp_path / "c" / "history"
+    shared.chmod(0o777)
+    assert shared.stat().st_mode & 0o002
+    # When it is installed again offline
+    done = installing(local, run_id, tmp_path, "pip", staging=CLOSED, nightly=CLOSED)
+    # Then the cached copy is refused, naming where and the fix, and nothing was installed
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("wheelgate bisect install: error: the cached run history")
+    assert f"chmod go-w {shared}" in done.stderr
+    assert not (tmp_path / "venv-True").exists()

@@ -1,7 +1,8 @@
 """Naming runs (REF) through a history ``wheelgate stage`` wrote on ``wheelgate local``: two
 attempts of one run, two commits sharing a prefix, a run id that is also a commit prefix, and
 every run staged on one day. ``bisect install REF`` says which run a REF named (a run never
-reported cannot be installed exactly, and its message names it) or lists the candidates."""
+reported cannot be installed exactly, and its message names it) or lists the candidates;
+``latest``, the newest run that installs, lists every run it passed over with why."""
 
 from __future__ import annotations
 
@@ -69,7 +70,6 @@ def named(local: LocalProcess, ref: str, tmp_path: Path) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("ref", "run"),
     [
-        ("latest", "nm-3"),
         ("run:nm-1", "nm-1"),
         ("beef1", "nm-2"),
         ("BEEF0", "nm-1"),
@@ -84,6 +84,19 @@ def test_a_ref_naming_one_run_resolves_to_it(
 
     assert code == 1, stderr
     assert f"run {run} cannot be installed exactly (no-evidence)" in stderr
+
+
+def test_latest_passes_over_every_run_that_cannot_be_installed_and_says_why(
+    naming: LocalProcess, tmp_path: Path
+) -> None:
+    code, stderr = named(naming, "latest", tmp_path)
+
+    assert code == 2, stderr
+    assert stderr.startswith(
+        "wheelgate bisect install: error: 'latest': no run of this index directory can be "
+        "installed:\n  run nm-3 · cafe222"
+    )
+    assert stderr.count(": no-evidence: ") == 4  # each run the history lists, newest first
 
 
 @pytest.mark.parametrize(

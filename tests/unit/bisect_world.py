@@ -117,6 +117,8 @@ class FakeInstaller:
         self.fetches: Counter[str] = Counter()
         self.downloads: Counter[str] = Counter()
         self.installs: Counter[str] = Counter()
+        #: The ``as_test`` of every plan asked for.
+        self.as_tests: list[str | None] = []
         self._lock = threading.Lock()
 
     def _refuse(self, run: HistoryRun, reasons: set[str]) -> None:
@@ -125,6 +127,8 @@ class FakeInstaller:
             raise SkipRun(reason, f"run {run.run_id}: planted {reason}")
 
     def plan(self, run: HistoryRun, *, as_test: str | None = None) -> InstallPlan:
+        with self._lock:
+            self.as_tests.append(as_test)
         self._refuse(run, PLAN_SKIPS)
         files = tuple(PlannedFile(f.filename, f.sha256, f.size, f.staging_key) for f in run.files)
         return InstallPlan(run=run, files=files, test=as_test)

@@ -43,7 +43,7 @@ def world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[HistoryRun]:
 
 def use(monkeypatch: pytest.MonkeyPatch, installer: FakeInstaller) -> None:
     monkeypatch.setattr(cli_bisect, "build_installer", lambda chosen, **choice: installer)
-    monkeypatch.setattr(cli_bisect, "pin_ends", lambda installer, ends: None)
+    monkeypatch.setattr(cli_bisect, "pin_ends", lambda installer, ends, **how: None)
 
 
 def bisect_run(*extra: str, good: str = "1000", bad: str = "latest") -> int:
@@ -92,7 +92,7 @@ def test_a_ref_naming_no_run_says_why_and_exits_2(
 ) -> None:
     use(monkeypatch, FakeInstaller())
     assert bisect_run(good="2026-01-01") == 2
-    assert "no run was staged" in capsys.readouterr().err
+    assert "no run was committed or staged" in capsys.readouterr().err
 
 
 def test_a_good_end_that_fails_stops_with_exit_1(
@@ -217,7 +217,7 @@ def test_a_resumed_bisect_builds_its_installer_with_the_sessions_projects_and_ta
         return installer
 
     monkeypatch.setattr(cli_bisect, "build_installer", recorded)
-    monkeypatch.setattr(cli_bisect, "pin_ends", lambda installer, ends: None)
+    monkeypatch.setattr(cli_bisect, "pin_ends", lambda installer, ends, **how: None)
     bisect_run("--project", "torch", "--target", "gfx94X")
     installer.exits.clear()
     assert main(["bisect", "run", "--resume"]) == 0

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from tests.unit.bisect_world import START, commit_of, history_run, newest_first
-from wheelgate.bisect.refs import RefError, resolve_ref
-from wheelgate.history.model import HistoryRun, RunState
+from wheelgate.bisect.commits import label
+from wheelgate.bisect.refs import RefError, resolve, resolve_ref
+from wheelgate.core.timestamps import upload_time
+from wheelgate.history.model import CommitTimeBy, HistoryRun, RunState
 
 SHARED = "abcd" + "1" * 36
 TWIN = "abcd" + "2" * 36
@@ -85,10 +87,11 @@ def test_a_date_time_names_the_last_run_staged_at_or_before_it(history: list[His
 @pytest.mark.parametrize(
     ("ref", "said"),
     [
-        ("2026-02-01", "no run was staged"),
+        ("2026-02-01", "no run was committed or staged"),
         ("2026-13-45", "not an ISO 8601 date"),
         ("zzzz", "neither a run id nor a commit prefix"),
-        ("abc", "neither a run id nor a commit prefix"),
+        ("abc", "a commit prefix needs at least 4 hex digits"),
+        ("commit:ab", "a commit prefix needs at least 4 hex digits"),
         ("run:999", "not a run id"),
     ],
 )
@@ -100,3 +103,62 @@ def test_an_unknown_ref_says_what_is_wrong(history: list[HistoryRun], ref: str, 
 def test_an_empty_history_names_no_run() -> None:
     with pytest.raises(RefError, match="holds no run"):
         resolve_ref("latest", [])
+
+
+def test_latest_passes_over_runs_that_cannot_be_installed_naming_each_and_why(
+    history: list[HistoryRun],
+) -> None:
+    # Given the newest run cannot be installed (never reported, its offer unchecked)
+    def why_not(run: HistoryRun) -> str | None:
+        return "no-offer: its offer cannot be checked" if run.run_id == "1006" else None
+
+    # When latest is resolved
+    resolved = resolve("latest", history, why_not=why_not)
+    # Then it is the newest run that installs, and the note names the one passed over
+    assert resolved.run.run_id == "1005"
+    assert resolved.notes == (
+        f"latest: passed over {label(history[0])}: no-offer: its offer cannot be checked",
+    )
+
+
+def test_latest_with_no_installable_run_lists_every_run_and_why(history: list[HistoryRun]) -> None:
+    with pytest.raises(RefError, match="no run of this index directory can be installed"):
+        resolve("latest", history, why_not=lambda run: "expired")
+
+
+def reporter_dated(run: HistoryRun, committed: datetime, by: CommitTimeBy) -> HistoryRun:
+    return run.model_copy(update={"commit_time": upload_time(committed), "commit_time_by": by})
+
+
+def test_a_date_finds_a_run_staged_days_later_by_the_commit_time_the_reporter_stated() -> None:
+    # Given a commit of March 1st staged (and reported) on March 5th, after a run of March 2nd
+    late = reporter_dated(
+        history_run(0, staged=START + timedelta(days=4)), START, CommitTimeBy.REPORTER
+    )
+    runs = newest_first([late, history_run(1, staged=START + timedelta(days=1))])
+    assert late.staged_at.startswith("2026-03-05")
+    # When the REF is March 1st: it names that commit's run, saying it used the commit time
+    resolved = resolve("2026-03-01", runs)
+    assert resolved.run.run_id == "1000"
+    assert "by its commit time" in resolved.notes[0]
+    assert "as the reporter stated it" in resolved.notes[0]
+
+
+def test_a_commit_time_only_a_build_job_stated_is_never_used() -> None:
+    # Given a run whose build job claims a commit time of March 1st, staged March 5th
+    claimed = reporter_dated(
+        history_run(0, staged=START + timedelta(days=4)), START, CommitTimeBy.BUILD
+    )
+    runs = newest_first([claimed, history_run(1, staged=START + timedelta(days=1))])
+    assert claimed.commit_time is not None
+    assert claimed.commit_time.startswith("2026-03-01")
+    # When the REF is March 2nd: it goes by staging time, so the claim moves nothing
+    resolved = resolve("2026-03-02", runs)
+    assert resolved.run.run_id == "1001"
+    assert "by its staging time" in resolved.notes[0]
+    with pytest.raises(RefError):
+        resolve("2026-03-01", runs)
+
+
+def test_a_date_time_without_a_zone_is_utc_and_never_crashes(history: list[HistoryRun]) -> None:
+    assert resolve("2026-03-03 03:00:00", history).run.run_id == "1004"

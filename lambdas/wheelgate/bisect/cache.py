@@ -7,6 +7,10 @@ under its own name), ``tmp/`` for downloads in progress, and ``cache.json`` with
 size and last use, and the counters (:class:`CacheCounters`). A download is renamed into
 ``files/`` only once its size and SHA-256 match (:mod:`wheelgate.bisect.download`).
 
+The cache trusts nothing it finds: the directory must be one only this user can write
+(:mod:`wheelgate.bisect.private_dir`), and every file is hashed again before it is used or
+adopted; a file whose bytes do not match its SHA-256 is dropped and downloaded again.
+
 One process's threads share a cache safely: a prefetch thread and the main thread asking for
 the same file get one download. Past ``max_bytes`` the least recently used entries go first,
 never a pinned one (the bisect's two ends) nor the one just stored.
@@ -14,6 +18,7 @@ never a pinned one (the bisect's two ends) nor the one just stored.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -24,12 +29,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from wheelgate.bisect.download import Downloader
+from wheelgate.bisect.private_dir import private_directory
 from wheelgate.bisect.probe import PlannedFile
 
 STATE_FILE = "cache.json"
 FILES_DIR = "files"
 TMP_DIR = "tmp"
 STATE_SCHEMA = "wheelgate/bisect-cache/v1"
+#: Names the cache directory in a refusal.
+CACHE_ROLE = "the cache directory"
 
 
 def default_cache_dir(environ: Mapping[str, str], home: Path) -> Path:
@@ -73,7 +81,9 @@ class CacheStateError(ValueError):
 class BisectCache:
     """Files by SHA-256 under ``directory``, at most ``max_bytes`` of them (``None``: no
     limit), downloaded with ``downloader``. Raises :class:`CacheStateError` when the state
-    file cannot be read as the cache's."""
+    file cannot be read as the cache's, and
+    :class:`~wheelgate.bisect.private_dir.UnsafeDirectory` when someone else owns or can write
+    the directory."""
 
     def __init__(
         self,
@@ -88,8 +98,9 @@ class BisectCache:
         self._lock = threading.Lock()
         self._inflight: dict[str, threading.Event] = {}
         self._pinned: set[str] = set()
-        (directory / FILES_DIR).mkdir(parents=True, exist_ok=True)
-        (directory / TMP_DIR).mkdir(exist_ok=True)
+        private_directory(directory, CACHE_ROLE)
+        (directory / FILES_DIR).mkdir(mode=0o700, exist_ok=True)
+        (directory / TMP_DIR).mkdir(mode=0o700, exist_ok=True)
         self._counters, self._entries, self._clock = self._load()
 
     @property
@@ -116,7 +127,8 @@ class BisectCache:
             self._pinned.difference_update(sha256s)
 
     def cached(self, file: PlannedFile) -> Path | None:
-        """``file``'s path when the cache holds its bytes (counting no hit), else ``None``."""
+        """``file``'s path when the cache holds its bytes, hashed again now (counting no hit),
+        else ``None``."""
         with self._lock:
             return self._lookup(file)
 
@@ -182,6 +194,11 @@ class BisectCache:
                 os.link(present[0], path)
             except OSError:
                 shutil.copyfile(present[0], path)
+        if not _holds(path, file.sha256):
+            # Changed behind the cache's back: never used; downloaded again.
+            del self._entries[file.sha256]
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
         self._clock += 1
         entry.used = self._clock
         return path
@@ -218,11 +235,15 @@ class BisectCache:
                     "or give another one"
                 ) from None
         # A file renamed into place by a process stopped before it saved the state is whole
-        # (only verified bytes are renamed): adopt it.
+        # (only verified bytes are renamed): adopt it once its bytes hash to its folder's name.
         for folder in (self.directory / FILES_DIR).iterdir():
             files = [p for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
-            if files and folder.name not in entries:
+            if not files or folder.name in entries:
+                continue
+            if _holds(files[0], folder.name):
                 entries[folder.name] = _Entry(files[0].stat().st_size, 0)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
         gone = [sha for sha in entries if not (self.directory / FILES_DIR / sha).is_dir()]
         for sha in gone:
             del entries[sha]
@@ -235,8 +256,22 @@ class BisectCache:
             "clock": self._clock,
             "entries": {sha: asdict(e) for sha, e in sorted(self._entries.items())},
         }
-        path = self.directory / STATE_FILE
-        partial = path.with_suffix(".json.part")
-        partial.write_text(json.dumps(state, indent=1) + "\n")
-        # Renamed, so a process killed mid-write leaves the previous state, never half of one.
-        os.replace(partial, path)
+        # A new temporary name each time (a fixed one could be a planted symlink), renamed,
+        # so a process killed mid-write leaves the previous state, never half of one.
+        handle, partial = tempfile.mkstemp(dir=self.directory, prefix=".cache-", suffix=".part")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(json.dumps(state, indent=1) + "\n")
+            os.replace(partial, self.directory / STATE_FILE)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
+
+
+def _holds(path: Path, sha256: str) -> bool:
+    """Whether the bytes at ``path`` hash to ``sha256`` (read now)."""
+    try:
+        with path.open("rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest() == sha256
+    except OSError:
+        return False

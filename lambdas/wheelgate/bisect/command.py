@@ -77,15 +77,18 @@ def run_command(
     timeout: float | None = None,
     timeout_is: TimeoutIs = TimeoutIs.BAD,
     environ: Mapping[str, str] | None = None,
+    stdout: int | None = None,
 ) -> CommandResult:
-    """Run ``argv`` with ``venv`` activated; what it concludes. Raises
-    :class:`CommandAborted` when it cannot start, or ends by a signal or an exit >= 128."""
+    """Run ``argv`` with ``venv`` activated; what it concludes. ``stdout``: the file
+    descriptor its output goes to (``None``: this process's; ``--json`` gives stderr's, so
+    stdout carries the result alone). Raises :class:`CommandAborted` when it cannot start, or
+    ends by a signal or an exit >= 128."""
     env = venv_environment(venv, os.environ if environ is None else environ)
     started = time.monotonic()
     try:
         # A session of its own: a timeout ends the command's children too, and a Ctrl-C
         # reaches the bisect, which ends the command itself.
-        process = subprocess.Popen(list(argv), env=env, start_new_session=True)
+        process = subprocess.Popen(list(argv), env=env, start_new_session=True, stdout=stdout)
     except OSError as exc:
         raise CommandAborted(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
     try:

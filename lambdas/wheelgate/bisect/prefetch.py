@@ -32,9 +32,12 @@ def next_possible(bisection: Bisection, probe: int) -> list[int]:
 class Prefetch:
     """A background fetch of some candidates' files; :meth:`wait` for it to end."""
 
-    def __init__(self, installer: RunInstaller, runs: Sequence[HistoryRun]) -> None:
+    def __init__(
+        self, installer: RunInstaller, runs: Sequence[HistoryRun], *, as_test: str | None = None
+    ) -> None:
         self._installer = installer
         self._runs = tuple(runs)
+        self._as_test = as_test
         self.downloaded = 0
         self._thread = threading.Thread(target=self._fetch, name="bisect-prefetch", daemon=True)
         self._thread.start()
@@ -42,7 +45,9 @@ class Prefetch:
     def _fetch(self) -> None:
         for run in self._runs:
             try:
-                self.downloaded += self._installer.fetch(self._installer.plan(run))
+                self.downloaded += self._installer.fetch(
+                    self._installer.plan(run, as_test=self._as_test)
+                )
             except SkipRun:
                 continue  # the step that probes it skips it, saying why
             except Exception:

@@ -41,7 +41,7 @@ def run_bisect(
         run = session.candidates[probe]
         upcoming = [session.candidates[i] for i in next_possible(bisection, probe)]
         started = time.monotonic()
-        probed = _probe(installer, command, store.venv, run, upcoming)
+        probed = _probe(installer, command, store.venv, run, upcoming, session.args.as_test)
         bisection = bisection.with_verdict(probe, probed.verdict)
         number = len(session.steps) + 1
         step = Step(
@@ -85,16 +85,18 @@ def _probe(
     venv: Path,
     run: HistoryRun,
     upcoming: Sequence[HistoryRun],
+    as_test: str | None,
 ) -> _Probed:
-    """Install ``run`` into ``venv`` and run the command, fetching ``upcoming`` meanwhile."""
+    """Install ``run`` into ``venv`` (``as_test``: exactly that test's evidence) and run the
+    command, fetching ``upcoming`` meanwhile."""
     downloaded: int | None = None
     try:
-        plan = installer.plan(run)
+        plan = installer.plan(run, as_test=as_test)
         downloaded = installer.fetch(plan)
         installer.install(plan, venv)
     except SkipRun as skip:
         return _Probed(Verdict.SKIP, skip.reason, skip.message, downloaded=downloaded)
-    prefetch = Prefetch(installer, upcoming)
+    prefetch = Prefetch(installer, upcoming, as_test=as_test)
     try:
         result = command(venv)
     finally:

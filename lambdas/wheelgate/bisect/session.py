@@ -6,12 +6,16 @@ arguments, the candidates (the history's runs, so a resumed bisect reads no hist
 searches exactly the same list) and every finished step. It is rewritten whole after each
 step, through a temporary file renamed over it, so a kill at any moment leaves either the old
 or the new state, never half of one. The venv the steps install into lives beside it.
+
+Bisect runs what it finds there, so the directory must be one only this user can write
+(:mod:`wheelgate.bisect.private_dir`), and a new session refuses a venv it did not make.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Literal
 
@@ -19,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wheelgate.bisect.candidates import Order
 from wheelgate.bisect.command import TimeoutIs
+from wheelgate.bisect.private_dir import check_private, private_directory
 from wheelgate.bisect.search import Bisection, Verdict
 from wheelgate.history.model import HistoryRun, RunState
 
@@ -60,6 +65,8 @@ class SessionArgs(BaseModel):
     target: str | None = None
     repo: str | None = None
     repository_url: str | None = None
+    #: Install exactly the files this test installed, at every step (``--as-test``).
+    as_test: str | None = None
     install: InstallerArgs
 
 
@@ -111,6 +118,37 @@ class Session(BaseModel):
         return self.model_copy(update={"steps": (*self.steps, step)})
 
 
+def changed_candidates(saved: Sequence[HistoryRun], now: Sequence[HistoryRun]) -> list[str]:
+    """How a session's candidates (``saved``) differ from the history read ``now``: each run
+    gone, or whose commit or files (names and SHA-256) are not the same; empty when none."""
+    current = {(r.run_id, r.attempt): r for r in now}
+    changes: list[str] = []
+    for run in saved:
+        named = f"run {run.run_id}" + (f" attempt {run.attempt}" if run.attempt > 1 else "")
+        found = current.get((run.run_id, run.attempt))
+        if found is None:
+            changes.append(f"{named} is no longer in the history")
+        elif found.commit != run.commit:
+            changes.append(f"{named}: its commit was {run.commit}, it is now {found.commit}")
+        elif _files(found) != _files(run):
+            gone = sorted(_files(run) - _files(found))
+            added = sorted(_files(found) - _files(run))
+            said = ", ".join(
+                [f"no longer {name} sha256:{sha[:12]}" for name, sha in gone]
+                + [f"now {name} sha256:{sha[:12]}" for name, sha in added]
+            )
+            changes.append(f"{named}: its files changed ({said})")
+    return changes
+
+
+def _files(run: HistoryRun) -> set[tuple[str, str]]:
+    return {(f.filename, f.sha256) for f in run.files}
+
+
+#: Names the session directory in a refusal.
+SESSION_ROLE: Final = "the session directory"
+
+
 class SessionStore:
     """The session directory: ``session.json`` and the steps' venv."""
 
@@ -128,9 +166,24 @@ class SessionStore:
     def exists(self) -> bool:
         return self.path.is_file()
 
+    def create(self) -> None:
+        """Make the directory for a new session. Raises
+        :class:`~wheelgate.bisect.private_dir.UnsafeDirectory` when someone else owns or can
+        write it, and :class:`SessionError` when it already holds a venv (a venv bisect did not
+        make would be run at every step)."""
+        private_directory(self.directory, SESSION_ROLE)
+        if self.venv.exists() or self.venv.is_symlink():
+            raise SessionError(
+                f"{self.venv} exists, and a new session runs only a venv it made: remove it, "
+                "or give another --session"
+            )
+
     def load(self) -> Session:
         """The session saved here. Raises :class:`SessionError` when there is none, or it is
-        not a session."""
+        not a session, and :class:`~wheelgate.bisect.private_dir.UnsafeDirectory` when someone
+        else owns or can write the directory."""
+        if self.directory.is_dir():
+            check_private(self.directory, SESSION_ROLE)
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -142,7 +195,7 @@ class SessionStore:
 
     def save(self, session: Session) -> None:
         """Write ``session`` whole: a temporary file, flushed to disk, renamed over the old."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_directory(self.directory, SESSION_ROLE)
         handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".session-")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as file:

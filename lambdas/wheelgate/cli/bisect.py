@@ -18,14 +18,24 @@ from typing import Any
 from wheelgate.bisect.candidates import OrderError, candidates
 from wheelgate.bisect.command import CommandAborted, TimeoutIs, run_command
 from wheelgate.bisect.first_parent import GitError, first_parent_commits
-from wheelgate.bisect.refs import RefError, resolve_ref
+from wheelgate.bisect.install import PipRunInstaller
+from wheelgate.bisect.private_dir import UnsafeDirectory
+from wheelgate.bisect.refs import RefError, resolve
 from wheelgate.bisect.render import step_line, summary
 from wheelgate.bisect.result import BisectResult, bisect_result
 from wheelgate.bisect.runner import run_bisect
 from wheelgate.bisect.search import Conclusion
-from wheelgate.bisect.session import Session, SessionArgs, SessionError, SessionStore, Step
+from wheelgate.bisect.session import (
+    Session,
+    SessionArgs,
+    SessionError,
+    SessionStore,
+    Step,
+    changed_candidates,
+)
 from wheelgate.cli.bisect_install import (
     build_installer,
+    installable,
     installer_args,
     installer_options,
     pin_ends,
@@ -44,6 +54,8 @@ from wheelgate.cli.common import (
 EXIT_INCONCLUSIVE = 6
 #: The bisect was aborted: by the command (a signal, an exit of 128 or more) or by Ctrl-C.
 EXIT_ABORTED = 130
+#: Where CMD's output goes with --json (stdout carries the result alone).
+STDERR_FD = 2
 #: Where the session lives unless ``--session`` says otherwise (relative to the cwd).
 DEFAULT_SESSION = ".wheelgate-bisect"
 EXIT_OF = {
@@ -57,11 +69,15 @@ EXIT_OF = {
 
 def cmd_run(args: argparse.Namespace) -> int:
     store = SessionStore(Path(args.session))
-    session = _resumed(args, store) if args.resume else _started(args, store)
-    # The installer follows the session's choices, also when a resume does not repeat them.
-    saved = session.args
-    installer = build_installer(saved.install, projects=saved.projects, target=saved.target)
-    pin_ends(installer, (session.candidates[0], session.candidates[-1]))
+    if args.resume:
+        session = _resumed(args, store)
+        # The installer follows the session's choices, also when a resume does not repeat them.
+        saved = session.args
+        installer = build_installer(saved.install, projects=saved.projects, target=saved.target)
+    else:
+        session, installer = _started(args, store)
+        saved = session.args
+    pin_ends(installer, (session.candidates[0], session.candidates[-1]), as_test=saved.as_test)
     if not args.resume:
         store.save(session)
     people = sys.stderr if args.json else sys.stdout
@@ -73,9 +89,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     def shown(step: Step) -> None:
         print(step_line(step), file=people, flush=True)
 
+    # With --json, stdout carries the result alone: the command's output goes to stderr.
+    output = STDERR_FD if args.json else None
     try:
         session, outcome = run_bisect(
-            session, store, installer, lambda venv: _command(session.args, venv), on_step=shown
+            session,
+            store,
+            installer,
+            lambda venv: _command(session.args, venv, output),
+            on_step=shown,
         )
     except CommandAborted as exc:
         print(f"wheelgate bisect run: aborted: {exc}; fix it, then --resume", file=sys.stderr)
@@ -88,8 +110,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OF[outcome.conclusion]
 
 
-def _command(args: SessionArgs, venv: Path) -> Any:
-    return run_command(args.command, venv, timeout=args.timeout, timeout_is=args.timeout_is)
+def _command(args: SessionArgs, venv: Path, output: int | None) -> Any:
+    return run_command(
+        args.command, venv, timeout=args.timeout, timeout_is=args.timeout_is, stdout=output
+    )
 
 
 def _print(result: BisectResult, *, as_json: bool) -> None:
@@ -120,6 +144,7 @@ def _session_args(args: argparse.Namespace) -> SessionArgs:
         target=args.target,
         repo=args.repo,
         repository_url=args.repository_url or _known_repository(),
+        as_test=args.as_test,
         install=installer_args(args),
     )
 
@@ -132,59 +157,81 @@ def _known_repository() -> str | None:
     return f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repository}"
 
 
-def _started(args: argparse.Namespace, store: SessionStore) -> Session:
-    """A new session, not saved yet: the history read, the ends resolved, the candidates
-    chosen."""
+def _started(args: argparse.Namespace, store: SessionStore) -> tuple[Session, PipRunInstaller]:
+    """A new session, not saved yet (the history read, the ends resolved, ``latest`` the
+    newest run that installs, the candidates chosen), and the installer that judged it."""
     if store.exists():
         raise UsageError(
             f"{store.directory} holds a bisect session: --resume it, or remove the directory "
             "to start over"
         )
     wanted = _session_args(args)
-    runs = read_runs(args, wanted.index, wanted.install)
     try:
-        good, bad = resolve_ref(wanted.good, runs), resolve_ref(wanted.bad, runs)
+        store.create()
+    except (SessionError, UnsafeDirectory) as exc:
+        raise UsageError(str(exc)) from exc
+    runs = read_runs(args, wanted.index, wanted.install)
+    installer = build_installer(wanted.install, projects=wanted.projects, target=wanted.target)
+    why_not = installable(installer, as_test=wanted.as_test)
+    try:
+        good = resolve(wanted.good, runs, why_not=why_not)
+        bad = resolve(wanted.bad, runs, why_not=why_not)
         listed = (
-            first_parent_commits(Path(wanted.repo), good.commit, bad.commit)
+            first_parent_commits(Path(wanted.repo), good.run.commit, bad.run.commit)
             if wanted.repo
             else None
         )
-        chosen = candidates(runs, good, bad, first_parent=listed)
+        chosen = candidates(runs, good.run, bad.run, first_parent=listed)
     except (RefError, OrderError, GitError) as exc:
         raise UsageError(str(exc)) from exc
-    return Session(
+    session = Session(
         schema="wheelgate/bisect-session/v1",
         args=wanted,
         order=chosen.order,
-        notes=(f"{len(chosen.runs)} candidates in {chosen.order} order", *chosen.notes),
+        notes=(
+            *good.notes,
+            *bad.notes,
+            f"{len(chosen.runs)} candidates in {chosen.order} order",
+            *chosen.notes,
+        ),
         candidates=chosen.runs,
     )
+    return session, installer
 
 
 def _resumed(args: argparse.Namespace, store: SessionStore) -> Session:
-    """The saved session; options given again must be the ones it was started with."""
+    """The saved session; options given again must be the ones it was started with, and its
+    candidates must be the history's as read now (same runs, commits and files)."""
     try:
         session = store.load()
-    except SessionError as exc:
+    except (SessionError, UnsafeDirectory) as exc:
         raise UsageError(str(exc)) from exc
     saved = session.args
     given: dict[str, tuple[object, object]] = {
         "--index": (args.index, saved.index),
         "--good": (args.good, saved.good),
         "--bad": (args.bad, saved.bad),
+        "--as-test": (args.as_test, saved.as_test),
     }
     command = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
     given["CMD"] = (command or None, saved.command)
     for option, (value, was) in given.items():
         if value is not None and value != was:
             raise UsageError(f"{option} differs from the resumed session's ({was!r})")
+    changed = changed_candidates(session.candidates, read_runs(args, saved.index, saved.install))
+    if changed:
+        listed = "".join(f"\n  {change}" for change in changed)
+        raise UsageError(
+            f"{store.directory}'s candidates are not the history's any more, so its steps "
+            f"prove nothing: start a new bisect in another --session{listed}"
+        )
     return session
 
 
 def cmd_log(args: argparse.Namespace) -> int:
     try:
         session = SessionStore(Path(args.session)).load()
-    except SessionError as exc:
+    except (SessionError, UnsafeDirectory) as exc:
         raise UsageError(str(exc)) from exc
     for note in session.notes:
         print(note)
@@ -209,11 +256,16 @@ signal, or 128 or more, aborts. A run the installer cannot install exactly (miss
 or file, expired, hash mismatch, failed install) is skipped with its reason, never counted bad.
 
 REF: a run id (run:ID), a commit prefix of 4+ hex digits (commit:PREFIX), an ISO date or
-date-time (the last run staged at or before it; a date means the end of that day, UTC),
-promoted (the newest promoted run) or latest (the newest run).
+date-time (the last run committed at or before it, by the commit time the reporter stated,
+else by when it was staged; a date means the end of that day, a time without a zone is UTC),
+promoted (the newest promoted run) or latest (the newest run that can be installed; the newer
+runs passed over are named, with why).
 
 The session (the candidates and every step) is saved after each step: --resume continues a
-killed bisect without retesting a step; wheelgate bisect log shows it.
+killed bisect without retesting a step, once the candidates are still the history's; wheelgate
+bisect log shows it. The session and cache directories must be yours, writable by no one else;
+a new session refuses a venv it did not make. With --json, stdout holds the result alone: the
+notes, the steps and CMD's own output go to stderr.
 
 Exit codes: 0 first bad run found; 1 an end did not hold (the good end is bad, the bad end
 good, or an end was skipped); 2 bad options, or a REF naming no run or several (they are
@@ -266,12 +318,19 @@ def register(subparsers: Any) -> None:
     _session_option(run)
     run.add_argument("--resume", action="store_true", help="continue the session's bisect")
     run.add_argument(
-        "--json", action="store_true", help="print the result as JSON (steps go to stderr)"
+        "--as-test",
+        metavar="NAME",
+        help="install at every step exactly the files this test of the run installed",
+    )
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as JSON, alone on stdout (steps and CMD's output go to stderr)",
     )
     installer_options(run)
     storage_options(run, nightly=False)
     run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(func=cmd_run, command_name="bisect run")
 
     log = actions.add_parser(
         "log",
@@ -279,7 +338,7 @@ def register(subparsers: Any) -> None:
         description="Print the session's notes, one line per step, and the result once found.",
     )
     _session_option(log)
-    log.set_defaults(func=cmd_log)
+    log.set_defaults(func=cmd_log, command_name="bisect log")
     register_install(actions)
 
 

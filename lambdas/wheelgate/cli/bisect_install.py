@@ -15,8 +15,9 @@ from typing import Any
 from wheelgate.bisect.cache import BisectCache, CacheStateError, default_cache_dir
 from wheelgate.bisect.history_cache import CachingHistorySource
 from wheelgate.bisect.install import InstallReport, PipRunInstaller, install_run
+from wheelgate.bisect.private_dir import UnsafeDirectory
 from wheelgate.bisect.probe import SkipRun
-from wheelgate.bisect.refs import RefError, resolve_ref
+from wheelgate.bisect.refs import RefError, WhyNot, resolve
 from wheelgate.bisect.session import InstallerArgs
 from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError, index_option, storage_options
 from wheelgate.core.display import human_size
@@ -114,15 +115,37 @@ def build_installer(
             target=preset,
             now=lambda: datetime.now(UTC),
         )
-    except (ValueError, CacheStateError, OSError) as exc:
+    except (ValueError, CacheStateError, OSError, UnsafeDirectory) as exc:
         raise UsageError(f"cannot install runs: {exc}") from exc
 
 
-def pin_ends(installer: PipRunInstaller, ends: tuple[HistoryRun, HistoryRun]) -> None:
+def installable(installer: PipRunInstaller, *, as_test: str | None = None) -> WhyNot:
+    """Why ``installer`` cannot install a run exactly (its skip's reason and message), or
+    ``None``: what ``latest`` passes over. Raises :class:`UsageError` when the interpreter
+    cannot be asked which wheels fit it."""
+
+    def why_not(run: HistoryRun) -> str | None:
+        try:
+            installer.plan(run, as_test=as_test)
+        except SkipRun as skip:
+            return f"{skip.reason}: {skip.message}"
+        except ValueError as exc:
+            raise UsageError(f"cannot install runs: {exc}") from exc
+        return None
+
+    return why_not
+
+
+def pin_ends(
+    installer: PipRunInstaller,
+    ends: tuple[HistoryRun, HistoryRun],
+    *,
+    as_test: str | None = None,
+) -> None:
     """Keep the ends' files in the cache whatever its size limit: every answer names one."""
     for run in ends:
         try:
-            plan = installer.plan(run)
+            plan = installer.plan(run, as_test=as_test)
         except SkipRun:
             continue  # the search checks the ends first and stops on a skipped one
         installer.cache.pin(f.sha256 for f in plan.files)
@@ -142,11 +165,12 @@ def read_runs(args: argparse.Namespace, index: str, chosen: InstallerArgs) -> li
     )
     try:
         runs = read_history(source, index)
-    except HistoryFormatError as exc:
+    except (HistoryFormatError, UnsafeDirectory) as exc:
         raise UsageError(str(exc)) from exc
     if source.offline:
         print(
-            f"wheelgate bisect: {chosen.staging_url} cannot be reached: using the run history "
+            f"wheelgate {getattr(args, 'command_name', 'bisect')}: {chosen.staging_url} cannot be "
+            "reached: using the run history "
             f"cached in {source.directory} (it may lack the newest runs)",
             file=sys.stderr,
         )
@@ -159,17 +183,20 @@ def cmd_install(args: argparse.Namespace) -> int:
     index = index_option(args)
     chosen = installer_args(args)
     runs = read_runs(args, index, chosen)
+    installer = build_installer(chosen, projects=tuple(args.project or ()), target=args.target)
     try:
-        run = resolve_ref(args.ref, runs)
+        resolved = resolve(args.ref, runs, why_not=installable(installer, as_test=args.as_test))
     except RefError as exc:
         raise UsageError(str(exc)) from exc
-    installer = build_installer(chosen, projects=tuple(args.project or ()), target=args.target)
+    for note in resolved.notes:
+        print(f"wheelgate bisect install: {note}", file=sys.stderr)
+    run = resolved.run
     venv = Path(args.venv).absolute()
     try:
         report = install_run(run, installer, venv, as_test=args.as_test)
     except SkipRun as skip:
         print(
-            f"wheelgate bisect install: run {run.run_id} cannot be installed exactly "
+            f"wheelgate bisect install: error: run {run.run_id} cannot be installed exactly "
             f"({skip.reason}): {skip.message}",
             file=sys.stderr,
         )
@@ -217,7 +244,8 @@ files that test installed. Each file is pinned by SHA-256 and installed with no 
 (--require-hashes, --no-deps), promoted files from nightly, others from staging while they
 last. It reads the run history, not the run's own pages, so it works after those expire.
 
-REF: as for bisect run (a run id, a commit prefix, a date, promoted or latest).
+REF: as for bisect run (a run id, a commit prefix, a date, promoted or latest: the newest run
+that can be installed, with --as-test the newest with that test).
 
 Exit codes: 0 installed; 1 the run cannot be installed exactly (the reason is named: no
 evidence, expired, missing file, hash mismatch, failed install); 2 bad options or a REF naming
@@ -251,4 +279,4 @@ def register_install(actions: Any) -> None:
     install.add_argument("--json", action="store_true", help="print what was installed as JSON")
     installer_options(install)
     storage_options(install, nightly=False)
-    install.set_defaults(func=cmd_install)
+    install.set_defaults(func=cmd_install, command_name="bisect install")

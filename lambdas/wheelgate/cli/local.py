@@ -9,6 +9,7 @@ import os
 import shlex
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,12 +50,18 @@ ENV_LOCAL_PID = "WHEELGATE_LOCAL_PID"
 
 def write_env_file(path: Path, env: Mapping[str, str]) -> None:
     """Write ``env`` and :data:`ENV_LOCAL_PID` to ``path`` as ``export K=V`` lines, each value
-    shell-quoted, for ``source``: whole or not at all (written beside it, then renamed)."""
+    shell-quoted, for ``source``: whole or not at all (written beside it under a new name, a
+    fixed one could be a planted symlink, then renamed)."""
     lines = [f"export {name}={shlex.quote(value)}\n" for name, value in env.items()]
     lines.append(f"export {ENV_LOCAL_PID}={os.getpid()}\n")
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text("".join(lines))
-    partial.replace(path)
+    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write("".join(lines))
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 def break_glass_buckets(args: argparse.Namespace, *, nightly: bool) -> tuple[Bucket, Bucket | None]:

@@ -121,7 +121,7 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         return int(args.func(args))
     except UsageError as exc:
-        print(f"wheelgate {args.command}: error: {exc}", file=sys.stderr)
+        print(f"wheelgate {_name(args)}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (StorageError, TransientError) as exc:
         # Storage refused, could not be reached, timed out or kept failing; or a conditional
@@ -133,5 +133,11 @@ def _storage_error(args: argparse.Namespace, exc: Exception) -> int:
     """Report a storage error on one line (and its traceback with ``--debug``): exit 4."""
     if args.debug:
         logging.getLogger("wheelgate").error("storage error", exc_info=exc)
-    print(f"wheelgate {args.command}: storage error: {exc}", file=sys.stderr)
+    print(f"wheelgate {_name(args)}: storage error: {exc}", file=sys.stderr)
     return EXIT_STORAGE
+
+
+def _name(args: argparse.Namespace) -> str:
+    """The command as errors name it: its own ``command_name`` (``bisect run``), else its
+    group's."""
+    return str(getattr(args, "command_name", None) or args.command)
