@@ -78,10 +78,13 @@ def test_a_date_names_the_last_run_staged_by_the_end_of_that_day(history: list[H
     assert resolve_ref("2026-03-03", history).run_id == "1005"
 
 
-def test_a_date_time_names_the_last_run_staged_at_or_before_it(history: list[HistoryRun]) -> None:
+def test_a_date_time_names_the_last_run_committed_at_or_before_it(
+    history: list[HistoryRun],
+) -> None:
+    # Each run's reporter stated a commit time half an hour before it was staged
     assert resolve_ref("2026-03-03T05:00:00Z", history).run_id == "1004"
-    assert resolve_ref("2026-03-03T03:00", history).run_id == "1004"
-    assert resolve_ref("2026-03-03T02:59:59+00:00", history).run_id == "1002"
+    assert resolve_ref("2026-03-03T02:30", history).run_id == "1004"
+    assert resolve_ref("2026-03-03T02:29:59+00:00", history).run_id == "1002"
 
 
 @pytest.mark.parametrize(
@@ -149,7 +152,10 @@ def test_a_commit_time_only_a_build_job_stated_is_never_used() -> None:
     claimed = reporter_dated(
         history_run(0, staged=START + timedelta(days=4)), START, CommitTimeBy.BUILD
     )
-    runs = newest_first([claimed, history_run(1, staged=START + timedelta(days=1))])
+    untimed = history_run(1, staged=START + timedelta(days=1)).model_copy(
+        update={"commit_time": None, "commit_time_by": None}
+    )
+    runs = newest_first([claimed, untimed])
     assert claimed.commit_time is not None
     assert claimed.commit_time.startswith("2026-03-01")
     # When the REF is March 2nd: it goes by staging time, so the claim moves nothing
