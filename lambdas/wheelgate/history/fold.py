@@ -24,6 +24,7 @@ from wheelgate.history.model import (
     StagedEntry,
     project_and_version,
 )
+from wheelgate.history.offer import merged_offer
 
 #: Reason codes of a refused entry.
 REFUSED_KEY = "entry-key-mismatch"
@@ -182,6 +183,7 @@ def merged_run(existing: HistoryRun, staged: HistoryRun) -> HistoryRun:
             "files": union_files(existing.files, staged.files),
             "commit_time": existing.commit_time or staged.commit_time,
             "attempt": max(existing.attempt, staged.attempt),
+            **merged_offer(existing, staged),
         }
     )
 

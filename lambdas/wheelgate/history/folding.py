@@ -23,7 +23,9 @@ from wheelgate.history.fold import (
     run_of_entry,
 )
 from wheelgate.history.model import HistoryRun, StagedEntry
+from wheelgate.history.offer import NightlyReleases, with_offer
 from wheelgate.history.store import HistoryStore
+from wheelgate.index.store import IndexStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.recorded_checksum import recorded_sha256
 
@@ -49,14 +51,21 @@ class FoldResult:
 
 class EntryFolder:
     """Folds entries written to ``staging`` into the history ``store``; each staged file gets
-    an expiry ``run_expiry_days`` after the run was staged (``None``: none recorded)."""
+    an expiry ``run_expiry_days`` after the run was staged (``None``: none recorded); each
+    entry's offer is checked against ``nightly_pages`` (:mod:`wheelgate.history.offer`)."""
 
     def __init__(
-        self, staging: Bucket, store: HistoryStore, *, run_expiry_days: int | None
+        self,
+        staging: Bucket,
+        store: HistoryStore,
+        *,
+        run_expiry_days: int | None,
+        nightly_pages: IndexStore,
     ) -> None:
         self.staging = staging
         self.store = store
         self.run_expiry_days = run_expiry_days
+        self.nightly_pages = nightly_pages
 
     def fold(self, key: str) -> FoldResult:
         """Fold the entry at ``key``. Returns a refused :class:`FoldResult` for an entry that
@@ -76,7 +85,9 @@ class EntryFolder:
             check_entry(key, entry, self._staged(entry))
         except EntryRefused as refused:
             return FoldResult(key, reason=refused.reason, message=refused.message)
-        staged = run_of_entry(entry, self.run_expiry_days)
+        staged = with_offer(
+            run_of_entry(entry, self.run_expiry_days), entry, NightlyReleases(self.nightly_pages)
+        )
         # A decision that came first put the run in the month its first staged object was
         # written in, which is no earlier than the entry's: it is merged there.
         month = self.store.find_month(entry.index, entry.run_id, since=staged.month)

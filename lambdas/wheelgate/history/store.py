@@ -16,6 +16,7 @@ from datetime import datetime
 
 from wheelgate.core.layout import STAGING
 from wheelgate.core.timestamps import upload_time
+from wheelgate.history.install_route import with_install
 from wheelgate.history.model import HistoryHead, HistoryRun, HistoryShard, MonthRef, newest_first
 from wheelgate.history.reader import BucketHistorySource, read_head, read_month
 from wheelgate.index.pages import PAGE_CACHE_CONTROL
@@ -78,7 +79,7 @@ class HistoryStore:
 
         def decide(shard: HistoryShard) -> Decided[tuple[dict[str, HistoryRun], int]]:
             runs = {r.run_id: r for r in shard.runs}
-            kept = {run_id: change(runs.get(run_id)) for run_id, change in changes.items()}
+            kept = {r: with_install(change(runs.get(r))) for r, change in changes.items()}
             runs.update(kept)
             ordered = tuple(sorted(runs.values(), key=lambda r: (r.staged_at, r.run_id)))
             new = shard.model_copy(update={"runs": ordered})

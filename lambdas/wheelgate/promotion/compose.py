@@ -162,7 +162,10 @@ def _history(
         run_expiry_days=settings.run_expiry_days,
         clock=now,
     )
-    return recorder, EntryFolder(staging, history, run_expiry_days=settings.run_expiry_days)
+    folder = EntryFolder(
+        staging, history, run_expiry_days=settings.run_expiry_days, nightly_pages=nightly_pages
+    )
+    return recorder, folder
 
 
 def _service(
