@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from wheelgate.bisect.candidates import Order
 from wheelgate.bisect.command import TimeoutIs
 from wheelgate.bisect.search import Bisection, Verdict
-from wheelgate.history.model import HistoryRun, RunState
+from wheelgate.history.model import HistoryRun, RunInstall, RunState
 
 SESSION_SCHEMA: Final = "wheelgate/bisect-session/v1"
 SESSION_FILE: Final = "session.json"
@@ -86,6 +86,8 @@ class Step(BaseModel):
     exit_code: int | None = None
     seconds: float
     downloaded: int | None = None
+    #: What was installed: which test's evidence, or the offer (``None``: nothing planned).
+    install: RunInstall | None = None
 
 
 class Session(BaseModel):
