@@ -52,6 +52,18 @@ class InstallReport:
     def downloads(self) -> int:
         return sum(f.downloaded for f in self.files)
 
+    def described(self) -> str:
+        """What was installed, for a person: which test's evidence (and whether it passed),
+        or the offer."""
+        plan = self.plan
+        if plan.route is InstallRoute.OFFER:
+            return (
+                f"its offer (never reported): {len(self.files)} of the {len(plan.files)} files "
+                "its index offered when staged, as a resolver that saw only those picked them"
+            )
+        result = next((t.result for t in plan.run.tests if t.name == plan.test), "")
+        return f"the files test {plan.test!r} installed (it {result})"
+
 
 class PipRunInstaller:
     """Installs runs exactly with ``installer`` (pip or uv) into venvs made with ``python``.
