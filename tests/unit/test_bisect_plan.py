@@ -117,7 +117,6 @@ def test_a_run_never_reported_plans_its_own_fitting_files_and_its_offered_nightl
         (LINUX_WHEEL, "https://staging.example/runs/1/bisect/" + LINUX_WHEEL.replace("+", "%2B")),
         (dep.filename, "https://nightly.example/bisect/dep-1.0-py3-none-any.whl"),
     ]
-    assert plan.described == "offer"
 
 
 def test_a_run_never_reported_whose_offer_was_not_checked_is_skipped_as_no_offer() -> None:
@@ -156,7 +155,6 @@ def test_without_a_passed_test_the_failed_tests_evidence_is_installed_and_named(
     plan = plan_run(run, tags=LINUX, sources=SOURCES, now=NOW)
 
     assert (plan.route, plan.test) == (InstallRoute.EVIDENCE, "smoke")
-    assert plan.described == "test 'smoke'"
     assert [f.filename for f in plan.files] == [LINUX_WHEEL]
 
 

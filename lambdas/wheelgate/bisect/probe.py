@@ -63,11 +63,6 @@ class InstallPlan:
     route: InstallRoute = InstallRoute.EVIDENCE
     requirements: tuple[str, ...] = ()
 
-    @property
-    def described(self) -> str:
-        """What is installed, for a person: ``test 'smoke'`` or ``offer``."""
-        return "offer" if self.route is InstallRoute.OFFER else f"test {self.test!r}"
-
 
 class RunInstaller(Protocol):
     """Plans, fetches and installs runs. Each method raises :class:`SkipRun` when the run
