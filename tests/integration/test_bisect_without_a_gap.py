@@ -1,9 +1,9 @@
-"""Bisecting across runs that failed and a run never reported, on ``wheelgate local`` with real
+"""Bisecting across runs that failed and runs never reported, on ``wheelgate local`` with real
 pip and uv: a directory with one required smoke test, a regression entering in a run whose
 smoke test failed (as every later one did), and the newest run still unreported. ``--good
 promoted --bad latest`` installs the failed runs by their test's evidence and the newest by
 its offer (its wheel needing a dependency that lives only in nightly), and names the culprit
-exactly."""
+exactly; so is a culprit that was never reported."""
 
 from __future__ import annotations
 
@@ -25,16 +25,21 @@ from wheelgate.local.sample_wheels import build_wheel
 pytestmark = pytest.mark.slow
 
 INDEX = "e2e/gap"
-#: Each run: its version, whether its smoke test passed, whether it is reported at all.
+#: Each run: its version, whether its smoke test passed, whether it is reported at all. From
+#: gap-2 on the build is broken; gap-6, never reported, breaks it again after gap-5 fixed it,
+#: and the newest, gap-7, is not reported yet.
 RUNS = {
     "gap-0": ("1.0", True, True),
     "gap-1": ("1.1", True, True),
     "gap-2": ("1.2", False, True),
     "gap-3": ("1.3", False, True),
     "gap-4": ("1.4", False, False),
+    "gap-5": ("1.5", True, True),
+    "gap-6": ("1.6", False, False),
+    "gap-7": ("1.7", False, False),
 }
 CULPRIT = "gap-2"
-BROKEN = {"gap-2", "gap-3", "gap-4"}
+BROKEN = {"gap-2", "gap-3", "gap-4", "gap-6", "gap-7"}
 CHECK = "import gap_core, sys; sys.exit(1 if gap_core.BROKEN else 0)"
 
 
@@ -81,15 +86,14 @@ def _smoke(local: LocalProcess, venv: Path, run_id: str, index_url: str, passed:
     assert status.returncode == (0 if passed else 1), status.stdout + status.stderr
 
 
-@pytest.mark.parametrize("installer", ["pip", "uv"])
-def test_the_culprit_entering_in_a_failed_run_is_found_between_promoted_and_latest(
-    installer: str, local: LocalProcess, gap: str, tmp_path: Path
-) -> None:
-    done = subprocess.run(
+def bisect(
+    local: LocalProcess, index: str, work: Path, good: str, bad: str, installer: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [
-            *(sys.executable, "-m", "wheelgate", "bisect", "run", "--index", gap, "--json"),
-            *("--good", "promoted", "--bad", "latest", "--installer", installer),
-            *("--session", str(tmp_path / "session"), "--cache-dir", str(tmp_path / "cache")),
+            *(sys.executable, "-m", "wheelgate", "bisect", "run", "--index", index, "--json"),
+            *("--good", good, "--bad", bad, "--installer", installer),
+            *("--session", str(work / "session"), "--cache-dir", str(work / "cache")),
             *("--staging-url", local.staging_url, "--nightly-url", local.nightly_url),
             *("--", "python", "-c", CHECK),
         ],
@@ -100,6 +104,13 @@ def test_the_culprit_entering_in_a_failed_run_is_found_between_promoted_and_late
         timeout=240,
     )
 
+
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_the_culprit_entering_in_a_failed_run_is_found_between_promoted_and_a_later_run(
+    installer: str, local: LocalProcess, gap: str, tmp_path: Path
+) -> None:
+    done = bisect(local, gap, tmp_path, "run:gap-1", "run:gap-4", installer)
+
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["first_bad"]["run_id"] == CULPRIT
@@ -109,3 +120,15 @@ def test_the_culprit_entering_in_a_failed_run_is_found_between_promoted_and_late
     assert installed[CULPRIT] == {"route": "evidence", "test": "smoke", "reason": ""}
     assert " · offer · " in done.stderr
     assert " · test 'smoke' · " in done.stderr
+
+
+def test_a_culprit_never_reported_is_found_by_its_offer_while_latest_is_unreported(
+    local: LocalProcess, gap: str, tmp_path: Path
+) -> None:
+    done = bisect(local, gap, tmp_path, "promoted", "latest", "pip")
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["last_good"]["run_id"], result["first_bad"]["run_id"]) == ("gap-5", "gap-6")
+    routes = {s["run_id"]: (s["verdict"], s["install"]["route"]) for s in result["steps"]}
+    assert routes["gap-6"] == routes["gap-7"] == ("bad", "offer")
