@@ -38,8 +38,11 @@ def resolve_offer(
     """The files among ``files`` that install ``requirements`` into the environment of
     ``python``, as ``installer`` resolves them seeing nothing else. Raises :class:`SkipRun`
     (``install-failed``) with the resolver's last lines when it finds no answer."""
+    # A private directory (mkdtemp: only this user, a name nobody can guess) holding the
+    # files the resolver sees and, beside them, what it is asked and answers.
     with tempfile.TemporaryDirectory(prefix="wheelgate-offer-") as directory:
-        folder = Path(directory)
+        folder = Path(directory) / "files"
+        folder.mkdir()
         by_name: dict[str, CachedFile] = {}
         for file in files:
             if file.path.name not in by_name:
@@ -60,24 +63,24 @@ def _link(source: Path, target: Path) -> None:
 def _pip_pick(
     folder: Path, by_name: dict[str, CachedFile], requirements: Sequence[str], *, python: Path
 ) -> list[CachedFile]:
-    report = folder.parent / f"{folder.name}-report.json"
+    report = folder.parent / "report.json"
     command = [sys.executable, "-m", "pip", "--python", str(python), "install", "--dry-run"]
     command += ["--ignore-installed", "--no-index", "--find-links", str(folder)]
     command += ["--no-cache-dir", "--quiet", "--report", str(report), *requirements]
+    result = run_hermetic(command)
+    if result.returncode != 0:
+        raise SkipRun(
+            SKIP_INSTALL_FAILED,
+            f"pip found no install of {', '.join(requirements)} among the offer's "
+            f"{len(by_name)} files (exit {result.returncode}): {last_lines(result)}",
+        )
     try:
-        result = run_hermetic(command)
-        if result.returncode != 0:
-            raise SkipRun(
-                SKIP_INSTALL_FAILED,
-                f"pip found no install of {', '.join(requirements)} among the offer's "
-                f"{len(by_name)} files (exit {result.returncode}): {last_lines(result)}",
-            )
-        document = json.loads(report.read_text())
-    finally:
-        report.unlink(missing_ok=True)
+        urls = [str(i["download_info"]["url"]) for i in json.loads(report.read_text())["install"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SkipRun(SKIP_INSTALL_FAILED, f"pip's report cannot be read: {exc}") from None
     picked = []
-    for item in document.get("install", ()):
-        name = unquote(Path(urlsplit(str(item["download_info"]["url"])).path).name)
+    for url in urls:
+        name = unquote(Path(urlsplit(url).path).name)
         if name not in by_name:
             raise SkipRun(SKIP_INSTALL_FAILED, f"pip picked {name}, which is not in the offer")
         picked.append(by_name[name])
@@ -92,15 +95,12 @@ def _uv_pick(
     python: Path,
     uv: str,
 ) -> list[CachedFile]:
-    wanted = folder.parent / f"{folder.name}-requirements.in"
+    wanted = folder.parent / "requirements.in"
     wanted.write_text("".join(f"{r}\n" for r in requirements))
     command = [uv, "pip", "compile", "--python", str(python), "--no-index", "--offline"]
     command += ["--find-links", str(folder), "--generate-hashes", "--no-header"]
     command += ["--no-annotate", "--quiet", str(wanted)]
-    try:
-        result = run_hermetic(command)
-    finally:
-        wanted.unlink(missing_ok=True)
+    result = run_hermetic(command)
     if result.returncode != 0:
         raise SkipRun(
             SKIP_INSTALL_FAILED,
