@@ -293,6 +293,7 @@ def test_a_test_is_reproduced_exactly_after_its_runs_pages_expire_and_again_offl
 
     # Then both environments hold exactly the bytes the manifest's evidence names
     wanted = evidence(local, run_id)
+    assert (first["route"], first["test"]) == ("evidence", "install")
     assert {f["sha256"] for f in first["files"]} == wanted
     cached = [next((tmp_path / "c" / FILES_DIR / sha).iterdir()) for sha in wanted]
     assert holds(tmp_path / "venv-False") == holds(tmp_path / "venv-True") == contents(*cached)
