@@ -8,7 +8,7 @@ The runs of :data:`INDEX`, one commit each, in commit order (``BUILD`` is in eac
 module; from :data:`PLANTED` on, importing it raises):
 
 0. good, promoted;
-1. staged, never reported (``no-evidence``);
+1. staged, never reported: installed by its offer (its own wheel alone, which needs nothing);
 2. its files past the 14 days of staging's lifecycle, as the history holds them 20 days after
    it was staged (``expired``);
 3. its staged wheel deleted after the decision (``missing-file``);
@@ -47,7 +47,6 @@ MODULE = "e2e_blame"
 RUNS = 9
 PLANTED = 7
 TROUBLES = {
-    1: "no-evidence",
     2: "expired",
     3: "missing-file",
     4: "hash-mismatch",

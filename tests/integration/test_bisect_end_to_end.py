@@ -118,7 +118,8 @@ def test_the_planted_regression_is_found_and_no_run_is_blamed_for_wheelgates_tro
 def test_when_skips_hide_the_first_bad_run_each_is_listed_with_its_reason(
     local: LocalProcess, blame: BlameHistory, tmp_path: Path
 ) -> None:
-    # Given a check that calls run 6 bad too: only troubled runs lie between it and run 0
+    # Given a check that calls run 6 bad too: only troubled runs lie between it and run 1, which
+    # was never reported and installs by its offer
     code, result, stderr = bisect(
         local, blame, tmp_path, *ends(blame, 0, 8), check=("threshold", 6)
     )
@@ -126,7 +127,9 @@ def test_when_skips_hide_the_first_bad_run_each_is_listed_with_its_reason(
     assert code == 6, stderr
     assert result is not None
     assert result["conclusion"] == "inconclusive"
-    assert [r["run_id"] for r in result["could_be"]] == [blame.run_id(n) for n in range(1, 7)]
+    assert [r["run_id"] for r in result["could_be"]] == [blame.run_id(n) for n in range(2, 7)]
+    [offer] = [s for s in result["steps"] if s["run_id"] == blame.run_id(1)]
+    assert (offer["verdict"], offer["install"]["route"]) == ("good", "offer")
     assert skips(result) == troubled(blame)
 
 
@@ -297,6 +300,7 @@ def test_a_test_is_reproduced_exactly_after_its_runs_pages_expire_and_again_offl
 
     # Then both environments hold exactly the bytes the manifest's evidence names
     wanted = evidence(local, run_id)
+    assert (first["route"], first["test"]) == ("evidence", "install")
     assert {f["sha256"] for f in first["files"]} == wanted
     cached = [next((tmp_path / "c" / FILES_DIR / sha).iterdir()) for sha in wanted]
     assert holds(tmp_path / "venv-False") == holds(tmp_path / "venv-True") == contents(*cached)

@@ -1,8 +1,8 @@
 """Naming runs (REF) through a history ``wheelgate stage`` wrote on ``wheelgate local``: two
 attempts of one run, two commits sharing a prefix, a run id that is also a commit prefix, and
 every run staged on one day. ``bisect install REF`` says which run a REF named (a run never
-reported cannot be installed exactly, and its message names it) or lists the candidates;
-``latest``, the newest run that installs, lists every run it passed over with why."""
+reported installs its offer, and the command names it) or lists the candidates; ``latest``
+is the newest run that installs."""
 
 from __future__ import annotations
 
@@ -51,20 +51,21 @@ def naming(local: LocalProcess, tmp_path_factory: pytest.TempPathFactory) -> Loc
     return local
 
 
-def named(local: LocalProcess, ref: str, tmp_path: Path) -> tuple[int, str]:
-    """``bisect install REF``'s exit and stderr."""
+def named(local: LocalProcess, ref: str, tmp_path: Path, *options: str) -> tuple[int, str]:
+    """``bisect install REF``'s exit, and its stdout and stderr."""
     done = subprocess.run(
         [
             *(sys.executable, "-m", "wheelgate", "bisect", "install", ref, "--index", INDEX),
             *("--venv", str(tmp_path / "venv"), "--cache-dir", str(tmp_path / "cache")),
             *("--staging-url", local.staging_url, "--nightly-url", local.nightly_url),
+            *options,
         ],
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
     )
-    return done.returncode, done.stderr
+    return done.returncode, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(
@@ -80,23 +81,35 @@ def named(local: LocalProcess, ref: str, tmp_path: Path) -> tuple[int, str]:
 def test_a_ref_naming_one_run_resolves_to_it(
     ref: str, run: str, naming: LocalProcess, tmp_path: Path
 ) -> None:
-    code, stderr = named(naming, ref, tmp_path)
+    code, said = named(naming, ref, tmp_path)
 
-    assert code == 1, stderr
-    assert f"run {run} cannot be installed exactly (no-evidence)" in stderr
+    assert code == 0, said
+    assert f"run {run} (" in said
+    assert "its offer (never reported)" in said
+
+
+def test_latest_is_the_newest_run_which_a_run_never_reported_is_when_its_offer_installs(
+    naming: LocalProcess, tmp_path: Path
+) -> None:
+    code, said = named(naming, "latest", tmp_path)
+
+    assert code == 0, said
+    assert "run nm-3 (" in said
+    assert "its offer (never reported)" in said
 
 
 def test_latest_passes_over_every_run_that_cannot_be_installed_and_says_why(
     naming: LocalProcess, tmp_path: Path
 ) -> None:
-    code, stderr = named(naming, "latest", tmp_path)
+    # Given a project that no run staged: no run can be installed with it
+    code, stderr = named(naming, "latest", tmp_path, "--project", "absent")
 
     assert code == 2, stderr
     assert stderr.startswith(
         "wheelgate bisect install: error: 'latest': no run of this index directory can be "
         "installed:\n  run nm-3 · cafe222"
     )
-    assert stderr.count(": no-evidence: ") == 4  # each run the history lists, newest first
+    assert stderr.count(": missing-project: ") == 4  # each run the history lists, newest first
 
 
 @pytest.mark.parametrize(
@@ -117,7 +130,7 @@ def test_a_ref_naming_several_runs_lists_them_and_exits_2(
 def test_a_day_names_the_last_run_staged_that_day(naming: LocalProcess, tmp_path: Path) -> None:
     today = datetime.now(UTC).date().isoformat()
 
-    code, stderr = named(naming, today, tmp_path)
+    code, said = named(naming, today, tmp_path)
 
-    assert code == 1, stderr
-    assert "run nm-3 cannot be installed exactly (no-evidence)" in stderr
+    assert code == 0, said
+    assert "run nm-3 (" in said

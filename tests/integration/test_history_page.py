@@ -144,7 +144,9 @@ def test_each_run_shows_its_state_where_a_person_reads_it(
     assert "expired" in expired
     assert "Every file of this run has expired" in expired
     assert "wheelgate bisect install 0900" not in expired
-    assert f"wheelgate bisect install 1002 --index {INDEX}" in rejected.replace("\n", " ")
+    assert f"wheelgate bisect install run:1002 --index {INDEX} --as-test smoke" in rejected.replace(
+        "\n", " "
+    )
 
 
 def test_every_file_link_leads_to_its_bytes_and_an_expired_run_links_none(

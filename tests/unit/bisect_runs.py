@@ -12,6 +12,9 @@ from wheelgate.core.manifest import InstalledFile
 from wheelgate.history.model import (
     HistoryFile,
     HistoryRun,
+    InstallRoute,
+    OfferedFile,
+    RunInstall,
     RunState,
     TestRecord,
     project_and_version,
@@ -76,16 +79,37 @@ def evidence(
     )
 
 
+def offered_file(filename: str, data: bytes | None = None) -> OfferedFile:
+    """A nightly file of a run's offer holding ``data`` (default: its name's bytes)."""
+    body = filename.encode() if data is None else data
+    return OfferedFile(
+        filename=filename,
+        project=project_and_version(filename)[0],
+        sha256=hashlib.sha256(body).hexdigest(),
+        nightly_key=NIGHTLY.artifact(INDEX, filename),
+    )
+
+
+def unchecked(reason: str) -> RunInstall:
+    """The install of a run whose offer could not be checked."""
+    return RunInstall(route=InstallRoute.NONE, reason=reason)
+
+
 def history_run(
     run_id: str,
     files: Sequence[HistoryFile],
     tests: Sequence[TestRecord] = (),
     *,
     state: RunState | None = None,
+    offer: Sequence[OfferedFile] = (),
+    install: RunInstall | None = None,
 ) -> HistoryRun:
     """Run ``run_id`` of :data:`INDEX` with ``files`` and ``tests`` (reported, undecided,
-    unless ``state`` says otherwise; staged only without tests)."""
+    unless ``state`` says otherwise; staged only without tests), its ``offer`` and the
+    ``install`` recorded."""
     return HistoryRun(
+        offer=tuple(offer),
+        install=install,
         run_id=run_id,
         index=INDEX,
         commit=hashlib.sha1(run_id.encode()).hexdigest(),  # noqa: S324 (a made-up commit)

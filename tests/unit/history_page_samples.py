@@ -7,8 +7,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from wheelgate.core.layout import NIGHTLY, STAGING
+from wheelgate.core.manifest import InstalledFile
 from wheelgate.core.timestamps import upload_time
-from wheelgate.history.model import HistoryFile, HistoryRun, RunState, TestRecord
+from wheelgate.history.model import (
+    HistoryFile,
+    HistoryRun,
+    OfferedFile,
+    RunState,
+    TestRecord,
+)
 
 INDEX = "v2/gfx94X-dcgpu"
 NIGHTLY_URL = "https://nightly.example/"
@@ -43,6 +50,12 @@ def staged_file(
     )
 
 
+def evidence_of(name: str, result: str, *files: HistoryFile) -> TestRecord:
+    """Test ``name`` with ``result`` that installed ``files`` (its evidence)."""
+    installed = tuple(InstalledFile(sha256=f.sha256, filename=f.filename) for f in files)
+    return TestRecord(name=name, result=result, installed=installed)
+
+
 def history_run(
     run_id: str,
     n: int,
@@ -54,6 +67,7 @@ def history_run(
     message: str = "",
     tests: tuple[TestRecord, ...] = (),
     index: str = INDEX,
+    offer: tuple[OfferedFile, ...] = (),
 ) -> HistoryRun:
     decided = state in (RunState.PROMOTED, RunState.REJECTED)
     return HistoryRun(
@@ -69,6 +83,7 @@ def history_run(
         message=message,
         tests=tests,
         files=files,
+        offer=offer,
     )
 
 
@@ -78,6 +93,19 @@ LONG_TEST_NAME = "test_" + "unbreakable_name_" * 8
 
 def sample_runs(index: str = INDEX) -> dict[str, HistoryRun]:
     """One run of each kind the page shows, by kind, as of :data:`NOW`, in ``index``."""
+    promoted = (
+        staged_file("1001", 1, expires_in_days=12, promoted=True, index=index),
+        # A staged copy that expired: nightly still holds the bytes.
+        staged_file("1001", 2, expires_in_days=-1, promoted=True, index=index),
+    )
+    rejected = staged_file("1002", 3, expires_in_days=13, index=index)
+    pending = staged_file("1004", 6, expires_in_days=13.8, index=index)
+    dependency = OfferedFile(
+        filename="rocm_sdk-7.0.0-py3-none-linux_x86_64.whl",
+        project="rocm-sdk",
+        sha256=sha(9),
+        nightly_key=NIGHTLY.artifact(index, "rocm_sdk-7.0.0-py3-none-linux_x86_64.whl"),
+    )
     return {
         "promoted": history_run(
             "1001",
@@ -85,12 +113,8 @@ def sample_runs(index: str = INDEX) -> dict[str, HistoryRun]:
             index=index,
             state=RunState.PROMOTED,
             staged_days_ago=2,
-            files=(
-                staged_file("1001", 1, expires_in_days=12, promoted=True, index=index),
-                # A staged copy that expired: nightly still holds the bytes.
-                staged_file("1001", 2, expires_in_days=-1, promoted=True, index=index),
-            ),
-            tests=(TestRecord(name="smoke", result="passed"),),
+            files=promoted,
+            tests=(evidence_of("smoke", "passed", promoted[0]),),
         ),
         "rejected": history_run(
             "1002",
@@ -98,11 +122,12 @@ def sample_runs(index: str = INDEX) -> dict[str, HistoryRun]:
             index=index,
             state=RunState.REJECTED,
             staged_days_ago=1,
-            files=(staged_file("1002", 3, expires_in_days=13, index=index),),
+            files=(rejected,),
             reasons=("tests-failed",),
             message="test smoke failed",
+            # Its only test that recorded what it installed failed: that is its evidence.
             tests=(
-                TestRecord(name="smoke", result="failed"),
+                evidence_of("smoke", "failed", rejected),
                 TestRecord(name=LONG_TEST_NAME, result="passed"),
             ),
         ),
@@ -123,6 +148,7 @@ def sample_runs(index: str = INDEX) -> dict[str, HistoryRun]:
             state=RunState.STAGED,
             staged_days_ago=0.5,
             files=(staged_file("1003", 5, expires_in_days=13.5, index=index),),
+            offer=(dependency,),
         ),
         "pending": history_run(
             "1004",
@@ -130,7 +156,7 @@ def sample_runs(index: str = INDEX) -> dict[str, HistoryRun]:
             index=index,
             state=RunState.PENDING,
             staged_days_ago=0.2,
-            files=(staged_file("1004", 6, expires_in_days=13.8, index=index),),
-            tests=(TestRecord(name="smoke", result="passed"),),
+            files=(pending,),
+            tests=(evidence_of("smoke", "passed", pending),),
         ),
     }

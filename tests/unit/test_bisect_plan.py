@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from packaging.tags import Tag
 
-from tests.unit.bisect_runs import evidence, history_file, history_run
+from tests.unit.bisect_runs import evidence, history_file, history_run, offered_file, unchecked
 from wheelgate.bisect.plan import UNKNOWN_SIZE, Sources, plan_run
 from wheelgate.bisect.probe import (
     SKIP_EXPIRED,
@@ -17,10 +17,11 @@ from wheelgate.bisect.probe import (
     SKIP_MISSING_PROJECT,
     SKIP_MISSING_TARGET,
     SKIP_NO_EVIDENCE,
+    SKIP_NO_OFFER,
     SkipRun,
 )
 from wheelgate.bisect.tags import target_tags
-from wheelgate.history.model import RunState
+from wheelgate.history.model import InstallRoute, RunState
 from wheelgate.staging.targets import target_preset
 
 LINUX = target_tags(target_preset("cp312-manylinux_2_28_x86_64"))
@@ -102,13 +103,70 @@ def test_a_file_that_is_not_the_runs_is_read_from_its_nightly_key_or_skipped_as_
     assert "dep-1.0-py3-none-any.whl" in skip.message
 
 
-def test_a_run_that_was_never_reported_is_skipped_for_want_of_evidence() -> None:
-    run = history_run("1", [history_file("1", LINUX_WHEEL)], state=RunState.STAGED)
+def test_a_run_never_reported_plans_its_own_fitting_files_and_its_offered_nightly_files() -> None:
+    linux, windows = history_file("1", LINUX_WHEEL), history_file("1", WINDOWS_WHEEL)
+    dep = offered_file("dep-1.0-py3-none-any.whl")
+    other_torch = offered_file("torch-2.6.0-cp312-cp312-manylinux_2_17_x86_64.whl")
+    windows_dep = offered_file("wdep-1.0-cp312-cp312-win_amd64.whl")
+    run = history_run("1", [linux, windows], offer=[dep, other_torch, windows_dep])
+
+    plan = plan_run(run, tags=LINUX, sources=SOURCES, now=NOW)
+
+    assert (plan.route, plan.test, plan.requirements) == (InstallRoute.OFFER, None, ("torch",))
+    assert [(f.filename, f.url) for f in plan.files] == [
+        (LINUX_WHEEL, "https://staging.example/runs/1/bisect/" + LINUX_WHEEL.replace("+", "%2B")),
+        (dep.filename, "https://nightly.example/bisect/dep-1.0-py3-none-any.whl"),
+    ]
+
+
+def test_a_run_never_reported_whose_offer_was_not_checked_is_skipped_as_no_offer() -> None:
+    run = history_run(
+        "1", [history_file("1", LINUX_WHEEL)], install=unchecked("nightly has no dep-1.0.whl")
+    )
+
+    skip = skip_of(lambda: plan_run(run, tags=LINUX, sources=SOURCES, now=NOW))
+
+    assert skip.reason == SKIP_NO_OFFER
+    assert "nightly has no dep-1.0.whl" in skip.message
+
+
+def test_a_reported_run_no_test_of_which_recorded_its_files_is_skipped_as_no_evidence() -> None:
+    own = history_file("1", LINUX_WHEEL)
+    run = history_run("1", [own], [evidence("t", [])], state=RunState.REJECTED)
 
     skip = skip_of(lambda: plan_run(run, tags=LINUX, sources=SOURCES, now=NOW))
 
     assert skip.reason == SKIP_NO_EVIDENCE
-    assert "never reported" in skip.message
+    assert "t (passed)" in skip.message
+
+
+def test_without_a_passed_test_the_failed_tests_evidence_is_installed_and_named() -> None:
+    linux, helper = history_file("1", LINUX_WHEEL), history_file("1", "helper-1.0-py3-none-any.whl")
+    run = history_run(
+        "1",
+        [linux, helper],
+        [
+            evidence("skipped", [linux], result="skipped"),
+            evidence("smoke", [linux], result="failed"),
+        ],
+        state=RunState.REJECTED,
+    )
+
+    plan = plan_run(run, tags=LINUX, sources=SOURCES, now=NOW)
+
+    assert (plan.route, plan.test) == (InstallRoute.EVIDENCE, "smoke")
+    assert [f.filename for f in plan.files] == [LINUX_WHEEL]
+
+
+def test_a_foreign_file_with_the_runs_bytes_under_another_name_does_not_replace_its_own() -> None:
+    linux = history_file("1", LINUX_WHEEL, b"torch bytes")
+    # Given a file another entry added to the run: another platform's name, the same bytes.
+    planted = history_file("1", WINDOWS_WHEEL, b"torch bytes")
+    run = history_run("1", [linux, planted], [evidence("t", [linux])])
+
+    plan = plan_run(run, tags=LINUX, sources=SOURCES, now=NOW)
+
+    assert [f.filename for f in plan.files] == [LINUX_WHEEL]
 
 
 def test_an_unknown_test_name_is_skipped_with_the_runs_tests_listed() -> None:

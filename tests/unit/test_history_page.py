@@ -14,6 +14,7 @@ from tests.unit.history_page_samples import (
     NIGHTLY_URL,
     NOW,
     REPOSITORY_URL,
+    evidence_of,
     history_run,
     sample_runs,
     staged_file,
@@ -45,6 +46,8 @@ class Page(HTMLParser):
         if tag == "article":
             self._run = {"attrs": found, "text": "", "links": []}
             self.runs[str(found["id"])] = self._run
+        if "data-route" in found and self._run is not None:
+            self._run["route"] = found["data-route"]
         if tag == "a":
             self.links.append(str(found["href"]))
             if self._run is not None:
@@ -119,7 +122,7 @@ def test_a_promoted_run_links_its_files_in_nightly_even_after_the_staged_copy_ex
         NIGHTLY_URL + INDEX + "/" + f.filename.replace("+", "%2B") for f in promoted.files
     ]
     assert "expired" not in text
-    assert "wheelgate bisect install 1001 --index v2/gfx94X-dcgpu" in text
+    assert "wheelgate bisect install run:1001 --index v2/gfx94X-dcgpu --as-test smoke" in text
 
 
 def test_a_staged_file_links_its_staged_copy_relative_to_the_page_with_plus_encoded() -> None:
@@ -146,10 +149,68 @@ def test_an_expired_run_says_so_links_no_file_and_offers_no_install_line() -> No
 
 def test_a_run_with_one_file_expired_still_offers_its_install_line() -> None:
     files = (staged_file("1100", 7, expires_in_days=-1), staged_file("1100", 8, expires_in_days=1))
-    run = history_run("1100", 7, state=RunState.REJECTED, staged_days_ago=13, files=files)
+    run = history_run(
+        "1100",
+        7,
+        state=RunState.REJECTED,
+        staged_days_ago=13,
+        files=files,
+        tests=(evidence_of("smoke", "passed", files[1]),),
+    )
     page = Page(render([run]))
     assert len([link for link in page.run_links("1100") if link.endswith(".whl")]) == 1
-    assert "wheelgate bisect install 1100 --index" in page.text("1100")
+    assert "wheelgate bisect install run:1100 --index" in page.text("1100")
+
+
+def test_each_run_says_how_it_installs_and_prints_a_line_only_for_those_that_install() -> None:
+    runs = sample_runs()
+    page = Page(render(list(runs.values())))
+
+    routes = {k: page.runs[f"run-{r.run_id}-1"].get("route") for k, r in runs.items()}
+    assert routes == {
+        "promoted": "evidence",
+        "rejected": "evidence",
+        "expired": None,
+        "staged": "offer",
+        "pending": "evidence",
+    }
+    assert "Installs exactly what test smoke installed (it failed)." in page.text("1002")
+    assert f"wheelgate bisect install run:1002 --index {INDEX} --as-test smoke" in page.text("1002")
+    assert "its offer, its staged files and the 1 nightly file" in page.text("1003")
+    assert f"wheelgate bisect install run:1003 --index {INDEX}" in page.text("1003")
+    assert "--as-test" not in page.text("1003")
+
+
+def test_a_run_that_cannot_be_installed_says_why_and_prints_no_install_line() -> None:
+    run = history_run(
+        "1200",
+        8,
+        state=RunState.REJECTED,
+        staged_days_ago=1,
+        files=(staged_file("1200", 8, expires_in_days=13),),
+        tests=(RecordedTest(name="smoke", result="failed"),),
+    )
+
+    text = Page(render([run])).text("1200")
+
+    assert "Cannot be installed exactly: reported, but no passed or failed test recorded" in text
+    assert "wheelgate bisect install" not in text
+
+
+def test_a_test_name_in_the_install_line_is_quoted_for_the_shell() -> None:
+    file = staged_file("1300", 9, expires_in_days=13)
+    run = history_run(
+        "1300",
+        9,
+        state=RunState.PROMOTED,
+        staged_days_ago=1,
+        files=(file,),
+        tests=(evidence_of("gpu smoke; rm -rf ~", "passed", file),),
+    )
+
+    text = Page(render([run])).text("1300")
+
+    assert "--as-test 'gpu smoke; rm -rf ~'" in text
 
 
 def test_commits_link_the_repository_only_when_one_is_given_and_http() -> None:
@@ -170,7 +231,8 @@ def test_hostile_test_names_and_messages_are_text_never_markup() -> None:
     )  # fmt: skip
     html = render([run])
     assert "<script>" not in html
-    assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 3
+    # The message, the test's name and result, and both again in why it cannot be installed.
+    assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 5
     assert "script" not in Page(html).tags
 
 

@@ -1,6 +1,7 @@
 """The venv a bisect installs into: made once, then made to hold exactly one plan's files at
 each step, with pip or uv, hermetically (:mod:`wheelgate.staging.hermetic`), from the cache's
-paths pinned by SHA-256 (``--require-hashes``, no index, no resolver).
+paths pinned by SHA-256 (``--require-hashes``, no index, no resolver; an offer's files are
+first narrowed to those a resolver picks, :mod:`wheelgate.bisect.resolve`).
 
 An installed distribution says its name and version, not which bytes it came from, and runs
 may share a version (a local label is not always there). So the venv keeps what it was last
@@ -62,9 +63,9 @@ def ensure_venv(venv: Path, *, installer: Installer, python: str, uv: str) -> Pa
         command = [uv, "venv", "--no-python-downloads", "--python", python, str(venv)]
     else:
         command = [python, "-m", "venv", "--without-pip", str(venv)]
-    result = _run(command)
+    result = run_hermetic(command)
     if result.returncode != 0:
-        raise ValueError(f"cannot make the venv {venv}: {_last_lines(result)}")
+        raise ValueError(f"cannot make the venv {venv}: {last_lines(result)}")
     return interpreter
 
 
@@ -146,14 +147,16 @@ def _read_state(path: Path) -> dict[str, str]:
 
 
 def _install(what: str, command: list[str]) -> None:
-    result = _run(command)
+    result = run_hermetic(command)
     if result.returncode != 0:
         raise SkipRun(
-            SKIP_INSTALL_FAILED, f"{what} failed (exit {result.returncode}): {_last_lines(result)}"
+            SKIP_INSTALL_FAILED, f"{what} failed (exit {result.returncode}): {last_lines(result)}"
         )
 
 
-def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+def run_hermetic(command: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run an installer's ``command`` hermetically (no user config, no index but those given);
+    an interpreter that cannot be started or a timeout is an exit of -1."""
     try:
         return subprocess.run(
             command,
@@ -167,6 +170,7 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(command, -1, "", str(exc))
 
 
-def _last_lines(result: subprocess.CompletedProcess[str]) -> str:
+def last_lines(result: subprocess.CompletedProcess[str]) -> str:
+    """The last lines of a failed command's output, for a skip's message."""
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     return " | ".join(lines[-QUOTED_LINES:]) or "no output"

@@ -22,8 +22,9 @@ from wheelgate.bisect.cache import BisectCache, Fetched
 from wheelgate.bisect.environment import CachedFile, Installer, ensure_venv, sync
 from wheelgate.bisect.plan import Sources, plan_run
 from wheelgate.bisect.probe import InstallPlan
+from wheelgate.bisect.resolve import resolve_offer
 from wheelgate.bisect.tags import interpreter_tags, target_tags
-from wheelgate.history.model import HistoryRun
+from wheelgate.history.model import HistoryRun, InstallRoute
 from wheelgate.staging.targets import Target
 
 
@@ -50,6 +51,18 @@ class InstallReport:
     @property
     def downloads(self) -> int:
         return sum(f.downloaded for f in self.files)
+
+    def described(self) -> str:
+        """What was installed, for a person: which test's evidence (and whether it passed),
+        or the offer."""
+        plan = self.plan
+        if plan.route is InstallRoute.OFFER:
+            return (
+                f"its offer (never reported): {len(self.files)} of the {len(plan.files)} files "
+                "its index offered when staged, as a resolver that saw only those picked them"
+            )
+        result = next((t.result for t in plan.run.tests if t.name == plan.test), "")
+        return f"the files test {plan.test!r} installed (it {result})"
 
 
 class PipRunInstaller:
@@ -120,30 +133,42 @@ class PipRunInstaller:
         return sum(f.downloaded for f in self.fetch_files(plan))
 
     def install(self, plan: InstallPlan, venv: Path) -> None:
-        """Make ``venv`` hold exactly the plan's files, making it first if it does not exist.
-        Raises :class:`~wheelgate.bisect.probe.SkipRun` (``install-failed``, or a file that
-        could not be fetched) and ``ValueError`` when the venv cannot be made."""
+        """Make ``venv`` hold exactly the plan's files (an offer's: those the resolver picks
+        among them), making it first if it does not exist. Raises
+        :class:`~wheelgate.bisect.probe.SkipRun` (``install-failed``, or a file that could not
+        be fetched) and ``ValueError`` when the venv cannot be made."""
+        self.install_files(plan, venv)
+
+    def install_files(self, plan: InstallPlan, venv: Path) -> set[str]:
+        """:meth:`install`, returning the SHA-256 of each file installed."""
         # A file the cache evicted since it was fetched (a tight size limit) is fetched again.
         files = [
             CachedFile(self.cache.cached(f) or self.cache.fetch(f).path, f.sha256)
             for f in plan.files
         ]
         python = ensure_venv(venv, installer=self.installer, python=self.python, uv=self.uv)
+        if plan.route is InstallRoute.OFFER:
+            files = resolve_offer(
+                files, plan.requirements, python=python, installer=self.installer, uv=self.uv
+            )
         sync(venv, python, files, installer=self.installer, uv=self.uv)
+        return {f.sha256 for f in files}
 
 
 def install_run(
     run: HistoryRun, installer: PipRunInstaller, venv: Path, *, as_test: str | None = None
 ) -> InstallReport:
-    """Install ``run`` exactly into ``venv`` (``as_test``: exactly that test's evidence) and say
-    what was installed and whether each file was downloaded or cached. Raises
+    """Install ``run`` exactly into ``venv`` (``as_test``: exactly that test's evidence; else
+    as :func:`~wheelgate.bisect.plan.plan_run` says) and say what was installed (of an offer,
+    the files the resolver picked) and whether each file was downloaded or cached. Raises
     :class:`~wheelgate.bisect.probe.SkipRun` with the reason the run cannot be installed, and
     ``ValueError`` when the venv or the interpreter cannot be used."""
     plan = installer.plan(run, as_test=as_test)
     fetched = installer.fetch_files(plan)
-    installer.install(plan, venv)
+    installed = installer.install_files(plan, venv)
     files = tuple(
         InstalledRunFile(p.filename, p.sha256, f.size, p.url, f.downloaded)
         for p, f in zip(plan.files, fetched, strict=True)
+        if p.sha256 in installed
     )
     return InstallReport(plan=plan, venv=venv, files=files)

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from wheelgate.history.model import HistoryRun
+from wheelgate.history.model import HistoryRun, InstallRoute
 
 #: Why a run is skipped, never counted bad (docs/bisect.md lists them).
 SKIP_MISSING_PROJECT = "missing-project"
 SKIP_MISSING_TARGET = "missing-target"
 SKIP_NO_EVIDENCE = "no-evidence"
+#: A run never reported whose offer could not be checked (or was never recorded).
+SKIP_NO_OFFER = "no-offer"
 SKIP_EXPIRED = "expired"
 SKIP_MISSING_FILE = "missing-file"
 SKIP_HASH_MISMATCH = "hash-mismatch"
@@ -47,12 +49,19 @@ class PlannedFile:
 
 @dataclass(frozen=True)
 class InstallPlan:
-    """Exactly what installing ``run`` puts in a venv: every distribution, pinned by hash.
-    ``test`` names the test whose evidence the files are (``None``: the run's closure)."""
+    """Exactly what installing ``run`` puts in a venv, every file pinned by hash.
+
+    ``route`` ``evidence``: ``files`` are what test ``test`` installed, installed as they are.
+    ``route`` ``offer``: ``files`` are what the run's index offered (its own staged files and
+    the nightly files it offered beside them, those the environment takes), and a resolver
+    that sees only them picks among them what installs ``requirements`` (the run's projects).
+    """
 
     run: HistoryRun
     files: tuple[PlannedFile, ...]
     test: str | None = None
+    route: InstallRoute = InstallRoute.EVIDENCE
+    requirements: tuple[str, ...] = ()
 
 
 class RunInstaller(Protocol):

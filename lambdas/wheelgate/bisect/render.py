@@ -6,16 +6,28 @@ from wheelgate.bisect.commits import short
 from wheelgate.bisect.result import BisectResult, ResultRun
 from wheelgate.bisect.search import Verdict
 from wheelgate.bisect.session import Step
+from wheelgate.history.model import InstallRoute, RunInstall
 
 
 def _state(state: str, reasons: tuple[str, ...]) -> str:
     return f"{state}({','.join(reasons)})" if reasons else state
 
 
+def installed_as(install: RunInstall | None) -> str:
+    """What a step installed, for a person: ``test 'smoke'`` (that test's evidence),
+    ``offer``, or nothing (nothing was planned, or no test is known)."""
+    if install is None:
+        return ""
+    if install.route is InstallRoute.OFFER:
+        return "offer"
+    return f"test {install.test!r}" if install.test else ""
+
+
 def step_line(step: Step) -> str:
-    """``[3/~6] run 1234 · 515115e · 2026-03-02 · rejected(tests-failed) · cached · 41 s →
-    bad``: the step of the estimated total, the run, its commit, the day it was staged, its
-    state, what was downloaded, the seconds taken and the verdict (or why it was skipped)."""
+    """``[3/~6] run 1234 · 515115e · 2026-03-02 · rejected(tests-failed) · test 'smoke' ·
+    cached · 41 s → bad``: the step of the estimated total, the run, its commit, the day it
+    was staged, its state, what it installed (which test's evidence, or ``offer``), what was
+    downloaded, the seconds taken and the verdict (or why it was skipped)."""
     if step.downloaded is None:
         fetched = "not fetched"
     elif step.downloaded == 0:
@@ -26,10 +38,12 @@ def step_line(step: Step) -> str:
     if step.exit_code == 124 and step.message:
         verdict += " (timed out)"
     attempt = f" attempt {step.attempt}" if step.attempt > 1 else ""
+    route = installed_as(step.install)
     return (
         f"[{step.number}/~{step.estimated_total}] run {step.run_id}{attempt} · "
         f"{short(step.commit)} · {step.staged_at[:10]} · {_state(step.state, step.reasons)} · "
-        f"{fetched} · {step.seconds:.0f} s → {verdict}"
+        + (f"{route} · " if route else "")
+        + f"{fetched} · {step.seconds:.0f} s → {verdict}"
     )
 
 

@@ -18,7 +18,7 @@ from wheelgate.bisect.prefetch import Prefetch, next_possible
 from wheelgate.bisect.probe import SKIP_BY_COMMAND, RunInstaller, SkipRun
 from wheelgate.bisect.search import Outcome, Verdict
 from wheelgate.bisect.session import Session, SessionStore, Step
-from wheelgate.history.model import HistoryRun
+from wheelgate.history.model import HistoryRun, RunInstall
 
 #: Runs the command under test in a venv.
 CommandRunner = Callable[[Path], CommandResult]
@@ -60,6 +60,7 @@ def run_bisect(
             exit_code=probed.exit_code,
             seconds=round(time.monotonic() - started, 3),
             downloaded=probed.downloaded,
+            install=probed.install,
         )
         session = session.with_step(step)
         store.save(session)
@@ -77,6 +78,7 @@ class _Probed:
     message: str = ""
     exit_code: int | None = None
     downloaded: int | None = None
+    install: RunInstall | None = None
 
 
 def _probe(
@@ -90,12 +92,14 @@ def _probe(
     """Install ``run`` into ``venv`` (``as_test``: exactly that test's evidence) and run the
     command, fetching ``upcoming`` meanwhile."""
     downloaded: int | None = None
+    install: RunInstall | None = None
     try:
         plan = installer.plan(run, as_test=as_test)
+        install = RunInstall(route=plan.route, test=plan.test)
         downloaded = installer.fetch(plan)
         installer.install(plan, venv)
     except SkipRun as skip:
-        return _Probed(Verdict.SKIP, skip.reason, skip.message, downloaded=downloaded)
+        return _Probed(Verdict.SKIP, skip.reason, skip.message, None, downloaded, install)
     prefetch = Prefetch(installer, upcoming, as_test=as_test)
     try:
         result = command(venv)
@@ -104,7 +108,12 @@ def _probe(
     if result.verdict is Verdict.SKIP:
         said = "timed out" if result.timed_out else f"exited {result.exit_code}"
         return _Probed(
-            Verdict.SKIP, SKIP_BY_COMMAND, f"the command {said}", result.exit_code, downloaded
+            Verdict.SKIP,
+            SKIP_BY_COMMAND,
+            f"the command {said}",
+            result.exit_code,
+            downloaded,
+            install,
         )
     message = "the command timed out" if result.timed_out else ""
-    return _Probed(result.verdict, None, message, result.exit_code, downloaded)
+    return _Probed(result.verdict, None, message, result.exit_code, downloaded, install)

@@ -25,7 +25,7 @@ from wheelgate.bisect.candidates import Order
 from wheelgate.bisect.command import TimeoutIs
 from wheelgate.bisect.private_dir import check_private, private_directory
 from wheelgate.bisect.search import Bisection, Verdict
-from wheelgate.history.model import HistoryRun, RunState
+from wheelgate.history.model import HistoryRun, RunInstall, RunState
 
 SESSION_SCHEMA: Final = "wheelgate/bisect-session/v1"
 SESSION_FILE: Final = "session.json"
@@ -93,6 +93,8 @@ class Step(BaseModel):
     exit_code: int | None = None
     seconds: float
     downloaded: int | None = None
+    #: What was installed: which test's evidence, or the offer (``None``: nothing planned).
+    install: RunInstall | None = None
 
 
 class Session(BaseModel):

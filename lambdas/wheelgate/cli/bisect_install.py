@@ -214,6 +214,7 @@ def _print_report(report: InstallReport, *, as_json: bool) -> None:
             "run_id": run.run_id,
             "commit": run.commit,
             "index": run.index,
+            "route": report.plan.route.value,
             "test": report.plan.test,
             "venv": str(report.venv),
             "files": [
@@ -229,8 +230,7 @@ def _print_report(report: InstallReport, *, as_json: bool) -> None:
         }
         print(json.dumps(shown, indent=2))
         return
-    what = f"test {report.plan.test}'s evidence" if report.plan.test else "its tested closure"
-    print(f"run {run.run_id} ({run.commit[:12]}, {run.state.value}): {what}")
+    print(f"run {run.run_id} ({run.commit[:12]}, {run.state.value}): {report.described()}")
     for f in report.files:
         how = "downloaded" if f.downloaded else "cached"
         print(f"  {f.filename}  {human_size(f.size)}  {how}  sha256:{f.sha256[:12]}")
@@ -238,18 +238,20 @@ def _print_report(report: InstallReport, *, as_json: bool) -> None:
 
 
 INSTALL_DESCRIPTION = """\
-Install exactly one run of an index directory into a venv: the files a passed test of the run
-installed (its tested closure) for this interpreter or --target, or with --as-test exactly the
-files that test installed. Each file is pinned by SHA-256 and installed with no resolver
-(--require-hashes, --no-deps), promoted files from nightly, others from staging while they
-last. It reads the run history, not the run's own pages, so it works after those expire.
+Install exactly one run of an index directory into a venv: the files one of its tests
+installed (a passed test's first, else a failed one's) for this interpreter or --target, or
+with --as-test exactly the files that test installed; a run never reported, its offer (its
+staged files and the nightly files its index offered, resolved among those alone). It says
+which. Each file is pinned by SHA-256 (--require-hashes), promoted files from nightly, others
+from staging while they last. It reads the run history, not the run's own pages, so it works
+after those expire.
 
 REF: as for bisect run (a run id, a commit prefix, a date, promoted or latest: the newest run
 that can be installed, with --as-test the newest with that test).
 
 Exit codes: 0 installed; 1 the run cannot be installed exactly (the reason is named: no
-evidence, expired, missing file, hash mismatch, failed install); 2 bad options or a REF naming
-no run or several; 4 storage error.
+evidence, no offer, expired, missing file, hash mismatch, failed install); 2 bad options or
+a REF naming no run or several; 4 storage error.
 """
 
 

@@ -34,6 +34,7 @@ from wheelgate.history.model import (
     StagedEntry,
     project_and_version,
 )
+from wheelgate.history.offer import merged_offer
 
 #: Reason codes of a refused entry.
 REFUSED_KEY = "entry-key-mismatch"
@@ -203,9 +204,14 @@ def union_files(
 
 def merged_run(existing: HistoryRun, staged: HistoryRun) -> HistoryRun:
     """``existing`` with what a later stage call's entry adds: while the run was never
-    reported, its files (a name already there keeps its record); nothing else. Its commit time
-    and attempt are its first entry's, and a run once reported is its manifest's alone, so
-    ``existing`` is returned as it is."""
+    reported, its files (a name already there keeps its record) and its offer; nothing else.
+    Its commit time and attempt are its first entry's, and a run once reported is its
+    manifest's alone, so ``existing`` is returned as it is."""
     if existing.state is not RunState.STAGED:
         return existing
-    return existing.model_copy(update={"files": union_files(existing.files, staged.files)})
+    return existing.model_copy(
+        update={
+            "files": union_files(existing.files, staged.files),
+            **merged_offer(existing, staged),
+        }
+    )

@@ -28,7 +28,9 @@ from wheelgate.history.fold import (
     run_of_entry,
 )
 from wheelgate.history.model import HistoryRun, StagedEntry
+from wheelgate.history.offer import NightlyReleases, with_offer
 from wheelgate.history.store import STAGED_RUNS_PER_DAY, HistoryStore
+from wheelgate.index.store import IndexStore
 from wheelgate.storage.bucket import Bucket
 
 #: Reason codes of an entry that could not be read.
@@ -55,9 +57,10 @@ class FoldResult:
 
 class EntryFolder:
     """Folds entries written to ``staging`` into the history ``store``; each staged file gets
-    an expiry ``run_expiry_days`` after the run was staged (``None``: none recorded). An entry
-    for a directory not in ``allowed_indexes`` (empty: any) is refused; a new never-reported
-    run beyond ``staged_runs_per_day`` of its day is dropped
+    an expiry ``run_expiry_days`` after the run was staged (``None``: none recorded); each
+    entry's offer is checked against ``nightly_pages`` (:mod:`wheelgate.history.offer`). An
+    entry for a directory not in ``allowed_indexes`` (empty: any) is refused; a new
+    never-reported run beyond ``staged_runs_per_day`` of its day is dropped
     (:meth:`~wheelgate.history.store.HistoryStore.add_staged_run`)."""
 
     def __init__(
@@ -66,12 +69,14 @@ class EntryFolder:
         store: HistoryStore,
         *,
         run_expiry_days: int | None,
+        nightly_pages: IndexStore,
         allowed_indexes: frozenset[str] = frozenset(),
         staged_runs_per_day: int = STAGED_RUNS_PER_DAY,
     ) -> None:
         self.staging = staging
         self.store = store
         self.run_expiry_days = run_expiry_days
+        self.nightly_pages = nightly_pages
         self.allowed_indexes = allowed_indexes
         self.staged_runs_per_day = staged_runs_per_day
 
@@ -98,7 +103,11 @@ class EntryFolder:
         staged_at = first_staged(self.staging, entry.run_id)
         if staged_at is None:  # its files were there a moment ago: gone since (expired)
             return FoldResult(key, reason=REFUSED_GONE, message=f"run {entry.run_id} is gone")
-        staged = run_of_entry(entry, self.run_expiry_days, staged_at=staged_at)
+        staged = with_offer(
+            run_of_entry(entry, self.run_expiry_days, staged_at=staged_at),
+            entry,
+            NightlyReleases(self.nightly_pages),
+        )
         # A decision that came first put the run in the month its first staged object was
         # written in (or, with none left, the month it was decided in): no earlier than this.
         month = self.store.find_month(entry.index, entry.run_id, since=staged.month)

@@ -3,10 +3,12 @@ head and month shards it is made from (:mod:`wheelgate.history.model`).
 
 Newest run first (:func:`listed_runs`: the newest reported runs, never-reported runs trimmed
 beside them, so a flood of stage entries cannot push a reported run off it); each with its
-state and reasons, commit, times, tests and files, and the line that installs it
-(``wheelgate bisect install``). A file links where its bytes are: nightly once promoted
-(absolute, permanent), else its staged copy (relative to the page, so the page works under any
-host); an expired staged copy links nothing, since the link would 404.
+state and reasons, commit, times, tests and files, how it installs
+(:func:`~wheelgate.history.install_route.run_install`: which test's evidence, its offer, or why
+it cannot be installed exactly), and, only for a run that can be installed, the line that
+installs it that way (``wheelgate bisect install``). A file links where its bytes are: nightly
+once promoted (absolute, permanent), else its staged copy (relative to the page, so the page
+works under any host); an expired staged copy links nothing, since the link would 404.
 
 Pure: the views are plain data and the Jinja2 templates of ``templates/`` render them with
 autoescape on. Jinja2 comes with the promoter (the ``promoter`` extra and its layer), so it is
@@ -15,6 +17,7 @@ imported when a page is rendered: ``wheelgate bisect`` reads this package withou
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,7 +28,16 @@ from typing import TYPE_CHECKING, Final
 from wheelgate.core.display import human_size, safe_url, shown_time
 from wheelgate.core.layout import PAGES, STAGING, href, key_url
 from wheelgate.core.timestamps import upload_time
-from wheelgate.history.model import HistoryFile, HistoryRun, MonthRef, RunState, newest_first
+from wheelgate.history.install_route import run_install
+from wheelgate.history.model import (
+    HistoryFile,
+    HistoryRun,
+    InstallRoute,
+    MonthRef,
+    RunInstall,
+    RunState,
+    newest_first,
+)
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -76,13 +88,16 @@ class FileShown:
 @dataclass(frozen=True)
 class RunShown:
     """A run as the page shows it: the run, how its state reads, its commit's link, its files,
-    whether all of them expired, and its install line (``None`` once nothing can be installed)."""
+    whether all of them expired, how it installs (its route, and a sentence) and its install
+    line (``None`` when it cannot be installed exactly, or nothing can be any more)."""
 
     run: HistoryRun
     state: StateShown
     commit_url: str | None
     files: tuple[FileShown, ...]
     expired: bool
+    route: str
+    installs: str
     install: str | None
 
 
@@ -96,10 +111,28 @@ def listed_runs(runs: Iterable[HistoryRun], limit: int) -> list[HistoryRun]:
     return newest_first([*reported, *never])
 
 
-def install_line(run_id: str, index: str) -> str:
-    """The command that installs run ``run_id`` of ``index`` exactly. Run ids and index
-    directories hold no character a shell reads (core/layout.py), so it needs no quoting."""
-    return f"wheelgate bisect install {run_id} --index {index}"
+def install_line(run_id: str, index: str, test: str | None = None) -> str:
+    """The command that installs run ``run_id`` of ``index`` exactly (``test``: as that
+    test's evidence). ``run:`` names the run even when its id is also a commit prefix. Run ids
+    and index directories hold no character a shell reads (core/layout.py); a test name is
+    quoted for the shell."""
+    line = f"wheelgate bisect install run:{run_id} --index {index}"
+    return line if test is None else f"{line} --as-test {shlex.quote(test)}"
+
+
+def install_sentence(run: HistoryRun, install: RunInstall) -> str:
+    """How ``run`` installs, as the page says it."""
+    if install.route is InstallRoute.EVIDENCE:
+        result = next((t.result for t in run.tests if t.name == install.test), "")
+        return f"Installs exactly what test {install.test} installed (it {result})."
+    if install.route is InstallRoute.OFFER:
+        count = len(run.offer)
+        return (
+            f"Never reported: installs its offer, its staged files and the {count} nightly "
+            f"file{'s' if count != 1 else ''} its index offered when staged, resolved among "
+            "those alone."
+        )
+    return f"Cannot be installed exactly: {install.reason}."
 
 
 def commit_url(repository_url: str | None, sha: str) -> str | None:
@@ -134,6 +167,10 @@ def run_shown(
     """``run`` as the page of ``index`` shows it at ``now`` (see :class:`RunShown`)."""
     page_dir = STAGING.history_dir(index)
     expired = run.expired(now)
+    install = run_install(run)
+    line = None
+    if not expired and install.route is not InstallRoute.NONE:
+        line = install_line(run.run_id, index, install.test)
     return RunShown(
         run=run,
         state=STATES_SHOWN[run.state],
@@ -143,7 +180,9 @@ def run_shown(
             for f in run.files
         ),
         expired=expired,
-        install=None if expired else install_line(run.run_id, index),
+        route=install.route.value,
+        installs=install_sentence(run, install),
+        install=line,
     )
 
 

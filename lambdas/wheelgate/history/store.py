@@ -22,6 +22,7 @@ from datetime import datetime
 
 from wheelgate.core.layout import STAGING
 from wheelgate.core.timestamps import upload_time
+from wheelgate.history.install_route import with_install
 from wheelgate.history.model import (
     CappedDay,
     HistoryHead,
@@ -126,7 +127,7 @@ class HistoryStore:
             kept, dropped = {}, []
             for run_id, change in changes.items():
                 old = runs.get(run_id)
-                new = change(old)
+                new = with_install(change(old))
                 if cap is not None and old is None and _over_cap(runs.values(), new, cap):
                     dropped.append(new)
                     continue

@@ -167,6 +167,7 @@ def _history(
         history,
         run_expiry_days=settings.run_expiry_days,
         allowed_indexes=settings.allowed_indexes,
+        nightly_pages=nightly_pages,
     )
     return recorder, folder
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from wheelgate.core.layout import STAGING
-from wheelgate.history.model import EntryFile, StagedEntry
+from wheelgate.history.model import EntryFile, OfferFile, StagedEntry
 from wheelgate.staging.errors import StageError
 from wheelgate.staging.local_artifacts import LocalArtifact
 from wheelgate.storage.bucket import Bucket
@@ -26,9 +26,11 @@ def staged_entry(
     commit_time: str | None,
     staged_at: str,
     artifacts: Sequence[LocalArtifact],
+    offer: Sequence[OfferFile] = (),
 ) -> StagedEntry:
-    """The entry of a call that staged ``artifacts`` (each hashed) for ``run_id``.
-    Raises ``ValueError`` for a file not hashed yet."""
+    """The entry of a call that staged ``artifacts`` (each hashed) for ``run_id``, and the
+    nightly files the run's index offered beside them (``offer``). Raises ``ValueError`` for
+    a file not hashed yet."""
     return StagedEntry(
         run_id=run_id,
         attempt=attempt,
@@ -39,6 +41,7 @@ def staged_entry(
         files=tuple(
             EntryFile(filename=a.filename, sha256=a.digest, size=a.size) for a in artifacts
         ),
+        offer=tuple(offer),
     )
 
 

@@ -1,10 +1,12 @@
 """A run's own index: its staged files over nightly's files of their dependency closure, one
-page per project and the root page naming them (:func:`publish_run_index`)."""
+page per project and the root page naming them (:func:`publish_run_index`), and the nightly
+files it offers beside the run's own (:func:`offered_files`), which the run's history entry
+records."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from wheelgate.core.layout import (
@@ -15,7 +17,14 @@ from wheelgate.core.layout import (
     key_url,
     project_dir,
 )
-from wheelgate.index.pages import IndexEntry, PageFormatError, absolute, staging_view
+from wheelgate.history.model import MAX_OFFER_FILES, OfferFile
+from wheelgate.index.pages import (
+    IndexEntry,
+    PageFormatError,
+    ProjectPage,
+    absolute,
+    staging_view,
+)
 from wheelgate.index.store import IndexStore, PageWrites
 from wheelgate.staging.closure import nightly_closure
 from wheelgate.staging.errors import StageError
@@ -42,6 +51,37 @@ def unreadable_nightly(index: str, exc: PageFormatError, then: str) -> StageErro
     )
 
 
+def run_closure(
+    nightly: Bucket, index: str, artifacts: Sequence[LocalArtifact], *, workers: int = 16
+) -> dict[str, ProjectPage]:
+    """Nightly's page of every project of ``artifacts`` and of their dependency closure
+    (:mod:`wheelgate.staging.closure`), by project. Raises
+    :class:`~wheelgate.index.pages.PageFormatError` for a page that is not a project page."""
+    roots: dict[str, list[bytes]] = defaultdict(list)
+    for artifact in artifacts:
+        own = roots[project_dir(artifact.project)]
+        if artifact.metadata is not None:
+            own.append(artifact.metadata.content)
+    return nightly_closure(nightly, index, roots, workers=workers)
+
+
+def offered_files(closure: Mapping[str, ProjectPage]) -> tuple[OfferFile, ...]:
+    """The nightly files the run's index offers beside the run's own: every file the pages of
+    its ``closure`` list (a yanked one aside, which a resolver does not pick), by name and
+    SHA-256 as nightly's pages give them. None past
+    :data:`~wheelgate.history.model.MAX_OFFER_FILES`: a part of an offer would let a resolver
+    pick what the run's index would not have."""
+    files = {
+        e.filename: OfferFile(filename=e.filename, sha256=e.sha256)
+        for page in closure.values()
+        for e in page.entries
+        if e.yanked is False
+    }
+    if len(files) > MAX_OFFER_FILES:
+        return ()
+    return tuple(files[name] for name in sorted(files))
+
+
 def publish_run_index(
     *,
     staging: Bucket,
@@ -52,6 +92,7 @@ def publish_run_index(
     artifacts: Sequence[LocalArtifact],
     now: str,
     workers: int = 16,
+    closure: Mapping[str, ProjectPage] | None = None,
 ) -> PageWrites:
     """Write the run's index for ``index``: a page for every project of ``artifacts`` and of
     their dependency closure in nightly (:mod:`wheelgate.staging.closure`: what their
@@ -74,11 +115,8 @@ def publish_run_index(
         prefix=STAGING.run_pages_prefix(run_id),
         tags={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
     )
-    roots = {
-        project: [a.metadata.content for a in own if a.metadata is not None]
-        for project, own in by_project.items()
-    }
-    closure = nightly_closure(nightly, index, roots, workers=workers)
+    if closure is None:
+        closure = run_closure(nightly, index, artifacts, workers=workers)
     projects = sorted(p for p, page in closure.items() if page.entries or p in by_project)
 
     def publish(project: str) -> PageWrites:

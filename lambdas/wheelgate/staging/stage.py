@@ -16,12 +16,18 @@ from wheelgate.core.layout import (
 from wheelgate.core.lifecycle import StageWindowClosed, check_stage_window
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID, ObjectInfo
 from wheelgate.core.run_window import DEFAULT_RUN_STAGE_WINDOW_DAYS
-from wheelgate.index.pages import METADATA_CONTENT_TYPE, PageFormatError, upload_time
+from wheelgate.index.pages import METADATA_CONTENT_TYPE, PageFormatError, ProjectPage, upload_time
 from wheelgate.index.store import PageWrites
 from wheelgate.staging.errors import StageError
 from wheelgate.staging.history_entry import staged_entry, write_entry
 from wheelgate.staging.local_artifacts import LocalArtifact
-from wheelgate.staging.run_index import nightly_root, publish_run_index, unreadable_nightly
+from wheelgate.staging.run_index import (
+    nightly_root,
+    offered_files,
+    publish_run_index,
+    run_closure,
+    unreadable_nightly,
+)
 from wheelgate.staging.staged_files import first_staged
 from wheelgate.storage.bucket import (
     ARTIFACT_CONTENT_TYPE,
@@ -102,7 +108,10 @@ def stage(
 
     Once the files are staged, with ``record_history`` the call's entry in the run history is
     written once (:mod:`wheelgate.staging.history_entry`): ``attempt`` (the CI run's attempt),
-    ``commit_time`` (``None``: unknown), its files, and when the run was first staged.
+    ``commit_time`` (``None``: unknown), its files, when the run was first staged, and (with
+    ``publish_pages``) the nightly files the run's index offers beside them
+    (:func:`~wheelgate.staging.run_index.offered_files`, from the same reads of nightly's
+    pages that write the run's pages).
 
     Raises :class:`StageError`, before anything is uploaded, when a file of the same name is
     already staged for this run with other bytes or from another commit, or (with
@@ -134,8 +143,9 @@ def stage(
     )
     hashed, heads = _checked_against_staged(to, artifacts)
     uploaded, unchanged = _upload_all(to, hashed, heads)
+    closure = _closure(to, nightly, hashed) if publish_pages else {}
     if record_history:
-        _record_entry(to, hashed, staged_at=first or started, attempt=attempt, at=commit_time)
+        _record_entry(to, hashed, closure, first or started, attempt, commit_time)
     if not publish_pages:
         return StageResult(uploaded=uploaded, unchanged=unchanged, pages=PageWrites())
     pages = _publish_after_upload(
@@ -143,6 +153,7 @@ def stage(
         nightly=nightly,
         nightly_base_url=nightly_base_url,
         artifacts=hashed,
+        closure=closure,
         first=first or started,
         clock=clock,
         window_days=window_days,
@@ -194,24 +205,39 @@ def _checked_against_staged(
     return hashed, heads
 
 
+def _closure(
+    to: _Destination, nightly: Bucket, artifacts: Sequence[LocalArtifact]
+) -> dict[str, ProjectPage]:
+    """Nightly's pages of the closure of ``artifacts`` (read once: the run's pages and its
+    history entry's offer are made from them)."""
+    try:
+        return run_closure(nightly, to.index, artifacts)
+    except PageFormatError as exc:
+        raise unreadable_nightly(
+            to.index, exc, "the files were uploaded, but the run's index pages were not written"
+        ) from exc
+
+
 def _record_entry(
     to: _Destination,
     artifacts: Sequence[LocalArtifact],
-    *,
+    closure: Mapping[str, ProjectPage],
     staged_at: datetime,
     attempt: int,
-    at: str | None,
+    commit_time: str | None,
 ) -> None:
-    """Write the call's entry in the run history: ``artifacts`` (hashed), the run's first
-    staged time, the CI run's ``attempt`` and the commit time ``at``."""
+    """Write the call's entry in the run history: ``artifacts`` (hashed), the nightly files
+    the pages of their ``closure`` offer, the run's first staged time, the CI run's
+    ``attempt`` and the commit time."""
     entry = staged_entry(
         run_id=to.run_id,
         attempt=attempt,
         index=to.index,
         commit=to.commit,
-        commit_time=at,
+        commit_time=commit_time,
         staged_at=upload_time(staged_at),
         artifacts=artifacts,
+        offer=offered_files(closure),
     )
     write_entry(to.staging, entry)
 
@@ -246,6 +272,7 @@ def _publish_after_upload(
     nightly: Bucket,
     nightly_base_url: str,
     artifacts: Sequence[LocalArtifact],
+    closure: Mapping[str, ProjectPage],
     first: datetime,
     clock: Callable[[], datetime],
     window_days: int,
@@ -269,6 +296,7 @@ def _publish_after_upload(
             index=to.index,
             artifacts=artifacts,
             now=upload_time(clock()),
+            closure=closure,
         )
     except PageFormatError as exc:
         raise unreadable_nightly(

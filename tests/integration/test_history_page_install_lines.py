@@ -1,0 +1,136 @@
+"""The history page's install lines, run exactly as printed, on ``wheelgate local``: for a
+promoted run, a rejected run whose only test failed, and a run never reported (a wheel whose
+dependency lives only in nightly), each line installs exactly what the page says (the test's
+evidence, or the offer), in the user's own shell with the distributions' URLs in the
+environment."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import urllib.request
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import LocalProcess
+from tests.integration.installs import pip
+from tests.integration.test_bisect_install import contents, holds
+from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL
+from wheelgate.core.layout import STAGING
+from wheelgate.local.sample_wheels import build_wheel
+
+# Real pip installs three runs' test jobs and three bisect installs: `make test` only.
+pytestmark = pytest.mark.slow
+
+INDEX = "e2e/lines"
+ARTICLE = re.compile(r'<article class="card" id="run-([^"]+)-1".*?</article>', re.DOTALL)
+LINE = re.compile(r'<pre class="install"><code>(.*?)</code></pre>', re.DOTALL)
+ROUTE = re.compile(r'data-route="([a-z]+)"')
+
+
+def commit(n: int) -> str:
+    return hashlib.sha256(f"lines-{n}".encode()).hexdigest()[:40]
+
+
+def stage(local: LocalProcess, run_id: str, n: int, wheel: Path) -> str:
+    done = local.wheelgate(
+        *("stage", "--run-id", run_id, "--index", INDEX, "--commit", commit(n), str(wheel))
+    )
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)["index_url"])
+
+
+def run_test_job(local: LocalProcess, make_venv: Any, run_id: str, n: int, index_url: str) -> None:
+    """Run ``run_id``'s one test: pip installs its project from its index (the evidence);
+    run 0's test passes, the others' fail."""
+    venv: Path = make_venv(f"lines-{n}")
+    report = venv / "installed.json"
+    project = "lines-dep" if n == 0 else "lines-core"
+    done = pip(venv, "install", "--report", str(report), "--index-url", index_url, project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = "passed" if n == 0 else "failed"
+    url = f"https://github.com/example/project/actions/runs/{run_id}"
+    reported = local.wheelgate(
+        *("report", "--run-id", run_id, "--commit", commit(n)),
+        *("--test", f"{INDEX}:smoke={result}@{url}", "--installed", f"{INDEX}:smoke={report}"),
+    )
+    assert reported.returncode == 0, reported.stderr
+    status = local.wheelgate("status", run_id, "--wait", "60")
+    assert status.returncode == (0 if n == 0 else 1), status.stdout + status.stderr
+
+
+def page_lines(local: LocalProcess) -> dict[str, tuple[str, str | None]]:
+    """Each run on the page: its install route and its install line (``None``: none)."""
+    url = local.staging_url + STAGING.history_page(INDEX)
+    with urllib.request.urlopen(url, timeout=10) as response:
+        html = response.read().decode()
+    found = {}
+    for article in ARTICLE.finditer(html):
+        route, line = ROUTE.search(article.group(0)), LINE.search(article.group(0))
+        found[article.group(1)] = (
+            route.group(1) if route else "",
+            unescape(line.group(1)) if line else None,
+        )
+    return found
+
+
+def run_as_printed(local: LocalProcess, line: str, work: Path) -> subprocess.CompletedProcess[str]:
+    """``line`` run as a person pastes it, in ``work``, with the distributions' URLs set."""
+    argv = shlex.split(line)
+    assert argv[0] == "wheelgate"
+    work.mkdir()
+    env = {**os.environ, **local.env, ENV_NIGHTLY_BASE_URL: local.nightly_url}
+    env["XDG_CACHE_HOME"] = str(work / "cache")
+    return subprocess.run(
+        [sys.executable, "-m", "wheelgate", *argv[1:]],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=240,
+    )
+
+
+def test_each_install_line_on_the_page_installs_what_the_page_says(
+    local: LocalProcess, venv_factory: Any, tmp_path: Path
+) -> None:
+    # Given a promoted dependency, a rejected run of a wheel needing it whose only test
+    # failed, and a run of another build of that wheel never reported
+    dep = build_wheel(tmp_path / "0", "lines-dep", "1.0")
+    failed = build_wheel(tmp_path / "1", "lines-core", "1.0+g1", requires=["lines-dep"])
+    staged = build_wheel(tmp_path / "2", "lines-core", "1.0+g2", requires=["lines-dep"])
+    run_test_job(local, venv_factory, "lines-0", 0, stage(local, "lines-0", 0, dep))
+    run_test_job(local, venv_factory, "lines-1", 1, stage(local, "lines-1", 1, failed))
+    stage(local, "lines-2", 2, staged)
+    local.wait_idle()
+
+    # When each line the page prints is run as printed
+    lines = page_lines(local)
+    done = {
+        run_id: run_as_printed(local, str(line), tmp_path / run_id)
+        for run_id, (_, line) in lines.items()
+        if line is not None
+    }
+
+    # Then every run has one; each says how it installs and holds exactly those files
+    assert {run_id: route for run_id, (route, _) in lines.items()} == {
+        "lines-0": "evidence",
+        "lines-1": "evidence",
+        "lines-2": "offer",
+    }
+    assert all(d.returncode == 0 for d in done.values()), {k: d.stderr for k, d in done.items()}
+    assert "the files test 'smoke' installed (it failed)" in done["lines-1"].stdout
+    assert "its offer (never reported)" in done["lines-2"].stdout
+    venv = Path(".wheelgate-venv")
+    assert holds(tmp_path / "lines-0" / venv) == contents(dep)
+    assert holds(tmp_path / "lines-1" / venv) == contents(failed, dep)
+    assert holds(tmp_path / "lines-2" / venv) == contents(staged, dep)
