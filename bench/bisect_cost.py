@@ -19,7 +19,9 @@ distribution served from it), in a process of its own (:func:`local_s3.local_s3`
    :class:`~wheelgate.bisect.install.PipRunInstaller` (``--installer``, uv by default) and
    :class:`~wheelgate.bisect.cache.BisectCache` downloading from the staging distribution, and
    a real command in the venv. Then again over a copy of the directory where ``--skips`` of the
-   runs lack their wheel (each skipped as ``missing-file``). Every download is counted by file.
+   runs lack their wheel (each skipped as ``missing-file``), and over a third where a third of
+   the runs failed their test (installed by the failed test's evidence) and a tenth were never
+   reported (installed by their offer): none skipped. Every download is counted by file.
 
     .venv/bin/python bench/bisect_cost.py [--runs 10000] [--candidates 1000] [--skips 100]
 """
@@ -60,6 +62,7 @@ from wheelgate.core.manifest import InstalledFile
 from wheelgate.core.timestamps import upload_time
 from wheelgate.history.fold import history_file
 from wheelgate.history.model import (
+    CommitTimeBy,
     EntryFile,
     HistoryRun,
     RunState,
@@ -76,6 +79,7 @@ from wheelgate.storage.http import fetch
 HISTORY_INDEX = "v2/gfx94X-dcgpu"
 BISECT_INDEX = "bench/bisect"
 SKIPS_INDEX = "bench/bisect-skips"
+MIXED_INDEX = "bench/bisect-failed-and-unreported"
 START = datetime(2025, 1, 1, 0, 30, tzinfo=UTC)
 #: After every run was staged: the bisect's clock.
 NOW = datetime(2027, 1, 1, tzinfo=UTC)
@@ -328,11 +332,20 @@ class Bisected:
 
 
 def bisect_runs(
-    staging: Bucket, index: str, count: int, first_bad: int, missing: set[int], wheels: Path
+    staging: Bucket,
+    index: str,
+    count: int,
+    first_bad: int,
+    wheels: Path,
+    *,
+    missing: frozenset[int] = frozenset(),
+    failed: frozenset[int] = frozenset(),
+    unreported: frozenset[int] = frozenset(),
 ) -> None:
     """Stage ``count`` runs of ``index``, each a real wheel of ``probe`` whose ``EXIT`` is 1
     from ``first_bad`` on; those in ``missing`` lack their staged wheel. Recorded in the
-    history, promoted, each with its test's evidence."""
+    history with its test's evidence, passed; those in ``failed`` rejected, their test failed;
+    those in ``unreported`` staged and never reported (installed by their offer)."""
     store = HistoryStore(staging, clock=lambda: NOW)
     runs: dict[str, dict[str, HistoryRun]] = {}
     uploads: list[tuple[str, bytes]] = []
@@ -353,7 +366,7 @@ def bisect_runs(
             uploads.append((file.staging_key, data))
         test = TestRecord(
             name="smoke",
-            result="passed",
+            result="failed" if n in failed else "passed",
             installed=(InstalledFile(sha256=digest, filename=wheel.name),),
         )
         run = HistoryRun(
@@ -361,13 +374,24 @@ def bisect_runs(
             index=index,
             commit=commit,
             commit_time=at,
+            commit_time_by=CommitTimeBy.REPORTER,
             staged_at=at,
             reported_at=at,
             decided_at=at,
-            state=RunState.PENDING,
+            state=RunState.REJECTED if n in failed else RunState.PENDING,
+            reasons=("tests-failed",) if n in failed else (),
             tests=(test,),
             files=(file,),
         )
+        if n in unreported:
+            run = HistoryRun(
+                run_id=run_id,
+                index=index,
+                commit=commit,
+                staged_at=at,
+                state=RunState.STAGED,
+                files=(file,),
+            )
         runs.setdefault(run.month, {})[run_id] = run
     for month, of_month in runs.items():
         store.change_runs(index, month, {i: (lambda _old, r=r: r) for i, r in of_month.items()})
@@ -525,20 +549,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         count = args.candidates
         first_bad = rng.randrange(1, count)
         between = [n for n in range(1, count - 1) if n != first_bad]
-        missing = set(rng.sample(between, args.skips))
+        missing = frozenset(rng.sample(between, args.skips))
+        # A third of the runs failed their test and a tenth were never reported (the ends
+        # included: the good end may be a failed run, the bad end the newest, unreported).
+        shuffled = rng.sample(range(count), count)
+        failed = frozenset(shuffled[: count // 3])
+        unreported = frozenset(shuffled[count // 3 : count // 3 + count // 10])
         wheels = Path(tmp) / "wheels"
-        bisect_runs(staging, BISECT_INDEX, count, first_bad, set(), wheels)
-        bisect_runs(staging, SKIPS_INDEX, count, first_bad, missing, wheels)
+        bisect_runs(staging, BISECT_INDEX, count, first_bad, wheels)
+        bisect_runs(staging, SKIPS_INDEX, count, first_bad, wheels, missing=missing)
+        bisect_runs(
+            staging, MIXED_INDEX, count, first_bad, wheels, failed=failed, unreported=unreported
+        )
         rows = []
+        exact = ("all staged", f"{len(failed)} failed, {len(unreported)} never reported")
         for variant, index in (
-            ("all staged", BISECT_INDEX),
+            (exact[0], BISECT_INDEX),
             (f"{args.skips} lack their wheel", SKIPS_INDEX),
+            (exact[1], MIXED_INDEX),
         ):
             row, found = bisect_once(variant, index, staging_url, args.installer, Path(tmp) / index)
             rows.append(row)
             assert row.most_downloads_of_a_file <= 1, row
-            if variant == "all staged":
-                assert found == first_bad, (found, first_bad)
+            if variant in exact:
+                assert found == first_bad, (variant, found, first_bad)
+                assert row.skipped == 0, row
                 assert row.installs <= math.ceil(math.log2(count)) + 2, row
         print(
             f"Bisect: {count:,} candidates, first bad planted at candidate {first_bad}, "

@@ -26,7 +26,8 @@ def row(out: str, first_cell: str) -> list[str]:
 
 
 def test_the_bench_reads_the_history_by_months_and_bisects_within_its_install_bound() -> None:
-    # Given a history of 300 runs over 90 days, and 40 candidates, 6 of them lacking a wheel
+    # Given a history of 300 runs over 90 days, and 40 candidates: 6 of them lacking a wheel
+    # in one directory, 13 failed and 4 never reported in another
     argv = ["--runs", "300", "--days", "90", "--one-by-one", "3", "--candidates", "40"]
     # When the bench runs (its own asserts hold the goals; a failed one exits non-zero)
     done = subprocess.run(
@@ -51,3 +52,9 @@ def test_the_bench_reads_the_history_by_months_and_bisects_within_its_install_bo
     assert clean[3] == "0"
     assert clean[5] == "1"
     assert row(done.stdout, "6 lack their wheel")[5] == "1"
+    # and with a third of the runs failed and a tenth never reported, within the same bound:
+    # each installed by its failed test's evidence or its offer, none skipped, none twice
+    mixed = row(done.stdout, "13 failed, 4 never reported")
+    assert int(mixed[2]) <= 8
+    assert mixed[3] == "0"
+    assert mixed[5] == "1"
