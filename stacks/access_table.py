@@ -359,7 +359,10 @@ def grant_statement(
 def role_statements(role: Role, where: Where) -> list[iam.PolicyStatement]:
     """``role``'s identity policy: its grants in table order; after a grant of create-only
     keys, the Deny of a creation without ``If-None-Match``; after its last writing grant, a
-    Deny of each zone key its grants cover but the zone keeps for others."""
+    Deny of each zone key its grants cover but the zone keeps for others (``Deny<name>``).
+
+    Raises ``ValueError`` if such a key has no name.
+    """
     grants = [grant for grant in GRANTS if grant.role is role]
     last_write = _writing(role)[-1:]
     statements = []
@@ -382,8 +385,13 @@ def _covered_denies(role: Role, where: Where) -> Iterator[iam.PolicyStatement]:
         if not zone.repeated or role in writers(zone):
             continue
         for key in zone.keys:
-            if any(key.within(k) for g in grants for k in g.keys):
-                yield _deny(f"Deny{key.name}", actions, where.arns([key]))
+            if not any(key.within(k) for g in grants for k in g.keys):
+                continue
+            if not key.name:
+                raise ValueError(
+                    f"{role.value}'s grants cover {key.pattern}, kept for others: name it"
+                )
+            yield _deny(f"Deny{key.name}", actions, where.arns([key]))
 
 
 def _deny(

@@ -145,21 +145,23 @@ class _Rules:
             condition=unless(exempt),
         )
 
-    def create_only(self, zone: Zone) -> DenyRule:
-        """Each of ``zone``'s keys is created once (see ``UNCONDITIONAL_CREATION``)."""
-        return DenyRule(
-            sid=f"Deny{zone.name}WritesWithoutIfNoneMatch",
-            actions=PUT,
-            resources=self.where.arns(zone.keys),
-            condition=UNCONDITIONAL_CREATION,
-        )
+    def create_only(self) -> list[DenyRule]:
+        """Each key of the table's create-only zones in this bucket is created once."""
+        return [
+            self.created_once(f"Deny{zone.name}WritesWithoutIfNoneMatch", zone.keys)
+            for zone in table.ZONES
+            if zone.create_only and zone.keys[0].bucket is self.kind
+        ]
 
-    def created_once_but(self, sid: str, keys: Sequence[table.Keys]) -> DenyRule:
-        """Every object created anywhere but ``keys`` (updated in place) is created once."""
+    def created_once(self, sid: str, keys: Sequence[table.Keys], *, but: bool = False) -> DenyRule:
+        """Every object created within ``keys`` (``but``: anywhere but ``keys``, which are
+        updated in place) carries ``If-None-Match`` (see ``UNCONDITIONAL_CREATION``)."""
+        arns = self.where.arns(keys)
         return DenyRule(
             sid=sid,
             actions=PUT,
-            not_resources=self.where.arns(keys),
+            resources=None if but else arns,
+            not_resources=arns if but else None,
             condition=UNCONDITIONAL_CREATION,
         )
 
@@ -210,11 +212,12 @@ def staging_denies(staging: s3.IBucket, who: Principals) -> list[DenyRule]:
         # names what it leaves out; keys outside the five prefixes are refused by
         # DenyWritesOutsideStagingPrefixes. (history/ is left out for the promoter's shards,
         # head and page, which it updates in place; its entries are create-only below.)
-        rules.created_once_but(
+        rules.created_once(
             "DenyRunWritesWithoutIfNoneMatch",
             [*table.RUN_PAGES, table.MANIFESTS, table.RECORDS, table.STATUS, table.HISTORY],
+            but=True,
         ),
-        rules.create_only(table.HISTORY_ENTRY_ZONE),
+        *rules.create_only(),
         rules.zone(table.HISTORY_ZONE),
         rules.zone(table.HISTORY_ENTRY_ZONE),
         rules.confined(Role.BUILD, "DenyBuildWritesOutsideRunsAndHistoryEntries"),
@@ -256,7 +259,7 @@ def nightly_denies(
         # A released file is never replaced: every creation of a file key (all but the index
         # pages, which the promoter updates in place) must carry If-None-Match, as under
         # staging runs/. Object Lock keeps the old version, but pip downloads the current one.
-        rules.created_once_but("DenyFileWritesWithoutIfNoneMatch", table.NIGHTLY_PAGES),
+        rules.created_once("DenyFileWritesWithoutIfNoneMatch", table.NIGHTLY_PAGES, but=True),
         # The promoter may lock index pages for less than the files (so replaced page versions
         # expire), hence s3:PutObjectRetention; never a file, whose lock is the bucket default.
         # A request without lock headers (a copy that takes the default) has no such key, and

@@ -65,6 +65,17 @@ def test_a_roles_wider_grant_over_a_zone_kept_for_others_is_denied_in_its_own_po
     assert not [sid for sid in _sids(Role.PROMOTER) if sid.startswith("Deny")]
 
 
+def test_a_grant_over_keys_kept_for_others_without_a_name_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a row that lets the reporter write all of staging, runs/ (the Run zone's) included
+    extra = Grant(Role.REPORTER, "WriteStaging", PUT, (table.STAGING_OBJECTS,))
+    monkeypatch.setattr(table, "GRANTS", (*table.GRANTS, extra))
+    # Then its policy cannot name the Deny of runs/*, and says so
+    with pytest.raises(ValueError, match=r"Reporter's grants cover runs/\*, kept for others"):
+        table.role_statements(Role.REPORTER, _where())
+
+
 @pytest.mark.parametrize(
     ("keys", "other", "within"),
     [
