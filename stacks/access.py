@@ -1,6 +1,6 @@
 """Who may touch which keys: the GitHub OIDC provider, the WheelGate roles with their policies
-(:mod:`.role_policies`), and the bucket policies that deny everyone else
-(:mod:`.bucket_policies`)."""
+and the bucket policies that deny everyone else, both made of the access table
+(:mod:`.access_table`)."""
 
 from __future__ import annotations
 
@@ -13,22 +13,22 @@ from constructs import Construct
 
 from wheelgate.core.import_sources import ImportSource
 
-from .bucket_policies import (
+from .access_table import (
     OBJECT_WRITE_ACTIONS,
+    Bucket,
+    Role,
+    Where,
+    import_source_statements,
+    role_statements,
+)
+from .bucket_policies import (
     Principals,
-    protect_cache_bucket,
-    protect_nightly_bucket,
+    add_denies,
+    cache_denies,
+    nightly_denies,
     protect_staging_bucket,
 )
 from .nag import acknowledge_resource_wildcards
-from .role_policies import (
-    build_statements,
-    deps_statements,
-    dev_statements,
-    import_source_statements,
-    promoter_statements,
-    reporter_statements,
-)
 
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
@@ -46,44 +46,18 @@ WILDCARD_REASON = (
 class Access(Construct):
     """The GitHub OIDC provider, the five WheelGate roles and the bucket policies.
 
-    Roles (trust scoped by the OIDC ``sub`` claim; ``aud`` must be ``sts.amazonaws.com``):
-
-    - ``build_role`` (``build_subs``): uploads ``runs/*`` except ``runs/deps-*`` to staging
-      (each run's files and its own index pages) and creates each stage call's run history
-      entry (``history/_entries/*``, with ``If-None-Match`` only); reads staging, and the
-      nightly index pages to merge them into the run's pages.
-    - ``reporter_role`` (``reporter_subs``: jobs of the reporter's reusable workflow, never a
-      build job): writes ``manifests/*`` except ``manifests/deps-*`` in
-      staging only; reads ``runs/*`` to build a manifest and ``records/*`` to wait for the
-      verdict.
-    - ``dev_role`` (``dev_subs``): reads and writes the dev bucket only.
-    - ``deps_role`` (``deps_subs``): writes the ``cache_prefixes`` of the cache bucket, stages
-      dependency-mirror runs (``runs/deps-*``, ``manifests/deps-*.json``) and reads their
-      records and the index pages.
-    - ``promoter_role`` (Lambda): reads staging, writes ``records/*``, ``status/*``, the
-      files imports gather (``runs/import-*``) and the run history of each ``index_dirs``
-      entry (``history/<dir>/*``: shards, head and page) in staging, writes nightly under
-      ``<dir>/*`` of each ``index_dirs`` entry (never deletes), and reads the
-      ``import_sources`` (each bucket's listing under its prefix, and its objects there) and
-      nothing else outside its buckets. The stack grants CloudFront invalidation.
-
-    The bucket policies (:mod:`.bucket_policies`) repeat the same rules as explicit Deny
-    statements keyed on ``aws:PrincipalArn``, so no other principal in the account
-    (administrators included) can write either bucket directly, and only
-    ``break_glass_role_arn`` may delete nightly objects or change their retention. Every nightly
-    key but the index pages is write-once (created with ``If-None-Match``, the promoter and
-    break-glass role included). Only ``deploy_role_arn`` (CloudFormation's execution role) may
-    change a bucket policy, and it and the break-glass role the Object Lock configuration, so
-    stack updates still apply (docs/security.md lists what an administrator can still do). In
-    staging nobody writes outside ``runs/``, ``manifests/``, ``records/``, ``status/`` and
-    ``history/``, only the deps role writes ``runs/deps-*`` and ``manifests/deps-*``, every
-    object created under ``runs/`` must be sent with ``If-None-Match: *`` (write-once), and so
-    must every history entry, which only the build role writes; the rest of ``history/`` is
-    the promoter's alone.
-    The break-glass role may only write override and import requests
-    (``manifests/override-*``, ``manifests/import-*``), which nobody else may write, and read
-    ``records/*``; only the promoter writes ``runs/import-*``. The cache bucket's policy (when
-    ``protect_cache``: the stack created it) lets only the deps role write it.
+    The GitHub roles trust jobs by the OIDC ``sub`` claim (``build_subs``, ``reporter_subs``:
+    jobs of the reporter's reusable workflow, never a build job, ``dev_subs``, ``deps_subs``;
+    ``aud`` must be ``sts.amazonaws.com``); the promoter role trusts Lambda. What each role may
+    do is its rows of the access table (:mod:`.access_table`), over ``index_dirs``,
+    ``cache_prefixes`` and ``dev_bucket_name``; the promoter also reads the ``import_sources``
+    (each bucket's listing under its prefix, and its objects there). The bucket policies
+    (:mod:`.bucket_policies`) deny each zone of keys to every principal but the roles the
+    table lets write it, keyed on ``aws:PrincipalArn``, so no other principal in the account
+    (administrators included) can write the buckets directly; only ``break_glass_role_arn``
+    deletes or changes retention, and only ``deploy_role_arn`` (CloudFormation's execution
+    role) changes a bucket policy. The cache's policy is added when ``protect_cache`` (the
+    stack created it). docs/security.md states the rules in prose.
 
     Raises ``ValueError`` if ``build_subs``, ``reporter_subs``, ``dev_subs`` or ``deps_subs`` is
     empty.
@@ -144,18 +118,18 @@ class Access(Construct):
             description="WheelGate promoter Lambda",
         )
 
-        self.build_policy = self._policy(self.build_role, build_statements(staging, nightly))
-        self.reporter_policy = self._policy(
-            self.reporter_role, reporter_statements(staging, nightly)
+        stack_buckets = {Bucket.STAGING: staging, Bucket.NIGHTLY: nightly, Bucket.CACHE: cache}
+        where = Where(
+            buckets={**stack_buckets, Bucket.DEV: dev_bucket_name},
+            index_dirs=index_dirs,
+            cache_prefixes=cache_prefixes,
         )
-        self.dev_policy = self._policy(self.dev_role, dev_statements(dev_bucket_name))
-        self.deps_policy = self._policy(
-            self.deps_role, deps_statements(staging, nightly, cache, cache_prefixes)
-        )
+        self.build_policy = self._policy(self.build_role, Role.BUILD, where)
+        self.reporter_policy = self._policy(self.reporter_role, Role.REPORTER, where)
+        self.dev_policy = self._policy(self.dev_role, Role.DEV, where)
+        self.deps_policy = self._policy(self.deps_role, Role.DEPS, where)
         self._buckets = (staging, nightly)
-        self.promoter_policy = self._policy(
-            self.promoter_role, promoter_statements(staging, nightly, index_dirs)
-        )
+        self.promoter_policy = self._policy(self.promoter_role, Role.PROMOTER, where)
         if import_sources:
             self.import_sources_policy = self._policy_named(
                 "PromoterImportSources",
@@ -171,11 +145,10 @@ class Access(Construct):
             break_glass=(break_glass_role_arn,) if break_glass_role_arn else (),
         )
         protect_staging_bucket(staging, who)
-        protect_nightly_bucket(
-            nightly, who, lock_mode=nightly_retention_mode, retention_days=nightly_retention_days
-        )
+        lock_mode, days = nightly_retention_mode, nightly_retention_days
+        add_denies(nightly, nightly_denies(nightly, who, lock_mode=lock_mode, retention_days=days))
         if protect_cache:
-            protect_cache_bucket(cache, who)
+            add_denies(cache, cache_denies(cache, who))
 
     def _github_role(self, construct_id: str, subs: Sequence[str], purpose: str) -> iam.Role:
         return iam.Role(
@@ -192,8 +165,8 @@ class Access(Construct):
             max_session_duration=Duration.hours(1),
         )
 
-    def _policy(self, role: iam.Role, statements: list[iam.PolicyStatement]) -> iam.Policy:
-        return self._policy_named(f"{role.node.id}Access", role, statements)
+    def _policy(self, role: iam.Role, row: Role, where: Where) -> iam.Policy:
+        return self._policy_named(f"{role.node.id}Access", role, role_statements(row, where))
 
     def _policy_named(
         self, construct_id: str, role: iam.Role, statements: list[iam.PolicyStatement]

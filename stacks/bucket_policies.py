@@ -1,6 +1,7 @@
-"""The bucket policies: the rules of the role policies again, as explicit Deny statements keyed
-on ``aws:PrincipalArn``, so that no other principal in the account (administrators included)
-can write staging, nightly or the cache directly. docs/security.md states them in prose."""
+"""The bucket policies: explicit Deny statements keyed on ``aws:PrincipalArn``, made of the
+access table (stacks/access_table.py), so that no other principal in the account
+(administrators included) can write staging, nightly or the cache directly. docs/security.md
+states them in prose."""
 
 from __future__ import annotations
 
@@ -10,31 +11,11 @@ from dataclasses import dataclass
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
-from wheelgate.core.layout import (
-    HISTORY_PREFIX,
-    HTML_PAGE,
-    JSON_PAGE,
-    MANIFESTS_PREFIX,
-    RECORDS_PREFIX,
-    RESERVED_TOP_LEVEL,
-    RUNS_PREFIX,
-    STATUS_PREFIX,
-)
+from wheelgate.core.layout import RESERVED_TOP_LEVEL
 
-from .object_keys import (
-    ANY_MIRROR_MANIFEST_KEYS,
-    HISTORY_ENTRY_KEYS,
-    IMPORT_REQUEST_KEYS,
-    IMPORT_RUN_KEYS,
-    MIRROR_MANIFEST_KEYS,
-    MIRROR_RUN_KEYS,
-    OVERRIDE_KEYS,
-    page_keys,
-)
+from . import access_table as table
+from .access_table import GRANTS, PUT, UNCONDITIONAL_CREATION, Bucket, Role, Where, Zone
 
-# Deny statements use the wildcards so that every object write or delete API, including ones
-# added to S3 later (PutObjectRetention, PutObjectLegalHold, ...), is covered.
-OBJECT_WRITE_ACTIONS = ["s3:PutObject*", "s3:DeleteObject*", "s3:RestoreObject"]
 OBJECT_DELETE_ACTIONS = ["s3:DeleteObject", "s3:DeleteObjectVersion"]
 #: Retention of objects: the break-glass role's alone.
 OBJECT_RETENTION_ACTIONS = [
@@ -48,18 +29,6 @@ PAGE_LOCK_ACTION = "s3:PutObjectRetention"
 #: policy): the deploy role's, through CloudFormation, and the break-glass role's for the lock.
 LOCK_CONFIGURATION_ACTIONS = ["s3:PutBucketObjectLockConfiguration"]
 POLICY_ACTIONS = ["s3:PutBucketPolicy", "s3:DeleteBucketPolicy"]
-
-#: A write that creates an object without ``If-None-Match``, as AWS's "Enforce conditional
-#: writes on Amazon S3 buckets" (S3 User Guide, conditional-writes-enforce) spells it:
-#: ``s3:if-none-match`` is absent (``Null`` true) unless the request sends the header, and
-#: ``s3:ObjectCreationOperation`` (``Bool``) is true for PutObject, CompleteMultipartUpload and,
-#: since October 2025, CopyObject; it exempts CreateMultipartUpload, UploadPart and
-#: UploadPartCopy, which take no conditional header (the completion carries it). Ceph RGW never
-#: sets ``s3:if-none-match``, so only the IAM evaluator (tests/infra/iam_matrix.py) can show this.
-UNCONDITIONAL_CREATION: dict[str, object] = {
-    "Null": {"s3:if-none-match": "true"},
-    "Bool": {"s3:ObjectCreationOperation": "true"},
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,6 +84,11 @@ class Principals:
     deploy: str
     break_glass: tuple[str, ...] = ()
 
+    def arns(self, roles: Sequence[Role]) -> list[str]:
+        """The ARNs of ``roles`` (the dev role's bucket has no policy of WheelGate's)."""
+        found = [getattr(self, role.name.lower()) for role in roles]
+        return [arn for arns in found for arn in ((arns,) if isinstance(arns, str) else arns)]
+
 
 def unless(principal_arns: Sequence[str]) -> dict[str, object] | None:
     """Condition that exempts ``principal_arns``; None (applies to everyone) when empty."""
@@ -135,218 +109,134 @@ def add_denies(bucket: s3.IBucket, rules: Sequence[DenyRule]) -> None:
 
 
 def protect_staging_bucket(staging: s3.IBucket, who: Principals) -> None:
-    """Staging's policy: :func:`staging_denies`, then the break-glass role's grants (it is
-    created outside the stack, so they do not depend on its own policy): it writes an override
-    or import request, then waits for the promoter's record."""
+    """Staging's policy: :func:`staging_denies`, then the break-glass role's grants of the
+    access table (it is created outside the stack, so they do not depend on its own policy).
+    Nightly's and the cache's are :func:`nightly_denies` and :func:`cache_denies` alone."""
     add_denies(staging, staging_denies(staging, who))
+    where = Where(buckets={Bucket.STAGING: staging})
     for arn in who.break_glass:
-        principal = iam.ArnPrincipal(arn)
-        staging.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowBreakGlassOverrides",
-                principals=[principal],
-                actions=["s3:PutObject"],
-                resources=[staging.arn_for_objects(OVERRIDE_KEYS)],
-            )
-        )
-        staging.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowBreakGlassImports",
-                principals=[principal],
-                actions=["s3:PutObject"],
-                resources=[staging.arn_for_objects(IMPORT_REQUEST_KEYS)],
-            )
-        )
-        staging.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowBreakGlassRecordReads",
-                principals=[principal],
-                actions=["s3:GetObject"],
-                resources=[staging.arn_for_objects(f"{RECORDS_PREFIX}*")],
-            )
-        )
-        staging.add_to_resource_policy(
-            iam.PolicyStatement(
-                # A record not written yet is then a 404, not a 403.
-                sid="AllowBreakGlassListing",
-                principals=[principal],
-                actions=["s3:ListBucket"],
-                resources=[staging.bucket_arn],
-            )
-        )
+        for grant in GRANTS:
+            if grant.role is Role.BREAK_GLASS:
+                statement = table.grant_statement(grant, where, [iam.ArnPrincipal(arn)])
+                staging.add_to_resource_policy(statement)
 
 
-def protect_nightly_bucket(
-    nightly: s3.IBucket, who: Principals, *, lock_mode: str, retention_days: int
-) -> None:
-    """Nightly's policy: :func:`nightly_denies`."""
-    add_denies(
-        nightly, nightly_denies(nightly, who, lock_mode=lock_mode, retention_days=retention_days)
-    )
+class _Rules:
+    """The Denies a bucket policy makes of the access table, for ``bucket``."""
 
+    def __init__(self, bucket: s3.IBucket, kind: Bucket, who: Principals) -> None:
+        self.where = Where(buckets={kind: bucket})
+        self.kind = kind
+        self.who = who
 
-def protect_cache_bucket(cache: s3.IBucket, who: Principals) -> None:
-    """The cache's policy (when the stack created the bucket): :func:`cache_denies`."""
-    add_denies(cache, cache_denies(cache, who))
+    def zone(self, zone: Zone) -> DenyRule:
+        """``zone``'s keys are its writers' alone.
+
+        Raises ``ValueError`` if no role may write there (a mistake of the table).
+        """
+        roles = table.writers(zone)
+        if not roles:
+            raise ValueError(f"no role of the access table writes zone {zone.name}")
+        exempt = self.who.arns([*roles, *([Role.BREAK_GLASS] if zone.break_glass else [])])
+        return DenyRule(
+            sid=f"Deny{zone.name}WritesExcept{table.sid_words(roles)}",
+            actions=zone.actions,
+            resources=self.where.arns(zone.keys),
+            condition=unless(exempt),
+        )
+
+    def create_only(self) -> list[DenyRule]:
+        """Each key of the table's create-only zones in this bucket is created once."""
+        return [
+            self.created_once(f"Deny{zone.name}WritesWithoutIfNoneMatch", zone.keys)
+            for zone in table.ZONES
+            if zone.create_only and zone.keys[0].bucket is self.kind
+        ]
+
+    def created_once(self, sid: str, keys: Sequence[table.Keys], *, but: bool = False) -> DenyRule:
+        """Every object created within ``keys`` (``but``: anywhere but ``keys``, which are
+        updated in place) carries ``If-None-Match`` (see ``UNCONDITIONAL_CREATION``)."""
+        arns = self.where.arns(keys)
+        return DenyRule(
+            sid=sid,
+            actions=PUT,
+            resources=None if but else arns,
+            not_resources=arns if but else None,
+            condition=UNCONDITIONAL_CREATION,
+        )
+
+    def deletes(self, objects: table.Keys) -> DenyRule:
+        """Only the break-glass role deletes."""
+        return DenyRule(
+            sid="DenyDeletes",
+            actions=OBJECT_DELETE_ACTIONS,
+            resources=self.where.arns([objects]),
+            condition=unless(self.who.break_glass),
+        )
+
+    def confined(self, role: Role, sid: str) -> DenyRule:
+        """``role`` writes nothing but the keys the table grants it: an S3 ARN cannot say
+        "history/ but not its entries", so the zones' exemptions alone would let it."""
+        (arn,) = self.who.arns([role])
+        return DenyRule(
+            sid=sid,
+            actions=table.OBJECT_WRITE_ACTIONS,
+            not_resources=self.where.arns(table.write_keys(role, self.kind)),
+            condition=only(arn),
+        )
 
 
 def staging_denies(staging: s3.IBucket, who: Principals) -> list[DenyRule]:
     """In staging nobody writes outside ``runs/``, ``manifests/``, ``records/``, ``status/``
-    and ``history/``; each prefix is its writers' alone; every object created under ``runs/``
+    and ``history/``; each zone is its writers' alone; every object created under ``runs/``
     but a run's own pages, and every history entry, is write-once; only the break-glass role
     deletes or writes requests."""
-    build, reporter, promoter, deps = who.build, who.reporter, who.promoter, who.deps
-    break_glass = who.break_glass
-    overrides = staging.arn_for_objects(OVERRIDE_KEYS)
-    imports = staging.arn_for_objects(IMPORT_REQUEST_KEYS)
+    rules = _Rules(staging, Bucket.STAGING, who)
     return [
+        # The break-glass role writes nothing but its requests (it is not exempt here).
         DenyRule(
             sid="DenyObjectWritesExceptWheelGateRoles",
-            actions=OBJECT_WRITE_ACTIONS,
-            not_resources=[overrides, imports],
-            condition=unless([build, reporter, promoter, deps]),
+            actions=table.OBJECT_WRITE_ACTIONS,
+            not_resources=rules.where.arns(table.write_keys(Role.BREAK_GLASS, Bucket.STAGING)),
+            condition=unless([who.build, who.reporter, who.promoter, who.deps]),
         ),
-        # Override requests skip the test rules: only the break-glass role writes them, and it
-        # writes nothing else (it is not exempt from the Deny above).
-        DenyRule(
-            sid="DenyOverrideWritesExceptBreakGlass",
-            actions=OBJECT_WRITE_ACTIONS,
-            resources=[overrides],
-            condition=unless(break_glass),
+        rules.zone(table.OVERRIDE_ZONE),
+        rules.zone(table.IMPORT_ZONE),
+        rules.zone(table.RUN_ZONE),
+        rules.zone(table.IMPORT_RUN_ZONE),
+        # Write-once: a staged file and its .metadata are created once, never replaced.
+        # Everyone, build and deps too. A run's own index pages are the exception: the build
+        # jobs of one run update them in place with conditional writes. Rewriting one can only
+        # point a test at other bytes, which the manifest's evidence of what each test
+        # installed then refuses. An S3 ARN cannot say "runs/ but not its pages", so the Deny
+        # names what it leaves out; keys outside the five prefixes are refused by
+        # DenyWritesOutsideStagingPrefixes. (history/ is left out for the promoter's shards,
+        # head and page, which it updates in place; its entries are create-only below.)
+        rules.created_once(
+            "DenyRunWritesWithoutIfNoneMatch",
+            [*table.RUN_PAGES, table.MANIFESTS, table.RECORDS, table.STATUS, table.HISTORY],
+            but=True,
         ),
-        # Import requests release files no test installed: the break-glass role's too.
-        DenyRule(
-            sid="DenyImportWritesExceptBreakGlass",
-            actions=OBJECT_WRITE_ACTIONS,
-            resources=[imports],
-            condition=unless(break_glass),
-        ),
-        # The promoter writes runs/ for imports alone (its grant: runs/import-*).
-        DenyRule(
-            sid="DenyRunWritesExceptBuildDepsAndPromoter",
-            actions=["s3:PutObject"],
-            resources=[staging.arn_for_objects(f"{RUNS_PREFIX}*")],
-            condition=unless([build, deps, promoter]),
-        ),
-        # What an import gathered is what it verifies and releases: no build run may stage
-        # there, so only the promoter's copies (with their sources' hashes) are.
-        DenyRule(
-            sid="DenyImportRunWritesExceptPromoter",
-            actions=["s3:PutObject"],
-            resources=[staging.arn_for_objects(IMPORT_RUN_KEYS)],
-            condition=unless([promoter]),
-        ),
-        # Write-once: a staged file and its .metadata are created once, never replaced (see
-        # UNCONDITIONAL_CREATION). Everyone, build and deps too. A run's own index pages are
-        # the exception: the build jobs of one run update them in place with conditional
-        # writes. Rewriting one can only point a test at other bytes, which the manifest's
-        # evidence of what each test installed then refuses. An S3 ARN cannot say "runs/ but
-        # not its pages", so the Deny names what it leaves out; keys outside the five prefixes
-        # are refused by DenyWritesOutsideStagingPrefixes.
-        DenyRule(
-            sid="DenyRunWritesWithoutIfNoneMatch",
-            actions=["s3:PutObject"],
-            not_resources=[
-                *(
-                    staging.arn_for_objects(f"{RUNS_PREFIX}*/{page}")
-                    for page in (HTML_PAGE, JSON_PAGE)
-                ),
-                *(
-                    staging.arn_for_objects(f"{prefix}*")
-                    for prefix in (MANIFESTS_PREFIX, RECORDS_PREFIX, STATUS_PREFIX, HISTORY_PREFIX)
-                ),
-            ],
-            condition=UNCONDITIONAL_CREATION,
-        ),
-        # history/ is left out above for the promoter's shards, head and page, which it updates
-        # in place; a history entry is created once, like a staged file: a build job of one run
-        # cannot alter what another run's job recorded (IAM cannot tell the two jobs apart).
-        DenyRule(
-            sid="DenyHistoryEntryWritesWithoutIfNoneMatch",
-            actions=["s3:PutObject"],
-            resources=[staging.arn_for_objects(HISTORY_ENTRY_KEYS)],
-            condition=UNCONDITIONAL_CREATION,
-        ),
-        # The entries are the stage calls' (the build role's); the rest of history/ is what
-        # the promoter made of them and of its decisions, its alone.
-        DenyRule(
-            sid="DenyHistoryWritesExceptBuildAndPromoter",
-            actions=OBJECT_WRITE_ACTIONS,
-            resources=[staging.arn_for_objects(f"{HISTORY_PREFIX}*")],
-            condition=unless([build, promoter]),
-        ),
-        DenyRule(
-            sid="DenyHistoryEntryWritesExceptBuild",
-            actions=OBJECT_WRITE_ACTIONS,
-            resources=[staging.arn_for_objects(HISTORY_ENTRY_KEYS)],
-            condition=unless([build]),
-        ),
-        # An S3 ARN cannot say "history/ but not its entries": the build role's writes are held
-        # to what it may write instead, as the deps role's are below.
-        DenyRule(
-            sid="DenyBuildWritesOutsideRunsAndHistoryEntries",
-            actions=OBJECT_WRITE_ACTIONS,
-            not_resources=[
-                staging.arn_for_objects(f"{RUNS_PREFIX}*"),
-                staging.arn_for_objects(HISTORY_ENTRY_KEYS),
-            ],
-            condition=only(build),
-        ),
-        DenyRule(
-            sid="DenyManifestWritesExceptReporterDepsAndBreakGlass",
-            actions=["s3:PutObject"],
-            resources=[staging.arn_for_objects(f"{MANIFESTS_PREFIX}*")],
-            condition=unless([reporter, deps, *break_glass]),
-        ),
-        # Mirror runs promote third-party wheels on the deps role's word alone: no build run
-        # may stage under deps-*, and no reporter may write their manifest.
-        DenyRule(
-            sid="DenyMirrorWritesExceptDeps",
-            actions=["s3:PutObject"],
-            resources=[
-                staging.arn_for_objects(MIRROR_RUN_KEYS),
-                staging.arn_for_objects(ANY_MIRROR_MANIFEST_KEYS),
-            ],
-            condition=unless([deps]),
-        ),
-        # The deps role's exemptions above are for its mirror runs' keys only.
-        DenyRule(
-            sid="DenyDepsWritesOutsideMirrorRuns",
-            actions=OBJECT_WRITE_ACTIONS,
-            not_resources=[
-                staging.arn_for_objects(MIRROR_RUN_KEYS),
-                staging.arn_for_objects(MIRROR_MANIFEST_KEYS),
-            ],
-            condition=only(deps),
-        ),
-        DenyRule(
-            sid="DenyRecordWritesExceptPromoter",
-            actions=["s3:PutObject"],
-            resources=[staging.arn_for_objects(f"{RECORDS_PREFIX}*")],
-            condition=unless([promoter]),
-        ),
-        DenyRule(
-            sid="DenyStatusWritesExceptPromoter",
-            actions=["s3:PutObject"],
-            resources=[staging.arn_for_objects(f"{STATUS_PREFIX}*")],
-            condition=unless([promoter]),
-        ),
+        *rules.create_only(),
+        rules.zone(table.HISTORY_ZONE),
+        rules.zone(table.HISTORY_ENTRY_ZONE),
+        rules.confined(Role.BUILD, "DenyBuildWritesOutsideRunsAndHistoryEntries"),
+        rules.zone(table.MANIFEST_ZONE),
+        rules.zone(table.MIRROR_ZONE),
+        rules.confined(Role.DEPS, "DenyDepsWritesOutsideMirrorRuns"),
+        rules.zone(table.RECORD_ZONE),
+        rules.zone(table.STATUS_ZONE),
         # Staging has no shared index pages (each run's are under runs/<run>/): every key is
         # under one of the reserved prefixes, the ones WheelGate writes.
         DenyRule(
             sid="DenyWritesOutsideStagingPrefixes",
-            actions=["s3:PutObject"],
+            actions=PUT,
             not_resources=[
                 staging.arn_for_objects(f"{name}/*") for name in sorted(RESERVED_TOP_LEVEL)
             ],
         ),
         # Lifecycle rules expire runs/; nothing else needs to delete.
-        DenyRule(
-            sid="DenyDeletes",
-            actions=OBJECT_DELETE_ACTIONS,
-            resources=[staging.arn_for_objects("*")],
-            condition=unless(break_glass),
-        ),
+        rules.deletes(table.STAGING_OBJECTS),
         # Staging has no Object Lock; the Denies keep the matrix uniform should it gain one.
         *bucket_setting_denies(staging, who),
     ]
@@ -358,32 +248,18 @@ def nightly_denies(
     """Only the promoter and the break-glass role write nightly, only the break-glass role
     deletes, every key but the index pages is write-once, and no file is locked for less than
     ``retention_days`` or in a mode other than ``lock_mode``."""
-    objects = nightly.arn_for_objects("*")
-    pages = page_keys(nightly)
+    rules = _Rules(nightly, Bucket.NIGHTLY, who)
+    objects = rules.where.arns([table.NIGHTLY_OBJECTS])
+    pages = rules.where.arns(table.NIGHTLY_PAGES)
     return [
-        DenyRule(
-            sid="DenyObjectWritesExceptPromoter",
-            actions=OBJECT_WRITE_ACTIONS,
-            resources=[objects],
-            condition=unless([who.promoter, *who.break_glass]),
-        ),
+        rules.zone(table.NIGHTLY_ZONE),
         # A delete on a versioned, locked bucket still hides the file behind a delete marker,
         # so deletes need their own Deny.
-        DenyRule(
-            sid="DenyDeletes",
-            actions=OBJECT_DELETE_ACTIONS,
-            resources=[objects],
-            condition=unless(who.break_glass),
-        ),
+        rules.deletes(table.NIGHTLY_OBJECTS),
         # A released file is never replaced: every creation of a file key (all but the index
         # pages, which the promoter updates in place) must carry If-None-Match, as under
         # staging runs/. Object Lock keeps the old version, but pip downloads the current one.
-        DenyRule(
-            sid="DenyFileWritesWithoutIfNoneMatch",
-            actions=["s3:PutObject"],
-            not_resources=pages,
-            condition=UNCONDITIONAL_CREATION,
-        ),
+        rules.created_once("DenyFileWritesWithoutIfNoneMatch", table.NIGHTLY_PAGES, but=True),
         # The promoter may lock index pages for less than the files (so replaced page versions
         # expire), hence s3:PutObjectRetention; never a file, whose lock is the bucket default.
         # A request without lock headers (a copy that takes the default) has no such key, and
@@ -403,34 +279,30 @@ def nightly_denies(
         DenyRule(
             sid="DenyOtherLockModes",
             actions=["s3:PutObject", "s3:PutObjectRetention"],
-            resources=[objects],
+            resources=objects,
             condition={
                 "Null": {"s3:object-lock-mode": "false"},
                 "StringNotEquals": {"s3:object-lock-mode": lock_mode},
             },
         ),
-        *bucket_setting_denies(nightly, who, page_lockers=[who.promoter]),
+        # The roles the table lets lock a page.
+        *bucket_setting_denies(
+            nightly, who, [g.role for g in GRANTS if PAGE_LOCK_ACTION in g.actions]
+        ),
     ]
 
 
 def cache_denies(cache: s3.IBucket, who: Principals) -> list[DenyRule]:
     """Only the deps role (and the break-glass role) writes the cache."""
     return [
-        # Builds download from the cache; only deps sync fills it, and never overwrites or
-        # deletes (versioning keeps any overwrite recoverable).
-        DenyRule(
-            sid="DenyObjectWritesExceptDeps",
-            actions=OBJECT_WRITE_ACTIONS,
-            resources=[cache.arn_for_objects("*")],
-            condition=unless([who.deps, *who.break_glass]),
-        ),
+        _Rules(cache, Bucket.CACHE, who).zone(table.CACHE_ZONE),
         # No Object Lock here; the Denies keep the rules the same on every bucket.
         *bucket_setting_denies(cache, who),
     ]
 
 
 def bucket_setting_denies(
-    bucket: s3.IBucket, who: Principals, page_lockers: Sequence[str] = ()
+    bucket: s3.IBucket, who: Principals, page_lockers: Sequence[Role] = ()
 ) -> list[DenyRule]:
     """Retention and bucket policy changes: object retention is the break-glass role's (and
     ``page_lockers`` may set an index page's, which a PutObject with lock headers does); the
@@ -438,23 +310,12 @@ def bucket_setting_denies(
     uses to apply a stack update (a new ``nightly_retention``, a changed policy). No one else
     may change the policy that holds these rules."""
     break_glass = who.break_glass
-    retention = [
-        DenyRule(
-            sid="DenyRetentionChanges",
-            actions=OBJECT_RETENTION_ACTIONS,
-            resources=[bucket.arn_for_objects("*")],
-            condition=unless(break_glass),
-        )
-    ]
+    retention = OBJECT_RETENTION_ACTIONS
+    page_rules = []
     if page_lockers:
-        pages = page_keys(bucket)
-        retention = [
-            DenyRule(
-                sid="DenyRetentionChanges",
-                actions=[a for a in OBJECT_RETENTION_ACTIONS if a != PAGE_LOCK_ACTION],
-                resources=[bucket.arn_for_objects("*")],
-                condition=unless(break_glass),
-            ),
+        pages = [bucket.arn_for_objects(str(page.pattern)) for page in table.NIGHTLY_PAGES]
+        retention = [a for a in OBJECT_RETENTION_ACTIONS if a != PAGE_LOCK_ACTION]
+        page_rules = [
             DenyRule(
                 sid="DenyFileRetentionChanges",
                 actions=[PAGE_LOCK_ACTION],
@@ -462,14 +323,20 @@ def bucket_setting_denies(
                 condition=unless(break_glass),
             ),
             DenyRule(
-                sid="DenyPageRetentionChangesExceptPromoter",
+                sid=f"DenyPageRetentionChangesExcept{table.sid_words(page_lockers)}",
                 actions=[PAGE_LOCK_ACTION],
                 resources=pages,
-                condition=unless([*page_lockers, *break_glass]),
+                condition=unless(who.arns([*page_lockers, Role.BREAK_GLASS])),
             ),
         ]
     return [
-        *retention,
+        DenyRule(
+            sid="DenyRetentionChanges",
+            actions=retention,
+            resources=[bucket.arn_for_objects("*")],
+            condition=unless(break_glass),
+        ),
+        *page_rules,
         DenyRule(
             sid="DenyLockConfigurationChangesExceptDeploys",
             actions=LOCK_CONFIGURATION_ACTIONS,

@@ -14,8 +14,8 @@ from constructs import Construct
 
 from wheelgate.core.layout import MANIFESTS_PREFIX, METADATA_SUFFIX, RECORDS_PREFIX, STATUS_PREFIX
 
+from .access_table import HISTORY_ENTRIES
 from .nag import acknowledge
-from .object_keys import HISTORY_ENTRY_KEYS
 from .setting_types import CustomDomain
 
 INDEX_ROUTER_SOURCE = Path(__file__).parent / "functions" / "index_router.js"
@@ -121,7 +121,7 @@ class IndexCdn(Construct):
                 resources=[
                     staging_bucket.arn_for_objects(f"{MANIFESTS_PREFIX}*"),
                     staging_bucket.arn_for_objects(f"{RECORDS_PREFIX}*"),
-                    staging_bucket.arn_for_objects(HISTORY_ENTRY_KEYS),
+                    staging_bucket.arn_for_objects(str(HISTORY_ENTRIES.pattern)),
                 ],
             )
         )
