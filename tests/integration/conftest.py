@@ -130,6 +130,10 @@ class LocalProcess:
         return version_snapshot(self.client("s3"), self.env["WHEELGATE_NIGHTLY_BUCKET"])
 
 
+#: How long ``wheelgate local`` may take to stop once told to (SIGTERM).
+STOP_SECONDS = 60
+
+
 @contextlib.contextmanager
 def local_process(*options: str, env: Mapping[str, str] | None = None) -> Iterator[LocalProcess]:
     """``wheelgate local`` with ``options`` in its own process, with ``env`` added to this
@@ -146,7 +150,9 @@ def local_process(*options: str, env: Mapping[str, str] | None = None) -> Iterat
     assert ready["ready"] is True
     yield LocalProcess(process, ready["env"], ready["staging_url"], ready["nightly_url"])
     process.terminate()
-    process.wait(timeout=10)
+    # It stops its servers and its promoter loop in a few seconds; a loaded two-core machine
+    # running a worker per core has taken more than ten.
+    process.wait(timeout=STOP_SECONDS)
 
 
 @pytest.fixture(scope="session")
