@@ -122,10 +122,11 @@ def test_the_culprit_entering_in_a_failed_run_is_found_between_promoted_and_a_la
     assert " · test 'smoke' · " in done.stderr
 
 
+@pytest.mark.parametrize("installer", ["pip", "uv"])
 def test_a_culprit_never_reported_is_found_by_its_offer_while_latest_is_unreported(
-    local: LocalProcess, gap: str, tmp_path: Path
+    installer: str, local: LocalProcess, gap: str, tmp_path: Path
 ) -> None:
-    done = bisect(local, gap, tmp_path, "promoted", "latest", "pip")
+    done = bisect(local, gap, tmp_path, "promoted", "latest", installer)
 
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

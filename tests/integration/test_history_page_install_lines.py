@@ -2,7 +2,7 @@
 promoted run, a rejected run whose only test failed, and a run never reported (a wheel whose
 dependency lives only in nightly), each line installs exactly what the page says (the test's
 evidence, or the offer), in the user's own shell with the distributions' URLs in the
-environment."""
+environment; a run whose files expired gets no line, and installing it says why."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,13 @@ from tests.integration.installs import pip
 from tests.integration.test_bisect_install import contents, holds
 from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL
 from wheelgate.core.layout import STAGING
+from wheelgate.core.timestamps import upload_time
+from wheelgate.history.model import HistoryRun
+from wheelgate.history.page_writer import HistoryPageWriter
+from wheelgate.history.reader import BucketHistorySource, read_history
+from wheelgate.history.store import HistoryStore
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.storage.bucket import Bucket
 
 # Real pip installs three runs' test jobs and three bisect installs: `make test` only.
 pytestmark = pytest.mark.slow
@@ -82,6 +89,15 @@ def page_lines(local: LocalProcess) -> dict[str, tuple[str, str | None]]:
     return found
 
 
+def article(local: LocalProcess, run_id: str) -> str:
+    """What the page shows of ``run_id``."""
+    url = local.staging_url + STAGING.history_page(INDEX)
+    with urllib.request.urlopen(url, timeout=10) as response:
+        html = response.read().decode()
+    [found] = [a.group(0) for a in ARTICLE.finditer(html) if a.group(1) == run_id]
+    return found
+
+
 def run_as_printed(local: LocalProcess, line: str, work: Path) -> subprocess.CompletedProcess[str]:
     """``line`` run as a person pastes it, in ``work``, with the distributions' URLs set."""
     argv = shlex.split(line)
@@ -111,7 +127,9 @@ def test_each_install_line_on_the_page_installs_what_the_page_says(
     run_test_job(local, venv_factory, "lines-0", 0, stage(local, "lines-0", 0, dep))
     run_test_job(local, venv_factory, "lines-1", 1, stage(local, "lines-1", 1, failed))
     stage(local, "lines-2", 2, staged)
+    stage(local, "lines-3", 3, build_wheel(tmp_path / "3", "lines-core", "1.0+g3"))
     local.wait_idle()
+    expire(local, "lines-3")
 
     # When each line the page prints is run as printed
     lines = page_lines(local)
@@ -121,12 +139,15 @@ def test_each_install_line_on_the_page_installs_what_the_page_says(
         if line is not None
     }
 
-    # Then every run has one; each says how it installs and holds exactly those files
+    # Then every run but the expired one has one; each says how it installs and holds
+    # exactly those files
     assert {run_id: route for run_id, (route, _) in lines.items()} == {
         "lines-0": "evidence",
         "lines-1": "evidence",
         "lines-2": "offer",
+        "lines-3": "",
     }
+    assert sorted(done) == ["lines-0", "lines-1", "lines-2"]
     assert all(d.returncode == 0 for d in done.values()), {k: d.stderr for k, d in done.items()}
     assert "the files test 'smoke' installed (it failed)" in done["lines-1"].stdout
     assert "its offer (never reported)" in done["lines-2"].stdout
@@ -134,3 +155,33 @@ def test_each_install_line_on_the_page_installs_what_the_page_says(
     assert holds(tmp_path / "lines-0" / venv) == contents(dep)
     assert holds(tmp_path / "lines-1" / venv) == contents(failed, dep)
     assert holds(tmp_path / "lines-2" / venv) == contents(staged, dep)
+    # and the expired run, which the page says has expired and prints no line for, is
+    # refused as expired
+    assert "Every file of this run has expired" in article(local, "lines-3")
+    refused = run_as_printed(
+        local, f"wheelgate bisect install run:lines-3 --index {INDEX}", tmp_path / "x"
+    )
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "expired" in refused.stdout + refused.stderr
+
+
+def expire(local: LocalProcess, run_id: str) -> None:
+    """Date ``run_id``'s staged files past staging's lifecycle in its history, as the promoter
+    dates a run staged 20 days ago, and write the page again as the promoter does after each
+    change (the history dates a run by S3's writes, which no clock of a stage call moves)."""
+    staging = Bucket(local.client("s3"), local.env["WHEELGATE_STAGING_BUCKET"])
+    store = HistoryStore(staging, clock=lambda: datetime.now(UTC))
+    month = store.find_month(INDEX, run_id)
+    assert month is not None
+    gone = upload_time(datetime.now(UTC) - timedelta(days=6))
+
+    def aged(found: HistoryRun | None) -> HistoryRun:
+        assert found is not None
+        files = tuple(f.model_copy(update={"expires_at": gone}) for f in found.files)
+        return found.model_copy(update={"files": files})
+
+    store.change_run(INDEX, month, run_id, aged)
+    writer = HistoryPageWriter(
+        staging, nightly_base_url=local.nightly_url, clock=lambda: datetime.now(UTC)
+    )
+    writer(INDEX, read_history(BucketHistorySource(staging), INDEX))
