@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -60,6 +61,18 @@ def _link(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
+def _nothing_resolved(
+    tool: str, requirements: Sequence[str], offered: int, result: subprocess.CompletedProcess[str]
+) -> SkipRun:
+    """The skip of an offer among whose ``offered`` files ``tool`` installs no
+    ``requirements``."""
+    return SkipRun(
+        SKIP_INSTALL_FAILED,
+        f"{tool} found no install of {', '.join(requirements)} among the offer's {offered} "
+        f"files (exit {result.returncode}): {last_lines(result)}",
+    )
+
+
 def _pip_pick(
     folder: Path, by_name: dict[str, CachedFile], requirements: Sequence[str], *, python: Path
 ) -> list[CachedFile]:
@@ -69,11 +82,7 @@ def _pip_pick(
     command += ["--no-cache-dir", "--quiet", "--report", str(report), *requirements]
     result = run_hermetic(command)
     if result.returncode != 0:
-        raise SkipRun(
-            SKIP_INSTALL_FAILED,
-            f"pip found no install of {', '.join(requirements)} among the offer's "
-            f"{len(by_name)} files (exit {result.returncode}): {last_lines(result)}",
-        )
+        raise _nothing_resolved("pip", requirements, len(by_name), result)
     try:
         urls = [str(i["download_info"]["url"]) for i in json.loads(report.read_text())["install"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -102,11 +111,7 @@ def _uv_pick(
     command += ["--no-annotate", "--quiet", str(wanted)]
     result = run_hermetic(command)
     if result.returncode != 0:
-        raise SkipRun(
-            SKIP_INSTALL_FAILED,
-            f"uv found no install of {', '.join(requirements)} among the offer's "
-            f"{len(by_name)} files (exit {result.returncode}): {last_lines(result)}",
-        )
+        raise _nothing_resolved("uv", requirements, len(by_name), result)
     return [
         _file_of(by_name, name, version, hashes) for name, version, hashes in _pinned(result.stdout)
     ]
