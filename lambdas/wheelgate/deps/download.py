@@ -11,7 +11,7 @@ from pathlib import Path
 
 from wheelgate.core.redact import redact_urls
 from wheelgate.storage.errors import StorageError
-from wheelgate.storage.http import HttpClient, VerificationFailed
+from wheelgate.storage.http import DownloadProgress, HttpClient, VerificationFailed
 
 #: Told each entry's progress: its name, the bytes so far and the size (``None``: unknown).
 Progress = Callable[[str, int, int | None], None]
@@ -61,7 +61,7 @@ class Fetcher:
         *,
         sha256: str,
         size: int | None,
-        progress: Callable[[int, int | None], None] | None = None,
+        progress: DownloadProgress | None = None,
     ) -> int:
         """Stream ``url`` into ``destination``; return its size.
 

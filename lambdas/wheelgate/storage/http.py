@@ -58,7 +58,7 @@ MAX_REDIRECTS = 10
 
 T = TypeVar("T")
 #: Told a download's progress: the bytes so far and the size (``None``: unknown).
-Progress = Callable[[int, int | None], None]
+DownloadProgress = Callable[[int, int | None], None]
 
 
 class VerificationFailed(ValueError):
@@ -127,7 +127,7 @@ class HttpClient:
         *,
         sha256: str,
         size: int | None = None,
-        progress: Progress | None = None,
+        progress: DownloadProgress | None = None,
     ) -> int:
         """Stream ``url`` into ``destination``, held to ``size`` (``None``: unknown) and
         ``sha256``; return the size. Raises :class:`VerificationFailed` for other bytes,
