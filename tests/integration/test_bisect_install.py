@@ -35,6 +35,7 @@ from wheelgate.local.stack import LocalWheelGate
 from wheelgate.staging.environment import inventory
 from wheelgate.staging.local_artifacts import sha256_file
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.http import HttpClient
 
 NOW = datetime(2026, 3, 5, tzinfo=UTC)
 #: Nothing listens there: a download from it fails.
@@ -270,13 +271,12 @@ def test_an_install_the_installer_refuses_skips_the_run_as_install_failed(
 def test_a_file_that_stays_unreachable_is_skipped_as_missing_file_after_the_retries(
     tmp_path: Path,
 ) -> None:
-    waits: list[float] = []
     file = PlannedFile("bi-away-1.0-py3-none-any.whl", "a" * 64, 10, CLOSED + "away.whl")
 
     with pytest.raises(SkipRun) as caught:
-        Downloader(retries=2, sleep=waits.append).download(file, tmp_path / "part")
+        Downloader(HttpClient(attempts=3, backoff=0.01)).download(file, tmp_path / "part")
 
     assert caught.value.reason == SKIP_MISSING_FILE
-    assert "after 3 tries" in caught.value.message
-    assert waits == [0.5, 1.0]
+    assert "gave up after 3 attempts" in caught.value.message
+    assert CLOSED + "away.whl" in caught.value.message
     assert not (tmp_path / "part").exists()

@@ -20,7 +20,7 @@ from tests.integration.thirdparty import ThirdPartyServer
 from wheelgate.cli.main import main
 from wheelgate.core.objects import META_SHA256
 from wheelgate.deps.config import load_deps
-from wheelgate.deps.download import Fetcher, https_opener
+from wheelgate.deps.download import Fetcher, https_client
 from wheelgate.deps.file_cache import sync_files
 from wheelgate.deps.mirror_runs import check_mirror_run_id
 from wheelgate.local.sample_wheels import build_wheel
@@ -276,7 +276,7 @@ def test_download_failures_are_reported_and_nothing_bad_is_uploaded(
     assert server.requests["/flaky/broken.bin"] == 2
     assert "redirect to non-https" in by_mode["redirect"]["detail"]
     assert server.requests["/redirect/broken.bin"] == 1
-    assert "host 'localhost' is not in validation.hosts" in by_mode["offsite"]["detail"]
+    assert "host 'localhost' is not an allowed host" in by_mode["offsite"]["detail"]
     assert server.requests["/offsite/broken.bin"] == 1
     assert server.requests["/files/broken.bin"] == 0, "the redirect was not followed"
     # ...and only the verified file is in the bucket
@@ -304,7 +304,7 @@ def test_files_over_the_single_request_limit_go_multipart(
     path = deps_yml(tmp_path, cache.name, files=[entry(server, "medium.tar.gz", "flaky")])
     server.requests["/flaky/medium.tar.gz"] = 1  # no 503 for this one
     targets = load_deps(path.read_text()).files
-    fetcher = Fetcher(https_opener(str(server.cert)), timeout=5, backoff=0.01)
+    fetcher = Fetcher(https_client(str(server.cert), timeout=5, backoff=0.01))
     buckets = {cache.name: cache}
     (row,) = sync_files(targets, buckets, fetcher, tmp_path, single_request_limit=1_000_000)
     assert row.action == "uploaded"

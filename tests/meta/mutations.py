@@ -337,7 +337,7 @@ MUTATIONS = (
     Mutation(
         "bisect downloads held to the history",
         "a downloaded file whose bytes are not the ones the history recorded is installed",
-        "if digest.hexdigest() != file.sha256:",
+        "if digest.hexdigest() != sha256:",
         "if False:",
         (
             "tests/unit/test_bisect_cache.py",

@@ -42,7 +42,7 @@ from wheelgate.cli.common import (
 from wheelgate.cli.run_status import RunStatus, decision_exit_code, wait_for_decision
 from wheelgate.core.env_names import ENV_NIGHTLY_BASE_URL, ENV_NIGHTLY_BUCKET, ENV_STAGING_BUCKET
 from wheelgate.deps.config import load_deps
-from wheelgate.deps.download import Fetcher, https_opener
+from wheelgate.deps.download import Fetcher, https_client
 from wheelgate.deps.file_cache import plan_file, sync_files
 from wheelgate.deps.mirror_runs import check_mirror_run_id, new_mirror_run_id
 from wheelgate.deps.problems import DepsInvalid
@@ -222,6 +222,18 @@ def _stage_mirror(**kwargs: Any) -> list[Row]:
         raise UsageError(str(exc)) from exc
 
 
+def _fetcher(args: argparse.Namespace, hosts: frozenset[str]) -> Fetcher:
+    """Downloads over https from ``hosts`` only, as ``--retries``, ``--timeout`` and
+    ``--ca-bundle`` say."""
+    if args.retries < 0:
+        raise UsageError(f"--retries must be 0 or more, not {args.retries}")
+    return Fetcher(
+        https_client(
+            args.ca_bundle, hosts, timeout=args.timeout, retries=args.retries, backoff=args.backoff
+        )
+    )
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
     deps = _load(args.deps_file)
     if args.dry_run:
@@ -231,12 +243,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     commit = commit_option(args) if python else ""
     review_url = _review_url(args) if python and report else ""
     run_id = _mirror_run_id(args, deps.run_id) if python and deps.run_id else None
-    fetcher = Fetcher(
-        https_opener(args.ca_bundle, frozenset(deps.document.validation.hosts)),
-        timeout=args.timeout,
-        retries=args.retries,
-        backoff=args.backoff,
-    )
+    fetcher = _fetcher(args, frozenset(deps.document.validation.hosts))
     progress = SyncProgress()
     rows: list[Row] = []
     promotion: RunStatus | None = None

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 from typing import Protocol
 
 from wheelgate.local.sample_wheels import build_wheel
+from wheelgate.storage.http import fetch
 
 
 class Demo(Protocol):
@@ -34,9 +34,8 @@ LOCAL_OPTIONS = ("--break-glass", "--import-source", f"{LEGACY_BUCKET}/{LEGACY_P
 
 def _nightly_lists(demo: Demo, index: str, project: str, filename: str) -> bool:
     url = f"{demo.nightly_url}{index}/{project}/"
-    # The local nightly server's own http:// URL.
-    with urllib.request.urlopen(url, timeout=10) as page:  # noqa: S310
-        return filename in page.read().decode()
+    page = fetch(url)
+    return page is not None and filename in page.decode()
 
 
 def override(demo: Demo, run: str, index: str, filename: str) -> None:
