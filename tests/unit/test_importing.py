@@ -17,7 +17,6 @@ from wheelgate.core.import_rules import (
     import_id,
     new_import_request,
     parse_import,
-    read_source_page,
     screen,
     select_files,
     source_allowed,
@@ -26,6 +25,7 @@ from wheelgate.core.import_sources import ImportSource, check_import_source, par
 from wheelgate.core.objects import ListedObject
 from wheelgate.core.setting_values import SettingsError
 from wheelgate.core.settings import import_sources_from_env
+from wheelgate.promotion.importing.sources import read_source_page
 
 SOURCE = parse_source_uri("s3://old-release-bucket/v2/gfx94X-dcgpu/")
 DAY = datetime(2025, 6, 1, tzinfo=UTC)
@@ -166,7 +166,7 @@ def test_a_pep_503_page_gives_hashes_yank_states_and_upload_times() -> None:
         b'data-upload-time="2025-01-02T03:04:05Z">y</a>\n'
         b"<a>no link</a></body></html>"
     )
-    facts = read_source_page(page, json_page=False)
+    facts = read_source_page(page, html=True)
     assert facts == {
         "torch-2.6.0+rocm6.3-py3-none-any.whl": SourceFacts(sha256=SHA["a"]),
         "torch-2.7.0-py3-none-any.whl": SourceFacts(yanked=True),
@@ -191,7 +191,7 @@ def test_a_pep_691_page_gives_the_same() -> None:
             },
         ],
     }
-    facts = read_source_page(json.dumps(page).encode(), json_page=True)
+    facts = read_source_page(json.dumps(page).encode(), html=False)
     assert facts["a-1.0-py3-none-any.whl"] == SourceFacts(sha256=SHA["b"])
     assert facts["a-2.0-py3-none-any.whl"] == SourceFacts(
         yanked="reason", upload_time="2025-01-02T03:04:05.123456Z"
@@ -200,7 +200,7 @@ def test_a_pep_691_page_gives_the_same() -> None:
 
 @pytest.mark.parametrize("raw", [b"not json", b'{"files": 3}', b'{"files": [{"x": 1}]}', b"[]"])
 def test_a_page_that_cannot_be_read_says_nothing(raw: bytes) -> None:
-    assert read_source_page(raw, json_page=True) == {}
+    assert read_source_page(raw, html=False) == {}
 
 
 def candidate(name: str, sha: str | None, size: int = 100, **facts: object) -> Candidate:

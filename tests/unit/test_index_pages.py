@@ -13,13 +13,13 @@ from wheelgate.index.pages import (
     absolute,
     merge_entries,
     parse_project_json,
-    parse_root_json,
     render_project_html,
     render_project_json,
     render_root_html,
     render_root_json,
     staging_view,
 )
+from wheelgate.index.simple_api import read_root_page
 
 SHA = "a" * 64
 META = "b" * 64
@@ -104,7 +104,7 @@ def test_root_pages_list_projects() -> None:
     html = render_root_html(["torch", "filelock"])
     index = IndexPage.from_html(html)
     assert sorted(index.projects) == ["filelock", "torch"]
-    assert parse_root_json(render_root_json(["torch", "filelock"])) == ("filelock", "torch")
+    assert read_root_page(render_root_json(["torch", "filelock"])) == ("filelock", "torch")
 
 
 def test_staging_view_keeps_own_entries_over_borrowed_nightly_ones() -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import posixpath
 from pathlib import Path
@@ -44,12 +43,12 @@ from wheelgate.core.signatures import (
     published_key,
 )
 from wheelgate.core.verdicts import (
-    JSON_FIELD,
     PublishedKey,
     VerdictFormatError,
     parse_key_document,
 )
 from wheelgate.index.pages import JSON_CONTENT_TYPE
+from wheelgate.index.simple_api import PageFormatError, read_project_page
 from wheelgate.storage.http import fetch, sha256_of
 
 _CHUNK = 1024 * 1024
@@ -88,13 +87,11 @@ def _verdict_url_from_index(index_url: str, filename: str) -> str | None:
     if raw is None:
         return None
     try:
-        files = json.loads(raw)["files"]
-        entry = next((f for f in files if f.get("filename") == filename), None)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(f"{page_url} is not a PEP 691 project page: {exc!r}") from exc
-    if entry is None or not isinstance(entry.get(JSON_FIELD), str):
-        return None
-    return urljoin(page_url, str(entry[JSON_FIELD]))
+        files = read_project_page(raw).files
+    except PageFormatError as exc:
+        raise UsageError(f"{page_url} is {exc}") from exc
+    verdict = next((f.verdict_url for f in files if f.filename == filename), None)
+    return None if verdict is None else urljoin(page_url, verdict)
 
 
 def _statements(

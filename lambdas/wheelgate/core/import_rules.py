@@ -12,8 +12,9 @@ as a run with provenance instead of tests. This module holds the rules both the 
 - :func:`select_files`: which objects of the source listing are candidates (wheels and sdists
   directly under the prefix, written at or after ``since``) and which are refused
   (``not-a-distribution``);
-- :func:`read_source_page`: what the source's own index pages (PEP 503 HTML or PEP 691 JSON,
-  ``<prefix><project>/index.json|html``, written by another tool) say of each file: its
+- :class:`SourceFacts`: what the source's own index pages (PEP 503 HTML or PEP 691 JSON,
+  ``<prefix><project>/index.json|html``, written by another tool, read by
+  :func:`wheelgate.promotion.importing.sources.read_source_page`) say of each file: its
   SHA-256, yank state and upload time;
 - :func:`screen`: per file, the checks that need the bytes' SHA-256 (the source index's hash,
   the same name in nightly, the same release under another name in nightly or at the source).
@@ -22,14 +23,10 @@ as a run with provenance instead of tests. This module holds the rules both the 
 from __future__ import annotations
 
 import hashlib
-import json
-import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from html.parser import HTMLParser
 from typing import Annotated, Literal
-from urllib.parse import unquote, urlsplit
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,7 +38,6 @@ from wheelgate.core.objects import ListedObject
 from wheelgate.core.records import RefusedFile
 from wheelgate.core.release_rules import LabelBook, ReleaseBook, TagBook
 from wheelgate.core.requests import read_request
-from wheelgate.core.timestamps import normalized_upload_time
 
 SCHEMA_IMPORT_V1 = "wheelgate/import/v1"
 
@@ -238,66 +234,6 @@ class SourceFacts:
     sha256: str | None = None
     yanked: str | bool = False
     upload_time: str | None = None
-
-
-def _filename_of(url: str) -> str:
-    return unquote(posixpath.basename(urlsplit(url).path))
-
-
-def _hash_of(url: str) -> str | None:
-    fragment = urlsplit(url).fragment
-    algorithm, _, value = fragment.partition("=")
-    return value.lower() if algorithm == "sha256" and len(value) == 64 else None
-
-
-class _Anchors(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.facts: dict[str, SourceFacts] = {}
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag != "a":
-            return
-        found = dict(attrs)
-        url = found.get("href")
-        if not url:
-            return
-        yanked: str | bool = False
-        if "data-yanked" in found:
-            yanked = found["data-yanked"] or True
-        self.facts[_filename_of(url)] = SourceFacts(
-            sha256=_hash_of(url),
-            yanked=yanked,
-            upload_time=normalized_upload_time(found.get("data-upload-time")),
-        )
-
-
-def read_source_page(raw: bytes, *, json_page: bool) -> dict[str, SourceFacts]:
-    """The facts a project page of the source index gives, by file name. A page that cannot be
-    read gives none (the import then keeps the objects' own dates): it was written by another
-    tool, and nothing released depends on it but what it says of yank state and upload time."""
-    if not json_page:
-        parser = _Anchors()
-        try:
-            parser.feed(raw.decode("utf-8", errors="replace"))
-        except AssertionError:
-            return {}
-        return parser.facts
-    try:
-        doc = json.loads(raw)
-        files = doc["files"]
-        facts = {}
-        for f in files:
-            hashes = f.get("hashes") or {}
-            yanked = f.get("yanked", False)
-            facts[str(f["filename"])] = SourceFacts(
-                sha256=str(hashes["sha256"]).lower() if "sha256" in hashes else None,
-                yanked=yanked if isinstance(yanked, str | bool) else False,
-                upload_time=normalized_upload_time(f.get("upload-time")),
-            )
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return {}
-    return facts
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
-"""Rendering and reading simple-repository pages: PEP 503 HTML and PEP 691 JSON.
+"""WheelGate's simple-repository pages: their entries, and both forms rendered from one PEP 691
+document (PEP 503 HTML and PEP 691 JSON).
 
 Pure functions. The JSON project page carries every field WheelGate knows about a file, so it
-doubles as the state a later update starts from (:func:`parse_project_json`); there is no
-separate database to drift from what clients see.
+doubles as the state a later update starts from (:func:`parse_project_json`, through the one
+reader of index pages, :mod:`wheelgate.index.simple_api`); there is no separate database to
+drift from what clients see.
 
 Fields written: PEP 503 ``#sha256=`` and ``data-requires-python``; PEP 629
 ``pypi:repository-version``; PEP 658/714 ``data-core-metadata`` and ``data-dist-info-metadata``;
@@ -17,9 +19,10 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from html import escape
+from typing import TypedDict
 from urllib.parse import unquote, urljoin
 
 from packaging.utils import canonicalize_name
@@ -28,12 +31,20 @@ from packaging.version import InvalidVersion, Version
 from wheelgate.core.layout import VERDICT_SUFFIX, href
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.timestamps import parse_upload_time, upload_time
-from wheelgate.core.verdicts import HTML_ATTRIBUTE, JSON_FIELD
-
-__all__ = ["parse_upload_time", "upload_time"]  # defined in core, used from here too
+from wheelgate.core.verdicts import JSON_FIELD
 from wheelgate.core.wheelmeta import CoreMetadata
+from wheelgate.index.simple_api import (
+    ANCHOR_ATTRIBUTES,
+    API_VERSION,
+    ListedFile,
+    PageFormatError,
+    anchor_attribute,
+    read_project_page,
+)
 
-API_VERSION = "1.1"
+# Defined in core and in simple_api, used from here too.
+__all__ = ["API_VERSION", "PageFormatError", "parse_upload_time", "upload_time"]
+
 HTML_CONTENT_TYPE = "text/html; charset=utf-8"
 JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
 #: PEP 658 core metadata (``<file>.metadata``), as staged and as released.
@@ -42,10 +53,6 @@ METADATA_CONTENT_TYPE = "text/plain; charset=utf-8"
 PAGE_CACHE_CONTROL = "public, max-age=60, must-revalidate"
 #: Released files never change (Object Lock), so they may be cached for a year.
 FILE_CACHE_CONTROL = "public, max-age=31536000, immutable"
-
-
-class PageFormatError(ValueError):
-    """A stored index page that cannot be read back."""
 
 
 @dataclass(frozen=True)
@@ -183,38 +190,27 @@ def staging_view(
     return transform
 
 
-def render_project_html(page: ProjectPage) -> str:
-    """PEP 503 project page."""
-    name = escape(page.name)
-    lines = [
-        "<!DOCTYPE html>",
-        "<html>",
-        "  <head>",
-        f'    <meta name="pypi:repository-version" content="{API_VERSION}">',
-        f"    <title>Links for {name}</title>",
-        "  </head>",
-        "  <body>",
-        f"    <h1>Links for {name}</h1>",
-    ]
-    for e in page.entries:
-        attrs = [f'href="{escape(e.url)}#sha256={e.sha256}"']
-        if e.requires_python:
-            attrs.append(f'data-requires-python="{escape(e.requires_python)}"')
-        if e.metadata_sha256:
-            attrs.append(f'data-core-metadata="sha256={e.metadata_sha256}"')
-            attrs.append(f'data-dist-info-metadata="sha256={e.metadata_sha256}"')
-        attrs.append(f'data-upload-time="{e.upload_time}"')
-        if e.yanked is not False:
-            reason = "" if e.yanked is True else str(e.yanked)
-            attrs.append(f'data-yanked="{escape(reason)}"')
-        if e.verdict_url:
-            attrs.append(f'{HTML_ATTRIBUTE}="{escape(e.verdict_url)}"')
-        lines.append(f"    <a {' '.join(attrs)}>{escape(e.filename)}</a><br>")
-    lines += ["  </body>", "</html>", ""]
-    return "\n".join(lines)
+class ProjectDocument(TypedDict):
+    """A PEP 691 project page; each file a dict of PEP 691 keys."""
+
+    meta: dict[str, str]
+    name: str
+    versions: list[str]
+    files: list[dict[str, object]]
 
 
-def _file_json(e: IndexEntry) -> dict[str, object]:
+def project_document(page: ProjectPage) -> ProjectDocument:
+    """The PEP 691 project document (with the PEP 700 fields) both forms of a page are
+    rendered from: a file's yank state, metadata hash and verdict are mapped here, once."""
+    return {
+        "meta": {"api-version": API_VERSION},
+        "name": page.name,
+        "versions": [str(v) for v in sorted({e.version for e in page.entries})],
+        "files": [_file_document(e) for e in page.entries],
+    }
+
+
+def _file_document(e: IndexEntry) -> dict[str, object]:
     metadata: dict[str, str] | bool = {"sha256": e.metadata_sha256} if e.metadata_sha256 else False
     item: dict[str, object] = {
         "filename": e.filename,
@@ -234,47 +230,75 @@ def _file_json(e: IndexEntry) -> dict[str, object]:
 
 
 def render_project_json(page: ProjectPage) -> str:
-    """PEP 691 project page with the PEP 700 fields."""
-    versions = sorted({e.version for e in page.entries})
-    doc = {
-        "meta": {"api-version": API_VERSION},
-        "name": page.name,
-        "versions": [str(v) for v in versions],
-        "files": [_file_json(e) for e in page.entries],
-    }
-    return json.dumps(doc, separators=(",", ":")) + "\n"
+    """PEP 691 project page with the PEP 700 fields: :func:`project_document` as JSON."""
+    return json.dumps(project_document(page), separators=(",", ":")) + "\n"
+
+
+def render_project_html(page: ProjectPage) -> str:
+    """PEP 503 project page: :func:`project_document` as anchors, each file's keys as the
+    attributes of :data:`~wheelgate.index.simple_api.ANCHOR_ATTRIBUTES`."""
+    doc = project_document(page)
+    name = escape(doc["name"])
+    lines = [
+        "<!DOCTYPE html>",
+        "<html>",
+        "  <head>",
+        f'    <meta name="pypi:repository-version" content="{API_VERSION}">',
+        f"    <title>Links for {name}</title>",
+        "  </head>",
+        "  <body>",
+        f"    <h1>Links for {name}</h1>",
+    ]
+    lines += [f"    {_anchor(item)}<br>" for item in doc["files"]]
+    lines += ["  </body>", "</html>", ""]
+    return "\n".join(lines)
+
+
+def _anchor(item: Mapping[str, object]) -> str:
+    """A PEP 691 file dict as a PEP 503 anchor."""
+    attrs = [f'href="{anchor_attribute(item["url"])}#{anchor_attribute(item["hashes"])}"']
+    for key, attribute in ANCHOR_ATTRIBUTES:
+        value = anchor_attribute(item.get(key))
+        if value is not None:
+            attrs.append(f'{attribute}="{value}"')
+    return f"<a {' '.join(attrs)}>{escape(str(item['filename']))}</a>"
 
 
 def parse_project_json(raw: bytes | str) -> ProjectPage:
     """Read back a page written by :func:`render_project_json`.
 
-    Raises :class:`PageFormatError` when the page is not a PEP 691 project page.
+    Raises :class:`PageFormatError` when the page is not a PEP 691 project page, or a file it
+    lists lacks what WheelGate writes of each (a link, its SHA-256, size and upload time).
     """
-    try:
-        doc = json.loads(raw)
-        name = canonicalize_name(doc["name"])
-        entries = []
-        for f in doc["files"]:
-            metadata = f.get("core-metadata", f.get("dist-info-metadata", False))
-            yanked = f.get("yanked", False)
-            entries.append(
-                IndexEntry(
-                    filename=str(f["filename"]),
-                    url=str(f["url"]),
-                    sha256=str(f["hashes"]["sha256"]),
-                    size=int(f["size"]),
-                    upload_time=str(f["upload-time"]),
-                    requires_python=f.get("requires-python") or None,
-                    metadata_sha256=(
-                        str(metadata["sha256"]) if isinstance(metadata, dict) else None
-                    ),
-                    yanked=yanked if isinstance(yanked, str | bool) else False,
-                    verdict=JSON_FIELD in f,
-                )
-            )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise PageFormatError(f"not a WheelGate PEP 691 project page: {exc!r}") from exc
-    return ProjectPage(name=name, entries=tuple(sorted(entries, key=_sort_key)))
+    page = read_project_page(raw)
+    if page.name is None or page.unreadable:
+        raise PageFormatError(
+            f"not a WheelGate PEP 691 project page: name {page.name!r}, "
+            f"{page.unreadable} file(s) without a file name or link"
+        )
+    entries = [_entry(f) for f in page.files]
+    return ProjectPage(
+        name=canonicalize_name(page.name), entries=tuple(sorted(entries, key=_sort_key))
+    )
+
+
+def _entry(f: ListedFile) -> IndexEntry:
+    if f.sha256 is None or f.size is None or f.upload_time is None:
+        raise PageFormatError(
+            f"not a WheelGate PEP 691 project page: {f.filename} lacks its sha256, size or "
+            "upload-time"
+        )
+    return IndexEntry(
+        filename=f.filename,
+        url=f.url,
+        sha256=f.sha256,
+        size=f.size,
+        upload_time=f.upload_time,
+        requires_python=f.requires_python,
+        metadata_sha256=f.metadata_sha256,
+        yanked=f.yanked,
+        verdict=f.verdict_url is not None,
+    )
 
 
 def render_index_directory(entries: Iterable[IndexEntry]) -> dict[str, str]:
@@ -318,12 +342,3 @@ def render_root_json(projects: Sequence[str]) -> str:
         "projects": [{"name": p} for p in sorted(projects)],
     }
     return json.dumps(doc, separators=(",", ":")) + "\n"
-
-
-def parse_root_json(raw: bytes | str) -> tuple[str, ...]:
-    """Project names listed by a root page; :class:`PageFormatError` if it is not one."""
-    try:
-        doc = json.loads(raw)
-        return tuple(sorted(canonicalize_name(p["name"]) for p in doc["projects"]))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise PageFormatError(f"not a PEP 691 root page: {exc!r}") from exc

@@ -38,13 +38,13 @@ from wheelgate.index.pages import (
     PageFormatError,
     ProjectPage,
     parse_project_json,
-    parse_root_json,
     rebase,
     render_project_html,
     render_project_json,
     render_root_html,
     render_root_json,
 )
+from wheelgate.index.simple_api import read_root_page
 from wheelgate.storage.bucket import Bucket, ObjectLock
 from wheelgate.storage.conditional import (
     MAX_ATTEMPTS,
@@ -238,7 +238,7 @@ class IndexStore:
         if found is None:
             return (), None
         body, etag = found
-        return _parsed(key, body, parse_root_json), etag
+        return _parsed(key, body, read_root_page), etag
 
     def add_projects(self, index: str, projects: Iterable[str]) -> PageWrites:
         """Make sure the root page lists ``projects``; write only if the set changes."""

@@ -19,20 +19,19 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import zipfile
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urljoin
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from wheelgate.core.layout import VERDICT_SUFFIX
-from wheelgate.core.verdicts import JSON_FIELD
 from wheelgate.core.wheelmembers import RecordMismatch
 from wheelgate.core.wheelrecord import InstalledDistribution, RecordError, Scheme, differences
+from wheelgate.index.simple_api import PageFormatError, read_project_page
 from wheelgate.staging.wheelbytes import WheelUnreadable, verified_archive
 
 #: Reads a URL: its body, or ``None`` when there is nothing there.
@@ -67,26 +66,22 @@ def released_wheels(page: bytes, page_url: str, name: str, version: str) -> list
     """The wheels of ``name`` ``version`` a PEP 691 project page (``page``, read from
     ``page_url``) lists with a SHA-256. Raises ``ValueError`` when it is not such a page."""
     try:
-        files = json.loads(page)["files"]
-        entries = [f for f in files if isinstance(f, dict)]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{page_url} is not a PEP 691 project page: {exc!r}") from None
+        files = read_project_page(page).files
+    except PageFormatError as exc:
+        raise ValueError(f"{page_url} is {exc}") from None
     wanted = (canonicalize_name(name), _version(version))
     found = []
-    for entry in entries:
-        filename, sha256 = entry.get("filename"), (entry.get("hashes") or {}).get("sha256")
-        if not isinstance(filename, str) or not isinstance(sha256, str):
-            continue
+    for listed in files:
         try:
-            project, released, _, _ = parse_wheel_filename(filename)
+            project, released, _, _ = parse_wheel_filename(listed.filename)
         except ValueError:
             continue  # an sdist, or a file that is no wheel
-        if (project, released) != wanted:
+        if listed.sha256 is None or (project, released) != wanted:
             continue
-        url, _ = urldefrag(urljoin(page_url, str(entry.get("url", filename))))
-        verdict = entry.get(JSON_FIELD)
-        verdict_url = urljoin(page_url, verdict) if isinstance(verdict, str) else None
-        found.append(ReleasedWheel(filename, url, sha256, verdict_url or url + VERDICT_SUFFIX))
+        url = urljoin(page_url, listed.url)
+        verdict = listed.verdict_url
+        verdict_url = urljoin(page_url, verdict) if verdict else url + VERDICT_SUFFIX
+        found.append(ReleasedWheel(listed.filename, url, listed.sha256, verdict_url))
     return found
 
 

@@ -12,7 +12,7 @@ order, every step before the first copy to nightly:
    entry (never a WheelGate bucket), before anything is read from the source.
 2. **Gather.** One listing of the source prefix (:func:`~wheelgate.core.import_rules.select_files`)
    and one or two reads per project of the source's own index pages, if any
-   (:func:`~wheelgate.core.import_rules.read_source_page`: yank state, upload times, hashes). Each
+   (:func:`~.sources.read_source_page`: yank state, upload times, hashes). Each
    candidate is copied server-side into staging, ``runs/<import id>/<index>/<file>`` (where
    only the promoter writes), by a CopyObject that asks S3 for a SHA-256: S3 computes the
    file's hash, and no wheel byte passes through the promoter. A file over 5 GiB (a multipart

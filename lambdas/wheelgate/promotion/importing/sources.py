@@ -7,11 +7,13 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from wheelgate.core.errors import PromotionRejected
-from wheelgate.core.import_rules import SourceFacts, read_source_page, source_page_keys
+from wheelgate.core.import_rules import SourceFacts, source_page_keys
 from wheelgate.core.import_sources import ImportSource
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.records import RefusedFile
+from wheelgate.core.timestamps import normalized_upload_time
 from wheelgate.core.wheelmeta import CoreMetadata
+from wheelgate.index.simple_api import PageFormatError, read_project_page
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.verification import wheel_identity
 from wheelgate.storage.bucket import Bucket
@@ -28,7 +30,7 @@ def source_facts(
         for key, json_page in zip(keys, (True, False), strict=True):
             found = source.get(key)
             if found is not None:
-                return read_source_page(found[0], json_page=json_page)
+                return read_source_page(found[0], html=not json_page)
         return {}
 
     facts: dict[str, SourceFacts] = {}
@@ -36,6 +38,23 @@ def source_facts(
         for page in pool.map(read, pages):
             facts.update(page)
     return facts
+
+
+def read_source_page(raw: bytes, *, html: bool) -> dict[str, SourceFacts]:
+    """The facts a project page of the source index (PEP 691 JSON, or with ``html`` PEP 503)
+    gives, by file name. A page that cannot be read gives none (the import then keeps the
+    objects' own dates): it was written by another tool, and nothing released depends on it but
+    what it says of yank state and upload time."""
+    try:
+        page = read_project_page(raw, html=html)
+    except PageFormatError:
+        return {}
+    return {
+        f.filename: SourceFacts(
+            sha256=f.sha256, yanked=f.yanked, upload_time=normalized_upload_time(f.upload_time)
+        )
+        for f in page.files
+    }
 
 
 def released_files(
