@@ -23,6 +23,7 @@ from wheelgate.core.metrics import (
     METRIC_REASON_DIMENSION,
     METRIC_REJECTIONS_BY_REASON,
     METRIC_SERVICE_DIMENSION,
+    METRIC_SETTINGS_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
@@ -73,7 +74,8 @@ class PromotionDashboard(Construct):
     Rows: promotion latency (p50/p90/max), files and bytes copied, promotions, rejections,
     integrity rejections and rejections by reason (a SEARCH over the reason dimension, so a new
     reason code needs no change here);
-    the dead-letter queue's depth and the promoter function's errors, throttles and duration;
+    the dead-letter queue's depth and the promoter function's errors (settings errors
+    included), throttles and duration;
     and, when ``state_machine`` (the fan-out promotion's) is given, its executions started,
     succeeded, failed and timed out.
 
@@ -162,6 +164,7 @@ def _pipeline_row(
                 function.metric_errors(period=PERIOD, statistic="Sum", label="errors"),
                 function.metric_throttles(period=PERIOD, statistic="Sum", label="throttles"),
                 promoter_metric(METRIC_PROMOTION_ERRORS, "Sum", "promotion errors"),
+                promoter_metric(METRIC_SETTINGS_ERRORS, "Sum", "settings errors (alarmed)"),
             ],
             left_label="count",
         ),

@@ -19,6 +19,7 @@ from wheelgate.core.metrics import (
     METRIC_INTEGRITY_REJECTIONS,
     METRIC_PROMOTION_ERRORS,
     METRIC_SERVICE_DIMENSION,
+    METRIC_SETTINGS_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
@@ -28,14 +29,15 @@ PERIOD = Duration.minutes(5)
 
 
 class Monitoring(Construct):
-    """Alarms on DLQ depth, promoter errors, integrity rejections and fan-out executions that
-    did not succeed, sent to one SNS topic. A routine rejection (``tests-failed``...) pages
-    nobody: it is on the dashboard and the status page.
+    """Alarms on DLQ depth, promoter errors, settings errors, integrity rejections and fan-out
+    executions that did not succeed, sent to one SNS topic. A routine rejection
+    (``tests-failed``...) pages nobody: it is on the dashboard and the status page.
 
     Attributes:
         topic: the alarm topic (encrypted with ``topic_key``); email subscription if
             ``alarm_email`` is given.
-        dlq_alarm / errors_alarm / promotion_errors_alarm / integrity_alarm: the alarms.
+        dlq_alarm / errors_alarm / promotion_errors_alarm / settings_alarm / integrity_alarm:
+            the alarms.
         fanout_alarms: one alarm each on failed, timed-out and aborted executions of
             ``state_machine``.
     """
@@ -91,6 +93,15 @@ class Monitoring(Construct):
             "A promotion attempt raised and will be retried; see the promoter logs.",
             promoter_metric(METRIC_PROMOTION_ERRORS),
         )
+        # The promoter fails closed on missing or bad settings: every message fails (counted
+        # per message, not in PromotionErrors) and nothing is released until they are fixed.
+        self.settings_alarm = self._alarm(
+            "SettingsErrors",
+            "The promoter's settings are missing or bad: every manifest fails and nothing is "
+            "released. The promoter logs name each variable (promoter settings error); see "
+            "docs/operations.md, Alarms.",
+            promoter_metric(METRIC_SETTINGS_ERRORS),
+        )
         self.integrity_alarm = self._alarm(
             "IntegrityRejections",
             "The promoter refused a manifest for an integrity reason ("
@@ -99,9 +110,13 @@ class Monitoring(Construct):
             "and docs/operations.md, Alarms.",
             promoter_metric(METRIC_INTEGRITY_REJECTIONS),
         )
+        self.fanout_alarms = self._fanout_alarms(state_machine)
+
+    def _fanout_alarms(self, state_machine: sfn.IStateMachine) -> tuple[cloudwatch.Alarm, ...]:
+        """One alarm each on failed, timed-out and aborted executions of ``state_machine``."""
         # Three alarms, not one on their sum: Step Functions publishes a count only when it is
         # not zero, and metric math adds nothing to a missing point.
-        self.fanout_alarms = (
+        return (
             self._alarm(
                 "FanOutExecutionsFailed",
                 "A fan-out promotion execution failed; its conclude step recorded why and "

@@ -19,17 +19,22 @@ class EmittedMetric:
     dimensions: dict[str, str]
 
 
-def emf_documents(output: str) -> list[dict[str, Any]]:
-    """The EMF documents among the lines of ``output`` (log lines and other JSON skipped)."""
-    documents = []
+def json_objects(output: str) -> list[dict[str, Any]]:
+    """The lines of ``output`` that are JSON objects (EMF documents and log lines), read."""
+    objects = []
     for line in output.splitlines():
         try:
             document = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(document, dict) and "_aws" in document:
-            documents.append(document)
-    return documents
+        if isinstance(document, dict):
+            objects.append(document)
+    return objects
+
+
+def emf_documents(output: str) -> list[dict[str, Any]]:
+    """The EMF documents among the lines of ``output`` (log lines and other JSON skipped)."""
+    return [document for document in json_objects(output) if "_aws" in document]
 
 
 def emitted(output: str) -> list[EmittedMetric]:

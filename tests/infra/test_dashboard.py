@@ -28,6 +28,7 @@ from wheelgate.core.metrics import (
     METRIC_PROMOTIONS_SUCCEEDED,
     METRIC_REASON_DIMENSION,
     METRIC_REJECTIONS_BY_REASON,
+    METRIC_SETTINGS_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
@@ -123,6 +124,7 @@ def test_promoter_metrics_match_the_names_the_promoter_emits(
         (METRIC_PROMOTIONS_REJECTED, "Sum"),
         (METRIC_INTEGRITY_REJECTIONS, "Sum"),
         (METRIC_PROMOTION_ERRORS, "Sum"),
+        (METRIC_SETTINGS_ERRORS, "Sum"),
     }
     # Powertools gives every metric of the promoter the service dimension, and only that one.
     for namespace, metric, dimensions, _ in plain_metrics(body):

@@ -48,6 +48,7 @@ from wheelgate.core.metrics import (
     METRIC_PROMOTION_ERRORS,
     METRIC_PROMOTIONS_REJECTED,
     METRIC_REJECTIONS_BY_REASON,
+    METRIC_SETTINGS_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
@@ -286,6 +287,29 @@ def test_alarms_on_dlq_errors_and_integrity_rejections(template: Template) -> No
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
     # No alarm_email in cdk.json: no subscription.
     template.resource_count_is("AWS::SNS::Subscription", 0)
+
+
+def test_a_promoter_without_its_settings_pages_at_once(template: Template) -> None:
+    # Every message fails when a setting is missing: the alarm fires on the first, long before
+    # a message has failed its way to the dead-letter queue.
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        Match.object_like(
+            {
+                "Namespace": METRICS_NAMESPACE,
+                "MetricName": METRIC_SETTINGS_ERRORS,
+                "Dimensions": [{"Name": "service", "Value": SERVICE_NAME}],
+                "Statistic": "Sum",
+                "Period": 300,
+                "Threshold": 1,
+                "EvaluationPeriods": 1,
+                "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+                "TreatMissingData": "notBreaching",
+                "AlarmActions": [{"Ref": Match.string_like_regexp("^MonitoringAlarmTopic")}],
+                "AlarmDescription": Match.string_like_regexp("settings are missing or bad"),
+            }
+        ),
+    )
 
 
 def test_routine_rejections_page_nobody(template_json: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.lambda_events import Context, sqs_batch
 from wheelgate.core.errors import TransientError
 from wheelgate.lambda_function import handler
 from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAGING_BUCKET
@@ -54,32 +55,6 @@ def sqs_event(key: str, principal: str | None) -> dict[str, Any]:
     }
     record["userIdentity"] = {"principalId": principal} if principal else {"principalId": ""}
     return sqs_batch(json.dumps({"Records": [record]}))
-
-
-def sqs_batch(body: str) -> dict[str, Any]:
-    """The event Lambda's SQS event source delivers for one message with ``body``."""
-    return {
-        "Records": [
-            {
-                "messageId": "m-1",
-                "receiptHandle": "h",
-                "body": body,
-                "attributes": {"ApproximateReceiveCount": "1"},
-                "messageAttributes": {},
-                "md5OfBody": "",
-                "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:q",
-                "awsRegion": "us-east-1",
-            }
-        ]
-    }
-
-
-class Context:
-    function_name = "promoter-test"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:promoter-test"
-    aws_request_id = "req"
 
 
 def deliver(key: str, principal: str | None = LOCAL_REPORTER_PRINCIPAL) -> dict[str, Any]:

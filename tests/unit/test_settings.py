@@ -85,9 +85,11 @@ def test_the_whole_settings_read_back_equal() -> None:
     assert PromoterSettings.from_env(EVERY_FIELD.to_env()) == EVERY_FIELD
 
 
-@pytest.mark.parametrize(
-    "variable", [ENV_TRUSTED_REPORTER_ID, ENV_ALLOWED_INDEXES, ENV_VERDICT_KEY_ARN]
-)
+#: The settings a gate cannot do without (no default).
+GATE_SETTINGS = (ENV_TRUSTED_REPORTER_ID, ENV_ALLOWED_INDEXES, ENV_VERDICT_KEY_ARN)
+
+
+@pytest.mark.parametrize("variable", GATE_SETTINGS)
 def test_the_promoter_refuses_to_start_without_a_gate_setting(variable: str) -> None:
     # Given the smallest environment the promoter starts with, less one gate setting
     PromoterSettings.from_env(PROMOTER_ENV)
@@ -96,6 +98,34 @@ def test_the_promoter_refuses_to_start_without_a_gate_setting(variable: str) -> 
         PromoterSettings.from_env(without(variable))
     with pytest.raises(SettingsError, match=f"{variable} is not set"):
         PromoterSettings.from_env({**PROMOTER_ENV, variable: "  "})
+
+
+def test_every_missing_or_bad_variable_is_named_at_once_not_only_the_first() -> None:
+    # Given an environment without any gate setting, and one bad count
+    env = {**without(*GATE_SETTINGS), "WHEELGATE_FANOUT_MIN_FILES": "many"}
+    # When it is read
+    with pytest.raises(SettingsError) as raised:
+        PromoterSettings.from_env(env)
+    # Then the error names each variable, each with what is wrong
+    problems = {p.variable: p.problem for p in raised.value.problems}
+    assert set(problems) == {*GATE_SETTINGS, "WHEELGATE_FANOUT_MIN_FILES"}
+    for variable in GATE_SETTINGS:
+        assert problems[variable].startswith(f"environment variable {variable} is not set: set ")
+    assert problems["WHEELGATE_FANOUT_MIN_FILES"] == (
+        "WHEELGATE_FANOUT_MIN_FILES must be a non-negative integer, not 'many'"
+    )
+    assert str(raised.value).startswith("4 settings are missing or bad: ")
+    assert all(p in str(raised.value) for p in problems.values())
+
+
+def test_a_single_problem_is_the_whole_message_and_names_its_variable() -> None:
+    with pytest.raises(SettingsError) as raised:
+        PromoterSettings.from_env(
+            {**PROMOTER_ENV, "WHEELGATE_NIGHTLY_RETENTION_MODE": "GOVERNANCE"}
+        )
+    [problem] = raised.value.problems
+    assert problem.variable == ENV_NIGHTLY_PAGE_RETENTION_DAYS
+    assert str(raised.value) == problem.problem
 
 
 def test_an_empty_index_list_is_refused_and_only_the_explicit_value_means_any() -> None:

@@ -34,6 +34,9 @@ METRIC_INDEX_BUSY = "IndexBusy"
 METRIC_POISON_MESSAGES = "PoisonMessages"
 #: A decision the status page could not be updated with (best effort; never retried).
 METRIC_STATUS_PAGE_ERRORS = "StatusPageErrors"
+#: A message or fan-out step the promoter could not take because its settings are missing or
+#: bad (failed, so nothing is released; retried, then dead-lettered). Alarmed.
+METRIC_SETTINGS_ERRORS = "SettingsErrors"
 #: Every metric the promoter emits, in the namespace above.
 METRIC_NAMES = (
     METRIC_PROMOTIONS_SUCCEEDED,
@@ -47,4 +50,5 @@ METRIC_NAMES = (
     METRIC_INDEX_BUSY,
     METRIC_POISON_MESSAGES,
     METRIC_STATUS_PAGE_ERRORS,
+    METRIC_SETTINGS_ERRORS,
 )

@@ -5,15 +5,42 @@ spells it and written back, and the error a bad one raises."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from wheelgate.core.layout import LayoutError, check_index
 
 
+@dataclass(frozen=True)
+class SettingProblem:
+    """What is wrong with one setting: its ``variable`` and a sentence (``problem``) that
+    names it and says what to set."""
+
+    variable: str
+    problem: str
+
+
 class SettingsError(ValueError):
-    """The environment does not describe a usable promoter configuration."""
+    """The environment does not describe a usable promoter configuration.
+
+    ``problems`` names each variable that is missing or bad, when the reader collected them
+    (:meth:`wheelgate.core.settings.PromoterSettings.from_env` does); an error raised by one
+    value's parser has none, and its message names the setting.
+    """
+
+    def __init__(self, message: str, *, problems: Sequence[SettingProblem] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
+
+    @classmethod
+    def of(cls, problems: Sequence[SettingProblem]) -> SettingsError:
+        """One error for all of ``problems`` (at least one): its message is the problem's
+        sentence when there is one, else each sentence after their count."""
+        if len(problems) == 1:
+            return cls(problems[0].problem, problems=problems)
+        sentences = "; ".join(p.problem for p in problems)
+        return cls(f"{len(problems)} settings are missing or bad: {sentences}", problems=problems)
 
 
 #: Object Lock retention modes, as S3 spells them.

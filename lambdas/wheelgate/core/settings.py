@@ -5,8 +5,8 @@ disagree.
 Each field is read from the variable of :mod:`wheelgate.core.env_names` its alias names and
 written back to it by :meth:`PromoterSettings.to_env`. The settings a gate cannot do without
 have no default: with the trusted reporter id, the allowed index directories or the verdict
-key missing the promoter refuses to start, naming the variable, instead of accepting any
-writer, any directory or releasing files unsigned.
+key missing the promoter refuses to start, naming each missing variable at once, instead of
+accepting any writer, any directory or releasing files unsigned.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ from wheelgate.core.setting_values import (
     ListingRetention,
     NewLocalLabels,
     PageRetention,
+    SettingProblem,
     SettingsError,
 )
 
@@ -242,10 +243,7 @@ class PromoterSettings(BaseModel):
                 if self.nightly_retention_mode is None
                 else ENV_NIGHTLY_PAGE_RETENTION_DAYS
             )
-            raise SettingsError(
-                f"{missing} is not set: set both {ENV_NIGHTLY_RETENTION_MODE} and "
-                f"{ENV_NIGHTLY_PAGE_RETENTION_DAYS}, or neither"
-            )
+            raise SettingsError.of([SettingProblem(missing, _half_a_page_lock(missing))])
         return self
 
     @property
@@ -263,14 +261,15 @@ class PromoterSettings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PromoterSettings:
         """Read settings from ``environ`` (a blank variable is an unset one); raise
-        :class:`SettingsError` naming a missing or bad variable."""
+        :class:`SettingsError` naming every missing or bad variable (its ``problems``, one per
+        variable)."""
         values = {
             name: environ[name].strip() for name in cls.env_names() if environ.get(name, "").strip()
         }
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            raise SettingsError(_first_problem(exc)) from None
+            raise SettingsError.of(_problems(exc)) from None
 
     def to_env(self) -> dict[str, str]:
         """The variables that :meth:`from_env` reads back as these settings (an unset optional
@@ -279,18 +278,23 @@ class PromoterSettings(BaseModel):
         return {name: str(value) for name, value in written.items()}
 
 
-def _first_problem(exc: ValidationError) -> str:
-    """The first error of ``exc`` as a sentence naming its variable."""
-    error = exc.errors()[0]
-    name = str(error["loc"][0]) if error["loc"] else ""
-    if error["type"] == "missing":
-        hint = REQUIRED_HINTS.get(name)
-        suffix = f": set it to {hint}" if hint else ""
-        return f"environment variable {name} is not set{suffix}"
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, SettingsError):
-        return str(cause)
-    return f"{name}: {error['msg']}"
+def _problems(exc: ValidationError) -> list[SettingProblem]:
+    """Each error of ``exc`` as the problem of its variable, in the order of the fields."""
+    problems: list[SettingProblem] = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else ""
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, SettingsError) and cause.problems:
+            problems.extend(cause.problems)
+        elif error["type"] == "missing":
+            hint = REQUIRED_HINTS.get(name)
+            suffix = f": set it to {hint}" if hint else ""
+            problems.append(SettingProblem(name, f"environment variable {name} is not set{suffix}"))
+        elif isinstance(cause, SettingsError):
+            problems.append(SettingProblem(name, str(cause)))
+        else:
+            problems.append(SettingProblem(name, f"{name}: {error['msg']}"))
+    return problems
 
 
 _T = TypeVar("_T")
@@ -350,8 +354,12 @@ def page_retention_from_env(environ: Mapping[str, str]) -> PageRetention | None:
         return None
     if mode is None or days is None:
         missing = ENV_NIGHTLY_RETENTION_MODE if mode is None else ENV_NIGHTLY_PAGE_RETENTION_DAYS
-        raise SettingsError(
-            f"{missing} is not set: set both {ENV_NIGHTLY_RETENTION_MODE} and "
-            f"{ENV_NIGHTLY_PAGE_RETENTION_DAYS}, or neither"
-        )
+        raise SettingsError(_half_a_page_lock(missing))
     return PageRetention(mode=mode, days=days)
+
+
+def _half_a_page_lock(missing: str) -> str:
+    return (
+        f"{missing} is not set: set both {ENV_NIGHTLY_RETENTION_MODE} and "
+        f"{ENV_NIGHTLY_PAGE_RETENTION_DAYS}, or neither"
+    )

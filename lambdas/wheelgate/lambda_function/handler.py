@@ -4,7 +4,9 @@
 Thin by design: parse the event, build the adapters once per container, hand each manifest to
 :class:`wheelgate.promotion.service.PromotionService`. A permanent rejection is recorded and the
 message is done; a transient error fails only that message (partial batch response) so SQS
-retries it and, after the redrive limit, moves it to the dead-letter queue. Decision metrics
+retries it and, after the redrive limit, moves it to the dead-letter queue. Missing or bad
+settings fail every message and step in the same way, each time with an ERROR line naming each
+variable and a ``SettingsErrors`` count (the stack alarms on it). Decision metrics
 are counted by :class:`wheelgate.lambda_function.telemetry.DecisionMetrics`, which the service tells
 of each new decision once (a redelivered manifest counts nothing). A message whose index
 directory is leased by another promotion is made visible again after
@@ -48,11 +50,13 @@ from wheelgate.core.metrics import (
     METRIC_INDEX_BUSY,
     METRIC_POISON_MESSAGES,
     METRIC_PROMOTION_ERRORS,
+    METRIC_SETTINGS_ERRORS,
     METRIC_STATUS_PAGE_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
 from wheelgate.core.records import State
+from wheelgate.core.setting_values import SettingProblem, SettingsError
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.history.page_writer import HistoryPageWriter
 from wheelgate.lambda_function.telemetry import DecisionMetrics
@@ -146,8 +150,26 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
 @cache
 def promoter() -> Parts:
     """The function's :data:`Parts`, built on first use and kept for the container's life (no
-    work at import)."""
+    work at import). A build that raised is not kept: the next message builds them again."""
     return build_parts()
+
+
+def built(parts: Callable[[], Parts]) -> Parts:
+    """What ``parts`` returns; on a :class:`SettingsError`, an ERROR line for each missing or
+    bad variable and one count of ``METRIC_SETTINGS_ERRORS``, then the error again, so the
+    message (or step) fails and nothing is released. The batch processor logs a message's
+    exception at debug only: without these lines the gate would fail closed in silence."""
+    try:
+        return parts()
+    except SettingsError as exc:
+        problems = exc.problems or (SettingProblem("", str(exc)),)
+        for problem in problems:
+            logger.error(
+                f"promoter settings error, nothing released: {problem.problem}",
+                extra={"variable": problem.variable, "problem": problem.problem},
+            )
+        metrics.add_metric(name=METRIC_SETTINGS_ERRORS, unit=MetricUnit.Count, value=1)
+        raise
 
 
 @cache
@@ -233,8 +255,8 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
 @tracer.capture_method
 def record_handler(record: SQSRecord, parts: Callable[[], Parts] = promoter) -> None:
     """Hand each manifest event of one SQS message to the service of ``parts``; raise (and so
-    fail only this message) on a poison body or a transient error."""
-    service, status = parts()
+    fail only this message) on a poison body, a settings error or a transient error."""
+    service, status = built(parts)
     try:
         events = manifest_events(record.body, service.settings.staging_bucket)
     except ValueError:
@@ -326,7 +348,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 
 def fanout_step(event: dict[str, Any], parts: Callable[[], Parts] = promoter) -> dict[str, Any]:
     """Run one step of a fan-out execution; its exception is the step's error."""
-    service, status = parts()
+    service, status = built(parts)
     if service.steps is None:
         raise ValueError(
             "fan-out step received, but no fan-out state machine is configured "
