@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from wheelgate.bisect.probe import SKIP_HASH_MISMATCH, SKIP_MISSING_FILE, PlannedFile, SkipRun
+from wheelgate.bisect.run_installer import (
+    SKIP_HASH_MISMATCH,
+    SKIP_MISSING_FILE,
+    PlannedFile,
+    SkipRun,
+)
 from wheelgate.core.redact import redact_urls
 
 #: Read size: large enough for throughput, small enough to keep memory flat.
