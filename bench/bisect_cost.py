@@ -53,7 +53,7 @@ from wheelgate.bisect.candidates import Order
 from wheelgate.bisect.command import CommandResult, run_command
 from wheelgate.bisect.download import Downloader
 from wheelgate.bisect.install import PipRunInstaller
-from wheelgate.bisect.probe import PlannedFile
+from wheelgate.bisect.run_installer import PlannedFile
 from wheelgate.bisect.runner import run_bisect
 from wheelgate.bisect.search import Verdict
 from wheelgate.bisect.session import InstallerArgs, Session, SessionArgs, SessionStore

@@ -33,7 +33,7 @@ from botocore.config import Config
 
 from wheelgate.core.errors import TransientError
 from wheelgate.storage.bucket import Bucket
-from wheelgate.storage.conditional import Decided, Put, Rendered, read_modify_write
+from wheelgate.storage.conditional import Put, Rendered, StateUpdate, read_modify_write
 
 BUCKET = "bench-conditional"
 SERVERS = ("moto as installed", "local mode (atomic per key)")
@@ -105,9 +105,9 @@ def one_round(port: int, key: str, writers: int, updates: int) -> dict[str, Any]
         found = bucket.get(key)
         return (0, None) if found is None else (json.loads(found[0])["count"], found[1])
 
-    def decide(count: int) -> Decided[None]:
+    def decide(count: int) -> StateUpdate[None]:
         body = json.dumps({"count": count + 1}).encode()
-        return Decided(None, True, lambda: Rendered(Put(key, body, "application/json")))
+        return StateUpdate(None, True, lambda: Rendered(Put(key, body, "application/json")))
 
     errors = Counter[str]()
 

@@ -20,7 +20,7 @@ from wheelgate.bisect.cache import BisectCache
 from wheelgate.bisect.download import Downloader
 from wheelgate.bisect.environment import Installer, venv_python
 from wheelgate.bisect.install import PipRunInstaller, install_run
-from wheelgate.bisect.probe import (
+from wheelgate.bisect.run_installer import (
     SKIP_EXPIRED,
     SKIP_HASH_MISMATCH,
     SKIP_INSTALL_FAILED,

@@ -26,7 +26,7 @@ from wheelgate.promotion.publish import add_missing
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
-from wheelgate.storage.conditional import Decided, Put, Rendered, read_modify_write
+from wheelgate.storage.conditional import Put, Rendered, StateUpdate, read_modify_write
 
 WRITERS = 8
 #: Rounds of each race (``bench/under_load.py`` sets it).
@@ -140,9 +140,9 @@ def test_sixteen_writers_lose_no_conditional_update_of_one_key(
     key = f"conc/counter-{round_}-{time.time_ns()}.json"
     nightly = local.env["WHEELGATE_NIGHTLY_BUCKET"]
 
-    def decide(count: int) -> Decided[None]:
+    def decide(count: int) -> StateUpdate[None]:
         body = json.dumps({"count": count + 1}).encode()
-        return Decided(None, True, lambda: Rendered(Put(key, body, "application/json")))
+        return StateUpdate(None, True, lambda: Rendered(Put(key, body, "application/json")))
 
     def read(bucket: Bucket) -> tuple[int, str | None]:
         found = bucket.get(key)

@@ -16,7 +16,7 @@ from tests.integration.broken_storage import free_port
 from tests.integration.faulty_proxy import FAULTS, FaultyProxy, faulty_proxy
 from tests.integration.test_run_history import buckets, entry_keys, service, stage_wheels
 from wheelgate.bisect.download import Downloader
-from wheelgate.bisect.probe import PlannedFile
+from wheelgate.bisect.run_installer import PlannedFile
 from wheelgate.cli.main import main
 from wheelgate.core.layout import NIGHTLY, PAGES, STAGING, key_url
 from wheelgate.deps.download import Fetcher, https_client

@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from wheelgate.bisect.probe import (
+from wheelgate.bisect.run_installer import (
     SKIP_EXPIRED,
     SKIP_HASH_MISMATCH,
     SKIP_INSTALL_FAILED,

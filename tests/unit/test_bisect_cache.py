@@ -15,7 +15,7 @@ import pytest
 
 from wheelgate.bisect.cache import BisectCache, CacheCounters, CacheStateError
 from wheelgate.bisect.download import Downloader
-from wheelgate.bisect.probe import PlannedFile
+from wheelgate.bisect.run_installer import PlannedFile
 
 
 class DictDownloader(Downloader):

@@ -13,8 +13,8 @@ import pytest
 
 from tests.unit.bisect_world import SHELL_COMMAND, FakeInstaller, linear_history, newest_first
 from tests.unit.memory_bucket import World
-from wheelgate.bisect.probe import SKIP_EXPIRED
 from wheelgate.bisect.result import json_schema, schema_text
+from wheelgate.bisect.run_installer import SKIP_EXPIRED
 from wheelgate.cli import bisect as cli_bisect
 from wheelgate.cli.main import main
 from wheelgate.core.layout import STAGING

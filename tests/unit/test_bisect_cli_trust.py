@@ -11,7 +11,7 @@ import pytest
 
 from tests.unit.bisect_world import EXIT_FILE, FakeInstaller, linear_history, newest_first
 from tests.unit.test_bisect_cli import bisect_run, use, world  # noqa: F401 - the fixture
-from wheelgate.bisect.probe import SKIP_EXPIRED
+from wheelgate.bisect.run_installer import SKIP_EXPIRED
 from wheelgate.bisect.session import SessionStore
 from wheelgate.cli import bisect as cli_bisect
 from wheelgate.cli.main import main

@@ -11,7 +11,7 @@ from packaging.tags import Tag
 
 from tests.unit.bisect_runs import evidence, history_file, history_run, offered_file, unchecked
 from wheelgate.bisect.plan import UNKNOWN_SIZE, Sources, plan_run
-from wheelgate.bisect.probe import (
+from wheelgate.bisect.run_installer import (
     SKIP_EXPIRED,
     SKIP_MISSING_FILE,
     SKIP_MISSING_PROJECT,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from wheelgate.bisect.environment import CachedFile
-from wheelgate.bisect.probe import SKIP_INSTALL_FAILED, SkipRun
 from wheelgate.bisect.resolve import _file_of, _pinned
+from wheelgate.bisect.run_installer import SKIP_INSTALL_FAILED, SkipRun
 
 COMPILED = """\
 gap-core==1.0+g1 \\

@@ -11,7 +11,7 @@ from tests.unit.bisect_world import SHELL_COMMAND, FakeInstaller, linear_history
 from wheelgate.bisect.candidates import Order
 from wheelgate.bisect.command import CommandAborted, CommandResult, run_command
 from wheelgate.bisect.prefetch import next_possible
-from wheelgate.bisect.probe import (
+from wheelgate.bisect.run_installer import (
     SKIP_BY_COMMAND,
     SKIP_EXPIRED,
     SKIP_HASH_MISMATCH,

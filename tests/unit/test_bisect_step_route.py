@@ -8,9 +8,9 @@ from pathlib import Path
 
 from tests.unit.bisect_world import FakeInstaller, linear_history
 from tests.unit.test_bisect_runner import session_of, shell
-from wheelgate.bisect.probe import InstallPlan
 from wheelgate.bisect.render import step_line
 from wheelgate.bisect.result import bisect_result
+from wheelgate.bisect.run_installer import InstallPlan
 from wheelgate.bisect.runner import run_bisect
 from wheelgate.bisect.session import SessionStore
 from wheelgate.history.model import HistoryRun, InstallRoute, RunInstall

@@ -15,7 +15,7 @@ from packaging.tags import Tag
 
 from tests.unit.bisect_world import SHELL_COMMAND, FakeInstaller, history_run, newest_first
 from wheelgate.bisect.plan import Sources, plan_run
-from wheelgate.bisect.probe import InstallPlan
+from wheelgate.bisect.run_installer import InstallPlan
 from wheelgate.cli import bisect as cli_bisect
 from wheelgate.cli.main import main
 from wheelgate.core.manifest import InstalledFile

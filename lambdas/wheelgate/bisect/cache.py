@@ -30,7 +30,7 @@ from pathlib import Path
 
 from wheelgate.bisect.download import Downloader
 from wheelgate.bisect.private_dir import private_directory
-from wheelgate.bisect.probe import PlannedFile
+from wheelgate.bisect.run_installer import PlannedFile
 
 STATE_FILE = "cache.json"
 FILES_DIR = "files"
@@ -134,7 +134,7 @@ class BisectCache:
 
     def fetch(self, file: PlannedFile) -> Fetched:
         """``file`` in the cache: found (a hit) or downloaded now (one download however many
-        threads ask). Raises :class:`~wheelgate.bisect.probe.SkipRun` when it cannot be
+        threads ask). Raises :class:`~wheelgate.bisect.run_installer.SkipRun` when it cannot be
         downloaded (:meth:`Downloader.download`)."""
         while True:
             with self._lock:

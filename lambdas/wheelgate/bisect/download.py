@@ -2,7 +2,7 @@
 (:meth:`~wheelgate.storage.http.HttpClient.download`: streamed, held to its SHA-256 and size,
 retried on what may pass).
 
-Every failure is a :class:`~wheelgate.bisect.probe.SkipRun`, never an error of the search: a
+Every failure is a :class:`~wheelgate.bisect.run_installer.SkipRun`, never an error of the search: a
 file that is not there (403, 404, another refusal, or still unreachable after the retries) is
 ``missing-file`` with its cause, other bytes than the history recorded are ``hash-mismatch``.
 """
@@ -12,7 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wheelgate.bisect.probe import SKIP_HASH_MISMATCH, SKIP_MISSING_FILE, PlannedFile, SkipRun
+from wheelgate.bisect.run_installer import (
+    SKIP_HASH_MISMATCH,
+    SKIP_MISSING_FILE,
+    PlannedFile,
+    SkipRun,
+)
 from wheelgate.core.redact import redact_urls
 from wheelgate.storage.errors import StorageError
 from wheelgate.storage.http import HttpClient, VerificationFailed

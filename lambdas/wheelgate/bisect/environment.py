@@ -23,7 +23,7 @@ from typing import Literal
 
 from packaging.utils import canonicalize_name, canonicalize_version
 
-from wheelgate.bisect.probe import SKIP_INSTALL_FAILED, SkipRun
+from wheelgate.bisect.run_installer import SKIP_INSTALL_FAILED, SkipRun
 from wheelgate.history.model import project_and_version
 from wheelgate.staging.environment import probe
 from wheelgate.staging.hermetic import hermetic_env

@@ -1,5 +1,5 @@
 """Installing runs exactly: :class:`PipRunInstaller` is the
-:class:`~wheelgate.bisect.probe.RunInstaller` the search steps with (plan with
+:class:`~wheelgate.bisect.run_installer.RunInstaller` the search steps with (plan with
 :func:`~wheelgate.bisect.plan.plan_run`, fetch into the
 :class:`~wheelgate.bisect.cache.BisectCache`, install with pip or uv into a venv reused across
 steps), and :func:`install_run` is ``wheelgate bisect install``: one run, and what was
@@ -21,8 +21,8 @@ from packaging.tags import Tag
 from wheelgate.bisect.cache import BisectCache, Fetched
 from wheelgate.bisect.environment import CachedFile, Installer, ensure_venv, sync
 from wheelgate.bisect.plan import Sources, plan_run
-from wheelgate.bisect.probe import InstallPlan
 from wheelgate.bisect.resolve import resolve_offer
+from wheelgate.bisect.run_installer import InstallPlan
 from wheelgate.bisect.tags import interpreter_tags, target_tags
 from wheelgate.history.model import HistoryRun, InstallRoute
 from wheelgate.staging.targets import Target
@@ -113,7 +113,7 @@ class PipRunInstaller:
 
     def plan(self, run: HistoryRun, *, as_test: str | None = None) -> InstallPlan:
         """The files that install ``run`` exactly (:func:`~wheelgate.bisect.plan.plan_run`).
-        Raises :class:`~wheelgate.bisect.probe.SkipRun` when it cannot be."""
+        Raises :class:`~wheelgate.bisect.run_installer.SkipRun` when it cannot be."""
         return plan_run(
             run,
             tags=self.tags(),
@@ -125,7 +125,7 @@ class PipRunInstaller:
 
     def fetch_files(self, plan: InstallPlan) -> list[Fetched]:
         """Each of the plan's files in the cache, downloaded unless it was there. Raises
-        :class:`~wheelgate.bisect.probe.SkipRun` for the first that cannot be downloaded."""
+        :class:`~wheelgate.bisect.run_installer.SkipRun` for the first that cannot be downloaded."""
         return [self.cache.fetch(file) for file in plan.files]
 
     def fetch(self, plan: InstallPlan) -> int:
@@ -135,8 +135,8 @@ class PipRunInstaller:
     def install(self, plan: InstallPlan, venv: Path) -> None:
         """Make ``venv`` hold exactly the plan's files (an offer's: those the resolver picks
         among them), making it first if it does not exist. Raises
-        :class:`~wheelgate.bisect.probe.SkipRun` (``install-failed``, or a file that could not
-        be fetched) and ``ValueError`` when the venv cannot be made."""
+        :class:`~wheelgate.bisect.run_installer.SkipRun` (``install-failed``, or a file that
+        could not be fetched) and ``ValueError`` when the venv cannot be made."""
         self.install_files(plan, venv)
 
     def install_files(self, plan: InstallPlan, venv: Path) -> set[str]:
@@ -161,8 +161,8 @@ def install_run(
     """Install ``run`` exactly into ``venv`` (``as_test``: exactly that test's evidence; else
     as :func:`~wheelgate.bisect.plan.plan_run` says) and say what was installed (of an offer,
     the files the resolver picked) and whether each file was downloaded or cached. Raises
-    :class:`~wheelgate.bisect.probe.SkipRun` with the reason the run cannot be installed, and
-    ``ValueError`` when the venv or the interpreter cannot be used."""
+    :class:`~wheelgate.bisect.run_installer.SkipRun` with the reason the run cannot be
+    installed, and ``ValueError`` when the venv or the interpreter cannot be used."""
     plan = installer.plan(run, as_test=as_test)
     fetched = installer.fetch_files(plan)
     installed = installer.install_files(plan, venv)

@@ -1,7 +1,7 @@
 """What installing one run exactly means, each file with the URL its bytes are read from.
 Pure: the run, the tags the environment takes and the time come in, an
-:class:`~wheelgate.bisect.probe.InstallPlan` or a :class:`~wheelgate.bisect.probe.SkipRun`
-comes out.
+:class:`~wheelgate.bisect.run_installer.InstallPlan` or a
+:class:`~wheelgate.bisect.run_installer.SkipRun` comes out.
 
 Without a test named, the run installs as :func:`~wheelgate.history.install_route.run_install`
 says (the one rule the history and its page follow):
@@ -28,7 +28,7 @@ from posixpath import basename
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from wheelgate.bisect.probe import (
+from wheelgate.bisect.run_installer import (
     SKIP_EXPIRED,
     SKIP_MISSING_FILE,
     SKIP_MISSING_PROJECT,

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from wheelgate.bisect.probe import RunInstaller, SkipRun
+from wheelgate.bisect.run_installer import RunInstaller, SkipRun
 from wheelgate.bisect.search import Bisection, Verdict
 from wheelgate.history.model import HistoryRun
 

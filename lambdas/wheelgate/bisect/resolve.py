@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import canonicalize_name, canonicalize_version
 
 from wheelgate.bisect.environment import CachedFile, Installer, last_lines, run_hermetic
-from wheelgate.bisect.probe import SKIP_INSTALL_FAILED, SkipRun
+from wheelgate.bisect.run_installer import SKIP_INSTALL_FAILED, SkipRun
 from wheelgate.history.model import project_and_version
 
 

@@ -2,7 +2,7 @@
 record the verdict; until the search ends. The state is saved after every step.
 
 WheelGate never blames a run for its own trouble: whatever keeps the installer from
-installing a run exactly (:class:`~wheelgate.bisect.probe.SkipRun`) skips the run, with its
+installing a run exactly (:class:`~wheelgate.bisect.run_installer.SkipRun`) skips the run, with its
 reason; only the command's exit can make a run bad.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from wheelgate.bisect.command import CommandResult
 from wheelgate.bisect.prefetch import Prefetch, next_possible
-from wheelgate.bisect.probe import SKIP_BY_COMMAND, RunInstaller, SkipRun
+from wheelgate.bisect.run_installer import SKIP_BY_COMMAND, RunInstaller, SkipRun
 from wheelgate.bisect.search import Outcome, Verdict
 from wheelgate.bisect.session import Session, SessionStore, Step
 from wheelgate.history.model import HistoryRun, RunInstall

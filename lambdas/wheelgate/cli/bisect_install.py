@@ -16,8 +16,8 @@ from wheelgate.bisect.cache import BisectCache, CacheStateError, default_cache_d
 from wheelgate.bisect.history_cache import CachingHistorySource
 from wheelgate.bisect.install import InstallReport, PipRunInstaller, install_run
 from wheelgate.bisect.private_dir import UnsafeDirectory
-from wheelgate.bisect.probe import SkipRun
 from wheelgate.bisect.refs import RefError, WhyNot, resolve
+from wheelgate.bisect.run_installer import SkipRun
 from wheelgate.bisect.session import InstallerArgs
 from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError, index_option, storage_options
 from wheelgate.core.display import human_size

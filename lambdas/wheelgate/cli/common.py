@@ -1,12 +1,13 @@
 """What every `wheelgate` command shares: exit codes, usage errors, checked option values, S3
-clients and buckets from options or the environment, storage options, what is staged for a run,
-and waiting for a run's decision."""
+clients and buckets from options or the environment, storage options, progress on stderr, what
+is staged for a run, and waiting for a run's decision."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
@@ -63,38 +64,78 @@ class UsageError(Exception):
     """Bad options or input: exit 2 with the message."""
 
 
-class Progress:
-    """Progress on stderr: a bar on a terminal, a line per 10 % in CI logs (``<verb> <name>:
-    40% of <total> <unit>``). ``unit`` is what is counted: ``bytes`` (the bar shows MB) or a
-    plural noun such as ``files``."""
+def _fraction(done: int, total: int) -> float:
+    """How much of ``total`` is ``done`` (all of nothing)."""
+    return done / total if total else 1.0
 
-    def __init__(self, unit: str = "bytes", verb: str = "upload") -> None:
+
+class Progress:
+    """Progress on stderr, heard from any number of threads (``progress(name, done, total)``;
+    ``total`` ``None`` when not known). On a terminal, one line redrawn: the name last heard
+    of, its bar (when its total is known) and amount, and how many others are under way; a
+    finished one keeps its line. In CI logs, a line per name when it starts and at each
+    ``1/steps`` of its total (``<verb> <name>: 40% of <total> <unit>``, or ``<verb> <name>:
+    <done> <unit>`` once when the total is not known). ``unit`` is what is counted: ``bytes``
+    (the terminal shows MB) or a plural noun such as ``files``. :meth:`finish` ends the
+    terminal's line."""
+
+    def __init__(self, unit: str = "bytes", verb: str = "upload", *, steps: int = 10) -> None:
         self._tty = sys.stderr.isatty()
-        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._heard: dict[str, tuple[int, int | None]] = {}
+        self._last: dict[str, int] = {}
+        self._line_open = False
         self._unit = unit
         self._verb = verb
+        self._steps = steps
 
-    def _amount(self, done: int, total: int) -> str:
+    def _amount(self, done: int, total: int | None) -> str:
         if self._unit == "bytes":
-            return f"{done / 1e6:,.1f}/{total / 1e6:,.1f} MB"
-        return f"{done:,}/{total:,} {self._unit}"
+            received = f"{done / 1e6:,.1f}"
+            return f"{received} MB" if total is None else f"{received}/{total / 1e6:,.1f} MB"
+        return f"{done:,} {self._unit}" if total is None else f"{done:,}/{total:,} {self._unit}"
 
-    def __call__(self, name: str, done: int, total: int) -> None:
-        fraction = done / total if total else 1.0
-        if self._tty:
-            width = 30
-            bar = "#" * int(width * fraction)
-            sys.stderr.write(
-                f"\r{name[:50]:50} [{bar:{width}}] {fraction:6.1%} {self._amount(done, total)}"
-            )
-            if done >= total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
+    def __call__(self, name: str, done: int, total: int | None) -> None:
+        with self._lock:
+            self._heard[name] = (done, total)
+            if self._tty:
+                self._draw(name, done, total)
+            else:
+                self._log(name, done, total)
+
+    def _draw(self, name: str, done: int, total: int | None) -> None:
+        line = f"\r{name[:50]:50} "
+        if total is not None:
+            fraction = _fraction(done, total)
+            line += f"[{'#' * int(30 * fraction):30}] {fraction:6.1%} "
+        line += self._amount(done, total)
+        others = sum(1 for n, (d, t) in self._heard.items() if n != name and (t is None or d < t))
+        if others:
+            line += f" (+{others} under way)"
+        # The spaces blank what a longer line drawn before left.
+        sys.stderr.write(line + "   ")
+        self._line_open = total is None or done < total
+        if not self._line_open:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    def _log(self, name: str, done: int, total: int | None) -> None:
+        fraction = 0.0 if total is None else _fraction(done, total)
+        step = int(fraction * self._steps)
+        if step <= self._last.get(name, -1):
             return
-        step = int(fraction * 10)
-        if step > self._last.get(name, -1):
-            self._last[name] = step
+        self._last[name] = step
+        if total is None:
+            print(f"{self._verb} {name}: {done:,} {self._unit}", file=sys.stderr)
+        else:
             print(f"{self._verb} {name}: {fraction:.0%} of {total:,} {self._unit}", file=sys.stderr)
+
+    def finish(self) -> None:
+        """End the terminal's line if it is still open."""
+        with self._lock:
+            if self._line_open:
+                sys.stderr.write("\n")
+                self._line_open = False
 
 
 def checked(option: str, value: V, check: Callable[[V], T]) -> T:

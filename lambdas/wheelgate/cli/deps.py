@@ -19,7 +19,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -29,6 +28,7 @@ from wheelgate.cli.common import (
     ENV_GITHUB_SHA,
     EXIT_OK,
     EXIT_REJECTED,
+    Progress,
     UsageError,
     checked,
     commit_option,
@@ -51,39 +51,6 @@ from wheelgate.deps.targets import Deps
 from wheelgate.deps.wheel_mirror import plan_mirror, report_mirror, stage_mirror
 from wheelgate.staging.errors import StageError
 from wheelgate.storage.bucket import Bucket
-
-
-class SyncProgress:
-    """Download progress on stderr from several threads: one status line on a terminal, a
-    line per entry every 25 % in CI logs."""
-
-    def __init__(self) -> None:
-        self._tty = sys.stderr.isatty()
-        self._lock = threading.Lock()
-        self._done: dict[str, tuple[int, int | None]] = {}
-        self._steps: dict[str, int] = {}
-
-    def __call__(self, name: str, done: int, total: int | None) -> None:
-        with self._lock:
-            self._done[name] = (done, total)
-            if self._tty:
-                received = sum(d for d, _ in self._done.values()) / 1e6
-                active = sum(1 for d, t in self._done.values() if t is None or d < t)
-                sys.stderr.write(
-                    f"\rdownloading: {active} active, {len(self._done)} started, "
-                    f"{received:,.1f} MB received   "
-                )
-                sys.stderr.flush()
-                return
-            step = 4 if total and done >= total else (int(4 * done / total) if total else 0)
-            if step > self._steps.get(name, -1):
-                self._steps[name] = step
-                amount = f"{done:,} of {total:,} bytes" if total else f"{done:,} bytes"
-                print(f"download {name}: {amount}", file=sys.stderr)
-
-    def finish(self) -> None:
-        if self._tty and self._done:
-            sys.stderr.write("\n")
 
 
 def _load(path: str) -> Deps:
@@ -244,7 +211,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
     review_url = _review_url(args) if python and report else ""
     run_id = _mirror_run_id(args, deps.run_id) if python and deps.run_id else None
     fetcher = _fetcher(args, frozenset(deps.document.validation.hosts))
-    progress = SyncProgress()
+    # A line per entry every 25 % in CI logs: a sync downloads many files at once.
+    progress = Progress(verb="download", steps=4)
     rows: list[Row] = []
     promotion: RunStatus | None = None
     with tempfile.TemporaryDirectory(prefix="wheelgate-deps-", dir=args.workdir) as tmp:

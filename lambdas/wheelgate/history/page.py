@@ -25,7 +25,7 @@ from datetime import datetime
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
-from wheelgate.core.display import human_size, safe_url, shown_time
+from wheelgate.core.display import safe_url
 from wheelgate.core.layout import PAGES, STAGING, href, key_url
 from wheelgate.core.timestamps import upload_time
 from wheelgate.history.install_route import run_install
@@ -42,8 +42,6 @@ from wheelgate.history.model import (
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-#: The templates' folder in this package; it ships as package data and in the function's asset.
-TEMPLATES: Final = "templates"
 PAGE_TEMPLATE: Final = "history.html"
 
 
@@ -195,21 +193,12 @@ def months_of(runs: Iterable[HistoryRun]) -> tuple[MonthRef, ...]:
 
 @cache
 def environment() -> Environment:
-    """The templates' environment, built once: autoescape on for every template (a value is
-    never markup), and an undefined name an error rather than a blank."""
+    """The templates' environment (:func:`~wheelgate.core.page_templates.template_environment`
+    over this package's ``templates/``), built once."""
     # Imported here: only the promoter renders pages, and only it has Jinja2.
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+    from wheelgate.core.page_templates import template_environment
 
-    env = Environment(
-        loader=PackageLoader("wheelgate.history", TEMPLATES),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(human_size=human_size, shown_time=shown_time)
-    return env
+    return template_environment("wheelgate.history")
 
 
 def render_history_page(

@@ -35,7 +35,7 @@ from wheelgate.history.page import listed_runs
 from wheelgate.history.reader import BucketHistorySource, read_head, read_month
 from wheelgate.index.pages import PAGE_CACHE_CONTROL
 from wheelgate.storage.bucket import Bucket
-from wheelgate.storage.conditional import Decided, Put, Rendered, read_modify_write
+from wheelgate.storage.conditional import Put, Rendered, StateUpdate, read_modify_write
 
 #: Writes an index directory's history page from its newest runs (newest first).
 PageWriter = Callable[[str, list[HistoryRun]], None]
@@ -122,7 +122,7 @@ class HistoryStore:
 
         def decide(
             shard: HistoryShard,
-        ) -> Decided[tuple[dict[str, HistoryRun], list[HistoryRun], int]]:
+        ) -> StateUpdate[tuple[dict[str, HistoryRun], list[HistoryRun], int]]:
             runs = {r.run_id: r for r in shard.runs}
             kept, dropped = {}, []
             for run_id, change in changes.items():
@@ -134,7 +134,7 @@ class HistoryStore:
                 kept[run_id] = runs[run_id] = new
             ordered = tuple(sorted(runs.values(), key=lambda r: (r.staged_at, r.run_id)))
             new_shard = shard.model_copy(update={"runs": ordered})
-            return Decided(
+            return StateUpdate(
                 result=(kept, dropped, len(ordered)),
                 changed=new_shard != shard,
                 render=lambda: Rendered(state=_json_put(key, new_shard.to_json())),
@@ -191,7 +191,7 @@ class HistoryStore:
                 return None, None
             return read_head(_Known(found[0]), index), found[1]
 
-        def decide(head: HistoryHead | None) -> Decided[None]:
+        def decide(head: HistoryHead | None) -> StateUpdate[None]:
             months = {m.month: m.runs for m in head.months} if head else {}
             # Runs are never taken out of a shard: a smaller count is a slower writer's.
             months[month] = max(months.get(month, 0), count)
@@ -199,7 +199,7 @@ class HistoryStore:
             capped = _capped(head.capped if head else (), dropped, cap or 0)
             changed = head is None or refs != head.months or capped != head.capped
             new = HistoryHead(index=index, updated_at=now, months=refs, capped=capped)
-            return Decided(
+            return StateUpdate(
                 result=None,
                 changed=changed,
                 render=lambda: Rendered(state=_json_put(key, new.to_json())),

@@ -48,9 +48,9 @@ from wheelgate.index.simple_api import read_root_page
 from wheelgate.storage.bucket import Bucket, ObjectLock
 from wheelgate.storage.conditional import (
     MAX_ATTEMPTS,
-    Decided,
     Put,
     Rendered,
+    StateUpdate,
     read_modify_write,
 )
 
@@ -208,10 +208,10 @@ class IndexStore:
         json_key = self.prefix + PAGES.project_page(index, name, json=True, archive=self.archive)
         html_key = self.prefix + PAGES.project_page(index, name, archive=self.archive)
 
-        def decide(page: ProjectPage) -> Decided[ProjectPage]:
+        def decide(page: ProjectPage) -> StateUpdate[ProjectPage]:
             entries = transform(page.entries)
             new_page = ProjectPage(name=name, entries=entries)
-            return Decided(new_page, entries != page.entries, lambda: render(new_page))
+            return StateUpdate(new_page, entries != page.entries, lambda: render(new_page))
 
         def render(page: ProjectPage) -> Rendered:
             stored = self._stored(index, name, page.entries)
@@ -246,9 +246,9 @@ class IndexStore:
         json_key = self.prefix + PAGES.root_page(index, json=True, archive=self.archive)
         html_key = self.prefix + PAGES.root_page(index, archive=self.archive)
 
-        def decide(current: tuple[str, ...]) -> Decided[None]:
+        def decide(current: tuple[str, ...]) -> StateUpdate[None]:
             names = sorted(wanted | set(current))
-            return Decided(
+            return StateUpdate(
                 None,
                 not wanted <= set(current),
                 lambda: self._pair(

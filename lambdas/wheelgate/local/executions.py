@@ -8,6 +8,12 @@ a map or publish failed. :func:`in_process_handler` is the promoter function's h
 such a launcher in place of Step Functions; ``wheelgate local --fanout-min-files`` runs it. The
 production modules know nothing of this: the handler takes a launcher factory
 (:data:`~wheelgate.lambda_function.handler.LauncherFactory`) and this module passes its own.
+
+Why not moto's Step Functions on the synthesized definition, as the tests run it: that needs
+the CDK app synthesized (aws-cdk-lib and Node, which ``wheelgate[local]`` does not install) and
+two more patches of moto's internals (its Lambda runs functions in Docker; its Distributed Map
+lets an item fail). ``docs/architecture.md`` says it in full; the tests in
+``tests/integration/test_state_machine.py`` hold this engine to the definition.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ from wheelgate.core.verdicts import (
 from wheelgate.index.pages import IndexEntry, upload_time
 from wheelgate.promotion.recorder import Promotion
 from wheelgate.storage.bucket import Bucket
-from wheelgate.storage.conditional import Decided, Put, Rendered, read_modify_write
+from wheelgate.storage.conditional import Put, Rendered, StateUpdate, read_modify_write
 from wheelgate.storage.errors import PreconditionFailed
 
 
@@ -233,10 +233,10 @@ class VerdictWriter:
                 except VerdictFormatError as exc:
                     raise TransientError(f"{VERDICT_KEYS_KEY}: {exc}") from exc
 
-            def decide(current: KeyDocument) -> Decided[None]:
+            def decide(current: KeyDocument) -> StateUpdate[None]:
                 updated = current.with_signing_key(key)
                 put = Put(VERDICT_KEYS_KEY, updated.to_bytes(), ENVELOPE_CONTENT_TYPE)
-                return Decided(None, updated != current, lambda: Rendered(put))
+                return StateUpdate(None, updated != current, lambda: Rendered(put))
 
             read_modify_write(self.nightly, read, decide)
             self._keyid = key.keyid

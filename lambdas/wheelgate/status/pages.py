@@ -17,14 +17,12 @@ from collections.abc import Iterable
 from functools import cache, partial
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import Environment
 
-from wheelgate.core.display import human_size, safe_url, shown_time
+from wheelgate.core.display import safe_url
 from wheelgate.core.layout import href
+from wheelgate.core.page_templates import template_environment
 from wheelgate.status.state import DirectoryStatus, StatusState, index_directory, page_key
-
-#: The templates' folder in this package; it ships as package data and in the function's asset.
-TEMPLATES = "templates"
 
 
 def status_dir(index: str | None) -> str:
@@ -41,17 +39,9 @@ def relative_link(page_index: str | None, target: str) -> str:
 
 @cache
 def environment() -> Environment:
-    """The templates' environment, built once: autoescape on for every template (not only
-    ``.html``: a value is never markup), and an undefined name an error rather than blank."""
-    env = Environment(
-        loader=PackageLoader("wheelgate.status", TEMPLATES),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(human_size=human_size, shown_time=shown_time, safe_url=safe_url)
+    """The templates' environment (:func:`~wheelgate.core.page_templates.template_environment`
+    over this package's ``templates/``), built once, with ``status_dir``."""
+    env = template_environment("wheelgate.status")
     env.globals.update(status_dir=status_dir)
     return env
 

@@ -29,7 +29,13 @@ from wheelgate.status.state import (
     run_kind,
 )
 from wheelgate.storage.bucket import Bucket
-from wheelgate.storage.conditional import MAX_ATTEMPTS, Decided, Put, Rendered, read_modify_write
+from wheelgate.storage.conditional import (
+    MAX_ATTEMPTS,
+    Put,
+    Rendered,
+    StateUpdate,
+    read_modify_write,
+)
 
 STATE_CONTENT_TYPE = "application/json"
 
@@ -96,7 +102,7 @@ class StatusStore:
         # Directory pages an attempt that lost wrote from its state: written again.
         rendered: list[str] = []
 
-        def decide(current: StatusState) -> Decided[list[str]]:
+        def decide(current: StatusState) -> StateUpdate[list[str]]:
             new = current
             for each in shown:
                 new = apply_record(new, each)
@@ -106,7 +112,7 @@ class StatusStore:
                 if status != current.directories.get(index) or index in rendered
             ]
             keys = [page_key(), *(page_key(index) for index in touched), STATE_KEY]
-            return Decided(keys, new != current, lambda: render(new, touched))
+            return StateUpdate(keys, new != current, lambda: render(new, touched))
 
         def render(new: StatusState, touched: list[str]) -> Rendered:
             # Imported here: the pages need Jinja2, which only the promoter has (its extra and

@@ -55,7 +55,7 @@ class Put:
 
 @dataclass(frozen=True)
 class Rendered:
-    """What a decided state is written as: ``state`` (its key is the commit point, written
+    """What an updated state is written as: ``state`` (its key is the commit point, written
     conditionally) and ``derived``, objects rendered from the same state and written before it,
     in order."""
 
@@ -64,8 +64,8 @@ class Rendered:
 
 
 @dataclass(frozen=True)
-class Decided(Generic[T]):
-    """A writer's decision on the state it read: ``result`` (what the update returns),
+class StateUpdate(Generic[T]):
+    """The update a writer makes of the state it read: ``result`` (what the update returns),
     ``changed`` (the new state differs from the one read) and ``render``, called only when the
     state is written."""
 
@@ -76,7 +76,7 @@ class Decided(Generic[T]):
 
 @dataclass(frozen=True)
 class Outcome(Generic[T]):
-    """The decision that held (its ``result``), and whether this writer wrote its objects."""
+    """The update that held (its ``result``), and whether this writer wrote its objects."""
 
     result: T
     written: bool
@@ -85,7 +85,7 @@ class Outcome(Generic[T]):
 def read_modify_write(
     bucket: Bucket,
     read: Callable[[], tuple[S, str | None]],
-    decide: Callable[[S], Decided[T]],
+    decide: Callable[[S], StateUpdate[T]],
     *,
     known: tuple[S, str | None] | None = None,
     max_attempts: int = MAX_ATTEMPTS,
@@ -94,13 +94,13 @@ def read_modify_write(
     """Change one state object of ``bucket`` so that no concurrent writer's change is lost.
 
     ``read`` returns the current state and the ETag of its object (``None``: no object yet);
-    ``decide`` maps a state to a :class:`Decided`, and is called again with the state as it
+    ``decide`` maps a state to a :class:`StateUpdate`, and is called again with the state as it
     then stands every time the commit loses. ``known`` is a state and ETag the caller read
     already (saves the first read; a stale one only costs a lost condition). Nothing is written
     when the state is unchanged and its object exists, unless an earlier attempt of this call
     wrote rendered objects and lost.
 
-    Returns the decision that held and whether it was written. Raises
+    Returns the update that held and whether it was written. Raises
     :class:`~wheelgate.core.errors.TransientError` after ``max_attempts`` lost commits, and
     whatever ``read``, ``decide`` and the bucket raise.
     """
@@ -109,10 +109,10 @@ def read_modify_write(
     for attempt in range(max_attempts):
         state, etag = known if known is not None else read()
         known = None
-        decided = decide(state)
-        if not decided.changed and etag is not None and not lost:
-            return Outcome(decided.result, written=False)
-        rendered = decided.render()
+        update = decide(state)
+        if not update.changed and etag is not None and not lost:
+            return Outcome(update.result, written=False)
+        rendered = update.render()
         key = rendered.state.key
         for derived in rendered.derived:
             bucket.put(
@@ -133,7 +133,7 @@ def read_modify_write(
             lock=written.lock,
             tags=written.tags,
         ):
-            return Outcome(decided.result, written=True)
+            return Outcome(update.result, written=True)
         lost = True
         sleep(retry_delay(attempt))
     raise TransientError(f"{key} kept changing; gave up after {max_attempts} tries")

@@ -1,5 +1,6 @@
-"""What one bisect step needs from the installer: a plan of exact files for a run, fetched
-into the cache, installed into a venv; or the reason the run is skipped.
+"""The installer seam (:class:`RunInstaller`): what one bisect step needs from the installer,
+a plan of exact files for a run (:class:`InstallPlan`), fetched into the cache, installed into
+a venv; or the reason the run is skipped (:class:`SkipRun`).
 
 The search (:mod:`wheelgate.bisect`) never blames a run for WheelGate's own trouble: whatever
 keeps a run from being installed exactly (:class:`SkipRun` and its reason codes) skips it.
