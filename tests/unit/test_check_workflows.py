@@ -362,3 +362,13 @@ def test_every_kind_of_mismatch_is_a_row_of_the_examples_readme() -> None:
         line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
     }
     assert {kind.value for kind in MismatchKind} <= rows
+
+
+def test_the_families_listing_of_the_examples_readme_is_the_families_file() -> None:
+    # The README shows the file a team copies: the JSON block under "The families file" is
+    # that file, byte for byte, so a change to one without the other fails here
+    text = (EXAMPLES / "README.md").read_text()
+    section = text[text.index("### The families file") :]
+    listing = section[section.index("```json\n") + len("```json\n") :]
+    listing = listing[: listing.index("```\n")]
+    assert listing == (EXAMPLES / "wheelgate-families.json").read_text()
