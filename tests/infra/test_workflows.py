@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.example_copy import fill_placeholders
 from tests.infra.synth import REPO_ROOT
 from tests.tools import require_tool
 from wheelgate import __version__
+from wheelgate.core.copied_workflows import check_copy
 from wheelgate.core.families import parse_families
 from wheelgate.core.workflows import Deployment, compare, compare_families, triggers
 
@@ -581,6 +583,10 @@ def test_release_examples_agree_with_the_settings(release: str) -> None:
     # required test run (the families'), the triggers trusted
     assert compare(workflows, settings(), families) == []
     assert compare_families(families, settings(), FAMILIES.name) == []
+    # and, once a copy fills the placeholders, no line of any example is a copy's mistake:
+    # every action pinned by commit, every project named one the families file declares
+    texts = {path.name: fill_placeholders(path.read_text()) for path in WORKFLOWS}
+    assert check_copy(texts, families, FAMILIES.name) == []
 
 
 @pytest.mark.parametrize("release", RELEASE_EXAMPLES)

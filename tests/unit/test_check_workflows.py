@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.example_copy import COMMIT, fill_placeholders
 from wheelgate.cli.main import main
 from wheelgate.core.families import FamiliesError, parse_families
 from wheelgate.core.workflows import MismatchKind
@@ -27,12 +28,13 @@ RELEASE_EXAMPLES = ("release-nightly.yml", "release-nightly-uv.yml")
 
 def repository(tmp_path: Path, release: str = "release-nightly-uv.yml") -> Path:
     """A user's repository: a release example as release-nightly.yml, report.yml, deps.yml,
-    the families file, and the deployment's cdk.json beside them."""
+    the families file, and the deployment's cdk.json beside them, the placeholders filled."""
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
-    shutil.copy2(EXAMPLES / release, workflows / "release-nightly.yml")
-    for name in ("report.yml", "deps.yml", "dev.yml"):
-        shutil.copy2(EXAMPLES / name, workflows / name)
+    for source, name in [(release, "release-nightly.yml")] + [
+        (n, n) for n in ("report.yml", "deps.yml", "dev.yml")
+    ]:
+        (workflows / name).write_text(fill_placeholders((EXAMPLES / source).read_text()))
     families = tmp_path / ".github" / "wheelgate-families.json"
     shutil.copy2(EXAMPLES / "wheelgate-families.json", families)
     shutil.copy2(REPO / "cdk.json", tmp_path / "cdk.json")
@@ -362,3 +364,164 @@ def test_every_kind_of_mismatch_is_a_row_of_the_examples_readme() -> None:
         line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
     }
     assert {kind.value for kind in MismatchKind} <= rows
+
+
+def placeholder_lines(text: str) -> list[tuple[int, str]]:
+    """Each placeholder of a workflow's text outside comments: (line, placeholder)."""
+    return [
+        (number, placeholder)
+        for number, line in enumerate(text.splitlines(), start=1)
+        if not line.lstrip().startswith("#")
+        for placeholder in ("<owner>", "<commit>")
+        if placeholder in line
+    ]
+
+
+def test_the_examples_as_shipped_exit_1_naming_each_placeholder_and_filled_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given every example workflow as shipped, the families file and this cdk.json
+    monkeypatch.chdir(REPO)
+    shipped = sorted(EXAMPLES.glob("*.yml"))
+    families = str(EXAMPLES / "wheelgate-families.json")
+    args = ["check-workflows", "--cdk-json", "cdk.json", "--families", families]
+    # When they are checked, then each placeholder is named with its file and line, exit 1
+    assert main([*args, *map(str, shipped)]) == 1
+    out = capsys.readouterr().out
+    expected = {
+        f"{path}:{number}: placeholder: {placeholder} is left in "
+        for path in shipped
+        for number, placeholder in placeholder_lines(path.read_text())
+    }
+    assert len(expected) >= 20
+    named = {line[: line.index(" is left in ") + len(" is left in ")] for line in out.splitlines()}
+    assert named == expected
+    assert "replace it with the owner of the repository that holds WheelGate" in out
+    assert "replace it with the 40-hex commit of the WheelGate release" in out
+    # And once a team fills them, as a copy does, the same files agree: exit 0
+    filled = tmp_path / "filled"
+    filled.mkdir()
+    for path in shipped:
+        (filled / path.name).write_text(fill_placeholders(path.read_text()))
+    assert main([*args, *map(str, sorted(filled.iterdir()))]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def replace_line(path: Path, old: str, new: str) -> int:
+    """Replace the first line holding ``old`` with the lines of ``new``, indented as it was;
+    the number of the last line put in."""
+    lines = path.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines) if old in line)
+    indent = lines[number][: len(lines[number]) - len(lines[number].lstrip())]
+    added = [indent + line for line in new.splitlines()]
+    lines[number : number + 1] = added
+    path.write_text("\n".join(lines) + "\n")
+    return number + len(added)
+
+
+#: A line put in place of dev.yml's checkout step, and the finding it must cause on its last
+#: line: any placeholder in uses: or ref:, any remote action not pinned by a 40-hex commit.
+LINE_FINDINGS = {
+    "ref": (
+        f"- uses: actions/checkout@{COMMIT}\n  with:\n    ref: <branch>",
+        "placeholder: <branch> is left in `ref: <branch>`: replace it with the value <branch> "
+        "stands for",
+    ),
+    "uses": (
+        f"- uses: <org>/tool@{COMMIT}",
+        f"placeholder: <org> is left in `uses: <org>/tool@{COMMIT}`",
+    ),
+    "action-name": (
+        f"- uses: example-org/wheelgate/actions/<name>@{COMMIT}",
+        "placeholder: <name> is left in",
+    ),
+    "tag": (
+        "- uses: actions/checkout@v4",
+        "action-not-pinned: actions/checkout is used at v4: pin it by commit",
+    ),
+    "branch": (
+        "- uses: actions/checkout@main",
+        "action-not-pinned: actions/checkout is used at main",
+    ),
+    "short-hash": (
+        "- uses: actions/checkout@3d3c42e",
+        "action-not-pinned: actions/checkout is used at 3d3c42e",
+    ),
+    "no-ref": (
+        "- uses: actions/checkout",
+        "action-not-pinned: actions/checkout is used with no ref",
+    ),
+    "workflow": (
+        "- uses: org/repo/.github/workflows/x.yml@v1",
+        "action-not-pinned: org/repo/.github/workflows/x.yml is used at v1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(LINE_FINDINGS))
+def test_a_placeholder_or_an_action_not_pinned_is_named_with_its_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+) -> None:
+    # Given a copy whose dev.yml has one line changed
+    repo = repository(tmp_path)
+    new, named = LINE_FINDINGS[case]
+    number = replace_line(repo / ".github" / "workflows" / "dev.yml", "actions/checkout@", new)
+    # When it is checked, then that line alone is named, with its file and number, exit 1
+    assert check(repo, monkeypatch) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f".github/workflows/dev.yml:{number}: {named}")
+    assert out.count("\n") == 1
+
+
+@pytest.mark.parametrize("uses", ["./actions/build", "docker://alpine:3.20"])
+def test_local_and_docker_actions_need_no_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uses: str
+) -> None:
+    repo = repository(tmp_path)
+    replace_line(repo / ".github/workflows/dev.yml", "actions/checkout@", f"- uses: {uses}")
+    assert check(repo, monkeypatch) == 0
+
+
+def test_a_project_the_families_file_does_not_declare_is_named_on_each_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the families file of another project, beside the release example naming torch
+    repo = repository(tmp_path, "release-nightly.yml")
+    families_path = repo / ".github" / "wheelgate-families.json"
+    families = json.loads(families_path.read_text())
+    families["projects"] = ["jax"]
+    families_path.write_text(json.dumps(families))
+    text = (repo / ".github/workflows/release-nightly.yml").read_text().splitlines()
+    torch_lines = [
+        i
+        for i, line in enumerate(text, start=1)
+        if ("torch==" in line or "torch-*.whl" in line) and not line.lstrip().startswith("#")
+    ]
+    # When the workflows are checked
+    assert check(repo, monkeypatch) == 1
+    out = capsys.readouterr().out.splitlines()
+    # Then each line naming torch is named, and nothing else
+    assert [int(line.split(":")[1]) for line in out] == torch_lines
+    assert len(torch_lines) == 2
+    assert all(": project-not-declared: names the project torch (`" in line for line in out)
+    assert 'does not declare: add it to its "projects"' in out[0]
+
+
+def test_a_families_file_with_a_bad_project_name_is_refused() -> None:
+    document = {**FAMILIES, "projects": ["torch", "not a name"]}
+    with pytest.raises(FamiliesError) as raised:
+        parse_families(document)
+    assert "projects: 'not a name' is not a project name" in str(raised.value)
+
+
+def test_the_families_listing_of_the_examples_readme_is_the_families_file() -> None:
+    # The README shows the file a team copies: the JSON block under "The families file" is
+    # that file, byte for byte, so a change to one without the other fails here
+    text = (EXAMPLES / "README.md").read_text()
+    section = text[text.index("### The families file") :]
+    listing = section[section.index("```json\n") + len("```json\n") :]
+    listing = listing[: listing.index("```\n")]
+    assert listing == (EXAMPLES / "wheelgate-families.json").read_text()

@@ -3,7 +3,8 @@ held to its deployment's settings, and the matrices its release workflow reads f
 file that names its GPU families (:mod:`wheelgate.core.families`, :mod:`wheelgate.core.workflows`).
 
 Both read local files only and need no credentials. ``check-workflows`` exits 0 when the
-workflows agree with the settings, 1 naming each mismatch, 2 on bad input.
+workflows agree with the settings and hold no mistake of a copy
+(:mod:`wheelgate.core.copied_workflows`), 1 naming each mismatch, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import yaml
 
 from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError, configured_indexes
+from wheelgate.core.copied_workflows import check_copy
 from wheelgate.core.families import Families, FamiliesError, parse_families
 from wheelgate.core.workflows import (
     Deployment,
@@ -91,18 +93,22 @@ def _settings(args: argparse.Namespace) -> Deployment:
         raise UsageError(str(exc)) from exc
 
 
-def _workflows(paths: list[Path]) -> dict[str, dict[Any, Any]]:
+def _workflows(paths: list[Path]) -> tuple[dict[str, dict[Any, Any]], dict[str, str]]:
+    """The workflows parsed, keyed as the settings name them, and their texts, keyed by the
+    path given."""
     if not paths:
         paths = sorted([*DEFAULT_WORKFLOWS.glob("*.yml"), *DEFAULT_WORKFLOWS.glob("*.yaml")])
         if not paths:
             raise UsageError(f"no workflow in {DEFAULT_WORKFLOWS}/: give the workflow files")
     workflows: dict[str, dict[Any, Any]] = {}
+    texts: dict[str, str] = {}
     for path in paths:
         key = workflow_key(path.name)
         if key in workflows:
             raise UsageError(f"two workflows are named {Path(key).name}")
         try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            document = yaml.safe_load(text)
         except OSError as exc:
             raise UsageError(f"{path}: {exc.strerror}") from exc
         except yaml.YAMLError as exc:
@@ -110,12 +116,13 @@ def _workflows(paths: list[Path]) -> dict[str, dict[Any, Any]]:
         if not isinstance(document, dict):
             raise UsageError(f"{path} is not a workflow (a mapping with jobs)")
         workflows[key] = document
-    return workflows
+        texts[str(path)] = text
+    return workflows, texts
 
 
 def cmd_check_workflows(args: argparse.Namespace) -> int:
     deployment = _settings(args)
-    workflows = _workflows(args.workflows)
+    workflows, texts = _workflows(args.workflows)
     families_path = args.families or (DEFAULT_FAMILIES if DEFAULT_FAMILIES.is_file() else None)
     families = read_families(families_path) if families_path is not None else None
     try:
@@ -124,10 +131,14 @@ def cmd_check_workflows(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if families is not None:
         mismatches += compare_families(families, deployment, str(families_path))
+    mismatches += check_copy(texts, families, str(families_path))
     for mismatch in mismatches:
-        print(f"{mismatch.workflow}: {mismatch.kind.value}: {mismatch.message}")
+        print(mismatch)
     if mismatches:
-        print(f"{len(mismatches)} mismatch(es) with the deployment's settings", file=sys.stderr)
+        print(
+            f"{len(mismatches)} mismatch(es) with the deployment's settings or the examples' rules",
+            file=sys.stderr,
+        )
         return EXIT_REJECTED
     print(
         f"{len(workflows)} workflow(s) agree with the settings "
@@ -166,7 +177,12 @@ def register(subparsers: Any) -> None:
             "workflow on workflow_call only and called by them, every index directory of "
             "index_dirs built and tested and no other, every required test run, the deps "
             "workflows on push to the default branch. A matrix computed with fromJSON is read "
-            "from the families file. Exit 0: they agree; 1: each mismatch named; 2: bad input."
+            "from the families file. Each line of a workflow is checked too: no placeholder "
+            "of the examples left unfilled (<owner>, <commit>, any <word> in uses:, ref: or "
+            "repository:), every remote action pinned by a 40-hex commit, no project named "
+            "(a pinned requirement, a <project>-*.whl pattern) that the families file does "
+            "not declare in projects. Exit 0: they agree; 1: each mismatch named, with its "
+            "file and line; 2: bad input."
         ),
     )
     check.add_argument(

@@ -7,6 +7,7 @@ to the deployment's ``index_dirs`` and ``required_tests``. The document::
 
     {
       "build": "./build_tools/build_wheels.sh --target \\"$NAME\\" --output-dir dist",
+      "projects": ["torch"],
       "pythons": ["3.12"],
       "tests": {"smoke": "python -c 'import torch'", "unit": "python -m pytest -q tests"},
       "families": [
@@ -17,7 +18,9 @@ to the deployment's ``index_dirs`` and ``required_tests``. The document::
 
 A family with one Python reports each test under its own name; one with several runs a test
 job per Python and reports ``<test>-py<version>`` (``smoke-py3.11``), the names its
-``required_tests`` must then list: every wheel staged is installed by a test.
+``required_tests`` must then list: every wheel staged is installed by a test. ``projects``
+(optional) names the projects the release's workflows may name (``check-workflows`` holds them
+to it).
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from wheelgate.core.manifest_tests import check_test_name
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 #: A Python version as ``actions/setup-python`` and ``uv venv --python`` take it.
 _PYTHON = re.compile(r"3\.\d{1,2}")
-_TOP_KEYS = frozenset({"build", "pythons", "tests", "families"})
+_TOP_KEYS = frozenset({"build", "projects", "pythons", "tests", "families"})
+#: A project name as PEP 508 allows it.
+_PROJECT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _FAMILY_KEYS = frozenset({"index", "name", "runner", "tests", "pythons"})
 
 
@@ -77,6 +82,8 @@ class Families:
     build: str
     commands: Mapping[str, str]
     families: tuple[Family, ...]
+    #: The projects the release's workflows may name (``check-workflows``).
+    projects: tuple[str, ...] = ()
 
     def build_matrix(self) -> list[dict[str, str]]:
         """One build job per family: ``index``, ``name``, ``pythons`` (space-separated),
@@ -115,7 +122,7 @@ class Families:
         if not chosen:
             known = ", ".join(f.name for f in self.families)
             raise FamiliesError(f"no family is named {name!r} (the file names {known})")
-        return Families(self.build, self.commands, chosen)
+        return Families(self.build, self.commands, chosen, self.projects)
 
 
 def parse_families(document: object) -> Families:
@@ -125,8 +132,11 @@ def parse_families(document: object) -> Families:
     invalid index directory or test name, an index or name given twice, a test without a
     command.
     """
-    top = _mapping(document, "the families file", _TOP_KEYS, required=_TOP_KEYS - {"pythons"})
+    top = _mapping(
+        document, "the families file", _TOP_KEYS, required=_TOP_KEYS - {"pythons", "projects"}
+    )
     build = _string(top["build"], "build")
+    projects = _projects(top.get("projects", []))
     pythons = _pythons(top.get("pythons", ["3.12"]), "pythons")
     raw_tests = top["tests"]
     if not isinstance(raw_tests, dict) or not raw_tests:
@@ -147,7 +157,16 @@ def parse_families(document: object) -> Families:
             if value in seen:
                 raise FamiliesError(f"families[{i}].{attribute}: {value!r} is given twice")
             seen.add(value)
-    return Families(build, commands, families)
+    return Families(build, commands, families, projects)
+
+
+def _projects(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise FamiliesError("projects must be a list of project names")
+    for project in value:
+        if not isinstance(project, str) or not _PROJECT.fullmatch(project):
+            raise FamiliesError(f"projects: {project!r} is not a project name")
+    return tuple(value)
 
 
 def _family(

@@ -53,15 +53,24 @@ class MismatchKind(StrEnum):
     INDEX_NOT_BUILT = "index-not-built"
     INDEX_NOT_TESTED = "index-not-tested"
     REQUIRED_TEST_NOT_RUN = "required-test-not-run"
+    PLACEHOLDER = "placeholder"
+    ACTION_NOT_PINNED = "action-not-pinned"
+    PROJECT_NOT_DECLARED = "project-not-declared"
 
 
 @dataclass(frozen=True)
 class Mismatch:
-    """One disagreement: its kind, the workflow file it is about, a whole sentence."""
+    """One disagreement: its kind, the workflow file it is about, a whole sentence, and the
+    line of that file when it is about one line."""
 
     kind: MismatchKind
     workflow: str
     message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.workflow if self.line is None else f"{self.workflow}:{self.line}"
+        return f"{where}: {self.kind.value}: {self.message}"
 
 
 @dataclass(frozen=True)
