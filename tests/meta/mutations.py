@@ -330,8 +330,8 @@ MUTATIONS = (
     Mutation(
         "bisect never blames its own trouble",
         "a run the installer cannot install exactly is counted bad instead of skipped",
-        "return _Probed(Verdict.SKIP, skip.reason, skip.message, downloaded=downloaded)",
-        "return _Probed(Verdict.BAD, skip.reason, skip.message, downloaded=downloaded)",
+        "return _Probed(Verdict.SKIP, skip.reason, skip.message, None, downloaded, install)",
+        "return _Probed(Verdict.BAD, skip.reason, skip.message, None, downloaded, install)",
         ("tests/unit/test_bisect_runner.py", "tests/unit/test_bisect_cli.py"),
     ),
     Mutation(
