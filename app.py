@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """This repository's CDK app: one stack holding the WheelGate construct, configured by the
-``cdk.json`` context (``wheelgate``, and ``stage``, ``account``, ``region``: stacks/context.py).
+``cdk.json`` context (``wheelgate``, or the JSON file ``-c wheelgate_file=wheelgate.json`` names,
+and ``stage``, ``account``, ``region``: stacks/context.py).
 
 Synthesis needs no AWS credentials: nothing here calls AWS.
 """

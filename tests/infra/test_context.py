@@ -3,6 +3,8 @@ account and region come from the context, and errors say where to set what is wr
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,10 +75,13 @@ def test_an_unlisted_stage_is_refused_naming_the_stages() -> None:
         ({"stage": "1test"}, r"a letter, then up to 31"),
         ({"stage": "t" * 33}, r"a letter, then up to 31"),
         ({"wheelgate_stages": ["test"], "stage": "test"}, r"wheelgate_stages must be an object"),
-        ({"wheelgate_stages": {"test": "x"}, "stage": "test"}, r"wheelgate_stages.test must be"),
+        (
+            {"wheelgate_stages": {"test": "x"}, "stage": "test"},
+            r"wheelgate_stages.test is 'x', which is not JSON",
+        ),
         ({"account": "1234"}, r"context key account is '1234': an AWS account id is 12 digits"),
         ({"region": "Europe"}, r"context key region is 'Europe', not an AWS region"),
-        ({"wheelgate": ["x"]}, r"cdk.json context 'wheelgate' must be an object"),
+        ({"wheelgate": ["x"]}, r"context key wheelgate must be an object \(in cdk.json\)"),
     ],
 )
 def test_bad_stage_and_environment_are_refused(changes: dict[str, Any], message: str) -> None:
@@ -139,3 +144,87 @@ def test_every_problem_is_reported_at_once() -> None:
         "wheelgate.fanout",
     ]
     assert str(error.value).count("\n") == 2
+
+
+# --- settings from a file (-c wheelgate_file=...) --------------------------------------------
+
+
+def _settings(**changes: Any) -> dict[str, Any]:
+    return {**cdk_json_context()["wheelgate"], **changes}
+
+
+def test_a_multi_line_settings_file_takes_the_place_of_cdk_jsons_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given wheelgate.json in the directory cdk runs in, on many lines, and a stages file
+    monkeypatch.chdir(tmp_path)
+    Path("wheelgate.json").write_text(json.dumps(_settings(github_repo="acme/app"), indent=2))
+    Path("stages.json").write_text(json.dumps({"test": TEST_STAGE}, indent=2))
+    # When the context names them, beside cdk.json's own object
+    context = _context(
+        wheelgate_file="wheelgate.json", wheelgate_stages_file="stages.json", stage="test"
+    )
+    props = deployment_from_context(context).props
+    # Then the settings are the files'
+    assert props.github_repo == "acme/app"
+    assert props.release_workflows == (".github/workflows/release-test.yml",)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, r"which does not exist \(a relative path is from the directory cdk runs in"),
+        ('{\n  "github_repo": "a/b",\n}\n', r"which is not JSON: .* at line 3, column 1$"),
+        ("[1, 2]\n", r"which holds a JSON list, not an object of settings"),
+        (b"\xff{}", r"which is not UTF-8 text"),
+    ],
+)
+def test_a_settings_file_that_cannot_be_read_is_named_with_what_is_wrong(
+    content: str | bytes | None, message: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "wheelgate.json"
+    if isinstance(content, str):
+        path.write_text(content)
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ConfigError, match=r"context key wheelgate_file names '[^']*', " + message):
+        props_from_context(_context(wheelgate_file=str(path)))
+
+
+def test_a_key_missing_from_the_settings_file_is_named_with_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "wheelgate.json"
+    path.write_text(json.dumps({k: v for k, v in _settings().items() if k != "github_repo"}))
+    with pytest.raises(ConfigError) as error:
+        props_from_context(_context(wheelgate_file=str(path)))
+    assert str(error.value) == (
+        f"wheelgate.github_repo is missing: add it to {path} or pass "
+        "-c wheelgate.github_repo=<value> (see docs/deploy.md)"
+    )
+
+
+def test_settings_on_the_command_line_and_in_a_file_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "wheelgate.json"
+    path.write_text(json.dumps(_settings()))
+    with pytest.raises(ConfigError, match=r"wheelgate and wheelgate_file are both given"):
+        props_from_context(_context(wheelgate=json.dumps(_settings()), wheelgate_file=str(path)))
+
+
+def test_a_value_cdk_cut_at_its_first_newline_says_so_and_names_the_file_key() -> None:
+    # `-c wheelgate="$(cat wheelgate.json)"` of a multi-line file: the app gets its first line
+    for first_line in ("{", '{ "github_repo": "acme/app",'):
+        with pytest.raises(ConfigError) as error:
+            props_from_context(_context(wheelgate=first_line))
+        message = str(error.value)
+        assert message.startswith(f"context key wheelgate is {first_line!r}, which is not JSON")
+        assert "the cdk command cut it at the file's first newline" in message
+        assert "-c wheelgate_file=wheelgate.json" in message
+        assert "must be an object" not in message
+
+
+def test_a_command_line_value_that_is_no_object_says_what_it_is() -> None:
+    with pytest.raises(ConfigError, match=r"^context key wheelgate is '\[1\]', a JSON list, not"):
+        props_from_context(_context(wheelgate="[1]"))
+    with pytest.raises(ConfigError) as error:
+        props_from_context(_context(wheelgate="oops"))
+    assert "which is not JSON" in str(error.value)
+    assert "first newline" not in str(error.value)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from stacks.context import STAGES_KEY, props_from_context
+from stacks.context import FILE_SUFFIX, STAGES_KEY, WHEELGATE_FILE_KEY, props_from_context
 from stacks.oidc_subjects import OIDC_SUBJECT_CLAIM_KEYS
 from stacks.props import WheelGateProps
 from stacks.setting_errors import settings_model
@@ -40,6 +40,8 @@ NOT_SETTINGS = {
     *OIDC_SUBJECT_CLAIM_KEYS,
     "include_claim_keys",
     STAGES_KEY,
+    WHEELGATE_FILE_KEY,
+    STAGES_KEY + FILE_SUFFIX,
     "workflow_dispatch",
     "hash_items",
     "index_url",

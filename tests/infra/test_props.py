@@ -90,8 +90,8 @@ def test_command_line_override_wins_and_is_parsed_as_json() -> None:
 
 
 def test_the_whole_settings_object_can_come_from_the_command_line() -> None:
-    # Given this repository's cdk.json and a team's own settings as one JSON object on the
-    # command line (-c wheelgate="$(cat wheelgate.json)"), as docs/deploy.md's step 3 does...
+    # Given this repository's cdk.json and a team's own settings as one line of JSON on the
+    # command line (-c wheelgate='{...}'; a file's goes by -c wheelgate_file=, test_context.py)...
     own = {**cdk_json_context()["wheelgate"], "github_repo": "my-org/my-project"}
     own["dev_sub_patterns"] = ["repo:my-org/my-project:pull_request:*"]
     context = {**cdk_json_context(), "wheelgate": json.dumps(own)}
@@ -100,7 +100,7 @@ def test_the_whole_settings_object_can_come_from_the_command_line() -> None:
     staged = {**context, "wheelgate_stages": json.dumps({"test": {"alarm_email": "a@b.org"}})}
     assert props_from_context(staged, stage="test").alarm_email == "a@b.org"
     # And a value that is not a JSON object is named.
-    with pytest.raises(ConfigError, match=r"wheelgate' must be an object \(with -c: a JSON"):
+    with pytest.raises(ConfigError, match=r"wheelgate is '\[1, 2\]', a JSON list, not an object"):
         props_from_context({"wheelgate": "[1, 2]"})
 
 

@@ -56,7 +56,9 @@ def test_yank_is_reflected_in_both_formats_and_honoured_by_pip(
     new = released["new"].name
     result = local.wheelgate("yank", "--index", INDEX, new, "--reason", "bad GPU kernels")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["message"] == f"yanked {INDEX}/{new}: bad GPU kernels"
+    assert (
+        json.loads(result.stdout)["message"] == f"yanked {new} in {INDEX} (reason: bad GPU kernels)"
+    )
     page = f"{local.nightly_url}{INDEX}/maint-pkg/"
     doc = json.loads(fetch(page, "application/vnd.pypi.simple.v1+json"))
     assert {f["filename"]: f["yanked"] for f in doc["files"]} == {

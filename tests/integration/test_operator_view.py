@@ -218,6 +218,10 @@ def test_a_run_staged_and_never_reported_shows_what_is_staged(
     assert (
         f"  file {wheel.name}  {human_size(wheel.stat().st_size)}  sha256 {sha256(wheel)}" in text
     )
+    # And it says there is no record yet, never where one would be
+    assert document["record_url"] is None
+    assert text.splitlines()[-1] == "record: none yet (not decided yet)"
+    assert "s3://" not in text
 
 
 def test_a_run_nothing_is_known_of_is_told_apart_from_a_pending_one(local: LocalProcess) -> None:
@@ -228,8 +232,11 @@ def test_a_run_nothing_is_known_of_is_told_apart_from_a_pending_one(local: Local
         "unknown",
         "unknown run: nothing is staged, reported or decided under this run id",
     )
+    assert document["record_url"] is None
     code, text = on_a_terminal(local, "status", "ops-never")
     assert (code, text.splitlines()[0]) == (5, "run ops-never: unknown")
+    assert text.splitlines()[-1] == "record: none (no such run)"
+    assert "s3://" not in text
 
 
 def test_a_yank_prints_a_summary_and_is_listed_once(
@@ -242,14 +249,14 @@ def test_a_yank_prints_a_summary_and_is_listed_once(
     code, text = on_a_terminal(
         local, "yank", "--index", THIRD, wheel.name, "--reason", "broken on gfx942"
     )
-    # Then the outcome is a summary, as status prints it, not the record's JSON
+    # Then the outcome says what it did to which file, not the record's JSON
     assert code == 0, text
     lines = text.splitlines()
-    assert lines[0].startswith("run yank-")
-    assert lines[0].endswith(": promoted")
-    assert f"  yanked {THIRD}/{wheel.name}: broken on gfx942" in lines
+    assert lines[0] == f"yanked {wheel.name} in {THIRD} (reason: broken on gfx942)"
+    assert lines[1].startswith("  request yank-")
+    assert lines[1].endswith(": promoted")
     assert not any(line.lstrip().startswith("{") for line in lines)
-    yank_id = lines[0].split()[1].rstrip(":")
+    yank_id = lines[1].split()[1].rstrip(":")
     # And --json gets the record, on a terminal too (and a pipe: the other tests' `local`)
     code, text = on_a_terminal(local, "unyank", "--index", THIRD, wheel.name, "--json")
     unyank = json.loads(text)

@@ -98,7 +98,7 @@ def test_a_yank_request_yanks_a_released_file(promoter: Promoter) -> None:
     }
     record = promoter.report("yank-1", yank)
     assert record.state.value == "promoted"
-    assert record.message == f"yanked {INDEX}/{wheel.name}: broken"
+    assert record.message == f"yanked {wheel.name} in {INDEX} (reason: broken)"
     page = json.loads(promoter.nightly.get(f"{INDEX}/pkg/index.json")[0])  # type: ignore[index]
     assert page["files"][0]["yanked"] == "broken"
 

@@ -7,7 +7,14 @@ import logging
 
 import pytest
 
-from wheelgate.core.redact import MASK, RedactingFilter, RedactingStream, Redactor, redact_urls
+from wheelgate.core.redact import (
+    MASK,
+    RedactingFilter,
+    RedactingStream,
+    Redactor,
+    mask_principals,
+    redact_urls,
+)
 
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 
@@ -49,3 +56,15 @@ def test_streams_and_logs_mask_url_credentials() -> None:
     assert "zzz" not in str(record.msg)
     assert JWT not in str(record.msg)
     assert "yyy" not in str(record.__dict__["extra_url"])
+
+
+def test_a_principal_shows_its_role_and_masks_its_session_name() -> None:
+    said = "tests overridden by AWS:AROABREAKGLASS000001:alice@example.com: runners down"
+    assert mask_principals(said) == (
+        "tests overridden by AWS:AROABREAKGLASS000001:****: runners down"
+    )
+
+
+def test_text_without_an_assumed_roles_principal_is_unchanged() -> None:
+    said = "AWS:AIDAUSER0000000001 promoted run 1 at 05:00: ok"
+    assert mask_principals(said) == said

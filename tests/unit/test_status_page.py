@@ -312,6 +312,32 @@ def test_directory_page_lists_files_with_size_and_short_hash_and_links_up() -> N
     assert "tests-failed" in facts["text"]
 
 
+def overridden(run_id: str, n: int) -> PromotionRecord:
+    """``run_id`` promoted by a break-glass override, its smoke test failed."""
+    record = promoted(run_id, n, tests=[{"name": "smoke", "result": "failed"}])
+    by = "AWS:AROABREAKGLASS000001:****"
+    return record.model_copy(
+        update={"override": {"by": by, "reason": "runners down", "request": f"override-{n}"}}
+    )
+
+
+def test_the_latest_card_marks_an_override_with_who_when_and_why() -> None:
+    state = fold(rejected("101", 1), overridden("101", 2))
+    latest = state.directories[INDEX].latest
+    assert latest is not None
+    assert latest.override is not None
+    assert (latest.override.by, latest.override.at) == ("AWS:AROABREAKGLASS000001:****", at(2))
+    for html in (render_directory(state, INDEX), render_overview(state)):
+        text = " ".join(page_facts(html)["text"].split())
+        assert "override promoted by a break-glass override, its tests not passed" in text
+        assert "by AWS:AROABREAKGLASS000001:****, 2026-11-30 04:00 UTC: runners down" in text
+
+
+def test_a_run_its_tests_promoted_has_no_override_mark() -> None:
+    state = fold(promoted("101", 1))
+    assert "break-glass" not in render_directory(state, INDEX)
+
+
 def test_page_keys() -> None:
     assert page_key() == "status/index.html"
     assert page_key(INDEX) == f"status/{INDEX}/index.html"

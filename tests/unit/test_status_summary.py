@@ -127,6 +127,8 @@ def test_a_pending_run_and_the_manifest_asked_about() -> None:
         "  manifest written; waiting for the promoter",
         f"  manifest {'cd' * 8} (asked about): pending: no decision about this manifest yet",
     ]
+    assert text.splitlines()[-1] == "record: none yet (not decided yet)"
+    assert "s3://" not in text
 
 
 def yank_record(run_id: str, at: str, state: State = State.PROMOTED) -> PromotionRecord:
@@ -206,6 +208,22 @@ def test_an_unknown_run_says_so() -> None:
         pending_state="unknown",
     )
     assert text.splitlines()[:2] == ["run 8: unknown", "  unknown run"]
+    assert text.splitlines()[-1] == "record: none (no such run)"
+    assert "s3://" not in text
+
+
+def test_a_promoted_yank_request_says_what_it_did_to_which_file() -> None:
+    record = PromotionRecord(
+        run_id="yank-20261130-abc",
+        state=State.PROMOTED,
+        message=f"yanked t-1.0-py3-none-any.whl in {A} (reason: broken)",
+        decided_at="2026-11-30T05:00:00.000000Z",
+    )
+    lines = render_run(record.run_id, record, record_url="s3://staging/r.json").splitlines()
+    assert lines[:2] == [
+        f"yanked t-1.0-py3-none-any.whl in {A} (reason: broken)",
+        "  request yank-20261130-abc: promoted",
+    ]
 
 
 def test_a_rejected_set_shows_the_files_it_staged() -> None:

@@ -29,6 +29,8 @@ from wheelgate.core.manifest import (
     check_commit,
 )
 from wheelgate.core.records import PromotionRecord, State
+from wheelgate.core.redact import mask_principals
+from wheelgate.status.summary import UNKNOWN_RUN
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import AccessError
 
@@ -96,10 +98,6 @@ def manifest_commit(staging: Bucket, run_id: str) -> str | None:
 
 #: What ``manifest_decision`` says of a manifest the record holds no decision about yet.
 _NOT_DECIDED = "no decision about this manifest yet; waiting for the promoter"
-
-
-#: The state ``status`` gives a run id under which nothing is staged, reported or decided.
-UNKNOWN_RUN = "unknown"
 
 
 def _no_record_document(staging: Bucket, run_id: str) -> dict[str, Any]:
@@ -250,23 +248,24 @@ def for_people(args: argparse.Namespace) -> bool:
 
 def print_status(staging: Bucket, run_id: str, status: RunStatus, *, people: bool) -> None:
     """Print a run's status: the summary for people (:func:`wheelgate.status.summary.render_run`)
-    when ``people``, else its JSON document with ``record_url`` (where the record is, or will
-    be) beside it, as the status action outputs it."""
+    when ``people``, else its JSON document with ``record_url`` (where the record is; ``null``
+    when there is none yet) beside it, as the status action outputs it. Principals are masked
+    as every output masks them (:func:`~wheelgate.core.redact.mask_principals`)."""
     from wheelgate.status.summary import render_run
 
     record_url = f"s3://{staging.name}/{STAGING.record(run_id)}"
     if not people:
-        print(json.dumps({**status.document, "record_url": record_url}, indent=2))
+        shown = {**status.document, "record_url": record_url if status.record else None}
+        print(mask_principals(json.dumps(shown, indent=2)))
         return
     document = status.document
-    print(
-        render_run(
-            run_id,
-            status.record,
-            record_url=record_url,
-            pending_message=str(document.get("message", "")),
-            pending_state=str(document.get("state", State.PENDING.value)),
-            staged=document.get("staged", ()),
-            manifest_decision=document.get("manifest_decision"),
-        )
+    summary = render_run(
+        run_id,
+        status.record,
+        record_url=record_url,
+        pending_message=str(document.get("message", "")),
+        pending_state=str(document.get("state", State.PENDING.value)),
+        staged=document.get("staged", ()),
+        manifest_decision=document.get("manifest_decision"),
     )
+    print(mask_principals(summary))

@@ -34,6 +34,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from wheelgate.staging.errors import StageError
     from wheelgate.staging.local_artifacts import inspect_files
     from wheelgate.staging.stage import stage
+    from wheelgate.staging.unresolved import ADVICE, UnresolvedRequirementsError
 
     checked("--run-id", args.run_id, check_ci_run_id)
     index_option(args)
@@ -64,9 +65,16 @@ def cmd_stage(args: argparse.Namespace) -> int:
             window_days=window_days,
             attempt=attempt,
             commit_time=commit_time,
+            strict=args.strict,
         )
+    except UnresolvedRequirementsError as exc:
+        _say_unresolved("error", [u.describe(args.index) for u in exc.unresolved])
+        raise UsageError(f"nothing was staged (--strict): {ADVICE}") from exc
     except StageError as exc:
         raise UsageError(str(exc)) from exc
+    if result.unresolved:
+        _say_unresolved("warning", [u.describe(args.index) for u in result.unresolved])
+        _say_unresolved("warning", [f"a test installing from the run's index fails: {ADVICE}"])
     run_index = STAGING.run_index_prefix(args.run_id, args.index)
     staging_base = args.staging_url or os.environ.get(ENV_STAGING_BASE_URL, "")
     summary = {
@@ -135,6 +143,11 @@ def attempt_option(option: str | None) -> int | None:
     return int(value)
 
 
+def _say_unresolved(kind: str, lines: list[str]) -> None:
+    for line in lines:
+        print(f"wheelgate stage: {kind}: {line}", file=sys.stderr)
+
+
 def _say_ignored(path: Path) -> None:
     print(f"wheelgate stage: ignoring {path}: a hidden file, not a distribution", file=sys.stderr)
 
@@ -180,6 +193,12 @@ def register(subparsers: Any) -> None:
         "--staging-url",
         help=f"public URL of the staging distribution, to print the run's index URL "
         f"(default: ${ENV_STAGING_BASE_URL})",
+    )
+    stage.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse, staging nothing (exit 2), when a wheel requires a project (any marker or "
+        "extra) that neither the run nor nightly holds; without it, stage warns",
     )
     stage.add_argument(
         "files",

@@ -112,6 +112,20 @@ def redact_urls(text: str) -> str:
     return _URL_SECRETS.sub(_mask_url_secret, text)
 
 
+#: An assumed role's principal (``AWS:<role unique id>:<session name>``, as S3 events and
+#: records name a writer): the session name is often a person's e-mail or login.
+_ROLE_SESSION = re.compile(r"\b(?P<role>AWS:AROA[A-Z0-9]{4,128}:)[\w+=,.@-]{1,64}")
+
+
+def mask_principals(text: str) -> str:
+    """``text`` with the session name of each assumed role's principal masked
+    (``AWS:AROA...:alice`` becomes ``AWS:AROA...:****``): the one rule by which every output
+    that shows who did something (``status``, ``runs``, ``runs --json``, the status pages)
+    names a principal. The role's unique id stays, so the output still says which role it was;
+    who assumed it is in CloudTrail, and in the record itself."""
+    return _ROLE_SESSION.sub(lambda m: m["role"] + MASK, text)
+
+
 #: Shorter values are not masked: they would mask ordinary words (local mode's dummy keys).
 MIN_SECRET_LENGTH = 8
 

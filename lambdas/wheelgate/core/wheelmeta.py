@@ -12,6 +12,7 @@ cannot find it under the name it asked for), and a released file can never be re
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 import zlib
 from dataclasses import dataclass
@@ -336,11 +337,30 @@ def required_projects(content: bytes) -> frozenset[str]:
     environment marker or extra: the union over every platform, interpreter and extra an
     installer may resolve for. A line that is not a PEP 508 requirement names nothing (an
     installer refuses it when it reads the metadata)."""
+    return frozenset(requirement_extras(content))
+
+
+#: ``extra == "name"`` (or ``"name" == extra``) in a marker as ``packaging`` writes it.
+_EXTRA_CLAUSE = re.compile(r'\bextra\s*==\s*"([^"]*)"|"([^"]*)"\s*==\s*extra\b')
+
+
+def requirement_extras(content: bytes) -> dict[str, frozenset[str]]:
+    """Every project METADATA's ``Requires-Dist`` names (normalized, as
+    :func:`required_projects`), with the extras whose marker clauses (``extra == "x"``) it is
+    required under; an empty set when a line requires it outside any extra (whatever its
+    other marker)."""
     headers = BytesHeaderParser().parsebytes(content)
-    names = set()
+    found: dict[str, frozenset[str]] = {}
     for line in headers.get_all("Requires-Dist") or ():
         try:
-            names.add(canonicalize_name(Requirement(str(line)).name))
+            requirement = Requirement(str(line))
         except InvalidRequirement:
             continue
-    return frozenset(names)
+        name = canonicalize_name(requirement.name)
+        marker = str(requirement.marker or "")
+        extras = frozenset(canonicalize_name(a or b) for a, b in _EXTRA_CLAUSE.findall(marker))
+        if not extras or found.get(name) == frozenset():
+            found[name] = frozenset()
+        else:
+            found[name] = found.get(name, frozenset()) | extras
+    return found

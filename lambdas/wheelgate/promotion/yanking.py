@@ -54,8 +54,8 @@ class YankRoute:
             nightly = self.publisher.yank(yank)
         invalidations = self.publisher.invalidate(nightly)
         verb = "yanked" if yank.yanked else "unyanked"
-        message = f"{verb} {yank.index}/{yank.filename}" + (
-            f": {yank.reason}" if yank.reason else ""
+        message = f"{verb} {yank.filename} in {yank.index}" + (
+            f" (reason: {yank.reason})" if yank.reason else ""
         )
         decision = HistoryEntry(
             at=upload_time(self.clock()),

@@ -65,6 +65,27 @@ def run_closure(
     return nightly_closure(nightly, index, roots, workers=workers)
 
 
+def _run_pages(staging: Bucket, run_id: str) -> IndexStore:
+    """The store of the run's own index pages."""
+    # The tag selects the lifecycle rule that expires the pages before the files they list.
+    return IndexStore(
+        staging,
+        prefix=STAGING.run_pages_prefix(run_id),
+        tags={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
+    )
+
+
+def run_index_projects(staging: Bucket, run_id: str, index: str) -> frozenset[str]:
+    """The projects the run's index of ``index`` names already (its root page, one read):
+    those an earlier call of the run staged, and the closure's that nightly held then. A page
+    that is not a root page names none."""
+    try:
+        projects = _run_pages(staging, run_id).read_root(index)[0]
+    except PageFormatError:
+        return frozenset()
+    return frozenset(project_dir(p) for p in projects)
+
+
 def offered_files(closure: Mapping[str, ProjectPage]) -> tuple[OfferFile, ...]:
     """The nightly files the run's index offers beside the run's own: every file the pages of
     its ``closure`` list (a yanked one aside, which a resolver does not pick), by name and
@@ -109,12 +130,7 @@ def publish_run_index(
     by_project: dict[str, list[LocalArtifact]] = defaultdict(list)
     for artifact in artifacts:
         by_project[project_dir(artifact.project)].append(artifact)
-    # The tag selects the lifecycle rule that expires the pages before the files they list.
-    run_pages = IndexStore(
-        staging,
-        prefix=STAGING.run_pages_prefix(run_id),
-        tags={RUN_PAGE_TAG_KEY: RUN_PAGE_TAG_VALUE},
-    )
+    run_pages = _run_pages(staging, run_id)
     if closure is None:
         closure = run_closure(nightly, index, artifacts, workers=workers)
     projects = sorted(p for p, page in closure.items() if page.entries or p in by_project)

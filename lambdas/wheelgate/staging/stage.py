@@ -26,9 +26,15 @@ from wheelgate.staging.run_index import (
     offered_files,
     publish_run_index,
     run_closure,
+    run_index_projects,
     unreadable_nightly,
 )
 from wheelgate.staging.staged_files import first_staged
+from wheelgate.staging.unresolved import (
+    Unresolved,
+    UnresolvedRequirementsError,
+    unresolved_requirements,
+)
 from wheelgate.storage.bucket import (
     ARTIFACT_CONTENT_TYPE,
     SINGLE_REQUEST_LIMIT,
@@ -47,6 +53,8 @@ class StageResult:
     uploaded: list[str]
     unchanged: list[str]
     pages: PageWrites
+    #: Projects the staged wheels require that neither the run nor nightly holds.
+    unresolved: tuple[Unresolved, ...] = ()
 
 
 def _checksum_line(sha256: str, filename: str) -> bytes:
@@ -98,6 +106,7 @@ def stage(
     attempt: int = 1,
     commit_time: str | None = None,
     record_history: bool = True,
+    strict: bool = False,
 ) -> StageResult:
     """Upload ``artifacts`` under ``runs/<run_id>/<index>/`` with their SHA-256 and commit,
     write each wheel's ``.metadata``, then write the run's index pages (the run's files over
@@ -111,16 +120,16 @@ def stage(
     ``commit_time`` (``None``: unknown), its files, when the run was first staged, and (with
     ``publish_pages``) the nightly files the run's index offers beside them
     (:func:`~wheelgate.staging.run_index.offered_files`, from the same reads of nightly's
-    pages that write the run's pages).
+    pages that write the run's pages, read before the upload: the result names what the
+    wheels require that nobody holds, :mod:`~wheelgate.staging.unresolved`; ``strict`` refuses).
 
     Raises :class:`StageError`, before anything is uploaded, when a file of the same name is
     already staged for this run with other bytes or from another commit, or (with
     ``publish_pages``) when the run's first object was staged more than ``window_days`` ago: its
     pages, written now, would outlive the files they list (:mod:`wheelgate.core.lifecycle`), or
-    nightly's pages of ``index`` cannot be read (a directory nested in another; when only a
-    project's page shows it, after the upload).
-    Also when another writer wins the race for a name with other bytes, and when the window
-    closes while the files upload (then the files are staged but the pages are not written).
+    nightly's pages of ``index`` cannot be read (a directory nested in another). Also when
+    another writer wins the race for a name with other bytes, and when the window closes
+    while the files upload (then the files are staged but the pages are not written).
     """
     check_ci_run_id(run_id)
     check_index(index)
@@ -128,10 +137,6 @@ def stage(
     # When the run was first staged, listed once: a run this call starts (nothing staged yet)
     # counts from this call's start, which no object of it predates.
     first = first_staged(staging, run_id) if publish_pages or record_history else None
-    if publish_pages:
-        _check_window(run_id, first, started, window_days)
-        # Read before any upload: a directory nested in another is refused with nothing staged.
-        nightly_root(nightly, index)
     to = _Destination(
         staging=staging,
         run_id=run_id,
@@ -141,9 +146,13 @@ def stage(
         single_request_limit=single_request_limit,
         part_size=part_size,
     )
+    if publish_pages:
+        _check_window(run_id, first, started, window_days)
+    closure, unresolved = (
+        _read_nightly(to, nightly, artifacts, strict) if publish_pages else ({}, ())
+    )
     hashed, heads = _checked_against_staged(to, artifacts)
     uploaded, unchanged = _upload_all(to, hashed, heads)
-    closure = _closure(to, nightly, hashed) if publish_pages else {}
     if record_history:
         _record_entry(to, hashed, closure, first or started, attempt, commit_time)
     if not publish_pages:
@@ -158,7 +167,7 @@ def stage(
         clock=clock,
         window_days=window_days,
     )
-    return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages)
+    return StageResult(uploaded=uploaded, unchanged=unchanged, pages=pages, unresolved=unresolved)
 
 
 @dataclass(frozen=True)
@@ -205,17 +214,28 @@ def _checked_against_staged(
     return hashed, heads
 
 
-def _closure(
-    to: _Destination, nightly: Bucket, artifacts: Sequence[LocalArtifact]
-) -> dict[str, ProjectPage]:
-    """Nightly's pages of the closure of ``artifacts`` (read once: the run's pages and its
-    history entry's offer are made from them)."""
+def _read_nightly(
+    to: _Destination, nightly: Bucket, artifacts: Sequence[LocalArtifact], strict: bool
+) -> tuple[dict[str, ProjectPage], tuple[Unresolved, ...]]:
+    """Nightly's pages of the closure of ``artifacts``, read once before any upload (the
+    run's pages and its history entry's offer are made from them), and the projects the
+    wheels require that neither the run nor nightly holds. Raises :class:`StageError` when
+    nightly's pages cannot be read, and with ``strict``
+    :class:`~wheelgate.staging.unresolved.UnresolvedRequirementsError` for such projects."""
+    # The root page first: a directory nested in another is refused naming its root page.
+    nightly_root(nightly, to.index)
     try:
-        return run_closure(nightly, to.index, artifacts)
+        closure = run_closure(nightly, to.index, artifacts)
     except PageFormatError as exc:
-        raise unreadable_nightly(
-            to.index, exc, "the files were uploaded, but the run's index pages were not written"
-        ) from exc
+        raise unreadable_nightly(to.index, exc, "nothing was staged") from exc
+    unresolved = unresolved_requirements(artifacts, closure)
+    if unresolved:
+        # Read only then: an earlier call of the run may have staged them.
+        held = run_index_projects(to.staging, to.run_id, to.index)
+        unresolved = unresolved_requirements(artifacts, closure, held)
+    if unresolved and strict:
+        raise UnresolvedRequirementsError(to.index, unresolved)
+    return closure, unresolved
 
 
 def _record_entry(

@@ -64,8 +64,21 @@ class FileLine(BaseModel):
     sha256: str
 
 
+class OverrideMark(BaseModel):
+    """A break-glass override that promoted a run: who asked (the principal, masked as every
+    output masks it), when it was applied, and why (the request's reason)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    by: str
+    at: str
+    reason: str = ""
+
+
 class PromotedRun(BaseModel):
-    """The run a directory was last promoted from (never a yank or an override)."""
+    """The run a directory was last promoted from (never a yank, an override request or an
+    import); ``override`` is set when a break-glass override promoted it, its tests not
+    passed."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -76,6 +89,7 @@ class PromotedRun(BaseModel):
     files: list[FileLine] = []
     tests: list[TestLink] = []
     links: CiLinks = CiLinks()
+    override: OverrideMark | None = None
 
 
 class ImportedFiles(BaseModel):
@@ -191,15 +205,20 @@ def _page_directories(page_keys: Iterable[str]) -> list[str]:
     return found
 
 
-def _promoted_run(
-    record: PromotionRecord, outcome: SetOutcome, at: str, links: CiLinks
-) -> PromotedRun:
+def _promoted_run(fold: _Fold, outcome: SetOutcome) -> PromotedRun:
+    record, at = fold.record, fold.at
     files = sorted(outcome.files, key=lambda f: f.filename)
+    override = record.override if fold.kind == "override" else None
     return PromotedRun(
         run_id=record.run_id,
         commit=record.commit,
-        links=links,
+        links=fold.links,
         decided_at=at,
+        override=(
+            OverrideMark(by=override.get("by", ""), at=at, reason=_cut(override.get("reason", "")))
+            if override is not None
+            else None
+        ),
         file_count=len(files),
         files=[FileLine(filename=f.filename, size=f.size, sha256=f.sha256) for f in files][
             :MAX_FILES
@@ -302,7 +321,7 @@ def _folded_directory(current: DirectoryStatus, fold: _Fold, part: _Part) -> Dir
     imports = [i for i in current.imports if (i.run_id, i.decided_at) != (record.run_id, at)]
     if outcome is not None and part.state is State.PROMOTED:
         if fold.of_a_run and (latest is None or latest.decided_at <= at):
-            latest = _promoted_run(record, outcome, at, fold.links)
+            latest = _promoted_run(fold, outcome)
         if fold.kind == "import":
             imports.append(_imported_files(record, outcome, at))
     return DirectoryStatus(

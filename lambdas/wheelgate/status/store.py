@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from wheelgate.core.layout import STAGING
 from wheelgate.core.records import PromotionRecord
-from wheelgate.core.redact import Redactor
+from wheelgate.core.redact import Redactor, mask_principals
 from wheelgate.index.pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
 from wheelgate.status.state import (
     STATE_KEY,
@@ -62,13 +62,15 @@ class StatusStore:
         self._sleep = sleep
 
     def read(self) -> tuple[StatusState, str | None]:
-        """The current state (empty if none, or if it cannot be read) and its ETag."""
+        """The current state (empty if none, or if it cannot be read) and its ETag, each
+        principal in it masked (:func:`~wheelgate.core.redact.mask_principals`: a state written
+        before that rule shows as it would now)."""
         found = self.bucket.get(STATE_KEY)
         if found is None:
             return StatusState(), None
         body, etag = found
         try:
-            return parse_state(body), etag
+            return parse_state(mask_principals(body.decode("utf-8", "replace"))), etag
         except ValidationError:
             # A damaged state is replaced rather than blocking every later update.
             return StatusState(), etag
@@ -93,9 +95,10 @@ class StatusStore:
         :class:`TransientError` when the state keeps changing under us, and the storage
         adapter's errors.
         """
-        # The site is public: mask credential-shaped strings exactly as the record was saved.
+        # The site is public: mask credential-shaped strings exactly as the record was saved,
+        # and principals as every output shows them.
         shown = [
-            PromotionRecord.model_validate_json(Redactor()(r.to_json()))
+            PromotionRecord.model_validate_json(mask_principals(Redactor()(r.to_json())))
             for r in self._shown(record)
         ]
         link = self.dashboard_url

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from wheelgate.core.display import human_size, shown_time
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
-from wheelgate.status.state import Kind, StatusState, index_directory
+from wheelgate.status.state import Kind, StatusState, index_directory, run_kind
 
 #: Files listed per set on a terminal; ``--json`` has them all.
 MAX_FILES_SHOWN = 20
@@ -25,6 +25,8 @@ MAX_FILES_SHOWN = 20
 MAX_MESSAGE_SHOWN = 100
 #: Characters of a commit in a listing row (``--json`` has it whole).
 COMMIT_SHOWN = 12
+#: The state ``status`` gives a run id under which nothing is staged, reported or decided.
+UNKNOWN_RUN = "unknown"
 #: What a directory without a promoted run says.
 NO_RUN_PROMOTED = "No run promoted yet"
 
@@ -94,9 +96,10 @@ def render_directories(state: StatusState, indexes: Iterable[str]) -> str:
             lines.append(f"{index}: {NO_RUN_PROMOTED}")
             continue
         commit = f", commit {latest.commit[:COMMIT_SHOWN]}" if latest.commit else ""
+        override = f", by override of {latest.override.by}" if latest.override else ""
         lines.append(
             f"{index}: run {latest.run_id} promoted {_when(latest.decided_at)}{commit}, "
-            f"{_files(latest.file_count)}"
+            f"{_files(latest.file_count)}{override}"
         )
     return "\n".join(lines)
 
@@ -187,29 +190,18 @@ def render_run(
     manifest_decision: Mapping[str, Any] | None = None,
 ) -> str:
     """A run's decision for people: its state and reason, when and from what it was decided,
-    each set with its tests and files, and where its record is (``record_url``). Without a
-    record, the run is in ``pending_state`` with ``pending_message``, and what is ``staged``
+    each set with its tests and files, and where its record is (``record_url``). A promoted
+    yank or unyank request leads with what it did to which file (its record's message). Without
+    a record, the run is in ``pending_state`` with ``pending_message``, and what is ``staged``
     for it (each directory's ``index``, ``index_url``, ``index_key``, ``commit`` and
-    ``files``), when it was staged and never reported. ``manifest_decision`` is what became
-    of the manifest ``status`` was asked about (``--manifest-sha256``), when it was."""
+    ``files``), when it was staged and never reported; the summary then says there is no
+    record, never where one would be. ``manifest_decision`` is what became of the manifest
+    ``status`` was asked about (``--manifest-sha256``), when it was."""
     if record is None:
         lines = [f"run {run_id}: {pending_state}", f"  {pending_message}"]
         lines += [line for found in staged for line in _staged_lines(found)]
     else:
-        headline = record.state.value + (f" ({record.reason})" if record.reason else "")
-        lines = [f"run {run_id}: {headline}"]
-        if record.message:
-            lines.append(f"  {record.message}")
-        facts = [f"decided {_when(record.decided_at)}" if record.decided_at else "not decided"]
-        if record.commit:
-            facts.append(f"commit {record.commit}")
-        if record.manifest_sha256:
-            facts.append(f"manifest sha256 {record.manifest_sha256[:16]}")
-        if record.override:
-            facts.append(
-                f"overridden by {record.override.get('by')}: {record.override.get('reason')}"
-            )
-        lines.append("  " + "; ".join(facts))
+        lines = _decision_lines(record)
     if manifest_decision is not None:
         sha256 = str(manifest_decision.get("manifest_sha256", ""))[:16]
         said = [str(manifest_decision.get("state"))]
@@ -217,5 +209,33 @@ def render_run(
         lines.append(f"  manifest {sha256} (asked about): {': '.join(said)}")
     for outcome in record.sets if record is not None else []:
         lines += ["", *_set_lines(outcome)]
-    lines += ["", f"record: {record_url}"]
+    lines += ["", f"record: {record_url}" if record is not None else _no_record(pending_state)]
     return "\n".join(lines)
+
+
+def _no_record(state: str) -> str:
+    """What the summary of a run without a record ends with, in place of the record's URL."""
+    if state == UNKNOWN_RUN:
+        return "record: none (no such run)"
+    return "record: none yet (not decided yet)"
+
+
+def _decision_lines(record: PromotionRecord) -> list[str]:
+    """A record's headline (a promoted yank request's: what it did, to which file), its
+    message, and when and from what it was decided."""
+    headline = record.state.value + (f" ({record.reason})" if record.reason else "")
+    if run_kind(record.run_id) == "yank" and record.state is State.PROMOTED and record.message:
+        lines = [record.message, f"  request {record.run_id}: {headline}"]
+    else:
+        lines = [f"run {record.run_id}: {headline}"]
+        if record.message:
+            lines.append(f"  {record.message}")
+    facts = [f"decided {_when(record.decided_at)}" if record.decided_at else "not decided"]
+    if record.commit:
+        facts.append(f"commit {record.commit}")
+    if record.manifest_sha256:
+        facts.append(f"manifest sha256 {record.manifest_sha256[:16]}")
+    if record.override:
+        facts.append(f"overridden by {record.override.get('by')}: {record.override.get('reason')}")
+    lines.append("  " + "; ".join(facts))
+    return lines
