@@ -312,6 +312,26 @@ MUTATIONS = (
         ("tests/unit/test_settings.py::test_the_promoter_refuses_to_start_without_a_gate_setting",),
     ),
     Mutation(
+        "verdicts left named",
+        "a rejected run's left_in_nightly leaves out the verdicts it left in nightly",
+        "left += [k for k in (key, key + METADATA_SUFFIX, key + VERDICT_SUFFIX) if k in held]",
+        "left += [k for k in (key, key + METADATA_SUFFIX) if k in held]",
+        (
+            "tests/integration/test_fanout_verdicts.py::test_a_run_refused_by_its_publish_step_signs_nothing_and_names_the_verdict_it_found",
+        ),
+    ),
+    Mutation(
+        "publish reads verdict keys first",
+        "a fan-out publish step signs before it finds a verdict key taken, and signs again "
+        "when retried",
+        "held = dict(pool.map(self._held, steps)) if fanout else None",
+        "held = None",
+        (
+            "tests/integration/test_fanout_verdicts.py::test_a_run_refused_by_its_publish_step_signs_nothing_and_names_the_verdict_it_found",
+            "tests/integration/test_fanout_verdicts.py::test_a_publish_step_retried_after_signing_keeps_the_verdicts_it_wrote",
+        ),
+    ),
+    Mutation(
         "fan-out busy delay",
         "a run waiting on a fan-out job's lease comes back after a promotion's delay",
         "delay = FANOUT_LEASE_BUSY_RETRY_SECONDS if exc.fanout else LEASE_BUSY_RETRY_SECONDS",
