@@ -16,6 +16,7 @@ from tests.integration.test_verdicts import verify
 from wheelgate.core.errors import TransientError
 from wheelgate.core.layout import PAGE_NAMES, VERDICT_SUFFIX
 from wheelgate.local.names import NIGHTLY_BUCKET
+from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import LocalWheelGate
 from wheelgate.storage.bucket import Bucket
 
@@ -23,14 +24,18 @@ from wheelgate.storage.bucket import Bucket
 pytestmark = pytest.mark.slow
 
 
+def key_published(promoter: Fanout) -> Fanout:
+    """``promoter`` as a gate that has signed before: its keys document lists its key (without
+    it, `verify` refuses every file for want of the gate's keys, proving nothing here)."""
+    assert promoter.promoter.steps is not None
+    assert promoter.promoter.steps.verdicts is not None
+    promoter.promoter.steps.verdicts.publish_key()
+    return promoter
+
+
 @pytest.fixture
 def promoter(stack: LocalWheelGate, buckets: tuple[Bucket, Bucket]) -> Iterator[Fanout]:
-    fixture = Fanout(buckets)
-    # A gate that has signed before: its keys document lists its key (without it, `verify`
-    # would refuse every file for want of the gate's keys, proving nothing about verdicts).
-    assert fixture.promoter.steps is not None
-    assert fixture.promoter.steps.verdicts is not None
-    fixture.promoter.steps.verdicts.publish_key()
+    fixture = key_published(Fanout(buckets))
     yield fixture
     if fixture.gate is not None:
         fixture.gate.open()
@@ -166,3 +171,31 @@ def test_a_publish_step_retried_after_signing_keeps_the_verdicts_it_wrote(
     assert sorted(verdict_puts) == sorted(
         f"{run.index}/{w.name}{VERDICT_SUFFIX}" for w in run.wheels
     )
+
+
+def test_a_single_invocation_finds_a_taken_verdict_key_before_it_signs_anything(
+    buckets: tuple[Bucket, Bucket],
+    stack: LocalWheelGate,
+    s3: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a set promoted in one invocation, under one of whose verdict keys nightly holds
+    # something else before it is reported
+    single = key_published(Fanout(buckets, min_files=1_000_000))
+    wheels = [build_wheel(tmp_path, f"one{n}", "1.0") for n in range(3)]
+    run = Run(single, "single-verdict-taken", "f/single-verdict-taken", wheels)
+    planted = f"{wheels[1].name}{VERDICT_SUFFIX}"
+    s3.put_object(Bucket=NIGHTLY_BUCKET, Key=f"{run.index}/{planted}", Body=b"{}")
+    # When it is reported: every file is copied, then the verdicts are to be signed
+    record = run.report()
+    # Then it is rejected with nothing signed: the record names every key left, the planted
+    # verdict included, and `wheelgate verify` refuses every wheel
+    assert (record["state"], record["reason"]) == ("rejected", "nightly-conflict")
+    left, refused = Rejections(single, s3, stack.nightly_url, capsys).left_named_and_refused(
+        run, record
+    )
+    assert [k for k in left if k.endswith(VERDICT_SUFFIX)] == [planted]
+    assert {w.name for w in wheels} <= left
+    assert refused.pop(wheels[1].name) != "no-verdict"
+    assert set(refused.values()) == {"no-verdict"}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -135,19 +135,28 @@ class VerdictWriter:
         entries: Sequence[IndexEntry],
         *,
         fanout: bool = False,
+        nightly_keys: Collection[str] = (),
     ) -> list[IndexEntry]:
         """Write the verdict of every released file of a promoted set (``steps`` and their
         ``entries``, in the same order); return the entries, each now linking its verdict.
 
-        ``fanout``: a fan-out execution's publish step signs at its own pace, and reads every
-        file's verdict key first: a retried step keeps what it wrote rather than sign again,
-        and a verdict about other bytes refuses the set before its first signature. Raises
-        :class:`~wheelgate.core.errors.PromotionRejected` (``nightly-conflict``) when nightly
-        holds a verdict about other bytes under a file's verdict key.
+        Before the first signature it reads the verdict keys that may hold one: those of files
+        already in nightly, those in ``nightly_keys`` (what verification listed), and with
+        ``fanout`` (a fan-out execution's publish step, which also signs at its own pace) every
+        one, so that a retried step keeps what it wrote. A verdict about other bytes refuses
+        the set before anything is signed: raises
+        :class:`~wheelgate.core.errors.PromotionRejected` (``nightly-conflict``), as for one
+        written meanwhile (found on the conditional write).
         """
         pace = self._fanout_pace if fanout else self._promotion_pace
+        held_keys = set(nightly_keys)
+        to_read = [
+            s
+            for s in steps
+            if fanout or not s.copy or NIGHTLY.verdict(s.index, s.file.filename) in held_keys
+        ]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            held = dict(pool.map(self._held, steps)) if fanout else None
+            held = dict(pool.map(self._held, to_read))
             return list(
                 pool.map(
                     lambda job: self._attest(promotion, job[0], job[1], pace, held),
@@ -171,16 +180,10 @@ class VerdictWriter:
         step: FileStep,
         entry: IndexEntry,
         pace: Pacer,
-        held: Mapping[str, bytes | None] | None,
+        held: Mapping[str, bytes | None],
     ) -> IndexEntry:
         key = NIGHTLY.verdict(step.index, step.file.filename)
-        if held is not None:
-            found = held[key]
-        elif not step.copy:
-            _, found = self._held(step)
-        else:
-            found = None
-        if found is not None:
+        if held.get(key) is not None:
             return replace(entry, verdict=True)
         keyid = self.publish_key()
         payload = statement_bytes(build_statement(self.facts(promotion, step)))
