@@ -28,7 +28,7 @@ from wheelgate.core.env_names import (
 )
 from wheelgate.core.errors import TransientError
 from wheelgate.core.fanout_steps import FANOUT_STEP_FIELD
-from wheelgate.core.layout import PAGE_NAMES, STAGING, VERDICT_KEYS_KEY
+from wheelgate.core.layout import PAGE_NAMES, STAGING, VERDICT_KEYS_KEY, VERDICT_SUFFIX
 from wheelgate.core.limits import (
     FANOUT_ITEM_RETRY_ATTEMPTS,
     FANOUT_ITEM_RETRY_BACKOFF,
@@ -379,6 +379,10 @@ def test_a_large_set_ends_as_a_single_invocation_would_leave_it(
     assert len(done) == 3
     assert pages
     assert max(done) < min(pages)
+    # And no verdict was signed before the last copy was done (the publish step signs them).
+    verdicts = [n for n, (_, key) in enumerate(puts) if key.endswith(VERDICT_SUFFIX)]
+    assert len(verdicts) == 3
+    assert max(done) < min(verdicts) < max(verdicts) < min(pages)
     assert leases_free(fanout.staging, large.index)
 
 

@@ -312,6 +312,27 @@ MUTATIONS = (
         ("tests/unit/test_settings.py::test_the_promoter_refuses_to_start_without_a_gate_setting",),
     ),
     Mutation(
+        "verdicts left named",
+        "a rejected run's left_in_nightly leaves out the verdicts it left in nightly",
+        "left += [k for k in (key, key + METADATA_SUFFIX, key + VERDICT_SUFFIX) if k in held]",
+        "left += [k for k in (key, key + METADATA_SUFFIX) if k in held]",
+        (
+            "tests/integration/test_fanout_verdicts.py::test_a_run_refused_by_its_publish_step_signs_nothing_and_names_the_verdict_it_found",
+        ),
+    ),
+    Mutation(
+        "verdict keys read first",
+        "the signer signs before it finds a verdict key taken, and a retried publish step "
+        "signs again",
+        "if fanout or not s.copy or NIGHTLY.verdict(s.index, s.file.filename) in held_keys",
+        "if not s.copy and not fanout",
+        (
+            "tests/integration/test_fanout_verdicts.py::test_a_run_refused_by_its_publish_step_signs_nothing_and_names_the_verdict_it_found",
+            "tests/integration/test_fanout_verdicts.py::test_a_publish_step_retried_after_signing_keeps_the_verdicts_it_wrote",
+            "tests/integration/test_fanout_verdicts.py::test_a_single_invocation_finds_a_taken_verdict_key_before_it_signs_anything",
+        ),
+    ),
+    Mutation(
         "fan-out busy delay",
         "a run waiting on a fan-out job's lease comes back after a promotion's delay",
         "delay = FANOUT_LEASE_BUSY_RETRY_SECONDS if exc.fanout else LEASE_BUSY_RETRY_SECONDS",

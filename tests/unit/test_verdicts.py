@@ -10,7 +10,6 @@ from botocore.exceptions import ClientError
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from tests.unit.samples import PROMOTER_ENV
 from wheelgate.core.signatures import VerdictRejected, check_verdict, published_key
 from wheelgate.core.verdicts import (
     PAYLOAD_TYPE,
@@ -166,26 +165,17 @@ def test_the_signer_signs_long_messages_as_digests_and_leaves_retries_to_the_cli
     assert len(throttled.calls) == 1
 
 
-@pytest.mark.parametrize("copy_concurrency", [1, 50, 200, 340, 10_000])
-def test_the_signing_budget_stays_under_kms_ecc_quota(copy_concurrency: int) -> None:
+def test_the_signing_budget_stays_under_kms_ecc_quota() -> None:
     from stacks.promoter_function import MAX_CONCURRENCY
-    from wheelgate.core.env_names import ENV_FANOUT_COPY_CONCURRENCY
     from wheelgate.core.quotas import (
         KMS_ECC_REQUESTS_PER_SECOND,
+        VERDICT_SIGNS_PER_SECOND_FANOUT,
         VERDICT_SIGNS_PER_SECOND_PROMOTION,
-        fanout_step_signs_per_second,
     )
-    from wheelgate.core.settings import PromoterSettings
 
-    # Every invocation and every fan-out copy step that can run at once, each at its own
-    # pace, whatever the copy map's concurrency (the setting, passed to the promoter)
-    env = {**PROMOTER_ENV, ENV_FANOUT_COPY_CONCURRENCY: str(copy_concurrency)}
-    read = PromoterSettings.from_env(env).fanout_copy_concurrency
-    assert read == copy_concurrency
-    worst = (
-        MAX_CONCURRENCY * VERDICT_SIGNS_PER_SECOND_PROMOTION
-        + copy_concurrency * fanout_step_signs_per_second(read)
-    )
+    # Every invocation that can run at once, and a fan-out execution's publish step (its copy
+    # steps sign nothing, whatever the copy map's concurrency), each at its own pace
+    worst = MAX_CONCURRENCY * VERDICT_SIGNS_PER_SECOND_PROMOTION + VERDICT_SIGNS_PER_SECOND_FANOUT
     assert worst <= KMS_ECC_REQUESTS_PER_SECOND
 
 

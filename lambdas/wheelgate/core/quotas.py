@@ -9,16 +9,11 @@ MAX_MAP_CONCURRENCY = 10_000
 #: keys, shared by every ECC key of the account and region (adjustable; the default).
 KMS_ECC_REQUESTS_PER_SECOND = 300
 #: Verdict signatures per second of one promoter invocation (a single invocation's promotion),
-#: and of every fan-out copy step that runs at once together. At most 2 invocations (the event
-#: source's maximum concurrency) and the copy map's steps run at once: 2 x 45 + 200 = 290,
-#: under KMS_ECC_REQUESTS_PER_SECOND whatever the copy concurrency (tests/unit/test_verdicts.py
-#: holds the sum to it). A copy step signs once, after copying a file of gigabytes, so its share
-#: (:func:`fanout_step_signs_per_second`) only bounds a burst of small files.
+#: and of a fan-out execution's publish step, which signs the verdicts of its whole promoted
+#: set (copy steps sign nothing). At most 2 invocations (the event source's maximum
+#: concurrency) and one publish step run at once in the budget: 2 x 45 + 200 = 290, under
+#: KMS_ECC_REQUESTS_PER_SECOND (tests/unit/test_verdicts.py holds the sum to it). Publish
+#: steps of executions in other directories that happen to sign in the same seconds ride on
+#: the KMS client's adaptive retries (docs/verdicts.md, Cost).
 VERDICT_SIGNS_PER_SECOND_PROMOTION = 45
 VERDICT_SIGNS_PER_SECOND_FANOUT = 200
-
-
-def fanout_step_signs_per_second(copy_concurrency: int) -> float:
-    """One fan-out copy step container's signing rate when ``copy_concurrency`` steps run at
-    once: an equal share of ``VERDICT_SIGNS_PER_SECOND_FANOUT``."""
-    return VERDICT_SIGNS_PER_SECOND_FANOUT / max(1, copy_concurrency)

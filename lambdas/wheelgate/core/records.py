@@ -78,8 +78,8 @@ class SetOutcome(BaseModel):
     delisted: list[str] = []
     #: Files an import found at its source and did not import, each with its reason.
     refused: list[RefusedFile] = []
-    #: Of a rejected set: nightly keys an earlier attempt copied (files and their core
-    #: metadata) that no page lists, and no page will (see :class:`LeftInNightly`).
+    #: Of a rejected set: nightly keys an earlier attempt wrote (files, their core metadata
+    #: and any verdict) that no page lists, and no page will (see :class:`LeftInNightly`).
     left_in_nightly: list[str] = []
     #: Of a rejected set: the files its manifest listed, as staged for the run (none of them
     #: released); empty in records written before it was kept.
@@ -209,9 +209,9 @@ class PromotionRecord(BaseModel):
 class LeftInNightly(BaseModel):
     """``records/_left/<index>/<filename>.json``: a file an earlier attempt of ``run_id``
     copied into nightly (Object Lock: it stays) before the run was rejected (``reason``, at
-    ``at``), with the nightly ``keys`` it left (the file, its core metadata). No index page
-    lists it, and ``wheelgate index rebuild`` does not list it either, unless a later promotion
-    released those very bytes."""
+    ``at``), with the nightly ``keys`` it left (the file, its core metadata, any verdict). No
+    index page lists it, and ``wheelgate index rebuild`` does not list it either, unless a
+    later promotion released those very bytes."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -204,7 +204,8 @@ class PromoterSettings(BaseModel):
     fanout_state_machine_arn: Text | None = _var(ENV_FANOUT_STATE_MACHINE_ARN, None)
     fanout_min_files: Count = _var(ENV_FANOUT_MIN_FILES, DEFAULT_FANOUT_MIN_FILES)
     fanout_min_bytes: Count = _var(ENV_FANOUT_MIN_BYTES, DEFAULT_FANOUT_MIN_BYTES)
-    #: The copy map's concurrency: it divides the fan-out steps' share of the signing budget.
+    #: The copy map's concurrency, as the stack sets it. The promoter no longer paces by it:
+    #: copy steps sign nothing, the publish step signs at the fan-out share (core/quotas.py).
     fanout_copy_concurrency: Annotated[
         int, PlainValidator(_concurrency), PlainSerializer(str, return_type=str)
     ] = _var(ENV_FANOUT_COPY_CONCURRENCY, DEFAULT_FANOUT_COPY_CONCURRENCY)

@@ -230,7 +230,8 @@ class PromotionFlow:
         if self.verdicts is not None:
             # Every verdict is written before the first page lists its file.
             steps = [step for v in verified for step in v.plan.steps]
-            entries = self.verdicts.attest_all(promotion, steps, entries)
+            nightly_keys = {key for v in verified for key in v.nightly_keys}
+            entries = self.verdicts.attest_all(promotion, steps, entries, nightly_keys=nightly_keys)
         return self.publisher.publish(verified, entries)
 
     def _reject_accepted(

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from wheelgate.core.errors import PromotionRejected, Reason
-from wheelgate.core.layout import METADATA_SUFFIX, STAGING
+from wheelgate.core.layout import METADATA_SUFFIX, STAGING, VERDICT_SUFFIX
 from wheelgate.core.records import LeftInNightly, SetOutcome, State
 from wheelgate.promotion.verification import SetVerifier
 from wheelgate.storage.bucket import Bucket
@@ -43,14 +43,14 @@ def account_for_copies(
         if not keys:
             continue
         left[index] = keys
-        files = sorted({k.removesuffix(METADATA_SUFFIX) for k in keys})
+        files = sorted({_file_of(k) for k in keys})
         for key in files:
             filename = key.rsplit("/", 1)[-1]
             note = LeftInNightly(
                 run_id=run_id,
                 index=index,
                 filename=filename,
-                keys=[k for k in keys if k.removesuffix(METADATA_SUFFIX) == key],
+                keys=[k for k in keys if _file_of(k) == key],
                 reason=rejection.reason.value,
                 at=at,
             )
@@ -67,6 +67,11 @@ def account_for_copies(
         "(Object Lock), listed on no index page: see left_in_nightly"
     )
     return left, PromotionRejected(rejection.reason, message, index=rejection.index)
+
+
+def _file_of(key: str) -> str:
+    """The nightly key of the file ``key`` is, or is the core metadata or verdict of."""
+    return key.removesuffix(METADATA_SUFFIX).removesuffix(VERDICT_SUFFIX)
 
 
 def rejected_outcomes(

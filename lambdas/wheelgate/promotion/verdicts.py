@@ -1,8 +1,10 @@
 """Signing released files: one verdict per file, written beside it before any page lists it.
 
-Runs after a file's copy is verified (:mod:`~wheelgate.promotion.release`) and before the
-pages change (:mod:`~wheelgate.promotion.publish`): a page never lists a file without its
-verdict, and a rejected run (refused before its first copy) writes no verdict either. For each
+A verdict follows a promoted set, never a copy: it is signed once every file of the promotion
+is copied and verified (:mod:`~wheelgate.promotion.release`), by the step that publishes them
+(the promotion's own invocation, or a fan-out execution's publish step), and before the pages
+change (:mod:`~wheelgate.promotion.publish`). A page never lists a file without its verdict,
+and a run rejected during its copies writes no verdict. For each
 file: one KMS Sign of the DSSE PAE of its statement (:mod:`wheelgate.core.verdicts`) and one
 PutObject of the envelope at ``<file>.verdict.json`` with ``If-None-Match: *`` (no lock headers:
 it takes the bucket's default retention, as the file does). A file already released keeps its
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -26,7 +28,10 @@ from typing import Protocol
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.layout import NIGHTLY, STAGING, VERDICT_KEYS_KEY, key_url
 from wheelgate.core.planning import FileStep
-from wheelgate.core.quotas import VERDICT_SIGNS_PER_SECOND_PROMOTION, fanout_step_signs_per_second
+from wheelgate.core.quotas import (
+    VERDICT_SIGNS_PER_SECOND_FANOUT,
+    VERDICT_SIGNS_PER_SECOND_PROMOTION,
+)
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.core.verdicts import (
     ENVELOPE_CONTENT_TYPE,
@@ -99,8 +104,8 @@ class VerdictWriter:
     holds the manifests; ``clock`` stamps ``timeVerified`` and a new key's ``valid_from``.
     Signatures are paced to stay within KMS's shared ECC request quota
     (``VERDICT_SIGNS_PER_SECOND_PROMOTION`` for a promotion's files,
-    :func:`~wheelgate.core.settings.fanout_step_signs_per_second` for a fan-out step's);
-    ``sleep`` waits for the next turn.
+    ``VERDICT_SIGNS_PER_SECOND_FANOUT`` for a fan-out execution's publish step); ``sleep``
+    waits for the next turn.
     """
 
     def __init__(
@@ -115,9 +120,7 @@ class VerdictWriter:
     ) -> None:
         self.settings = settings
         self._promotion_pace = Pacer(VERDICT_SIGNS_PER_SECOND_PROMOTION, sleep=sleep)
-        self._step_pace = Pacer(
-            fanout_step_signs_per_second(settings.fanout_copy_concurrency), sleep=sleep
-        )
+        self._fanout_pace = Pacer(VERDICT_SIGNS_PER_SECOND_FANOUT, sleep=sleep)
         self.nightly = nightly
         self.signer = signer
         self.clock = clock
@@ -126,36 +129,62 @@ class VerdictWriter:
         self._lock = threading.Lock()
 
     def attest_all(
-        self, promotion: Promotion, steps: Sequence[FileStep], entries: Sequence[IndexEntry]
+        self,
+        promotion: Promotion,
+        steps: Sequence[FileStep],
+        entries: Sequence[IndexEntry],
+        *,
+        fanout: bool = False,
+        nightly_keys: Collection[str] = (),
     ) -> list[IndexEntry]:
-        """Write the verdict of every released file (``steps`` and their ``entries``, in the
-        same order); return the entries, each now linking its verdict."""
-        jobs = list(zip(steps, entries, strict=True))
+        """Write the verdict of every released file of a promoted set (``steps`` and their
+        ``entries``, in the same order); return the entries, each now linking its verdict.
+
+        Before the first signature it reads the verdict keys that may hold one: those of files
+        already in nightly, those in ``nightly_keys`` (what verification listed), and with
+        ``fanout`` (a fan-out execution's publish step, which also signs at its own pace) every
+        one, so that a retried step keeps what it wrote. A verdict about other bytes refuses
+        the set before anything is signed: raises
+        :class:`~wheelgate.core.errors.PromotionRejected` (``nightly-conflict``), as for one
+        written meanwhile (found on the conditional write).
+        """
+        pace = self._fanout_pace if fanout else self._promotion_pace
+        held_keys = set(nightly_keys)
+        to_read = [
+            s
+            for s in steps
+            if fanout or not s.copy or NIGHTLY.verdict(s.index, s.file.filename) in held_keys
+        ]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            held = dict(pool.map(self._held, to_read))
             return list(
                 pool.map(
-                    lambda job: self._attest(promotion, job[0], job[1], self._promotion_pace), jobs
+                    lambda job: self._attest(promotion, job[0], job[1], pace, held),
+                    zip(steps, entries, strict=True),
                 )
             )
 
-    def attest(self, promotion: Promotion, step: FileStep, entry: IndexEntry) -> IndexEntry:
-        """Write the verdict of one released file (a fan-out step's); return its entry linking
-        the verdict.
-
-        Raises :class:`~wheelgate.core.errors.PromotionRejected` (``nightly-conflict``) when
-        nightly holds a verdict about other bytes under the file's verdict key.
-        """
-        return self._attest(promotion, step, entry, self._step_pace)
+    def _held(self, step: FileStep) -> tuple[str, bytes | None]:
+        """The verdict nightly holds for ``step``'s file, if any: about its bytes, or refused
+        (before the set's first signature)."""
+        key = NIGHTLY.verdict(step.index, step.file.filename)
+        found = self.nightly.get(key)
+        if found is None:
+            return key, None
+        self._check_same(key, found[0], step)
+        return key, found[0]
 
     def _attest(
-        self, promotion: Promotion, step: FileStep, entry: IndexEntry, pace: Pacer
+        self,
+        promotion: Promotion,
+        step: FileStep,
+        entry: IndexEntry,
+        pace: Pacer,
+        held: Mapping[str, bytes | None],
     ) -> IndexEntry:
         key = NIGHTLY.verdict(step.index, step.file.filename)
-        if not step.copy:
-            found = self.nightly.get(key)
-            if found is not None:
-                self._check_same(key, found[0], step)
-                return replace(entry, verdict=True)
+        if held.get(key) is not None:
+            return replace(entry, verdict=True)
         keyid = self.publish_key()
         payload = statement_bytes(build_statement(self.facts(promotion, step)))
         pace.wait()
@@ -169,8 +198,8 @@ class VerdictWriter:
             )
         except PreconditionFailed:
             # An earlier attempt (a redelivery, a twin item) wrote it: same bytes or refuse.
-            found = self.nightly.get(key)
-            self._check_same(key, found[0] if found else None, step)
+            written = self.nightly.get(key)
+            self._check_same(key, written[0] if written else None, step)
         return replace(entry, verdict=True)
 
     def facts(self, promotion: Promotion, step: FileStep) -> VerdictFacts:

@@ -41,6 +41,7 @@ from wheelgate.core.layout import (
     PAGE_NAMES,
     SIDECAR_SUFFIXES,
     STAGING,
+    VERDICT_SUFFIX,
 )
 from wheelgate.core.manifest import ArtifactSet, Manifest, parse_distribution_filename
 from wheelgate.core.objects import ObjectInfo
@@ -329,10 +330,10 @@ class SetVerifier:
         return metadata
 
     def unlisted_copies(self, index: str, filenames: Iterable[str]) -> list[str]:
-        """Nightly keys of ``filenames`` in ``index`` (the files and their core metadata) that
-        nightly holds but no archive page lists: copies an interrupted attempt made, which a
-        rejection leaves behind (Object Lock keeps them). A page that cannot be read lists
-        nothing."""
+        """Nightly keys of ``filenames`` in ``index`` (the files, their core metadata and
+        their verdicts) that nightly holds but no archive page lists: what an interrupted
+        attempt wrote, which a rejection leaves behind (Object Lock keeps them). A page that
+        cannot be read lists nothing."""
         names = sorted(set(filenames))
         projects = {parse_distribution_filename(n).project for n in names}
         listed: set[str] = set()
@@ -353,7 +354,7 @@ class SetVerifier:
             if name in listed:
                 continue
             key = NIGHTLY.artifact(index, name)
-            left += [k for k in (key, key + METADATA_SUFFIX) if k in held]
+            left += [k for k in (key, key + METADATA_SUFFIX, key + VERDICT_SUFFIX) if k in held]
         return left
 
     def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, tuple[ProjectPage, str | None]]:

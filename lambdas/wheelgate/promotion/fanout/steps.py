@@ -113,8 +113,9 @@ class FanoutSteps:
         return {"item": item, "hash": "checked"}
 
     def copy(self, job_id: str, item: int) -> dict[str, Any]:
-        """Copy item ``item`` of the job, verify it, release its core metadata, write its
-        verdict and its done marker; a done item returns at once."""
+        """Copy item ``item`` of the job, verify it, release its core metadata and write its
+        done marker; a done item returns at once. No verdict: the publish step signs the
+        promoted set's."""
         if self.store.is_done(job_id, item):
             return {"item": item, "done": "already"}
         spec = self.store.item(job_id, item)
@@ -132,16 +133,17 @@ class FanoutSteps:
                     index=step.index,
                 )
         entry = self.releaser.release_file(step, metadata=metadata, in_nightly=spec.in_nightly)
-        if self.verdicts is not None:
-            # Before the done marker: publish lists only items whose verdict is written.
-            entry = self.verdicts.attest(self.store.load(job_id).promotion, step, entry)
         self.store.mark_done(job_id, item, entry)
         return {"item": item, "done": "copied" if step.copy else "released"}
 
     def publish(self, job_id: str) -> dict[str, Any]:
-        """Publish the job's files on the nightly pages, record the run PROMOTED and give the
-        leases back. Raises :class:`~wheelgate.promotion.fanout.job.FanoutIncomplete` while an
-        item has no done marker."""
+        """Sign the verdicts of the job's files (every copy is done: the set is promoted),
+        publish them on the nightly pages, record the run PROMOTED and give the leases back.
+
+        Raises :class:`~wheelgate.promotion.fanout.job.FanoutIncomplete` while an item has no
+        done marker, :class:`~wheelgate.core.errors.PromotionRejected` (``nightly-conflict``)
+        for a verdict key that holds a verdict about other bytes.
+        """
         job = self.store.load(job_id)
         promotion = job.promotion
         existing = self.records.load(job.run_id)
@@ -156,6 +158,11 @@ class FanoutSteps:
             self.leases.give_back(job.indexes, holder=job_id)
             return {"run_id": job.run_id, "state": existing.state.value, "already": True}
         entries = self.store.done_entries(job)
+        if self.verdicts is not None:
+            # Every verdict is written before the first page lists its file.
+            entries = self.verdicts.attest_all(
+                promotion, [spec.step() for spec in job.items], entries, fanout=True
+            )
         writes = self.publisher.publish_entries(
             [
                 (spec.index, spec.file.distribution.project, entry)
