@@ -53,7 +53,9 @@ def service(stack: LocalWheelGate) -> PromotionService:
     return build_service(settings=stack.settings(), staging=staging, nightly=nightly, workers=2)
 
 
-def stage_wheels(stack: LocalWheelGate, run_id: str, index: str, *wheels: Path) -> None:
+def stage_wheels(
+    stack: LocalWheelGate, run_id: str, index: str, *wheels: Path, commit_time: str | None = None
+) -> None:
     staging, nightly = buckets()
     stage(
         staging=staging,
@@ -64,6 +66,7 @@ def stage_wheels(stack: LocalWheelGate, run_id: str, index: str, *wheels: Path) 
         commit=COMMIT,
         artifacts=inspect_files(list(wheels)),
         attempt=1,
+        commit_time=commit_time,
     )
 
 
@@ -229,18 +232,9 @@ def test_the_commit_time_and_attempt_report_states_replace_the_build_jobs(
 ) -> None:
     # Given a run staged by a build job stating a commit time, and its entry folded
     index, run_id = "hist/reported", "7201"
-    staging, nightly = buckets()
-    stage(
-        staging=staging,
-        nightly=nightly,
-        nightly_base_url=stack.nightly_url,
-        run_id=run_id,
-        index=index,
-        commit=COMMIT,
-        artifacts=inspect_files([build_wheel(tmp_path, "reportedpkg", "1.0")]),
-        attempt=1,
-        commit_time="2000-01-01T00:00:00.000000Z",
-    )
+    staging, _ = buckets()
+    wheel = build_wheel(tmp_path, "reportedpkg", "1.0")
+    stage_wheels(stack, run_id, index, wheel, commit_time="2000-01-01T00:00:00.000000Z")
     [key] = entry_keys(index)
     service(stack).handle(ManifestEvent(key))
     # When the reporter reports it with the commit's time and the CI run's attempt
