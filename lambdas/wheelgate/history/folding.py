@@ -12,6 +12,7 @@ earliest write of its objects (:func:`first_staged`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from pydantic import ValidationError
 
@@ -100,11 +101,11 @@ class EntryFolder:
             check_entry(key, entry, self._staged(entry))
         except EntryRefused as refused:
             return FoldResult(key, reason=refused.reason, message=refused.message)
-        staged_at = first_staged(self.staging, entry.run_id)
-        if staged_at is None:  # its files were there a moment ago: gone since (expired)
+        first = first_staged(self.staging, entry.run_id)
+        if first is None:  # its files were there a moment ago: gone since (expired)
             return FoldResult(key, reason=REFUSED_GONE, message=f"run {entry.run_id} is gone")
         staged = with_offer(
-            run_of_entry(entry, self.run_expiry_days, staged_at=staged_at),
+            run_of_entry(entry, self.run_expiry_days, staged_at=upload_time(first)),
             entry,
             NightlyReleases(self.nightly_pages),
         )
@@ -146,13 +147,13 @@ class EntryFolder:
         return staged
 
 
-def first_staged(staging: Bucket, run_id: str) -> str | None:
-    """When run ``run_id`` was first staged, as the promoter reads it: the earliest
-    LastModified of its objects (one LIST of ``runs/<run_id>/``); ``None`` when none is left.
-    A build job may write any time into an entry, not into S3's clock."""
+def first_staged(staging: Bucket, run_id: str) -> datetime | None:
+    """When run ``run_id`` was first staged, as S3 says: the earliest LastModified of its
+    objects (one LIST of ``runs/<run_id>/``); ``None`` when none is left. A build job may
+    write any time into an entry, not into S3's clock."""
     times = [
         o.last_modified
         for o in staging.list(STAGING.run_prefix(run_id))
         if o.last_modified is not None
     ]
-    return upload_time(min(times)) if times else None
+    return min(times, default=None)

@@ -113,7 +113,8 @@ class HistoryRecorder:
             return []  # refused before its sets were read: no directory to record it in
         listed = manifest.sets if manifest else ()
         sets = {s.index: s for s in listed if isinstance(s, ArtifactSetV2)}
-        staged_at = first_staged(self.staging, record.run_id)
+        first = first_staged(self.staging, record.run_id)
+        staged_at = None if first is None else upload_time(first)
         commit_time, attempt = _stated(manifest)
         kept = []
         for outcome in record.sets:

@@ -4,7 +4,6 @@ run was first staged, and its files by index directory (what its manifest lists)
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
 
 from pydantic import ValidationError
 
@@ -13,16 +12,6 @@ from wheelgate.core.manifest import ManifestFile, describe_errors
 from wheelgate.staging.errors import StageError
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.recorded_checksum import recorded_sha256
-
-
-def first_staged(staging: Bucket, run_id: str) -> datetime | None:
-    """When the oldest object still under the run's prefix was written; ``None`` if none is."""
-    times = [
-        obj.last_modified
-        for obj in staging.list(STAGING.run_prefix(run_id))
-        if obj.last_modified is not None
-    ]
-    return min(times, default=None)
 
 
 def staged_sets(staging: Bucket, run_id: str) -> dict[str, list[ManifestFile]]:
