@@ -18,7 +18,6 @@ never a pinned one (the bisect's two ends) nor the one just stored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -31,6 +30,7 @@ from pathlib import Path
 from wheelgate.bisect.download import Downloader
 from wheelgate.bisect.private_dir import private_directory
 from wheelgate.bisect.run_installer import PlannedFile
+from wheelgate.staging.local_artifacts import sha256_file
 
 STATE_FILE = "cache.json"
 FILES_DIR = "files"
@@ -271,7 +271,6 @@ class BisectCache:
 def _holds(path: Path, sha256: str) -> bool:
     """Whether the bytes at ``path`` hash to ``sha256`` (read now)."""
     try:
-        with path.open("rb") as file:
-            return hashlib.file_digest(file, "sha256").hexdigest() == sha256
+        return sha256_file(path) == sha256
     except OSError:
         return False
