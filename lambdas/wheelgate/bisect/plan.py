@@ -101,6 +101,7 @@ def plan_run(
             SKIP_MISSING_TARGET,
             f"{name} has no wheel of {', '.join(unfit)} for this interpreter or target",
         )
+    own = _OwnFiles(run.files)
     if as_test is not None:
         test = _named_test(run, name, as_test)
     else:
@@ -110,8 +111,7 @@ def plan_run(
         if install.route is InstallRoute.NONE:
             never = run.state is RunState.STAGED
             raise SkipRun(SKIP_NO_OFFER if never else SKIP_NO_EVIDENCE, f"{name}: {install.reason}")
-        test = _fitting_test(run, name, tags, wanted)
-    own = _OwnFiles(run.files)
+        test = _fitting_test(run, name, own, tags, wanted)
     files: dict[str, PlannedFile] = {}
     for installed in test.installed:
         if installed.sha256 not in files:
@@ -148,9 +148,8 @@ def _named_test(run: HistoryRun, name: str, test_name: str) -> TestRecord:
 
 
 def _fitting_test(
-    run: HistoryRun, name: str, tags: Collection[Tag], wanted: Sequence[str]
+    run: HistoryRun, name: str, own: _OwnFiles, tags: Collection[Tag], wanted: Sequence[str]
 ) -> TestRecord:
-    own = _OwnFiles(run.files)
     for test in evidence_tests(run):
         names = [_filename(i, test, own) for i in test.installed]
         holds = {f.project for i in test.installed if (f := own.of(i)) is not None}
