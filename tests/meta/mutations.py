@@ -366,6 +366,63 @@ MUTATIONS = (
             "::test_a_file_whose_bytes_differ_from_the_history_skips_the_run_as_hash_mismatch",
         ),
     ),
+    Mutation(
+        "history hash from S3, never metadata",
+        "the fold takes a staged file's SHA-256 from the writer's user metadata",
+        "sha256 = head.s3_sha256",
+        "sha256 = head.sha256",
+        ("tests/unit/test_history_forgeries.py",),
+    ),
+    Mutation(
+        "history offer checked against nightly",
+        "a stage entry's offer of bytes nightly never released is kept and installed",
+        "if released != offered.sha256:",
+        "if False:",
+        ("tests/unit/test_history_offer.py",),
+    ),
+    Mutation(
+        "history reported runs are their manifests'",
+        "a stage entry folded after the run was reported adds files to it",
+        "if existing.state is not RunState.STAGED:",
+        "if False:",
+        ("tests/unit/test_history_forgeries.py",),
+    ),
+    Mutation(
+        "history flood cap",
+        "never-reported runs past a day's cap are folded, pushing reported runs off the page",
+        "if cap is not None and old is None and _over_cap(runs.values(), new, cap):",
+        "if False:",
+        ("tests/unit/test_history_forgeries.py",),
+    ),
+    Mutation(
+        "history directories served",
+        "an entry for a directory the deployment does not serve is folded (and dead-lettered)",
+        "if allowed and entry.index not in allowed:",
+        "if False:",
+        ("tests/unit/test_history_forgeries.py",),
+    ),
+    Mutation(
+        "bisect cache hits hashed again",
+        "a cached file whose bytes changed behind the cache is installed",
+        "if not _holds(path, file.sha256):",
+        "if False:",
+        ("tests/unit/test_bisect_trust.py",),
+    ),
+    Mutation(
+        "bisect private directories",
+        "a session or cache directory other users can write is used",
+        "if info.st_mode & _SHARED_WRITE:",
+        "if False:",
+        ("tests/unit/test_bisect_trust.py", "tests/unit/test_bisect_cli_trust.py"),
+    ),
+    Mutation(
+        "bisect resume holds its candidates",
+        "a resumed session installs candidates the history no longer shows",
+        "changed = changed_candidates(session.candidates, read_runs(args, saved.index, "
+        "saved.install))",
+        "changed: list[str] = []",
+        ("tests/unit/test_bisect_cli_trust.py",),
+    ),
 )
 
 
