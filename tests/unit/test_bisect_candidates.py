@@ -10,6 +10,7 @@ import pytest
 from tests.unit.bisect_world import START, commit_of, history_run, linear_history, newest_first
 from wheelgate.bisect.candidates import Order, OrderError, candidates
 from wheelgate.core.timestamps import upload_time
+from wheelgate.history import model
 from wheelgate.history.model import CommitTimeBy, HistoryRun, RunState
 
 
@@ -157,3 +158,24 @@ def test_a_run_whose_commit_time_only_a_build_job_stated_counts_as_untimed() -> 
     found = candidates(newest_first([runs[0], forged, runs[2], runs[3]]), runs[0], runs[3])
     assert (found.order, ids(found.runs)) == (Order.COMMIT_TIME, ["1000", "1001", "1002", "1003"])
     assert any("no commit time their reporter stated" in n and "1001" in n for n in found.notes)
+
+
+@pytest.mark.parametrize("timed_good", [True, False], ids=["reporter-timed-good", "untimed"])
+def test_runs_staged_in_the_same_second_as_the_bad_end_stay_candidates(timed_good: bool) -> None:
+    # Given S3's LastModified, which keeps whole seconds: a never-reported run and the newest,
+    # never-reported bad end staged in one second, after the good end
+    runs = linear_history(2)
+    second = START + timedelta(hours=5)
+    middle, bad = (
+        history_run(n, run_id=run_id, staged=second, state=RunState.STAGED).model_copy(
+            update={"commit_time": None, "commit_time_by": None}
+        )
+        for n, run_id in ((2, "1002"), (3, "1003"))
+    )
+    good = runs[1] if timed_good else runs[1].model_copy(update={"commit_time_by": None})
+    # When the candidates are chosen between the good end and the newest run
+    history = model.newest_first([runs[0], good, middle, bad])
+    assert history[0] is bad
+    found = candidates(history, good, bad)
+    # Then the run staged in the bad end's second is between them, as the history orders it
+    assert ids(found.runs) == ["1001", "1002", "1003"]

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from wheelgate.bisect.commits import by_commit, label, representative, short
-from wheelgate.history.model import CommitTimeBy, HistoryRun
+from wheelgate.history.model import CommitTimeBy, HistoryRun, staging_order
 
 
 class Order(StrEnum):
@@ -89,8 +89,8 @@ _Split = tuple[Order, Callable[[HistoryRun], Any], list[HistoryRun], list[str]]
 
 
 def _between_staging(runs: Sequence[HistoryRun], good: HistoryRun, bad: HistoryRun) -> list[str]:
-    low, high = sorted((good.staged_at, bad.staged_at))
-    return [r.run_id for r in runs if low <= r.staged_at <= high]
+    low, high = sorted((staging_order(good), staging_order(bad)))
+    return [r.run_id for r in runs if low <= staging_order(r) <= high]
 
 
 def _first_parent(
@@ -120,8 +120,8 @@ def _commit_time(runs: Sequence[HistoryRun], good: HistoryRun, bad: HistoryRun) 
     reporter stated (never reported, or timed by a build job alone) after the last timed run
     staged before it, by the promoter's staging time; those staged outside the ends dropped."""
 
-    def timed_key(run: HistoryRun) -> tuple[str, str]:
-        return (stated_commit_time(run) or "", run.staged_at)
+    def timed_key(run: HistoryRun) -> tuple[str, tuple[str, str]]:
+        return (stated_commit_time(run) or "", staging_order(run))
 
     if timed_key(good) >= timed_key(bad):
         raise OrderError(
@@ -138,11 +138,13 @@ def _commit_time(runs: Sequence[HistoryRun], good: HistoryRun, bad: HistoryRun) 
     )
     line = [good, *timed]
     untimed = [r for r in runs if stated_commit_time(r) is None]
-    placed = [r for r in untimed if good.staged_at < r.staged_at < bad.staged_at]
-    position: dict[str, tuple[int, int, str]] = {r.run_id: (i, 0, "") for i, r in enumerate(line)}
+    placed = [r for r in untimed if staging_order(good) < staging_order(r) < staging_order(bad)]
+    position: dict[str, tuple[int, int, tuple[str, str]]] = {
+        r.run_id: (i, 0, ("", "")) for i, r in enumerate(line)
+    }
     for run in placed:
-        after = max(i for i, r in enumerate(line) if r.staged_at <= run.staged_at)
-        position[run.run_id] = (after, 1, run.staged_at)
+        after = max(i for i, r in enumerate(line) if staging_order(r) <= staging_order(run))
+        position[run.run_id] = (after, 1, staging_order(run))
     notes = []
     if placed:
         notes.append(
@@ -172,13 +174,13 @@ def _build_times_unused(good: HistoryRun, bad: HistoryRun) -> list[str]:
 
 
 def _staged(runs: Sequence[HistoryRun], good: HistoryRun, bad: HistoryRun) -> _Split:
-    if good.staged_at >= bad.staged_at:
+    if staging_order(good) >= staging_order(bad):
         raise OrderError(
             f"the bad run {bad.run_id} was not staged after the good run {good.run_id}, and "
             "without commit times the reporter stated, or --repo, that is the only order known"
         )
-    inside = [r for r in runs if good.staged_at < r.staged_at < bad.staged_at]
-    return Order.STAGED, lambda r: r.staged_at, inside, []
+    inside = [r for r in runs if staging_order(good) < staging_order(r) < staging_order(bad)]
+    return Order.STAGED, staging_order, inside, []
 
 
 def _several_runs(runs: Sequence[HistoryRun]) -> list[str]:

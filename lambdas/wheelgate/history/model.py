@@ -298,6 +298,13 @@ def project_and_version(filename: str) -> tuple[str, str]:
     return str(dist.project), str(dist.version)
 
 
+def staging_order(run: HistoryRun) -> tuple[str, str]:
+    """A run's place in the order runs were staged: when it was first staged, then its run id.
+    S3 keeps a LastModified to the second, so runs staged in one second share a time: the run
+    id tells them apart, the same way wherever runs are ordered by staging."""
+    return (run.staged_at, run.run_id)
+
+
 def newest_first(runs: Iterable[HistoryRun]) -> list[HistoryRun]:
-    """``runs`` newest first by when they were staged (then by run id, for a stable order)."""
-    return sorted(runs, key=lambda r: (r.staged_at, r.run_id), reverse=True)
+    """``runs`` newest first by when they were staged (:func:`staging_order`)."""
+    return sorted(runs, key=staging_order, reverse=True)

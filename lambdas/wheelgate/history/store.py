@@ -30,6 +30,7 @@ from wheelgate.history.model import (
     HistoryShard,
     MonthRef,
     RunState,
+    staging_order,
 )
 from wheelgate.history.page import listed_runs
 from wheelgate.history.reader import BucketHistorySource, read_head, read_month
@@ -132,7 +133,7 @@ class HistoryStore:
                     dropped.append(new)
                     continue
                 kept[run_id] = runs[run_id] = new
-            ordered = tuple(sorted(runs.values(), key=lambda r: (r.staged_at, r.run_id)))
+            ordered = tuple(sorted(runs.values(), key=staging_order))
             new_shard = shard.model_copy(update={"runs": ordered})
             return StateUpdate(
                 result=(kept, dropped, len(ordered)),
