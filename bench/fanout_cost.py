@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import heapq
-import inspect
 import math
 import random
 import sys
@@ -41,8 +40,7 @@ from wheelgate.core.settings import (
     DEFAULT_FANOUT_MIN_BYTES,
     DEFAULT_FANOUT_MIN_FILES,
 )
-from wheelgate.promotion.compose import build_service
-from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT
+from wheelgate.storage.limits import TransferLimits
 
 MB = 1000**2  # throughputs are in MB/s, 10^6 bytes a second
 GB = 1000**3  # file sizes of the mix, and the GB of the tables (10^9 bytes)
@@ -104,8 +102,7 @@ S3_PERFORMANCE = Source(
     "https://docs.aws.amazon.com/AmazonS3/latest/userguide/optimizing-performance.html",
 )
 NO_AWS_FIGURE = Source("no AWS figure published: assumed")
-BUCKET_CODE = Source("lambdas/wheelgate/storage/transfers.py")
-PROMOTER_CODE = Source("lambdas/wheelgate/promotion/compose.py (build_service workers)")
+BUCKET_CODE = Source("lambdas/wheelgate/storage/limits.py (TransferLimits)")
 SETTINGS_CODE = Source("lambdas/wheelgate/core/settings.py")
 LIMITS_CODE = Source("lambdas/wheelgate/core/limits.py")
 VERIFY_CODE = Source(
@@ -115,10 +112,10 @@ STACK_CODE = Source("stacks/promoter_function.py FUNCTION_MEMORY_MB (arm64)")
 
 # --- Facts of the code the model follows ----------------------------------------------------
 
-#: Files the promoter verifies and copies at once (``build_service``'s ``workers`` default).
-PROMOTER_WORKERS: int = inspect.signature(build_service).parameters["workers"].default
+#: Files the promoter verifies and copies at once (its buckets' ``TransferLimits.workers``).
+PROMOTER_WORKERS: int = TransferLimits().workers
 #: Parts of one file ``storage.transfers.multipart_copy`` copies at once (its pool's max_workers).
-PART_WORKERS = 8
+PART_WORKERS: int = TransferLimits().part_concurrency
 #: The promoter function's memory (stacks/promoter_function.py FUNCTION_MEMORY_MB; checked by
 #: a test).
 FUNCTION_MEMORY_MB = 1024
@@ -198,8 +195,8 @@ class Assumptions:
     request_latency_s: float = 0.1
     copy_mb_s: float = 100.0
     read_mb_s: float = 100.0
-    part_size: int = MULTIPART_PART_SIZE
-    single_request_limit: int = SINGLE_REQUEST_LIMIT
+    part_size: int = TransferLimits().copy_part_size
+    single_request_limit: int = TransferLimits().single_request_limit
     part_workers: int = PART_WORKERS
     file_workers: int = PROMOTER_WORKERS
     hash_concurrency: int = DEFAULT_FANOUT_HASH_CONCURRENCY
@@ -257,7 +254,7 @@ ASSUMPTION_SOURCES: dict[str, tuple[str, Source]] = {
         S3_COPY_MULTIPART,
     ),
     "part_workers": ("parts of one file copied at once", BUCKET_CODE),
-    "file_workers": ("files one invocation verifies and copies at once", PROMOTER_CODE),
+    "file_workers": ("files one invocation verifies and copies at once", BUCKET_CODE),
     "hash_concurrency": (
         "HashFiles map MaxConcurrency (fanout.hash_concurrency's default)",
         SETTINGS_CODE,

@@ -172,7 +172,6 @@ def main() -> int:
                     source=Bucket(client, SOURCE_BUCKET),
                     nightly_pages=IndexStore(Bucket(client, NIGHTLY_BUCKET)),
                     allow_build_tag_rereleases=False,
-                    workers=16,
                 )
             )
             rows.append(("dry run", counted, seconds, 0, len(found.accepted)))

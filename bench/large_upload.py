@@ -31,7 +31,7 @@ import boto3
 from local_s3 import local_s3
 
 from wheelgate.local.names import STAGING_BUCKET
-from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT
+from wheelgate.storage.limits import SINGLE_REQUEST_LIMIT
 
 GIB = 1024**3
 INDEX = "bench/large"
@@ -55,30 +55,31 @@ from wheelgate.local.stack import NIGHTLY_BUCKET, STAGING_BUCKET, install_moto_c
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.limits import TransferLimits
 install_moto_compatibility()
 s3 = boto3.client("s3")
+limits = TransferLimits(single_request_limit=int(sys.argv[4]))
 stage(
-    staging=Bucket(s3, STAGING_BUCKET),
-    nightly=Bucket(s3, NIGHTLY_BUCKET),
+    staging=Bucket(s3, STAGING_BUCKET, limits=limits),
+    nightly=Bucket(s3, NIGHTLY_BUCKET, limits=limits),
     nightly_base_url=os.environ["WHEELGATE_NIGHTLY_BASE_URL"],
     run_id=sys.argv[1],
     index=sys.argv[2],
     commit="7" * 40,
     artifacts=inspect_files([Path(sys.argv[3])]),
-    single_request_limit=int(sys.argv[4]),
 )
 """
 PROMOTER_COPY = """
 import sys, boto3
 from wheelgate.local.stack import install_moto_compatibility
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.limits import TransferLimits
 install_moto_compatibility()
 s3 = boto3.client("s3")
-source, target = Bucket(s3, sys.argv[1]), Bucket(s3, sys.argv[3])
+limits = TransferLimits(single_request_limit=int(sys.argv[5]))
+source, target = Bucket(s3, sys.argv[1]), Bucket(s3, sys.argv[3], limits=limits)
 head = source.head(sys.argv[2])
-target.copy_in(
-    source, head.key, head.etag, head.size, sys.argv[4], single_request_limit=int(sys.argv[5])
-)
+target.copy_in(source, head.key, head.etag, head.size, sys.argv[4])
 """
 
 

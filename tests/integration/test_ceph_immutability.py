@@ -37,6 +37,7 @@ from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.limits import TransferLimits
 
 # A Ceph RGW cluster started for the session: `make test` only.
 pytestmark = pytest.mark.slow
@@ -143,9 +144,8 @@ def promoter(
             nightly_retention_mode=page_retention.mode if page_retention else None,
             nightly_page_retention_days=page_retention.days if page_retention else None,
         ),
-        staging=Bucket(s3, STAGING),
-        nightly=Bucket(s3, nightly),
-        workers=4,
+        staging=Bucket(s3, STAGING, limits=TransferLimits(workers=4)),
+        nightly=Bucket(s3, nightly, limits=TransferLimits(workers=4)),
     )
 
 

@@ -26,6 +26,7 @@ from wheelgate.deps.mirror_runs import check_mirror_run_id
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
+from wheelgate.storage.limits import TransferLimits
 
 # A mirrored wheel installed with pip through the gate: `make test` only.
 pytestmark = pytest.mark.slow
@@ -305,13 +306,14 @@ def test_files_over_the_single_request_limit_go_multipart(
     server.requests["/flaky/medium.tar.gz"] = 1  # no 503 for this one
     targets = load_deps(path.read_text()).files
     fetcher = Fetcher(https_client(str(server.cert), timeout=5, backoff=0.01))
-    buckets = {cache.name: cache}
-    (row,) = sync_files(targets, buckets, fetcher, tmp_path, single_request_limit=1_000_000)
+    small = TransferLimits(single_request_limit=1_000_000)
+    buckets = {cache.name: Bucket(cache.client, cache.name, limits=small)}
+    (row,) = sync_files(targets, buckets, fetcher, tmp_path)
     assert row.action == "uploaded"
     head = cache.head(targets[0].key)
     assert head is not None
     assert head.sha256 == targets[0].sha256
-    (again,) = sync_files(targets, buckets, fetcher, tmp_path, single_request_limit=1_000_000)
+    (again,) = sync_files(targets, buckets, fetcher, tmp_path)
     assert again.action == "skipped"
 
 

@@ -54,6 +54,7 @@ from wheelgate.promotion.observer import DecisionStats
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.limits import TransferLimits
 from wheelgate.storage.signing import KmsSigner
 from wheelgate.storage.workflow import SqsSender
 
@@ -219,18 +220,18 @@ class Run:
         claimed_sha256: Mapping[str, str] | None = None,
     ) -> None:
         self.fanout, self.run_id, self.index, self.wheels = fanout, run_id, index, wheels
-        limits = (
-            {} if part_size is None else {"single_request_limit": part_size, "part_size": part_size}
-        )
+        staging = fanout.staging
+        if part_size is not None:
+            small = TransferLimits(single_request_limit=part_size, upload_part_size=part_size)
+            staging = Bucket(staging.client, staging.name, limits=small)
         stage(
-            staging=fanout.staging,
+            staging=staging,
             nightly=fanout.nightly,
             nightly_base_url="http://nightly/",
             run_id=run_id,
             index=index,
             commit=COMMIT,
             artifacts=inspect_files(self.wheels),
-            **limits,
         )
         self.key = STAGING.manifest(run_id)
         manifest = manifest_for(run_id, COMMIT, index, wheels, result=result)

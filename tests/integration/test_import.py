@@ -44,6 +44,7 @@ from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.compose import build_service
 from wheelgate.staging.hermetic import hermetic_env
 from wheelgate.storage.bucket import Bucket
+from wheelgate.storage.limits import TransferLimits
 
 BREAK_GLASS_ID = "AROAIMPORTBREAKGLASS1"
 BREAK_GLASS = f"AWS:{BREAK_GLASS_ID}:oncall"
@@ -452,10 +453,10 @@ def test_a_large_import_goes_on_in_the_next_invocation(
     # Given a promoter whose clock runs out of gathering time after a few copies...
     service = build_service(
         settings=settings,
-        staging=staging,
+        # One copy at a time, so that the clock runs out at a known copy.
+        staging=Bucket(staging.client, staging.name, limits=TransferLimits(workers=1)),
         nightly=nightly,
         clock=Clock(),
-        workers=1,
         queue=queue,
     )
     key, _ = request_import(staging, seed.source.uri, seed.index)
@@ -543,6 +544,7 @@ def test_no_wheel_bytes_pass_through_the_promoter(
 MB = 1024 * 1024
 #: S3's smallest part: the copy limit lowered so that a 12 MB wheel takes the > 5 GiB path.
 LIMIT = 5 * MB
+SMALL = TransferLimits(single_request_limit=LIMIT, copy_part_size=LIMIT)
 
 
 def test_a_file_over_the_copy_limit_is_read_once_and_never_again(
@@ -558,10 +560,8 @@ def test_a_file_over_the_copy_limit_is_read_once_and_never_again(
     # Given a promoter whose copy limit is 5 MB (5 GiB in S3)...
     service = build_service(
         settings=PromoterSettings.from_env(os.environ),
-        staging=staging,
-        nightly=nightly,
-        single_request_limit=LIMIT,
-        part_size=LIMIT,
+        staging=Bucket(staging.client, staging.name, limits=SMALL),
+        nightly=Bucket(nightly.client, nightly.name, limits=SMALL),
     )
     whole: list[str] = []
 

@@ -32,23 +32,24 @@ from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.staging.staged_files import staged_sets
 from wheelgate.storage.bucket import Bucket, FileChangedError
+from wheelgate.storage.limits import TransferLimits
 
 MB = 1024 * 1024
 LIMIT = 5 * MB  # S3's smallest part size
+#: Buckets whose transfers go in parts of ``LIMIT`` above ``LIMIT``.
+SMALL = TransferLimits(single_request_limit=LIMIT, copy_part_size=LIMIT, upload_part_size=LIMIT)
 
 
 def stage_in_parts(client: Any, stack: LocalWheelGate, wheel: Path, run: str, index: str) -> None:
     """``wheelgate stage`` of ``wheel`` through ``client``, in parts of ``LIMIT``."""
     stage(
-        staging=Bucket(client, STAGING_BUCKET),
-        nightly=Bucket(client, NIGHTLY_BUCKET),
+        staging=Bucket(client, STAGING_BUCKET, limits=SMALL),
+        nightly=Bucket(client, NIGHTLY_BUCKET, limits=SMALL),
         nightly_base_url=stack.nightly_url,
         run_id=run,
         index=index,
         commit="6" * 40,
         artifacts=inspect_files([wheel]),
-        single_request_limit=LIMIT,
-        part_size=LIMIT,
     )
 
 
@@ -82,7 +83,8 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
     stack: LocalWheelGate, tmp_path: Path
 ) -> None:
     s3: Any = boto3.client("s3")
-    staging, nightly = Bucket(s3, STAGING_BUCKET), Bucket(s3, NIGHTLY_BUCKET)
+    staging = Bucket(s3, STAGING_BUCKET, limits=SMALL)
+    nightly = Bucket(s3, NIGHTLY_BUCKET, limits=SMALL)
     big = build_wheel(tmp_path, "huge", "1.0", payload_bytes=12 * MB)
     sha = hashlib.sha256(big.read_bytes()).hexdigest()
     run, index = "large-1", "v2/large"
@@ -97,8 +99,6 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
         settings=PromoterSettings.from_env(os.environ),
         staging=staging,
         nightly=nightly,
-        single_request_limit=LIMIT,
-        part_size=LIMIT,
     )
     record = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
     assert record is not None
@@ -128,10 +128,8 @@ def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
     before = nightly_versions(s3)
     promoter = build_service(
         settings=PromoterSettings.from_env(os.environ),
-        staging=Bucket(s3, STAGING_BUCKET),
-        nightly=Bucket(s3, NIGHTLY_BUCKET),
-        single_request_limit=LIMIT,
-        part_size=LIMIT,
+        staging=Bucket(s3, STAGING_BUCKET, limits=SMALL),
+        nightly=Bucket(s3, NIGHTLY_BUCKET, limits=SMALL),
     )
     reads: list[str] = []
 
@@ -233,14 +231,8 @@ def test_a_failed_completion_is_reported_not_the_cleanup_that_failed_after_it(
     assert head is not None
     target = f"{index}/{wheel.name}"
     with pytest.raises(TransientError) as copy_failed:
-        Bucket(failing, NIGHTLY_BUCKET).copy_in(
-            Bucket(clean, STAGING_BUCKET),
-            staged,
-            head.etag,
-            head.size,
-            target,
-            part_size=LIMIT,
-            single_request_limit=LIMIT,
+        Bucket(failing, NIGHTLY_BUCKET, limits=SMALL).copy_in(
+            Bucket(clean, STAGING_BUCKET), staged, head.etag, head.size, target
         )
     assert "InternalError" in str(copy_failed.value)
     assert "NoSuchUpload" not in str(copy_failed.value)
@@ -253,7 +245,7 @@ def test_an_upload_of_other_bytes_than_the_hash_given_never_completes(
     # Given a file over the single-request limit and a SHA-256 that is not its bytes' (the
     # file changed since it was hashed)...
     s3: Any = boto3.client("s3")
-    staging = Bucket(s3, STAGING_BUCKET)
+    staging = Bucket(s3, STAGING_BUCKET, limits=SMALL)
     path = tmp_path / "changed-1.0.tar.gz"
     path.write_bytes(os.urandom(12 * MB))
     key = "runs/large-changed-upload/v2/large/changed-1.0.tar.gz"
@@ -265,8 +257,6 @@ def test_an_upload_of_other_bytes_than_the_hash_given_never_completes(
             sha256="0" * 64,
             content_type="application/octet-stream",
             metadata={},
-            single_request_limit=LIMIT,
-            part_size=LIMIT,
             if_none_match=True,
         )
     # Then the upload is abandoned before its completion: no object, no upload left open.

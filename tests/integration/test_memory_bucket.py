@@ -17,6 +17,7 @@ from tests.unit.memory_bucket import MemoryBucket, World
 from wheelgate.core.objects import META_SHA256
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
+from wheelgate.storage.limits import TransferLimits
 
 MB = 1024 * 1024
 #: The methods and attribute the promotion code calls on a bucket.
@@ -138,19 +139,16 @@ def test_a_copy_never_overwrites_and_pins_its_source(bucket: tuple[Any, str]) ->
 
 def test_a_multipart_copy_has_no_full_object_checksum(bucket: tuple[Any, str]) -> None:
     store, prefix = bucket
+    small = TransferLimits(single_request_limit=5 * MB, copy_part_size=5 * MB)
+    store = (
+        World(limits=small).bucket(store.name)
+        if isinstance(store, MemoryBucket)
+        else Bucket(store.client, store.name, limits=small)
+    )
     body = os.urandom(6 * MB)
     etag = store.put(prefix + "big", body, content_type="x")
     sha256 = hashlib.sha256(body).hexdigest()
-    copied = store.copy_in(
-        store,
-        prefix + "big",
-        etag,
-        len(body),
-        prefix + "copy",
-        part_size=5 * MB,
-        single_request_limit=5 * MB,
-        sha256=sha256,
-    )
+    copied = store.copy_in(store, prefix + "big", etag, len(body), prefix + "copy", sha256=sha256)
     assert copied.sha256 is None
     assert copied.etag.endswith('-2"')
     head = store.head(prefix + "copy")

@@ -50,7 +50,7 @@ def buckets() -> tuple[Bucket, Bucket]:
 
 def service(stack: LocalWheelGate) -> PromotionService:
     staging, nightly = buckets()
-    return build_service(settings=stack.settings(), staging=staging, nightly=nightly, workers=2)
+    return build_service(settings=stack.settings(), staging=staging, nightly=nightly)
 
 
 def stage_wheels(
@@ -214,7 +214,7 @@ def test_an_entry_for_a_directory_not_served_is_refused_through_the_handler_not_
     [key] = entry_keys(denied)
     staging = Bucket(denying_history_writes(denied), STAGING_BUCKET)
     settings = stack.settings().model_copy(update={"allowed_indexes": frozenset({"hist/served"})})
-    promoter = build_service(settings=settings, staging=staging, nightly=buckets()[1], workers=2)
+    promoter = build_service(settings=settings, staging=staging, nightly=buckets()[1])
     lambda_handler = handler.entry_point(lambda: (promoter, StatusStore(staging)))
     # When the entry's event is handled by the function's handler
     response = lambda_handler(sqs_event(key, None), Context())

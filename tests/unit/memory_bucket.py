@@ -18,13 +18,9 @@ from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
 from wheelgate.core.objects import META_SHA256, ListedObject, ObjectInfo
-from wheelgate.storage.bucket import (
-    MULTIPART_PART_SIZE,
-    SINGLE_REQUEST_LIMIT,
-    Copied,
-    ObjectLock,
-)
+from wheelgate.storage.bucket import Copied, ObjectLock
 from wheelgate.storage.errors import PreconditionFailed
+from wheelgate.storage.limits import TransferLimits
 
 
 @dataclass
@@ -38,10 +34,12 @@ class _Object:
 
 @dataclass
 class World:
-    """Every bucket of one fake S3, by name; ``calls`` counts requests by operation."""
+    """Every bucket of one fake S3, by name; ``calls`` counts requests by operation; every
+    bucket has ``limits``."""
 
     buckets: dict[str, dict[str, _Object]] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
+    limits: TransferLimits = field(default_factory=TransferLimits)
 
     def bucket(self, name: str) -> MemoryBucket:
         self.buckets.setdefault(name, {})
@@ -59,6 +57,7 @@ class MemoryBucket:
     def __init__(self, world: World, name: str) -> None:
         self.world = world
         self.name = name
+        self.limits = world.limits
 
     @property
     def objects(self) -> dict[str, _Object]:
@@ -188,8 +187,6 @@ class MemoryBucket:
         size: int,
         key: str,
         *,
-        part_size: int = MULTIPART_PART_SIZE,
-        single_request_limit: int = SINGLE_REQUEST_LIMIT,
         metadata: Mapping[str, str] | None = None,
         sha256: str | None = None,
     ) -> Copied:
@@ -198,10 +195,10 @@ class MemoryBucket:
         if original is None or original.etag != source_etag or key in self.objects:
             raise PreconditionFailed(f"memory://{self.name}/{key}: 412")
         recorded = dict(original.metadata if metadata is None else metadata)
-        multipart = size > single_request_limit
+        multipart = size > self.limits.single_request_limit
         if multipart and sha256:
             recorded[META_SHA256] = sha256
-        parts = -(-size // part_size) if multipart else 0
+        parts = -(-size // self.limits.copy_part_size) if multipart else 0
         copy = _Object(
             body=original.body,
             etag=_etag(original.body, parts),

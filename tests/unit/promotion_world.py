@@ -21,6 +21,7 @@ from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent, Request
 from wheelgate.promotion.observer import DecisionStats
 from wheelgate.promotion.service import PromotionService
+from wheelgate.storage.limits import TransferLimits
 
 REPORTER_ID = "AROAREPORTER00000001"
 REPORTER = f"AWS:{REPORTER_ID}:report"
@@ -72,7 +73,7 @@ class Promoter:
 
     def __init__(self, tmp: Path, **overrides: Any) -> None:
         self.tmp = tmp
-        self.world = World()
+        self.world = World(limits=TransferLimits(workers=2))
         self.staging: MemoryBucket = self.world.bucket("staging")
         self.nightly: MemoryBucket = self.world.bucket("nightly")
         self.heard = Heard()
@@ -81,7 +82,6 @@ class Promoter:
             staging=self.staging,  # type: ignore[arg-type]
             nightly=self.nightly,  # type: ignore[arg-type]
             clock=lambda: NOW,
-            workers=2,
             observer=_Observer(self.heard),
         )
 

@@ -3,6 +3,8 @@ extra, walked over nightly's pages and metadata files, each read once."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from wheelgate.core.wheelmeta import required_projects
 from wheelgate.index.pages import IndexEntry, ProjectPage
 from wheelgate.staging.closure import dependency_closure, metadata_key
@@ -69,9 +71,10 @@ def test_the_closure_walks_nightly_two_levels_deep_and_reads_each_metadata_once(
         return contents.get(key)
 
     # When the closure of a run's app (which needs mid, and a project nightly lacks) is walked...
-    closure = dependency_closure(
-        INDEX, {"App": [metadata("mid", "notinnightly")]}, read_page, read_metadata
-    )
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        closure = dependency_closure(
+            INDEX, {"App": [metadata("mid", "notinnightly")]}, read_page, read_metadata, pool=pool
+        )
     # Then it holds the run's project, both levels, every marker's and every release's
     # dependencies, and projects nightly lacks with an empty page; never the unrelated one.
     assert sorted(closure) == ["app", "leaf", "mid", "newdep", "notinnightly", "winonly"]

@@ -262,8 +262,8 @@ def test_the_code_derived_defaults_match_the_code() -> None:
     assert Assumptions().memory_mb == memory
     # The part pool of the multipart copy
     source = inspect.getsource(multipart_copy)
-    assert re.findall(r"max_workers=(\d+)", source) == [str(PART_WORKERS)]
-    assert PROMOTER_WORKERS == 16
+    assert re.findall(r"max_workers=([\w.]+)", source) == ["limits.part_concurrency"]
+    assert (PROMOTER_WORKERS, PART_WORKERS) == (16, 8)
 
 
 def test_the_bench_prints_every_count_for_both_paths_quickly(

@@ -26,7 +26,6 @@ from wheelgate.cli.common import (
     buckets,
     checked,
     index_option,
-    s3_client,
     storage_options,
 )
 from wheelgate.cli.run_status import for_people, wait_for_record
@@ -42,9 +41,6 @@ from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import describe_errors
 from wheelgate.core.setting_values import NewLocalLabels, SettingsError
 from wheelgate.core.settings import import_sources_from_env
-
-#: Requests a dry run makes at once (ranged reads of the source's wheels, page reads).
-DRY_RUN_WORKERS = 16
 
 
 def since_option(value: str | None) -> datetime | None:
@@ -133,20 +129,18 @@ def _new_labels_allowed(index: str) -> bool:
 def _dry_run(args: argparse.Namespace, request: ImportRequest) -> int:
     from wheelgate.index.store import IndexStore
     from wheelgate.promotion.importing.preview import preview
-    from wheelgate.storage.bucket import Bucket
 
     _, nightly = buckets(args, nightly=True)
     assert nightly is not None
     bar = Progress(unit="files", verb="read")
     found = preview(
         request,
-        source=Bucket(s3_client(args), request.source_location.bucket),
+        source=nightly.sibling(request.source_location.bucket),
         nightly_pages=IndexStore(nightly),
         # As the promoter judges build tags (the deployment's allow_build_tag_rereleases).
         allow_build_tag_rereleases=(
             os.environ.get(ENV_ALLOW_BUILD_TAG_RERELEASES, "").strip().lower() == "true"
         ),
-        workers=DRY_RUN_WORKERS,
         progress=lambda done, total: bar(request.source, done, total),
         allow_new_local_labels=_new_labels_allowed(request.index),
     )

@@ -19,7 +19,7 @@ from wheelgate.core.objects import ObjectInfo
 from wheelgate.deps.download import DownloadError, Fetcher, Progress
 from wheelgate.deps.rows import Action, Row
 from wheelgate.deps.targets import FileTarget
-from wheelgate.storage.bucket import SINGLE_REQUEST_LIMIT, UPLOAD_PART_SIZE, Bucket
+from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.errors import PreconditionFailed
 
 #: User metadata on cached files: where the bytes came from.
@@ -71,7 +71,6 @@ def sync_file(
     workdir: Path,
     *,
     progress: Progress | None = None,
-    single_request_limit: int = SINGLE_REQUEST_LIMIT,
 ) -> Row:
     """Cache one file (see the module docstring); never raises for the entry's own failure (a
     download that failed, other bytes at its key), which is returned as a ``failed`` row. A
@@ -108,8 +107,6 @@ def sync_file(
                     content_type=content_type(target.key),
                     metadata=metadata,
                     if_none_match=True,
-                    single_request_limit=single_request_limit,
-                    part_size=UPLOAD_PART_SIZE,
                 )
             except PreconditionFailed:
                 # Someone else wrote the key since our HEAD: fine if it is the same bytes.
@@ -131,7 +128,6 @@ def sync_files(
     *,
     jobs: int = 4,
     progress: Progress | None = None,
-    single_request_limit: int = SINGLE_REQUEST_LIMIT,
 ) -> list[Row]:
     """Sync every file target, at most ``jobs`` at a time; rows in the targets' order."""
 
@@ -142,7 +138,6 @@ def sync_files(
             fetcher,
             workdir,
             progress=progress,
-            single_request_limit=single_request_limit,
         )
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

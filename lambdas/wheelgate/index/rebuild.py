@@ -117,7 +117,7 @@ def _scan(
         project = parse_distribution_filename(filename).project
         return _entry(bucket, obj, filename, PAGES.project_dir(index, project))
 
-    with ThreadPoolExecutor(max_workers=16) as pool:
+    with ThreadPoolExecutor(max_workers=bucket.limits.workers) as pool:
         entries = list(pool.map(build, sorted(objects.items())))
     by_project: dict[str, list[IndexEntry]] = defaultdict(list)
     for e in entries:

@@ -2,7 +2,7 @@
 
 The promoter function's handler (:func:`wheelgate.lambda_function.handler.build_parts`) calls
 :func:`build_service` once per container; tests and benchmarks call it with their own clients,
-clock and limits.
+clock, and buckets built with their own limits.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from wheelgate.promotion.service import PromotionService
 from wheelgate.promotion.verdicts import Signer, VerdictWriter
 from wheelgate.promotion.verification import SetVerifier
 from wheelgate.promotion.yanking import YankRoute
-from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
+from wheelgate.storage.bucket import Bucket
 
 
 def _now() -> datetime:
@@ -54,9 +54,6 @@ class _Parts:
     staging: Bucket
     nightly: Bucket
     clock: Callable[[], datetime]
-    workers: int
-    single_request_limit: int
-    part_size: int
     records: RecordStore
     leases: IndexLeases
     nightly_pages: IndexStore
@@ -73,9 +70,6 @@ def build_service(
     nightly: Bucket,
     invalidator: Invalidator | None = None,
     clock: Callable[[], datetime] | None = None,
-    workers: int = 16,
-    single_request_limit: int = SINGLE_REQUEST_LIMIT,
-    part_size: int = MULTIPART_PART_SIZE,
     observer: DecisionObserver | None = None,
     launcher: Launcher | None = None,
     queue: MessageSender | None = None,
@@ -85,12 +79,12 @@ def build_service(
     """The service promoting manifests from ``staging`` into ``nightly``.
 
     ``invalidator`` drops the CDN's copies of changed pages (``None``: no CDN). ``clock``
-    stamps records and pages (``None``: the time now). ``workers`` bounds the requests a step
-    makes at once. ``single_request_limit`` and ``part_size`` are S3's copy limits, lowered
-    only by tests that exercise multipart copies with small files. ``observer`` hears of each
-    new decision once. ``launcher`` starts fan-out executions (``None``: every run is promoted
-    in one invocation); ``queue`` sends a failed execution's or an unfinished import's event
-    back. ``signer`` signs each released file's verdict (``None``: no verdicts).
+    stamps records and pages (``None``: the time now). The requests a step makes at once and
+    S3's copy limits are the buckets' own (:class:`~wheelgate.storage.limits.TransferLimits`,
+    lowered only by tests that exercise multipart copies with small files). ``observer``
+    hears of each new decision once. ``launcher`` starts fan-out executions (``None``: every
+    run is promoted in one invocation); ``queue`` sends a failed execution's or an unfinished
+    import's event back. ``signer`` signs each released file's verdict (``None``: no verdicts).
     ``page_writer`` writes a directory's history page after each change to its run history
     (``None``: no page); every decision is recorded in the history, and stage entries folded.
     """
@@ -107,9 +101,6 @@ def build_service(
         staging=staging,
         nightly=nightly,
         clock=now,
-        workers=workers,
-        single_request_limit=single_request_limit,
-        part_size=part_size,
         records=records,
         leases=IndexLeases(staging),
         nightly_pages=nightly_pages,
@@ -117,23 +108,13 @@ def build_service(
             staging=staging,
             nightly=nightly,
             nightly_pages=nightly_pages,
-            workers=workers,
             allow_build_tag_rereleases=settings.allow_build_tag_rereleases,
             allow_new_local_labels=settings.allow_new_local_labels,
         ),
-        releaser=Releaser(
-            staging=staging,
-            nightly=nightly,
-            clock=now,
-            workers=workers,
-            single_request_limit=single_request_limit,
-            part_size=part_size,
-        ),
+        releaser=Releaser(staging=staging, nightly=nightly, clock=now),
         verdicts=None
         if signer is None
-        else VerdictWriter(
-            settings=settings, nightly=nightly, signer=signer, clock=now, workers=workers
-        ),
+        else VerdictWriter(settings=settings, nightly=nightly, signer=signer, clock=now),
         publisher=Publisher(
             settings=settings, nightly_pages=nightly_pages, invalidator=invalidator, clock=now
         ),
@@ -224,7 +205,7 @@ def _service(
 def _fanout(
     parts: _Parts, launcher: Launcher, queue: MessageSender | None, observer: DecisionObserver
 ) -> tuple[FanoutJobs, FanoutSteps]:
-    store = JobStore(staging=parts.staging, clock=parts.clock, workers=parts.workers)
+    store = JobStore(staging=parts.staging, clock=parts.clock)
     jobs = FanoutJobs(
         settings=parts.settings,
         store=store,
@@ -260,16 +241,12 @@ def _import_route(
             staging=parts.staging,
             progress=ImportProgress(records=parts.records, clock=parts.clock),
             clock=parts.clock,
-            workers=parts.workers,
-            single_request_limit=parts.single_request_limit,
-            part_size=parts.part_size,
         ),
         screener=Screener(
             settings=parts.settings,
             staging=parts.staging,
             nightly_pages=parts.nightly_pages,
             clock=parts.clock,
-            workers=parts.workers,
         ),
         redelivery=redelivery,
         queue=queue,

@@ -24,9 +24,8 @@ from wheelgate.storage.errors import PreconditionFailed
 
 
 class Releaser:
-    """Copies verified files from staging into nightly, ``workers`` files at a time.
-
-    ``single_request_limit`` and ``part_size`` are S3's copy limits (see
+    """Copies verified files from staging into nightly, within nightly's limits (its
+    ``workers`` files at a time, its copy limits: see
     :meth:`~wheelgate.storage.bucket.Bucket.copy_in`); ``clock`` stamps each entry's upload
     time.
     """
@@ -37,16 +36,10 @@ class Releaser:
         staging: Bucket,
         nightly: Bucket,
         clock: Callable[[], datetime],
-        workers: int,
-        single_request_limit: int,
-        part_size: int,
     ) -> None:
         self.staging = staging
         self.nightly = nightly
         self.clock = clock
-        self.workers = workers
-        self.single_request_limit = single_request_limit
-        self.part_size = part_size
 
     def release(self, sets: Sequence[VerifiedSet]) -> list[IndexEntry]:
         """Copy every planned file of ``sets`` and its core metadata into nightly.
@@ -57,7 +50,7 @@ class Releaser:
         does not verify (S3 returned other bytes than the pinned source version's).
         """
         jobs = [(s, step) for s in sets for step in s.plan.steps]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+        with ThreadPoolExecutor(max_workers=self.nightly.limits.workers) as pool:
             return list(pool.map(lambda job: self._release_one(*job), jobs))
 
     def _release_one(self, verified: VerifiedSet, step: FileStep) -> IndexEntry:
@@ -108,8 +101,6 @@ class Releaser:
                 step.source_etag,
                 size,
                 target,
-                part_size=self.part_size,
-                single_request_limit=self.single_request_limit,
                 sha256=sha256,
             ).sha256
         except PreconditionFailed:

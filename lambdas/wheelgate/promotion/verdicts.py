@@ -115,7 +115,6 @@ class VerdictWriter:
         nightly: Bucket,
         signer: Signer,
         clock: Callable[[], datetime],
-        workers: int,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
@@ -124,7 +123,7 @@ class VerdictWriter:
         self.nightly = nightly
         self.signer = signer
         self.clock = clock
-        self.workers = workers
+        self.workers = nightly.limits.workers
         self._keyid: str | None = None
         self._lock = threading.Lock()
 

@@ -106,7 +106,8 @@ class VerifiedSet:
 
 
 class SetVerifier:
-    """Reads what verifying a set needs from both buckets, ``workers`` requests at a time.
+    """Reads what verifying a set needs from both buckets, staging's ``limits.workers``
+    requests at a time.
 
     ``allow_build_tag_rereleases`` and ``allow_new_local_labels`` are the deployment's
     settings (see :func:`~wheelgate.core.release_rules.check_release_conflicts`).
@@ -118,14 +119,13 @@ class SetVerifier:
         staging: Bucket,
         nightly: Bucket,
         nightly_pages: IndexStore,
-        workers: int,
         allow_build_tag_rereleases: bool,
         allow_new_local_labels: NewLocalLabels,
     ) -> None:
         self.staging = staging
         self.nightly = nightly
         self.nightly_pages = nightly_pages
-        self.workers = workers
+        self.workers = staging.limits.workers
         self.allow_build_tag_rereleases = allow_build_tag_rereleases
         self.allow_new_local_labels = allow_new_local_labels
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from urllib.parse import unquote
 
 from wheelgate.core.layout import METADATA_SUFFIX, PAGES, project_dir
@@ -49,34 +49,33 @@ def dependency_closure(
     read_page: PageReader,
     read_metadata: MetadataReader,
     *,
-    workers: int = 16,
+    pool: Executor,
 ) -> dict[str, ProjectPage]:
     """Nightly's page of every project of the closure of ``roots`` (project -> the METADATA
     of the run's own files of it), keyed by normalized name; projects nightly lacks have an
     empty page. Pages are read a level at a time, each level's pages and metadata files
-    ``workers`` at a time."""
+    through ``pool``."""
     required = {project_dir(p) for p in roots}
     for contents in roots.values():
         for content in contents:
             required |= required_projects(content)
     pages: dict[str, ProjectPage] = {}
     read: set[str] = set()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        level = sorted(required)
-        while level:
-            pages.update(zip(level, pool.map(read_page, level), strict=True))
-            keys = {}
-            for project in level:
-                for entry in pages[project].entries:
-                    key = metadata_key(index, project, entry)
-                    if key is not None and entry.metadata_sha256 not in read:
-                        read.add(str(entry.metadata_sha256))
-                        keys[str(entry.metadata_sha256)] = key
-            named: set[str] = set()
-            for found in pool.map(read_metadata, keys.values()):
-                if found is not None:
-                    named |= required_projects(found)
-            level = sorted(named - pages.keys())
+    level = sorted(required)
+    while level:
+        pages.update(zip(level, pool.map(read_page, level), strict=True))
+        keys = {}
+        for project in level:
+            for entry in pages[project].entries:
+                key = metadata_key(index, project, entry)
+                if key is not None and entry.metadata_sha256 not in read:
+                    read.add(str(entry.metadata_sha256))
+                    keys[str(entry.metadata_sha256)] = key
+        named: set[str] = set()
+        for found in pool.map(read_metadata, keys.values()):
+            if found is not None:
+                named |= required_projects(found)
+        level = sorted(named - pages.keys())
     return pages
 
 
@@ -84,10 +83,9 @@ def nightly_closure(
     nightly: Bucket,
     index: str,
     roots: Mapping[str, Iterable[bytes]],
-    *,
-    workers: int = 16,
 ) -> dict[str, ProjectPage]:
-    """:func:`dependency_closure` over the nightly bucket's listing pages of ``index``."""
+    """:func:`dependency_closure` over the nightly bucket's listing pages of ``index``,
+    ``nightly.limits.workers`` requests at a time."""
     pages = IndexStore(nightly)
 
     def read_page(project: str) -> ProjectPage:
@@ -97,4 +95,5 @@ def nightly_closure(
         found = nightly.get(key)
         return found[0] if found else None
 
-    return dependency_closure(index, roots, read_page, read_metadata, workers=workers)
+    with ThreadPoolExecutor(max_workers=nightly.limits.workers) as pool:
+        return dependency_closure(index, roots, read_page, read_metadata, pool=pool)

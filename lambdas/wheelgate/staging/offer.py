@@ -97,8 +97,6 @@ def run_offer(
     run_id: str,
     index: str,
     staged: Sequence[ManifestFile],
-    *,
-    workers: int = 16,
 ) -> RunOffer:
     """What run ``run_id``'s index of ``index`` offers (module docstring). Raises
     ``ValueError`` when a staged wheel cannot be read or changed since it was listed."""
@@ -107,14 +105,14 @@ def run_offer(
         for f in staged
     ]
     wheels = [f for f in own if f.filename.endswith(".whl")]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=staging.limits.workers) as pool:
         metadata = list(pool.map(_staged_metadata, wheels))
     roots: dict[str, list[bytes]] = defaultdict(list)
     for file in own:
         roots.setdefault(parse_distribution_filename(file.filename).project, [])
     for file, content in zip(wheels, metadata, strict=True):
         roots[parse_distribution_filename(file.filename).project].append(content)
-    pages = nightly_closure(nightly, index, roots, workers=workers)
+    pages = nightly_closure(nightly, index, roots)
     return RunOffer(own + list(nightly_files(nightly, index, pages)))
 
 

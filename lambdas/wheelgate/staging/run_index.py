@@ -52,7 +52,7 @@ def unreadable_nightly(index: str, exc: PageFormatError, then: str) -> StageErro
 
 
 def run_closure(
-    nightly: Bucket, index: str, artifacts: Sequence[LocalArtifact], *, workers: int = 16
+    nightly: Bucket, index: str, artifacts: Sequence[LocalArtifact]
 ) -> dict[str, ProjectPage]:
     """Nightly's page of every project of ``artifacts`` and of their dependency closure
     (:mod:`wheelgate.staging.closure`), by project. Raises
@@ -62,7 +62,7 @@ def run_closure(
         own = roots[project_dir(artifact.project)]
         if artifact.metadata is not None:
             own.append(artifact.metadata.content)
-    return nightly_closure(nightly, index, roots, workers=workers)
+    return nightly_closure(nightly, index, roots)
 
 
 def _run_pages(staging: Bucket, run_id: str) -> IndexStore:
@@ -112,7 +112,6 @@ def publish_run_index(
     index: str,
     artifacts: Sequence[LocalArtifact],
     now: str,
-    workers: int = 16,
     closure: Mapping[str, ProjectPage] | None = None,
 ) -> PageWrites:
     """Write the run's index for ``index``: a page for every project of ``artifacts`` and of
@@ -132,7 +131,7 @@ def publish_run_index(
         by_project[project_dir(artifact.project)].append(artifact)
     run_pages = _run_pages(staging, run_id)
     if closure is None:
-        closure = run_closure(nightly, index, artifacts, workers=workers)
+        closure = run_closure(nightly, index, artifacts)
     projects = sorted(p for p, page in closure.items() if page.entries or p in by_project)
 
     def publish(project: str) -> PageWrites:
@@ -154,7 +153,7 @@ def publish_run_index(
         return run_pages.update_project(index, project, staging_view(borrowed, add=entries))
 
     writes = PageWrites()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=staging.limits.workers) as pool:
         for written in pool.map(publish, projects):
             writes.extend(written)
     writes.extend(run_pages.add_projects(index, projects))

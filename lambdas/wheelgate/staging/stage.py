@@ -37,8 +37,6 @@ from wheelgate.staging.unresolved import (
 )
 from wheelgate.storage.bucket import (
     ARTIFACT_CONTENT_TYPE,
-    SINGLE_REQUEST_LIMIT,
-    UPLOAD_PART_SIZE,
     Bucket,
     FileChangedError,
 )
@@ -99,8 +97,6 @@ def stage(
     artifacts: Sequence[LocalArtifact],
     progress: Callable[[str, int, int], None] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    single_request_limit: int = SINGLE_REQUEST_LIMIT,
-    part_size: int = UPLOAD_PART_SIZE,
     publish_pages: bool = True,
     window_days: int = DEFAULT_RUN_STAGE_WINDOW_DAYS,
     attempt: int = 1,
@@ -143,8 +139,6 @@ def stage(
         index=index,
         commit=commit,
         progress=progress,
-        single_request_limit=single_request_limit,
-        part_size=part_size,
     )
     if publish_pages:
         _check_window(run_id, first, started, window_days)
@@ -172,15 +166,13 @@ def stage(
 
 @dataclass(frozen=True)
 class _Destination:
-    """Where one call of :func:`stage` stages its files, and how it uploads them."""
+    """Where one call of :func:`stage` stages its files (within ``staging``'s limits)."""
 
     staging: Bucket
     run_id: str
     index: str
     commit: str
     progress: Callable[[str, int, int], None] | None
-    single_request_limit: int
-    part_size: int
 
     def key(self, filename: str) -> str:
         return STAGING.artifact(self.run_id, self.index, filename)
@@ -202,7 +194,7 @@ def _checked_against_staged(
     # already staged (compared with it). A larger new file is hashed as it uploads, so it is
     # read once.
     hashed = [
-        a.hashed() if a.size <= to.single_request_limit or heads[a.filename] else a
+        a.hashed() if a.size <= to.staging.limits.single_request_limit or heads[a.filename] else a
         for a in artifacts
     ]
     clashes = _clashes(to.staging, to.commit, hashed, heads)
@@ -354,8 +346,6 @@ def _upload_once(to: _Destination, artifact: LocalArtifact, key: str) -> LocalAr
             content_type=ARTIFACT_CONTENT_TYPE,
             metadata=to.metadata,
             progress=report,
-            single_request_limit=to.single_request_limit,
-            part_size=to.part_size,
             if_none_match=True,
         )
     except FileChangedError as exc:

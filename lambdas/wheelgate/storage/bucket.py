@@ -33,15 +33,13 @@ from wheelgate.storage.errors import (
     http_status,
     s3_translated,
 )
+from wheelgate.storage.limits import TransferLimits
 from wheelgate.storage.readers import FileChangedError as FileChangedError
 from wheelgate.storage.readers import HashingReader as HashingReader
 from wheelgate.storage.readers import S3RangeReader as S3RangeReader
 
 # Also named here, where staging/ and deps/ import them from.
 from wheelgate.storage.transfers import ARTIFACT_CONTENT_TYPE as ARTIFACT_CONTENT_TYPE
-from wheelgate.storage.transfers import MULTIPART_PART_SIZE as MULTIPART_PART_SIZE
-from wheelgate.storage.transfers import SINGLE_REQUEST_LIMIT as SINGLE_REQUEST_LIMIT
-from wheelgate.storage.transfers import UPLOAD_PART_SIZE as UPLOAD_PART_SIZE
 from wheelgate.storage.transfers import multipart_copy, upload_file
 
 if TYPE_CHECKING:
@@ -69,15 +67,19 @@ class Copied:
 
 
 class Bucket:
-    """One S3 bucket through one boto3 client."""
+    """One S3 bucket through one boto3 client, within ``limits`` (the requests a component
+    makes at once through it, and its transfers' single-request limit and part sizes)."""
 
-    def __init__(self, client: S3Client, name: str) -> None:
+    def __init__(
+        self, client: S3Client, name: str, *, limits: TransferLimits | None = None
+    ) -> None:
         self.client = client
         self.name = name
+        self.limits = limits or TransferLimits()
 
     def sibling(self, name: str) -> Bucket:
-        """The bucket ``name`` through this bucket's client (an import's source)."""
-        return Bucket(self.client, name)
+        """The bucket ``name`` through this bucket's client and limits (an import's source)."""
+        return Bucket(self.client, name, limits=self.limits)
 
     def range_reader(self, key: str, size: int, etag: str) -> S3RangeReader:
         """Ranged reads of the version of ``key`` with ETag ``etag`` (``size`` bytes)."""
@@ -264,12 +266,10 @@ class Bucket:
         content_type: str,
         metadata: Mapping[str, str],
         progress: Callable[[int], None] | None = None,
-        part_size: int = UPLOAD_PART_SIZE,
-        single_request_limit: int = SINGLE_REQUEST_LIMIT,
         if_none_match: bool = False,
     ) -> str:
-        """Upload a file so that S3 checks its SHA-256; return the file's SHA-256
-        (:func:`wheelgate.storage.transfers.upload_file`)."""
+        """Upload a file so that S3 checks its SHA-256, within this bucket's limits; return
+        the file's SHA-256 (:func:`wheelgate.storage.transfers.upload_file`)."""
         return upload_file(
             self.client,
             self.name,
@@ -278,9 +278,8 @@ class Bucket:
             sha256=sha256,
             content_type=content_type,
             metadata=metadata,
+            limits=self.limits,
             progress=progress,
-            part_size=part_size,
-            single_request_limit=single_request_limit,
             if_none_match=if_none_match,
         )
 
@@ -292,19 +291,18 @@ class Bucket:
         size: int,
         key: str,
         *,
-        part_size: int = MULTIPART_PART_SIZE,
-        single_request_limit: int = SINGLE_REQUEST_LIMIT,
         metadata: Mapping[str, str] | None = None,
         sha256: str | None = None,
     ) -> Copied:
         """Server-side copy that never overwrites; return the copy's ETag and full-object
         SHA-256.
 
-        The source is pinned by ETag. Up to ``single_request_limit`` bytes, S3 computes a
-        full-object SHA-256 of the copy (the request asks for ``ChecksumAlgorithm=SHA256``),
-        which is returned for the caller to verify; larger objects are copied part by part and
-        have none: such a copy records ``sha256`` (the hash the caller verified the source's
-        bytes against) when given. The copy keeps the source's user metadata (the hash
+        The source is pinned by ETag. Up to this bucket's ``limits.single_request_limit``
+        bytes, S3 computes a full-object SHA-256 of the copy (the request asks for
+        ``ChecksumAlgorithm=SHA256``), which is returned for the caller to verify; larger
+        objects are copied part by part (this bucket's ``limits.copy_part_size``) and have
+        none: such a copy records ``sha256`` (the hash the caller verified the source's bytes
+        against) when given. The copy keeps the source's user metadata (the hash
         recorded in it travels with the copy), or has ``metadata`` instead (and the content
         type of a distribution file). Raises :class:`PreconditionFailed` if ``key`` exists.
         """
@@ -318,7 +316,7 @@ class Bucket:
                 "ContentType": ARTIFACT_CONTENT_TYPE,
             }
         )
-        if size <= single_request_limit:
+        if size <= self.limits.single_request_limit:
             with self._translated("CopyObject", key):
                 response = self.client.copy_object(
                     Bucket=self.name,
@@ -344,7 +342,7 @@ class Bucket:
             source_etag,
             size,
             key,
-            part_size,
+            self.limits,
             metadata,
             sha256,
         )

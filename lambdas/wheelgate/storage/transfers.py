@@ -15,6 +15,7 @@ from s3transfer.manager import TransferConfig, TransferManager
 
 from wheelgate.core.objects import META_SHA256, ObjectInfo, sha256_hex_to_b64
 from wheelgate.storage.errors import PreconditionFailed, s3_translated
+from wheelgate.storage.limits import TransferLimits
 from wheelgate.storage.readers import (
     FileChangedError,
     HashingReader,
@@ -25,16 +26,6 @@ from wheelgate.storage.readers import (
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-#: S3's single-request limit for PutObject and CopyObject.
-SINGLE_REQUEST_LIMIT = 5 * 1024**3
-#: Part size for multipart copies of larger objects (S3 allows at most 10,000 parts): copies
-#: are server-side, so a part costs a request and no memory.
-MULTIPART_PART_SIZE = 512 * 1024**2
-#: Part size for multipart uploads of larger files: the parts in flight are held in memory,
-#: so UPLOAD_CONCURRENCY parts of 16 MiB keep an upload's buffers near 128 MiB (a 6 GiB file
-#: is 384 parts; s3transfer raises the size where 10,000 parts would not hold the file).
-UPLOAD_PART_SIZE = 16 * 1024**2
-
 #: Content type of a stored wheel or sdist.
 ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 #: Each part's checksum, which S3 verifies as the part arrives. Not SHA-256: a multipart
@@ -42,9 +33,6 @@ ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 #: SHA-256 is computed from the same single read), and a SHA-256 per part would hash every
 #: byte once more in the client and once more in the server (zlib's CRC32 costs far less).
 UPLOAD_PART_CHECKSUM = "CRC32"
-#: Parts uploading at once, and held in memory at once.
-UPLOAD_CONCURRENCY = 8
-
 logger = logging.getLogger(__name__)
 
 
@@ -57,17 +45,16 @@ def upload_file(
     sha256: str | None,
     content_type: str,
     metadata: Mapping[str, str],
+    limits: TransferLimits,
     progress: Callable[[int], None] | None = None,
-    part_size: int = UPLOAD_PART_SIZE,
-    single_request_limit: int = SINGLE_REQUEST_LIMIT,
     if_none_match: bool = False,
 ) -> str:
     """Upload a file so that S3 checks its SHA-256; return the file's SHA-256.
 
-    Up to ``single_request_limit`` bytes go in one PutObject carrying the full-object
+    Up to ``limits.single_request_limit`` bytes go in one PutObject carrying the full-object
     SHA-256 (``sha256``, computed first when ``None``), which S3 verifies; it is also kept
-    in user metadata. A larger file is uploaded in parts of ``part_size``,
-    :data:`UPLOAD_CONCURRENCY` at a time, each with its own :data:`UPLOAD_PART_CHECKSUM`
+    in user metadata. A larger file is uploaded in parts of ``limits.upload_part_size``,
+    ``limits.part_concurrency`` at a time, each with its own :data:`UPLOAD_PART_CHECKSUM`
     that S3 verifies, and the file's SHA-256 is computed from the same single read: with
     ``sha256`` given it is kept in user metadata and the upload is abandoned before it
     completes if the file's bytes are not those; without it, user metadata cannot carry
@@ -81,7 +68,7 @@ def upload_file(
     """
     size = path.stat().st_size
     meta = {**metadata, META_SHA256: sha256} if sha256 else dict(metadata)
-    if size > single_request_limit:
+    if size > limits.single_request_limit:
         return multipart_upload(
             client,
             bucket,
@@ -92,7 +79,7 @@ def upload_file(
             content_type,
             meta,
             progress,
-            part_size,
+            limits,
             if_none_match,
         )
     if sha256 is None:
@@ -123,7 +110,7 @@ def multipart_upload(
     content_type: str,
     metadata: Mapping[str, str],
     progress: Callable[[int], None] | None,
-    part_size: int,
+    limits: TransferLimits,
     if_none_match: bool,
 ) -> str:
     """s3transfer's TransferManager uploads the parts: concurrency, the parts held in
@@ -141,9 +128,9 @@ def multipart_upload(
         client,
         TransferConfig(
             multipart_threshold=1,
-            multipart_chunksize=part_size,
-            max_request_concurrency=UPLOAD_CONCURRENCY,
-            max_in_memory_upload_chunks=UPLOAD_CONCURRENCY,
+            multipart_chunksize=limits.upload_part_size,
+            max_request_concurrency=limits.part_concurrency,
+            max_in_memory_upload_chunks=limits.part_concurrency,
         ),
     )
     with path.open("rb") as handle:
@@ -202,13 +189,15 @@ def multipart_copy(
     source_etag: str,
     size: int,
     key: str,
-    part: int,
+    limits: TransferLimits,
     metadata: Mapping[str, str] | None,
     sha256: str | None,
 ) -> str:
     """Our own code, not s3transfer's managed copy: every part copy is pinned to the
     source's ETag and the completion is ``If-None-Match: *`` (the managed copy passes
-    neither to those calls), and the copy records the verified SHA-256."""
+    neither to those calls), and the copy records the verified SHA-256. Parts are
+    ``limits.copy_part_size``, ``limits.part_concurrency`` at a time."""
+    part = limits.copy_part_size
     head = source_head
     if head is None or head.etag != source_etag:
         raise PreconditionFailed(f"s3://{source}/{source_key} changed during the copy")
@@ -239,7 +228,7 @@ def multipart_copy(
             return {"PartNumber": number, "ETag": result["CopyPartResult"]["ETag"]}
 
         try:
-            with ThreadPoolExecutor(max_workers=8) as pool:
+            with ThreadPoolExecutor(max_workers=limits.part_concurrency) as pool:
                 parts = list(pool.map(copy_part, enumerate(ranges, start=1)))
             completed = client.complete_multipart_upload(
                 Bucket=bucket,

@@ -34,10 +34,9 @@ _ENTRY = TypeAdapter(IndexEntry)
 class JobStore:
     """Reads and writes the jobs' objects in ``staging``; ``clock`` stamps the concluded mark."""
 
-    def __init__(self, *, staging: Bucket, clock: Callable[[], datetime], workers: int) -> None:
+    def __init__(self, *, staging: Bucket, clock: Callable[[], datetime]) -> None:
         self.staging = staging
         self.clock = clock
-        self.workers = workers
         # Every item of a job reads its plan; a warm container reads it once.
         self._cached: FanoutJob | None = None
         self._lock = threading.Lock()
@@ -143,7 +142,7 @@ class JobStore:
                 raise FanoutIncomplete(f"job {job.job_id}: item {n}'s done marker vanished")
             return _ENTRY.validate_json(found[0])
 
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+        with ThreadPoolExecutor(max_workers=self.staging.limits.workers) as pool:
             return list(pool.map(read, range(len(job.items))))
 
     def note_refusal(self, job_id: str, rejection: PromotionRejected) -> None:

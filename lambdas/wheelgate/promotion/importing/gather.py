@@ -69,8 +69,8 @@ class Budget:
 
 
 class Gatherer:
-    """Copies an import's candidates into staging (``workers`` at a time; ``part_size`` and
-    ``single_request_limit`` are S3's copy limits), writing the request's progress."""
+    """Copies an import's candidates into staging (within staging's limits: its ``workers``
+    at a time, its copy limits), writing the request's progress."""
 
     def __init__(
         self,
@@ -78,16 +78,10 @@ class Gatherer:
         staging: Bucket,
         progress: ImportProgress,
         clock: Callable[[], datetime],
-        workers: int,
-        single_request_limit: int,
-        part_size: int,
     ) -> None:
         self.staging = staging
         self.progress = progress
         self.clock = clock
-        self.workers = workers
-        self.single_request_limit = single_request_limit
-        self.part_size = part_size
 
     def gather(
         self,
@@ -103,7 +97,7 @@ class Gatherer:
         location = request.source_location
         source = self.staging.sibling(location.bucket)
         selection = select_files(source.list(location.prefix, direct=True), location, request.since)
-        facts = source_facts(source, location, selection.projects, workers=self.workers)
+        facts = source_facts(source, location, selection.projects)
         area = STAGING.run_index_prefix(request.run_id, request.index)
         staged = {obj.key: obj for obj in self.staging.list(area, direct=True)}
         total = len(selection.candidates)
@@ -146,8 +140,8 @@ class Gatherer:
         work: Callable[[SourceObject], GatheredFile | RefusedFile | None],
         candidates: Sequence[SourceObject],
     ) -> Iterator[GatheredFile | RefusedFile | None]:
-        """``work`` of each candidate, ``workers`` at a time, as each ends."""
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+        """``work`` of each candidate, staging's ``limits.workers`` at a time, as each ends."""
+        with ThreadPoolExecutor(max_workers=self.staging.limits.workers) as pool:
             pending: set[Future[GatheredFile | RefusedFile | None]] = {
                 pool.submit(work, c) for c in candidates
             }
@@ -171,7 +165,7 @@ class Gatherer:
             if not budget.allows():
                 return None
             sha256 = None
-            if candidate.size > self.single_request_limit:
+            if candidate.size > self.staging.limits.single_request_limit:
                 # A multipart copy gets no full-object SHA-256 from S3: read the source once,
                 # the version the copy is pinned to, and keep the hash on the copy (only the
                 # promoter writes runs/import-*).
@@ -189,8 +183,6 @@ class Gatherer:
                     candidate.etag,
                     candidate.size,
                     key,
-                    part_size=self.part_size,
-                    single_request_limit=self.single_request_limit,
                     metadata=metadata,
                 )
             except PreconditionFailed:

@@ -33,21 +33,20 @@ def preview(
     source: Bucket,
     nightly_pages: IndexStore,
     allow_build_tag_rereleases: bool,
-    workers: int,
     progress: Callable[[int, int], None] | None = None,
     allow_new_local_labels: bool = False,
 ) -> Preview:
     """What importing ``request`` would do, read without writing anything: the source listing
     and index pages, each wheel's METADATA and WHEEL (ranged reads of the source objects),
-    nightly's archive pages. ``progress(done, total)`` hears of each wheel read."""
+    nightly's archive pages, ``source.limits.workers`` requests at a time.
+    ``progress(done, total)`` hears of each wheel read."""
     location = request.source_location
     selection = select_files(source.list(location.prefix, direct=True), location, request.since)
-    facts = source_facts(source, location, selection.projects, workers=workers)
+    facts = source_facts(source, location, selection.projects)
     _, refused = identities(
         source,
         [(c.filename, c.key, c.etag, c.size, c.uri(source.name)) for c in selection.candidates],
         index=request.index,
-        workers=workers,
         progress=progress,
     )
     gone = {r.filename for r in refused}
@@ -64,7 +63,7 @@ def preview(
             )
             for c in kept
         ],
-        released_files(nightly_pages, request.index, [c.filename for c in kept], workers=workers),
+        released_files(nightly_pages, request.index, [c.filename for c in kept]),
         index=request.index,
         allow_build_tag_rereleases=allow_build_tag_rereleases,
         allow_new_local_labels=allow_new_local_labels,

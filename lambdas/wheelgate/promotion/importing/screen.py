@@ -18,8 +18,8 @@ from wheelgate.storage.bucket import Bucket
 
 
 class Screener:
-    """Decides each gathered file of an import (read from ``staging``, ``workers`` at a time)
-    against nightly's archive pages and the settings' release rules."""
+    """Decides each gathered file of an import (read from ``staging``, its ``limits.workers``
+    at a time) against nightly's archive pages and the settings' release rules."""
 
     def __init__(
         self,
@@ -28,13 +28,11 @@ class Screener:
         staging: Bucket,
         nightly_pages: IndexStore,
         clock: Callable[[], datetime],
-        workers: int,
     ) -> None:
         self.settings = settings
         self.staging = staging
         self.nightly_pages = nightly_pages
         self.clock = clock
-        self.workers = workers
 
     def screen(
         self, request: ImportRequest, gathered: Gathered
@@ -46,7 +44,6 @@ class Screener:
             self.staging,
             [(f.source.filename, f.key, f.etag, f.source.size, f.uri) for f in gathered.files],
             index=request.index,
-            workers=self.workers,
         )
         for refusal in refused:
             del files[refusal.filename]
@@ -61,7 +58,7 @@ class Screener:
                 )
                 for name, f in files.items()
             ],
-            released_files(self.nightly_pages, request.index, files, workers=self.workers),
+            released_files(self.nightly_pages, request.index, files),
             index=request.index,
             allow_build_tag_rereleases=self.settings.allow_build_tag_rereleases,
             allow_new_local_labels=self.settings.allow_new_local_labels.allowed_in(request.index),

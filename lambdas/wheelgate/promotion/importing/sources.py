@@ -20,10 +20,11 @@ from wheelgate.storage.bucket import Bucket
 
 
 def source_facts(
-    source: Bucket, location: ImportSource, projects: Iterable[str], *, workers: int
+    source: Bucket, location: ImportSource, projects: Iterable[str]
 ) -> dict[str, SourceFacts]:
     """What the source's own index pages say of its files, by file name: per project its JSON
-    page, else its HTML page (a project with neither says nothing)."""
+    page, else its HTML page (a project with neither says nothing); ``source.limits.workers``
+    pages at a time."""
     pages = [source_page_keys(location, p) for p in sorted(projects)]
 
     def read(keys: tuple[str, str]) -> dict[str, SourceFacts]:
@@ -34,7 +35,7 @@ def source_facts(
         return {}
 
     facts: dict[str, SourceFacts] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=source.limits.workers) as pool:
         for page in pool.map(read, pages):
             facts.update(page)
     return facts
@@ -58,12 +59,12 @@ def read_source_page(raw: bytes, *, html: bool) -> dict[str, SourceFacts]:
 
 
 def released_files(
-    nightly_pages: IndexStore, index: str, filenames: Iterable[str], *, workers: int
+    nightly_pages: IndexStore, index: str, filenames: Iterable[str]
 ) -> dict[str, tuple[str, int]]:
     """Nightly's released files of the projects of ``filenames`` in ``index``: file name ->
     SHA-256, size, from the archive pages (every file ever released)."""
     projects = sorted({parse_distribution_filename(name).project for name in filenames})
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=nightly_pages.bucket.limits.workers) as pool:
         pages = list(pool.map(lambda p: nightly_pages.read_history(index, p), projects))
     return {e.filename: (e.sha256, e.size) for page, _ in pages for e in page.entries}
 
@@ -77,7 +78,6 @@ def identities(
     files: Sequence[StoredFile],
     *,
     index: str,
-    workers: int,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, CoreMetadata], list[RefusedFile]]:
     """Each wheel's METADATA, by file name, read with ranged reads where ``bucket`` holds it
@@ -100,7 +100,7 @@ def identities(
 
     metadata: dict[str, CoreMetadata] = {}
     refused: list[RefusedFile] = []
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=bucket.limits.workers) as pool:
         for done, (found, outcome) in enumerate(zip(files, pool.map(one, files), strict=True), 1):
             if isinstance(outcome, RefusedFile):
                 refused.append(outcome)
