@@ -200,7 +200,7 @@ def write_history(
     """Write the runs, and the entries of the newest ``naive_runs`` (what the naive reader
     reads: 10,000 create-only PUTs take longer than the rest of the bench on a shared machine);
     seconds for the bulk and per run one at a time."""
-    store = HistoryStore(staging, clock=lambda: NOW)
+    store = HistoryStore(staging)
     bulk, single = made[: len(made) - one_by_one], made[len(made) - one_by_one :]
     months: dict[str, list[HistoryRun]] = {}
     for run, _ in bulk:
@@ -346,7 +346,7 @@ def bisect_runs(
     from ``first_bad`` on; those in ``missing`` lack their staged wheel. Recorded in the
     history with its test's evidence, passed; those in ``failed`` rejected, their test failed;
     those in ``unreported`` staged and never reported (installed by their offer)."""
-    store = HistoryStore(staging, clock=lambda: NOW)
+    store = HistoryStore(staging)
     runs: dict[str, dict[str, HistoryRun]] = {}
     uploads: list[tuple[str, bytes]] = []
     for n in range(count):

@@ -157,7 +157,7 @@ def _expire(local: LocalProcess, run: BlameRun) -> None:
     promoter dated them (the history dates a run by S3's writes of its objects, which no clock
     of a stage call moves)."""
     staging, _ = _buckets(local)
-    store = HistoryStore(staging, clock=lambda: datetime.now(UTC))
+    store = HistoryStore(staging)
     month = store.find_month(INDEX, run.run_id)
     assert month is not None
     gone = upload_time(datetime.now(UTC) - LONG_AGO + timedelta(days=14))

@@ -170,7 +170,7 @@ def expire(local: LocalProcess, run_id: str) -> None:
     dates a run staged 20 days ago, and write the page again as the promoter does after each
     change (the history dates a run by S3's writes, which no clock of a stage call moves)."""
     staging = Bucket(local.client("s3"), local.env["WHEELGATE_STAGING_BUCKET"])
-    store = HistoryStore(staging, clock=lambda: datetime.now(UTC))
+    store = HistoryStore(staging)
     month = store.find_month(INDEX, run_id)
     assert month is not None
     gone = upload_time(datetime.now(UTC) - timedelta(days=6))
@@ -181,7 +181,5 @@ def expire(local: LocalProcess, run_id: str) -> None:
         return found.model_copy(update={"files": files})
 
     store.change_run(INDEX, month, run_id, aged)
-    writer = HistoryPageWriter(
-        staging, nightly_base_url=local.nightly_url, clock=lambda: datetime.now(UTC)
-    )
+    writer = HistoryPageWriter(staging, nightly_base_url=local.nightly_url)
     writer(INDEX, read_history(BucketHistorySource(staging), INDEX))

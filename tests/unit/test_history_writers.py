@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.memory_bucket import World
-from tests.unit.promotion_world import BREAK_GLASS, COMMIT, INDEX, NOW, Promoter
+from tests.unit.promotion_world import BREAK_GLASS, COMMIT, INDEX, Promoter
 from tests.unit.test_promotion_service import override_request
 from wheelgate.core.layout import NIGHTLY, STAGING
 from wheelgate.history.fold import (
@@ -238,7 +238,6 @@ def test_the_page_writer_gets_the_newest_runs_first_after_each_change(tmp_path: 
     pages: list[tuple[str, list[str]]] = []
     store = HistoryStore(
         staging,  # type: ignore[arg-type]
-        clock=lambda: NOW,
         page_writer=lambda index, runs: pages.append((index, [r.run_id for r in runs])),
     )
     for run_id, month in (("1", "2025-12"), ("2", "2026-01"), ("3", "2026-01")):
@@ -254,7 +253,7 @@ def test_the_page_writer_gets_the_newest_runs_first_after_each_change(tmp_path: 
 
 def test_a_late_change_never_lowers_a_months_count_in_the_head(tmp_path: Path) -> None:
     staging = World().bucket("staging")
-    store = HistoryStore(staging, clock=lambda: NOW)  # type: ignore[arg-type]
+    store = HistoryStore(staging)  # type: ignore[arg-type]
     for run_id in ("1", "2"):
         run = HistoryRun(run_id=run_id, index=INDEX, commit=COMMIT, staged_at=STAGED_AT)
         store.change_run(INDEX, "2026-01", run_id, lambda _old, run=run: run)
@@ -269,7 +268,7 @@ def test_many_runs_of_a_month_are_changed_in_one_write_of_the_shard_and_of_the_h
     # Given a month already holding run 1, and a store that counts what it writes
     world = World()
     staging = world.bucket("staging")
-    store = HistoryStore(staging, clock=lambda: NOW)  # type: ignore[arg-type]
+    store = HistoryStore(staging)  # type: ignore[arg-type]
     first = HistoryRun(run_id="1", index=INDEX, commit=COMMIT, staged_at=STAGED_AT)
     store.change_run(INDEX, "2026-01", "1", lambda _old: first)
     puts_before = world.calls.get("PutObject", 0)

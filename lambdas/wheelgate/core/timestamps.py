@@ -5,6 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 
+def utc_now() -> datetime:
+    """The time now, in UTC: what a write is stamped with where the time decides nothing
+    (a head's ``updated_at``, an Object Lock counted from the write). Where it decides
+    (expiry, retention by days, leases, the stage window), the caller takes a clock."""
+    return datetime.now(UTC)
+
+
 def upload_time(moment: datetime) -> str:
     """PEP 700 timestamp: ISO 8601 in UTC with a ``Z`` suffix and microseconds."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -13,6 +13,7 @@ from datetime import datetime
 from pydantic import ValidationError
 
 from wheelgate.core.layout import STAGING
+from wheelgate.core.timestamps import utc_now
 from wheelgate.history.model import HistoryHead, HistoryRun
 from wheelgate.history.page import months_of, render_history_page
 from wheelgate.index.pages import HTML_CONTENT_TYPE, PAGE_CACHE_CONTROL
@@ -23,7 +24,8 @@ class HistoryPageWriter:
     """Renders and PUTs ``history/<index>/index.html`` into ``bucket`` (staging).
 
     ``nightly_base_url`` is where promoted files are linked; ``repository_url`` (http or https)
-    links commits; ``clock`` says when "now" is, which decides what has expired.
+    links commits; ``clock`` (default: the time now) says when "now" is, which decides what
+    has expired.
     """
 
     def __init__(
@@ -32,7 +34,7 @@ class HistoryPageWriter:
         *,
         nightly_base_url: str,
         repository_url: str | None = None,
-        clock: Callable[[], datetime],
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.bucket = bucket
         self.nightly_base_url = nightly_base_url

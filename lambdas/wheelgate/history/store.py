@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
 
 from wheelgate.core.layout import STAGING
-from wheelgate.core.timestamps import upload_time
+from wheelgate.core.timestamps import upload_time, utc_now
 from wheelgate.history.install_route import with_install
 from wheelgate.history.model import (
     CappedDay,
@@ -60,20 +59,18 @@ MAX_CAPPED_DAYS = 62
 
 
 class HistoryStore:
-    """Reads and changes the run history in ``staging``; ``clock`` stamps the head,
-    ``page_writer`` (``None``: no page) is called after each change, ``sleep`` is the
+    """Reads and changes the run history in ``staging`` (the head stamped with the time it is
+    written); ``page_writer`` (``None``: no page) is called after each change, ``sleep`` is the
     conditional loop's backoff."""
 
     def __init__(
         self,
         staging: Bucket,
         *,
-        clock: Callable[[], datetime],
         page_writer: PageWriter | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.staging = staging
-        self.clock = clock
         self.page_writer = page_writer
         self.sleep = sleep
 
@@ -184,7 +181,7 @@ class HistoryStore:
         cap: int | None = None,
     ) -> None:
         key = STAGING.history_head(index)
-        now = upload_time(self.clock())
+        now = upload_time(utc_now())
 
         def read() -> tuple[HistoryHead | None, str | None]:
             found = self.staging.get(key)

@@ -24,12 +24,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TypeVar
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import PAGES, project_dir
 from wheelgate.core.setting_values import PageRetention
+from wheelgate.core.timestamps import utc_now
 from wheelgate.index.pages import (
     HTML_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -95,7 +95,6 @@ class IndexStore:
         archive: bool = False,
         max_attempts: int = MAX_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix
@@ -104,13 +103,12 @@ class IndexStore:
         self.archive = archive
         self._max_attempts = max_attempts
         self._sleep = sleep
-        self._clock = clock
 
     def _lock(self) -> ObjectLock | None:
         # Counted from each write: a version is held `days` from when it was written.
         if self.retention is None:
             return None
-        return ObjectLock(self.retention.mode, self.retention.until(self._clock()))
+        return ObjectLock(self.retention.mode, self.retention.until(utc_now()))
 
     def archive_view(self) -> IndexStore:
         """The store of the same directories' archive pages."""
@@ -122,7 +120,6 @@ class IndexStore:
             archive=True,
             max_attempts=self._max_attempts,
             sleep=self._sleep,
-            clock=self._clock,
         )
 
     def _stored(self, index: str, project: str, entries: tuple[IndexEntry, ...]) -> ProjectPage:

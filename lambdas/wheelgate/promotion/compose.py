@@ -133,7 +133,7 @@ def _history(
 ) -> tuple[HistoryRecorder, EntryFolder]:
     """The run history's writers: ``observer`` wrapped so that each decision is recorded in
     the history too, and the folder of stage entries."""
-    history = HistoryStore(staging, clock=now, page_writer=page_writer)
+    history = HistoryStore(staging, page_writer=page_writer)
     recorder = HistoryRecorder(
         inner=observer,
         store=history,

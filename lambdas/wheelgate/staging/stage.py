@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 from wheelgate.core.layout import (
     CHECKSUM_SUFFIX,
@@ -16,6 +16,7 @@ from wheelgate.core.layout import (
 from wheelgate.core.lifecycle import StageWindowClosed, check_stage_window
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID, ObjectInfo
 from wheelgate.core.run_window import DEFAULT_RUN_STAGE_WINDOW_DAYS
+from wheelgate.core.timestamps import utc_now
 from wheelgate.history.folding import first_staged
 from wheelgate.index.pages import METADATA_CONTENT_TYPE, PageFormatError, ProjectPage, upload_time
 from wheelgate.index.store import PageWrites
@@ -96,7 +97,7 @@ def stage(
     commit: str,
     artifacts: Sequence[LocalArtifact],
     progress: Callable[[str, int, int], None] | None = None,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    clock: Callable[[], datetime] = utc_now,
     publish_pages: bool = True,
     window_days: int = DEFAULT_RUN_STAGE_WINDOW_DAYS,
     attempt: int = 1,
