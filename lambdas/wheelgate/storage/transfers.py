@@ -33,6 +33,7 @@ ARTIFACT_CONTENT_TYPE = "application/octet-stream"
 #: SHA-256 is computed from the same single read), and a SHA-256 per part would hash every
 #: byte once more in the client and once more in the server (zlib's CRC32 costs far less).
 UPLOAD_PART_CHECKSUM = "CRC32"
+
 logger = logging.getLogger(__name__)
 
 
