@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from wheelgate.core.acceptance import AcceptancePolicy
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, YANK_RUN_PREFIX
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.history.folding import EntryFolder
+from wheelgate.history.fold import EntryFolder
 from wheelgate.history.store import HistoryStore, PageWriter
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.fanout.jobs import FanoutJobs

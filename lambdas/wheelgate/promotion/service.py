@@ -9,7 +9,7 @@ hands the request to its route: a run's manifest (:mod:`~.run`), a yank request
 a manifest to promote through the flow (:mod:`~.flow`), tested, overridden or imported; a
 refusal is recorded here. The parts are built in one place, :func:`~.compose.build_service`.
 An event for a stage entry of the run history (``history/_entries/``) is folded into the
-history instead (:mod:`wheelgate.history.folding`).
+history instead (:mod:`wheelgate.history.fold`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from wheelgate.core.layout import (
 )
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.history.folding import EntryFolder, FoldResult
+from wheelgate.history.fold import EntryFolder, FoldResult
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.decisions import Decided, Override, Promote, Route
 from wheelgate.promotion.event import ManifestEvent, Request, parse_request
