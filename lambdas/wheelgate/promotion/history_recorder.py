@@ -208,7 +208,7 @@ class HistoryRecorder:
         except ValueError:
             return None
         if project not in pages:
-            page, _etag = self.nightly_pages.read_history(index, project)
+            page, _etag = self.nightly_pages.read_archive(index, project)
             pages[project] = {e.filename: e.sha256 for e in page.entries}
         if pages[project].get(filename) != sha256:
             return None

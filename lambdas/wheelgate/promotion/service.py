@@ -28,7 +28,7 @@ from wheelgate.core.layout import (
     YANK_RUN_PREFIX,
     LayoutError,
 )
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.history.fold import EntryFolder, FoldResult
 from wheelgate.index.pages import upload_time
@@ -215,7 +215,7 @@ class PromotionService:
         if Redelivery.noted(existing, request.digest, request.actor, untrusted.reason):
             assert existing is not None
             return existing  # this very write was noted already (at-least-once delivery)
-        note = HistoryEntry(
+        note = RecordEntry(
             at=upload_time(self.clock()),
             state=State.PENDING,
             reason=untrusted.reason.value,
