@@ -38,7 +38,6 @@ from wheelgate.promotion.fanout.jobs import FanoutJobs
 from wheelgate.promotion.fanout.steps import FanoutSteps
 from wheelgate.promotion.flow import PromotionFlow
 from wheelgate.promotion.observer import DecisionObserver, decision_stats
-from wheelgate.promotion.override import OverrideRoute
 from wheelgate.promotion.recorder import (
     RecordStore,
     build_record,
@@ -46,6 +45,7 @@ from wheelgate.promotion.recorder import (
     stated_commit,
 )
 from wheelgate.promotion.redelivery import Redelivery
+from wheelgate.promotion.routes.override import OverrideRoute
 from wheelgate.promotion.writers import check_writer
 from wheelgate.storage.bucket import Bucket
 
