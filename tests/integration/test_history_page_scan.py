@@ -1,0 +1,97 @@
+"""The run history page of a busy directory as a person scans it in headless Chromium: 200
+nightlies, most of them on the first desktop screen as one line each, every install line one
+click from its line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.integration.layout_probe import measured, probe_page
+from tests.unit.history_page_samples import NOW, REPOSITORY_URL, nightly_runs
+from wheelgate.core.layout import STAGING
+from wheelgate.history.page import install_line
+from wheelgate.history.page_writer import HistoryPageWriter
+from wheelgate.local.stack import LocalWheelGate
+from wheelgate.storage.bucket import Bucket
+
+INDEX = "hp/scan-gfx94X"
+#: The first screen of a desktop: 1280 px wide, 800 px high.
+SCREEN = (1280, 800)
+#: What the probe reads in the frame: how many of the table's lines lie wholly on the first
+#: screen, then, for each line in turn, where its run's install line is after its link is
+#: clicked (an anchor: the frame scrolls to the run's card, no script of the page's own).
+SCANNED = """(() => {
+  const height = HEIGHT;
+  const seen = (e) => {
+    const box = e.getBoundingClientRect();
+    return box.height > 0 && box.top >= 0 && box.bottom <= height;
+  };
+  const rows = [...page.querySelectorAll("table.runs tbody tr")];
+  const first = rows.filter(seen).map((r) => r.querySelector("th").innerText);
+  const clicked = rows.map((row) => {
+    const link = row.querySelector("th a");
+    link.click();
+    const card = page.getElementById(decodeURIComponent(link.hash.slice(1)));
+    const line = card && card.querySelector("pre.install");
+    return {run: row.querySelector("th").innerText, card: card ? card.id : null,
+            line: line ? line.innerText : null, shown: line ? seen(line) : false};
+  });
+  return {rows: rows.length, first: first, clicked: clicked};
+})()""".replace("HEIGHT", str(SCREEN[1]))
+
+
+@pytest.fixture(scope="module")
+def scanned(
+    stack: LocalWheelGate,
+    buckets: tuple[Bucket, Bucket],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
+    """Given the history page of 200 nightlies written by its writer into local staging, when
+    Chromium lays it out in a 1280 x 800 frame and clicks each line's link."""
+    staging, _ = buckets
+    runs = nightly_runs(200, INDEX)
+    HistoryPageWriter(
+        staging, nightly_base_url=stack.nightly_url, repository_url=REPOSITORY_URL,
+        clock=lambda: NOW,
+    )(INDEX, runs)  # fmt: skip
+    page_url = f"{stack.staging_url}{STAGING.history_dir(INDEX)}"
+    probe = f"{STAGING.history_dir(INDEX)}probe.html"
+    staging.put(
+        probe,
+        probe_page(page_url, SCANNED, widths=(SCREEN[0],), height=SCREEN[1]),
+        content_type="text/html",
+    )
+    found = measured(f"{stack.staging_url}{probe}", tmp_path_factory.mktemp("chromium") / "p")
+    return {"runs": runs, "at": found[str(SCREEN[0])]}
+
+
+@pytest.mark.slow
+def test_the_first_desktop_screen_shows_at_least_twenty_runs_newest_first(
+    scanned: dict[str, Any],
+) -> None:
+    at, runs = scanned["at"], scanned["runs"]
+    assert at["rows"] == 200
+    assert at["scrollWidth"] <= at["clientWidth"]
+    assert len(at["first"]) >= 20, at["first"]
+    newest = sorted(runs, key=lambda r: r.staged_at, reverse=True)
+    assert at["first"] == [r.run_id for r in newest[: len(at["first"])]]
+
+
+@pytest.mark.slow
+def test_each_install_line_is_on_screen_one_click_from_its_runs_line(
+    scanned: dict[str, Any],
+) -> None:
+    by_id = {r.run_id: r for r in scanned["runs"]}
+    clicked = scanned["at"]["clicked"]
+    installable = [c for c in clicked if not by_id[c["run"]].expired(NOW)]
+    assert len(installable) > 150
+    for click in clicked:
+        run = by_id[click["run"]]
+        assert click["card"] == f"run-{run.run_id}-1", click
+        if run.expired(NOW):
+            assert click["line"] is None, click  # nothing installs an expired run
+            continue
+        assert click["shown"], click
+        assert click["line"] == install_line(run.run_id, INDEX, "smoke"), click
