@@ -1,14 +1,19 @@
 """The run history page of a busy directory as a person scans it in headless Chromium: 200
 nightlies, most of them on the first desktop screen as one line each, every install line one
-click from its line."""
+click from its line; and the links between the status pages and the history pages, followed
+over HTTP on the local stack."""
 
 from __future__ import annotations
 
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.layout_probe import measured, probe_page
+from tests.integration.test_promoter import Run, wheel
+from tests.integration.test_status_page import Dom
 from tests.unit.history_page_samples import NOW, REPOSITORY_URL, nightly_runs
 from wheelgate.core.layout import STAGING
 from wheelgate.history.page import install_line
@@ -95,3 +100,38 @@ def test_each_install_line_is_on_screen_one_click_from_its_runs_line(
             continue
         assert click["shown"], click
         assert click["line"] == install_line(run.run_id, INDEX, "smoke"), click
+
+
+def _get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return int(response.status), response.read().decode("utf-8")
+
+
+def _links(html: str, text: str) -> list[str]:
+    """The hrefs of the page's links whose href holds ``text``."""
+    return [href for href in Dom(html).hrefs() if text in href]
+
+
+def test_the_status_pages_and_the_history_page_link_each_other_on_the_local_stack(
+    buckets: tuple[Bucket, Bucket], stack: LocalWheelGate, tmp_path: Path
+) -> None:
+    # Given a run staged and promoted through the promoter, which writes both sites
+    run = Run(buckets, tmp_path, "scan-links-1", "hp/scan-links")
+    run.stage(wheel(tmp_path, "scanlinks", "1.0"))
+    assert run.report(run.manifest())["state"] == "promoted"
+    status_url = f"{stack.nightly_url}status/{run.index}/"
+    history_url = f"{stack.staging_url}history/{run.index}/"
+    # When the directory's status page and the overview are read where nightly serves them
+    status, directory_page = _get(status_url)
+    _, overview = _get(f"{stack.nightly_url}status/")
+    # Then each links the directory's history on the staging index, which serves it
+    assert status == 200
+    assert _links(directory_page, "history/") == [history_url]
+    assert history_url in _links(overview, "history/")
+    status, history_page = _get(history_url)
+    assert status == 200
+    assert "Run history of" in history_page
+    assert "scan-links-1" in history_page
+    # And the history page links the directory's status page back, which nightly serves
+    assert _links(history_page, "status/") == [status_url]
+    assert _get(status_url)[1] == directory_page
