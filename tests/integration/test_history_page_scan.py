@@ -1,7 +1,7 @@
 """The run history page of a busy directory as a person scans it in headless Chromium: 200
-nightlies, most of them on the first desktop screen as one line each, every install line one
-click from its line; and the links between the status pages and the history pages, followed
-over HTTP on the local stack."""
+nightlies, over 20 of them on the first desktop screen as one line each (and a short block each
+at phone width), every install line one click from its line; and the links between the status
+pages and the history pages, followed over HTTP on the local stack."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from wheelgate.local.stack import LocalWheelGate
 from wheelgate.storage.bucket import Bucket
 
 INDEX = "hp/scan-gfx94X"
-#: The first screen of a desktop: 1280 px wide, 800 px high.
+#: The first screen of a desktop: 1280 px wide, 800 px high; and a phone's width.
 SCREEN = (1280, 800)
+PHONE = 390
 #: What the probe reads in the frame: how many of the table's lines lie wholly on the first
 #: screen, then, for each line in turn, where its run's install line is after its link is
 #: clicked (an anchor: the frame scrolls to the run's card, no script of the page's own).
@@ -43,7 +44,8 @@ SCANNED = """(() => {
     return {run: row.querySelector("th").innerText, card: card ? card.id : null,
             line: line ? line.innerText : null, shown: line ? seen(line) : false};
   });
-  return {rows: rows.length, first: first, clicked: clicked};
+  const caption = page.querySelector("table.runs caption").getBoundingClientRect();
+  return {rows: rows.length, first: first, clicked: clicked, caption: caption.height};
 })()""".replace("HEIGHT", str(SCREEN[1]))
 
 
@@ -54,7 +56,8 @@ def scanned(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
     """Given the history page of 200 nightlies written by its writer into local staging, when
-    Chromium lays it out in a 1280 x 800 frame and clicks each line's link."""
+    Chromium lays it out in a 1280 x 800 frame (and a 390 px wide one) and clicks each line's
+    link."""
     staging, _ = buckets
     runs = nightly_runs(200, INDEX)
     HistoryPageWriter(
@@ -65,11 +68,11 @@ def scanned(
     probe = f"{STAGING.history_dir(INDEX)}probe.html"
     staging.put(
         probe,
-        probe_page(page_url, SCANNED, widths=(SCREEN[0],), height=SCREEN[1]),
+        probe_page(page_url, SCANNED, widths=(SCREEN[0], PHONE), height=SCREEN[1]),
         content_type="text/html",
     )
     found = measured(f"{stack.staging_url}{probe}", tmp_path_factory.mktemp("chromium") / "p")
-    return {"runs": runs, "at": found[str(SCREEN[0])]}
+    return {"runs": runs, "at": found[str(SCREEN[0])], "phone": found[str(PHONE)]}
 
 
 @pytest.mark.slow
@@ -85,11 +88,22 @@ def test_the_first_desktop_screen_shows_at_least_twenty_runs_newest_first(
 
 
 @pytest.mark.slow
-def test_each_install_line_is_on_screen_one_click_from_its_runs_line(
+def test_at_phone_width_each_line_is_a_short_block_within_the_screen(
     scanned: dict[str, Any],
 ) -> None:
+    phone = scanned["phone"]
+    assert phone["scrollWidth"] <= phone["clientWidth"] <= PHONE
+    assert phone["caption"] < 60, phone["caption"]
+    assert len(phone["first"]) >= 6, phone["first"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("frame", ["at", "phone"])
+def test_each_install_line_is_on_screen_one_click_from_its_runs_line(
+    scanned: dict[str, Any], frame: str
+) -> None:
     by_id = {r.run_id: r for r in scanned["runs"]}
-    clicked = scanned["at"]["clicked"]
+    clicked = scanned[frame]["clicked"]
     installable = [c for c in clicked if not by_id[c["run"]].expired(NOW)]
     assert len(installable) > 150
     for click in clicked:
