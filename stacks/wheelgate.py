@@ -167,6 +167,7 @@ class WheelGate(Construct):
                 staging_bucket=storage.staging.bucket_name,
                 nightly_bucket=storage.nightly.bucket_name,
                 nightly_base_url=cdn.nightly_base_url,
+                staging_base_url=cdn.staging_base_url,
                 nightly_distribution_id=cdn.nightly.distribution_id,
                 trusted_reporter_id=access.reporter_role.role_id,
                 trusted_deps_id=access.deps_role.role_id,

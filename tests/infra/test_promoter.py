@@ -109,6 +109,8 @@ def test_function_environment_uses_the_settings_contract(template_json: dict[str
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == METRICS_NAMESPACE
     assert env[ENV_TRUSTED_REPORTER_ID] == "AROAREPORTER"
     assert env[ENV_NIGHTLY_BASE_URL] == "https://ENIGHTLY.example.net/"
+    # The status pages link each directory's run history on the staging distribution.
+    assert env["WHEELGATE_STAGING_BASE_URL"] == "https://ESTAGING.example.net/"
     assert json.loads(env[ENV_REQUIRED_TESTS])["v2/gfx94X-dcgpu"] == ["smoke", "pytorch-unit"]
     assert "v2/gfx120X-all" in json.loads(env[ENV_ALLOWED_INDEXES])
     assert env["WHEELGATE_STAGING_BUCKET"] == "wheelgate-staging"

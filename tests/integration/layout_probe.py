@@ -38,12 +38,14 @@ window.addEventListener("load", () => {{
 """
 
 
-def probe_page(page_url: str, measure: str, widths: tuple[int, ...] = WIDTHS) -> bytes:
+def probe_page(
+    page_url: str, measure: str, widths: tuple[int, ...] = WIDTHS, height: int = SCREEN_HEIGHT
+) -> bytes:
     """The probe of ``page_url``: ``measure`` is a JavaScript object expression of ``page``
     (the frame's document) and ``width`` (its client width), added to each frame's
-    ``clientWidth`` and ``scrollWidth``."""
+    ``clientWidth`` and ``scrollWidth``; each frame is ``height`` pixels high."""
     frames = "\n".join(
-        f'<iframe width="{w}" height="{SCREEN_HEIGHT}" src="{page_url}" style="border:0"></iframe>'
+        f'<iframe width="{w}" height="{height}" src="{page_url}" style="border:0"></iframe>'
         for w in widths
     )
     return _PROBE.format(frames=frames, measure=measure).encode()

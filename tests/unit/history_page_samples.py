@@ -160,3 +160,38 @@ def sample_runs(index: str = INDEX) -> dict[str, HistoryRun]:
             tests=(evidence_of("smoke", "passed", pending),),
         ),
     }
+
+
+def nightly_runs(count: int, index: str = INDEX) -> list[HistoryRun]:
+    """``count`` nightlies of ``index``, one every 12 hours back from :data:`NOW`, as a busy
+    directory holds them: GitHub-sized run ids, three wheels each, two tests; every fifth
+    rejected for a failed test, the rest promoted. Each installs as its smoke test's evidence
+    but a rejected run older than staging's two weeks, whose files expired."""
+    runs = []
+    for n in range(count):
+        run_id = str(13_900_000_000 + n * 137)
+        days_ago = (count - n) / 2
+        promoted = n % 5 != 0
+        files = tuple(
+            staged_file(run_id, n % 7 + k, expires_in_days=14 - days_ago, promoted=promoted,
+                        index=index)
+            for k in range(3)
+        )  # fmt: skip
+        result = "passed" if promoted else "failed"
+        runs.append(
+            history_run(
+                run_id,
+                n + 16,
+                index=index,
+                state=RunState.PROMOTED if promoted else RunState.REJECTED,
+                staged_days_ago=days_ago,
+                files=files,
+                reasons=() if promoted else ("tests-failed",),
+                message="" if promoted else "test smoke failed",
+                tests=(
+                    evidence_of("smoke", result, *files),
+                    TestRecord(name="unit-gpu", result="passed"),
+                ),
+            )
+        )
+    return runs

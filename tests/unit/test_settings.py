@@ -32,6 +32,7 @@ EVERY_FIELD = PromoterSettings(
     staging_bucket="staging",
     nightly_bucket="nightly",
     nightly_base_url="https://nightly.example/",
+    staging_base_url="https://staging.example/",
     nightly_distribution_id="ENIGHTLY",
     trusted_reporter_id="AROAREPORTER",
     trusted_deps_id="AROADEPS",

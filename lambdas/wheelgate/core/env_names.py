@@ -8,8 +8,8 @@ ENV_STAGING_BUCKET = "WHEELGATE_STAGING_BUCKET"
 ENV_NIGHTLY_BUCKET = "WHEELGATE_NIGHTLY_BUCKET"
 #: Public base URL of the nightly index (CloudFront), used for absolute links in staging pages.
 ENV_NIGHTLY_BASE_URL = "WHEELGATE_NIGHTLY_BASE_URL"
-#: Public URL of the staging distribution, for the run index URL ``wheelgate stage`` prints
-#: (the CLI's only; the promoter never needs it, so it is no field of its settings).
+#: Public URL of the staging distribution: the run index URL ``wheelgate stage`` prints, and
+#: for the promoter (optional) where the status pages link each directory's run history.
 ENV_STAGING_BASE_URL = "WHEELGATE_STAGING_BASE_URL"
 ENV_NIGHTLY_DISTRIBUTION_ID = "WHEELGATE_NIGHTLY_DISTRIBUTION_ID"
 #: Unique id (``AROA...``) of the reporter role; manifests written by anyone else are rejected.

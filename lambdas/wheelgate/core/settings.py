@@ -49,6 +49,7 @@ from wheelgate.core.env_names import (
     ENV_REPOSITORY_URL,
     ENV_REQUIRED_TESTS,
     ENV_RUN_EXPIRY_DAYS,
+    ENV_STAGING_BASE_URL,
     ENV_STAGING_BUCKET,
     ENV_TEST_URL_HOSTS,
     ENV_TRUSTED_DEPS_ID,
@@ -161,6 +162,9 @@ class PromoterSettings(BaseModel):
     nightly_bucket: Text = _var(ENV_NIGHTLY_BUCKET)
     #: Public base URL of the nightly index, ending in ``/``.
     nightly_base_url: BaseUrl = _var(ENV_NIGHTLY_BASE_URL)
+    #: Public base URL of the staging index, ending in ``/``: the status pages link each
+    #: directory's run history under it (``history/<dir>/``); ``None``: no such link.
+    staging_base_url: BaseUrl | None = _var(ENV_STAGING_BASE_URL, None)
     nightly_distribution_id: Text | None = _var(ENV_NIGHTLY_DISTRIBUTION_ID, None)
     trusted_reporter_id: Text = _var(ENV_TRUSTED_REPORTER_ID)
     trusted_deps_id: Text | None = _var(ENV_TRUSTED_DEPS_ID, None)

@@ -26,7 +26,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Final
 
 from wheelgate.core.display import safe_url
-from wheelgate.core.layout import PAGES, STAGING, href, key_url
+from wheelgate.core.layout import PAGES, STAGING, STATUS_PREFIX, href, key_url
 from wheelgate.core.timestamps import upload_time
 from wheelgate.history.install_route import run_install
 from wheelgate.history.model import (
@@ -86,8 +86,9 @@ class FileShown:
 @dataclass(frozen=True)
 class RunShown:
     """A run as the page shows it: the run, how its state reads, its commit's link, its files,
-    whether all of them expired, how it installs (its route, and a sentence) and its install
-    line (``None`` when it cannot be installed exactly, or nothing can be any more)."""
+    whether all of them expired, how it installs (its route, and a sentence), its install
+    line (``None`` when it cannot be installed exactly, or nothing can be any more), and how
+    many of its tests gave each result (:func:`result_counts`), for its line in the table."""
 
     run: HistoryRun
     state: StateShown
@@ -97,6 +98,7 @@ class RunShown:
     route: str
     installs: str
     install: str | None
+    results: tuple[tuple[str, int], ...] = ()
 
 
 def listed_runs(runs: Iterable[HistoryRun], limit: int) -> list[HistoryRun]:
@@ -107,6 +109,14 @@ def listed_runs(runs: Iterable[HistoryRun], limit: int) -> list[HistoryRun]:
     reported = [r for r in ordered if r.state is not RunState.STAGED][:limit]
     never = [r for r in ordered if r.state is RunState.STAGED][:limit]
     return newest_first([*reported, *never])
+
+
+def result_counts(run: HistoryRun) -> tuple[tuple[str, int], ...]:
+    """How many of ``run``'s tests gave each result: ``passed`` first, then ``failed``, then
+    any other result in the order its first test came."""
+    counts = Counter(test.result for test in run.tests)
+    first = {"passed": 0, "failed": 1}
+    return tuple(sorted(counts.items(), key=lambda item: first.get(item[0], 2)))
 
 
 def install_line(run_id: str, index: str, test: str | None = None) -> str:
@@ -181,7 +191,16 @@ def run_shown(
         route=install.route.value,
         installs=install_sentence(run, install),
         install=line,
+        results=result_counts(run),
     )
+
+
+def status_url(runs: Iterable[HistoryRun], *, index: str, nightly_base_url: str) -> str:
+    """Where the history page of ``index`` links the status site, which nightly serves at
+    ``status/``: the directory's own page (``status/<index>/``) once one of ``runs`` was
+    decided, which wrote that page, else the overview (``status/``), written by any decision."""
+    decided = any(run.state in (RunState.PROMOTED, RunState.REJECTED) for run in runs)
+    return key_url(nightly_base_url, f"{STATUS_PREFIX}{index}/" if decided else STATUS_PREFIX)
 
 
 def months_of(runs: Iterable[HistoryRun]) -> tuple[MonthRef, ...]:
@@ -215,7 +234,8 @@ def render_history_page(
 
     ``nightly_base_url`` is nightly's distribution URL (promoted files link there);
     ``repository_url`` (http or https) links each commit as ``<repository_url>/commit/<sha>``;
-    ``months`` are the shards the page links beside the head (``index.json``). Raises
+    ``months`` are the shards the page links beside the head (``index.json``); the page links
+    the status site back (:func:`status_url`). Raises
     :class:`~wheelgate.core.layout.LayoutError` for an invalid ``index``.
     """
     page_dir = STAGING.history_dir(index)
@@ -241,5 +261,6 @@ def render_history_page(
                 (ref, href(page_dir, STAGING.history_month(index, ref.month))) for ref in months
             ],
             nightly_index_url=key_url(nightly_base_url, PAGES.pages_dir(index)),
+            status_url=status_url(runs, index=index, nightly_base_url=nightly_base_url),
         )
     )

@@ -142,7 +142,10 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
     # The status site lives in staging (served at the nightly domain's /status/): a rejected
     # run must not change a byte of nightly.
     status = StatusStore(
-        staging, indexes=settings.allowed_indexes, dashboard_url=settings.dashboard_url
+        staging,
+        indexes=settings.allowed_indexes,
+        dashboard_url=settings.dashboard_url,
+        history_base_url=settings.staging_base_url,
     )
     return service, status
 

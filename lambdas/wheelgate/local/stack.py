@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.awsrequest import AWSRequest
 
-from wheelgate.core.env_names import ENV_LISTING_RETENTION, ENV_STAGING_BASE_URL
+from wheelgate.core.env_names import ENV_LISTING_RETENTION
 from wheelgate.core.import_sources import check_import_sources
 from wheelgate.core.layout import (
     HISTORY_ENTRIES_DIR,
@@ -177,7 +177,6 @@ class LocalWheelGate:
             "AWS_SECRET_ACCESS_KEY": LOCAL_ACCESS_KEY,
             "AWS_DEFAULT_REGION": REGION,
             **self.settings().to_env(),
-            ENV_STAGING_BASE_URL: self.staging_url,
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         }
@@ -219,6 +218,7 @@ class LocalWheelGate:
             staging_bucket=STAGING_BUCKET,
             nightly_bucket=NIGHTLY_BUCKET,
             nightly_base_url=self.nightly_url,
+            staging_base_url=self.staging_url,
             trusted_reporter_id=LOCAL_REPORTER_ID,
             trusted_deps_id=LOCAL_DEPS_ID,
             required_tests={k: tuple(v) for k, v in self.required_tests.items()},

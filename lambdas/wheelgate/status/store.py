@@ -44,7 +44,9 @@ class StatusStore:
     """The status pages and their state in one bucket (staging; the nightly distribution
     serves them at ``/status/``). The overview shows each of ``indexes`` (the promoter's
     allowed index directories), promoted to or not; the pages link ``dashboard_url`` (the
-    metrics dashboard) when it is given."""
+    metrics dashboard) when it is given, and each directory's run history under
+    ``history_base_url`` (the staging index's base URL, which serves ``history/<dir>/``) when
+    that is given."""
 
     def __init__(
         self,
@@ -52,12 +54,14 @@ class StatusStore:
         *,
         indexes: Iterable[str] = (),
         dashboard_url: str | None = None,
+        history_base_url: str | None = None,
         max_attempts: int = MAX_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.bucket = bucket
         self.indexes = sorted(indexes)
         self.dashboard_url = dashboard_url
+        self.history_base_url = history_base_url
         self._max_attempts = max_attempts
         self._sleep = sleep
 
@@ -123,13 +127,10 @@ class StatusStore:
             from wheelgate.status.pages import render_directory, render_overview
 
             rendered.extend(index for index in touched if index not in rendered)
-            overview = render_overview(new, indexes=self.indexes, dashboard_url=link)
-            pages = {page_key(): overview}
+            links = {"dashboard_url": link, "history_base_url": self.history_base_url}
+            pages = {page_key(): render_overview(new, indexes=self.indexes, **links)}
             pages.update(
-                {
-                    page_key(index): render_directory(new, index, dashboard_url=link)
-                    for index in touched
-                }
+                {page_key(index): render_directory(new, index, **links) for index in touched}
             )
             return Rendered(
                 state=Put(
