@@ -25,6 +25,7 @@ from typing import Any
 
 from wheelgate.cli.check_workflows import DEFAULT_FAMILIES, read_families
 from wheelgate.cli.common import EXIT_OK, EXIT_REJECTED, UsageError
+from wheelgate.cli.installed import environment_record
 from wheelgate.core.families import FamiliesError
 from wheelgate.core.release_job import (
     Handover,
@@ -136,13 +137,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 def _record(python: str, evidence: Path) -> None:
     """What the environment holds, as ``wheelgate installed`` records it."""
-    from wheelgate.staging.environment import inventory
-
-    try:
-        document = inventory(python)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    evidence.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    evidence.write_text(environment_record(python)[1])
 
 
 def _read(path: Path, option: str) -> str:
