@@ -12,11 +12,13 @@ import os
 import platform
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -114,6 +116,7 @@ class Rehearsal:
     """``wheelgate rehearse --serve`` running in the repository: its decision, its log."""
 
     def __init__(self, repo: Path, env: dict[str, str], installer: str) -> None:
+        self.repo = repo
         self.log = repo.parent / "rehearse.log"
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
@@ -139,8 +142,12 @@ class Rehearsal:
         )
 
     def stop(self) -> None:
+        """SIGTERM, as Ctrl-C; the embedded stack stops with it (its endpoint refuses)."""
         self.process.terminate()
         self.process.wait(timeout=STOP_SECONDS)
+        endpoint = urlsplit(self.decision["env"]["AWS_ENDPOINT_URL"])
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((str(endpoint.hostname), int(endpoint.port or 0)), 5)
 
 
 @pytest.fixture
@@ -169,6 +176,28 @@ def installed_version(venv: Path, module: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def copy_findings(repo: Path) -> set[str]:
+    """The kinds of finding ``wheelgate check-workflows`` names in the copies, held to a
+    deployment of the family (its index directory, tests and workflow files)."""
+    settings = [
+        *("--index-dir", "v1/linux", "--release-event", "schedule"),
+        *("--release-workflow", ".github/workflows/release-nightly.yml"),
+        *("--reporter-workflow", ".github/workflows/report.yml"),
+        *("--deps-workflow", ".github/workflows/deps.yml"),
+        *("--required-test", "v1/linux=smoke", "--required-test", "v1/linux=tool"),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "wheelgate", "check-workflows", *settings],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    return {line.split(": ")[1] for line in done.stdout.splitlines()}
 
 
 def assert_promoted_and_installable(
@@ -201,6 +230,9 @@ def test_a_compiled_project_rehearsed_with_pip_is_promoted_and_installs_from_nig
     # Then the embedded promoter promoted it, and pip and uv install it from nightly
     assert_promoted_and_installable(rehearsal, "acme-widget", "1.2.0", venv_factory)
     assert COMPILED_TAG in rehearsal.log.read_text()
+    # and check-workflows finds nothing in the copies but the placeholders left to fill: no
+    # project of another team, no family or test the deployment does not know
+    assert copy_findings(rehearsal.repo) == {"placeholder"}
 
 
 def test_a_pure_python_project_rehearsed_with_uv_is_promoted_and_installs_from_nightly(
