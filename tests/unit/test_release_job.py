@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from wheelgate.core.release_job import (
     pinned_requirements,
 )
 
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 FAMILIES = {
     "projects": ["acme-widget", "acme-extras"],
     "install": ["acme-widget"],
@@ -174,3 +176,22 @@ def test_rehearse_names_a_python_of_the_family_that_is_not_on_path(
     monkeypatch.setenv("PATH", str(repo))
     assert main(["rehearse", "--family", "cpu", "--installer", "pip"]) == 2
     assert "there is no python3.11 on PATH" in capsys.readouterr().err
+
+
+def test_rehearse_names_a_missing_local_extra_before_it_builds(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wheelgate.local import extra
+
+    def missing() -> None:
+        raise extra.LocalExtraMissing("moto is missing: pip install 'wheelgate[local]'")
+
+    document = {**FAMILIES, "build": "touch built", "pythons": [PYTHON]}
+    (repo / ".github" / "wheelgate-families.json").write_text(json.dumps(document))
+    monkeypatch.setattr(extra, "require_local_extra", missing)
+    (repo / "bin").mkdir()
+    (repo / "bin" / f"python{PYTHON}").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", f"{repo / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert main(["rehearse", "--family", "cpu", "--installer", "pip"]) == 2
+    assert "moto is missing: pip install 'wheelgate[local]'" in capsys.readouterr().err
+    assert not (repo / "built").exists()

@@ -325,6 +325,7 @@ def _report(run: _Run, passed: bool) -> tuple[str, dict[str, Any]]:
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
     family = _family(args)
+    _require_local_extra()
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         return _rehearse(args, family)
@@ -364,6 +365,17 @@ def _rehearse(args: argparse.Namespace, family: _Family) -> int:
                 _say(f"serving nightly at {line['nightly_index_url']} until interrupted")
                 _wait_for_a_signal()
     return {"promoted": EXIT_OK, "rejected": EXIT_REJECTED}.get(state, EXIT_PENDING)
+
+
+def _require_local_extra() -> None:
+    """The embedded stack's modules, before the build: a missing extra costs no build."""
+    from wheelgate.local.extra import LocalExtraMissing, require_local_extra
+    from wheelgate.local.moto_version import UnpatchedMoto
+
+    try:
+        require_local_extra()
+    except (LocalExtraMissing, UnpatchedMoto) as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _wait_for_a_signal() -> None:
