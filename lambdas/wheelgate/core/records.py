@@ -95,10 +95,10 @@ def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:
     ]
 
 
-class HistoryEntry(BaseModel):
-    """One decision on a run: the state, reason and message its record shows, and the entry
-    its history gains. ``at`` is an upload-time string; ``manifest_sha256`` names the bytes
-    decided on."""
+class RecordEntry(BaseModel):
+    """One decision on a run, an entry of its record's log (the record's ``history`` field,
+    named so in the stored JSON): the state, reason and message its record shows. ``at`` is an
+    upload-time string; ``manifest_sha256`` names the bytes decided on."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -112,7 +112,7 @@ class HistoryEntry(BaseModel):
     @classmethod
     def rejected(
         cls, rejection: PromotionRejected, *, at: str, manifest_sha256: str, actor: str | None
-    ) -> HistoryEntry:
+    ) -> RecordEntry:
         """The decision a permanent rejection stands for: its reason code and message."""
         return cls(
             at=at,
@@ -139,7 +139,8 @@ class Progress(BaseModel):
 
 class PromotionRecord(BaseModel):
     """``records/<run_id>.json``. ``state`` and ``reason`` answer "was this run promoted, and
-    if not, why"; ``history`` keeps every decision taken on the run."""
+    if not, why"; ``history`` (the record's log, not the run history) keeps every
+    decision taken on the run."""
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
@@ -163,7 +164,7 @@ class PromotionRecord(BaseModel):
     imported_from: str | None = None
     #: Set while an import is under way (``None`` once it is decided).
     progress: Progress | None = None
-    history: list[HistoryEntry] = []
+    history: list[RecordEntry] = []
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
@@ -178,9 +179,9 @@ class PromotionRecord(BaseModel):
         manifest_sha256: str | None,
         actor: str | None,
     ) -> PromotionRecord:
-        """This record with a decision made of these fields appended to its history."""
+        """This record with a decision made of these fields appended to its log."""
         return self.with_entry(
-            HistoryEntry(
+            RecordEntry(
                 at=at,
                 state=state,
                 reason=reason,
@@ -190,11 +191,11 @@ class PromotionRecord(BaseModel):
             )
         )
 
-    def with_entry(self, entry: HistoryEntry) -> PromotionRecord:
-        """This record with ``entry`` appended to its history (the last 50 are kept)."""
+    def with_entry(self, entry: RecordEntry) -> PromotionRecord:
+        """This record with ``entry`` appended to its log (the last 50 are kept)."""
         return self.model_copy(update={"history": [*self.history, entry][-50:]})
 
-    def decision_about(self, manifest_sha256: str) -> HistoryEntry | None:
+    def decision_about(self, manifest_sha256: str) -> RecordEntry | None:
         """The latest decision on the manifest whose bytes have SHA-256 ``manifest_sha256``:
         promoted or rejected, or else the note that its writer is not trusted for it (the
         promoter never decides those bytes from that writer, so nothing more will come);

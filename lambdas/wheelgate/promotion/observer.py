@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 from wheelgate.index.pages import parse_upload_time
 
 
@@ -57,7 +57,7 @@ class DecisionStats:
 class DecisionObserver(Protocol):
     """Hears of each new promoted or rejected decision, once.
 
-    ``decided(record, stats)`` is called after ``record`` (whose last history entry is the new
+    ``decided(record, stats)`` is called after ``record`` (whose last log entry is the new
     decision) was saved. It must not raise: the decision is made and recorded, and a failing
     observer must not turn it into a retry. A flow that records a decision outside
     :class:`~wheelgate.promotion.service.PromotionService`'s one-invocation path (for instance a
@@ -68,7 +68,7 @@ class DecisionObserver(Protocol):
     def decided(self, record: PromotionRecord, stats: DecisionStats) -> None: ...
 
     def ignored(self, record: PromotionRecord) -> None:
-        """Called once per new untrusted write, after ``record`` (whose last history entry is
+        """Called once per new untrusted write, after ``record`` (whose last log entry is
         its pending ``untrusted-writer`` note) was saved. Must not raise either."""
 
 
@@ -82,10 +82,10 @@ class NoObserver:
         return None
 
 
-def latest_decision(record: PromotionRecord) -> HistoryEntry:
-    """The decision an observer is told of: the record's last history entry.
+def latest_decision(record: PromotionRecord) -> RecordEntry:
+    """The decision an observer is told of: the record's last log entry.
 
-    Raises ``ValueError`` for a record with no history (no decision to tell of).
+    Raises ``ValueError`` for a record with an empty log (no decision to tell of).
     """
     if not record.history:
         raise ValueError(f"record of run {record.run_id} has no decision in its history")

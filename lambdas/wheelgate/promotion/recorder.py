@@ -22,8 +22,8 @@ from wheelgate.core.manifest_limits import MAX_MANIFEST_BYTES
 from wheelgate.core.planning import SetPlan
 from wheelgate.core.records import (
     FileOutcome,
-    HistoryEntry,
     PromotionRecord,
+    RecordEntry,
     RefusedFile,
     SetOutcome,
     StagedFile,
@@ -42,7 +42,7 @@ def next_attempt(existing: PromotionRecord | None) -> int:
 
 def build_record(
     existing: PromotionRecord | None,
-    decision: HistoryEntry,
+    decision: RecordEntry,
     *,
     run_id: str,
     commit: str | None = None,
@@ -56,7 +56,7 @@ def build_record(
 
     It states the decision and what it did (``commit``, ``sets``, ``pages``, ``invalidations``,
     ``override``, ``imported_from``: an import's keeps its source), counts one attempt more
-    than ``existing`` (``None`` for a run never recorded) and keeps its history with this
+    than ``existing`` (``None`` for a run never recorded) and keeps its log with this
     decision appended. A pending decision keeps the progress ``existing`` showed.
     """
     record = PromotionRecord(
@@ -206,7 +206,7 @@ def promoted_record(
         else s
         for s in promotion.sets
     ]
-    decision = HistoryEntry(
+    decision = RecordEntry(
         at=at,
         state=State.PROMOTED,
         message=promotion.message,
@@ -240,7 +240,7 @@ def rejected_record(
     """The record of a permanent rejection (of a manifest stating ``commit``, ``None`` when it
     could not be read); a promoted run stays promoted, with the refused replay in its
     history."""
-    decision = HistoryEntry.rejected(rejection, at=at, manifest_sha256=manifest_sha256, actor=actor)
+    decision = RecordEntry.rejected(rejection, at=at, manifest_sha256=manifest_sha256, actor=actor)
     if existing is not None and existing.state is State.PROMOTED:
         return existing.with_entry(decision)
     return build_record(existing, decision, run_id=run_id, commit=commit or None, sets=sets)
@@ -266,7 +266,7 @@ def failure_record(
     """The record of a transient failure of an undecided run (``failure``: what failed;
     ``then``: what happens next): the run stays pending."""
     message = f"attempt {next_attempt(existing)} failed: {failure}; {then}"
-    decision = HistoryEntry(at=at, state=State.PENDING, reason="transient-error", message=message)
+    decision = RecordEntry(at=at, state=State.PENDING, reason="transient-error", message=message)
     return build_record(existing, decision, run_id=run_id)
 
 

@@ -9,7 +9,7 @@ hands the request to its route: a run's manifest (:mod:`~.run`), a yank request
 a manifest to promote through the flow (:mod:`~.flow`), tested, overridden or imported; a
 refusal is recorded here. The parts are built in one place, :func:`~.compose.build_service`.
 An event for a stage entry of the run history (``history/_entries/``) is folded into the
-history instead (:mod:`wheelgate.history.folding`).
+history instead (:mod:`wheelgate.history.fold`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from wheelgate.core.layout import (
     YANK_RUN_PREFIX,
     LayoutError,
 )
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.history.folding import EntryFolder, FoldResult
+from wheelgate.history.fold import EntryFolder, FoldResult
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.decisions import Decided, Override, Promote, Route
 from wheelgate.promotion.event import ManifestEvent, Request, parse_request
@@ -38,7 +38,6 @@ from wheelgate.promotion.fanout.jobs import FanoutJobs
 from wheelgate.promotion.fanout.steps import FanoutSteps
 from wheelgate.promotion.flow import PromotionFlow
 from wheelgate.promotion.observer import DecisionObserver, decision_stats
-from wheelgate.promotion.override import OverrideRoute
 from wheelgate.promotion.recorder import (
     RecordStore,
     build_record,
@@ -46,6 +45,7 @@ from wheelgate.promotion.recorder import (
     stated_commit,
 )
 from wheelgate.promotion.redelivery import Redelivery
+from wheelgate.promotion.routes.override import OverrideRoute
 from wheelgate.promotion.writers import check_writer
 from wheelgate.storage.bucket import Bucket
 
@@ -215,7 +215,7 @@ class PromotionService:
         if Redelivery.noted(existing, request.digest, request.actor, untrusted.reason):
             assert existing is not None
             return existing  # this very write was noted already (at-least-once delivery)
-        note = HistoryEntry(
+        note = RecordEntry(
             at=upload_time(self.clock()),
             state=State.PENDING,
             reason=untrusted.reason.value,

@@ -20,7 +20,7 @@ from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import parse_manifest
 from wheelgate.core.override import parse_override
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.decisions import Override, Promote
 from wheelgate.promotion.event import Request
@@ -85,7 +85,7 @@ class OverrideRoute:
         outcome = f"override applied: run {target.run_id} {target.state.value}" + (
             f" ({target.reason}: {target.message})" if target.reason else ""
         )
-        decision = HistoryEntry(
+        decision = RecordEntry(
             at=upload_time(self.clock()),
             state=target.state,
             reason=target.reason,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from wheelgate.core.records import HistoryEntry, State
+from wheelgate.core.records import RecordEntry, State
 from wheelgate.index.pages import upload_time
 from wheelgate.index.yank import parse_yank
 from wheelgate.promotion.decisions import Decided
@@ -57,7 +57,7 @@ class YankRoute:
         message = f"{verb} {yank.filename} in {yank.index}" + (
             f" (reason: {yank.reason})" if yank.reason else ""
         )
-        decision = HistoryEntry(
+        decision = RecordEntry(
             at=upload_time(self.clock()),
             state=State.PROMOTED,
             message=message,
