@@ -96,3 +96,19 @@ def test_a_file_naming_no_project_reads_as_an_earlier_copy_wrote_it() -> None:
     # wheelgate job handover refuses it (tests/unit/test_release_job.py); the matrices read
     families = parse_families(without("install", "projects"))
     assert (families.projects, families.install) == ((), ())
+
+
+def test_families_dev_prints_only_the_families_a_pull_request_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wheelgate.cli.main import main
+
+    document = {**EXAMPLE, "dev_families": ["gfx950-dcgpu", "gfx120X-all"]}
+    (tmp_path / "families.json").write_text(json.dumps(document))
+    monkeypatch.delenv("WHEELGATE_ALLOWED_INDEXES", raising=False)
+    assert main(["families", str(tmp_path / "families.json"), "--dev"]) == 0
+    build = json.loads(capsys.readouterr().out.splitlines()[0].removeprefix("build="))
+    assert [(b["name"], b["runner"]) for b in build] == [
+        ("gfx950-dcgpu", "ubuntu-24.04"),
+        ("gfx120X-all", "ubuntu-24.04"),
+    ]
