@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from tests.example_copy import fill_placeholders
 from tests.infra.synth import REPO_ROOT
 from tests.tools import require_tool
 from wheelgate import __version__
+from wheelgate.cli.main import main
 from wheelgate.core.copied_workflows import check_copy
 from wheelgate.core.families import parse_families
 from wheelgate.core.workflows import Deployment, compare, compare_families, triggers
@@ -439,38 +441,44 @@ def test_release_workflow_can_assume_the_release_roles(release: str) -> None:
 
 
 def test_release_reports_what_each_test_installed() -> None:
-    # The promoter releases only files a passed test installed: the test job installs from the
-    # run's own index with pip's installation report, and the report job passes it on.
+    # The promoter releases only files a passed test installed: the build job hands over what
+    # the families file says a test installs, the test job installs it from the run's own index
+    # with pip's installation report, and the report job passes it on.
     jobs = load(EXAMPLES / "release-nightly.yml")["jobs"]
+    build = jobs["build"]["steps"]
+    (handover,) = (s for s in build if "staged/$NAME.txt" in str(s.get("run", "")))
+    assert handover["env"]["INDEX_URL"] == "${{ steps.stage.outputs.index_url }}"
+    assert (
+        'wheelgate job handover .github/wheelgate-families.json --family "$NAME" --dist dist \\\n'
+        '  --index-url "$INDEX_URL" > "staged/$NAME.txt"'
+    ) in handover["run"]
     test_runs = "\n".join(str(s.get("run", "")) for s in jobs["test"]["steps"])
-    install = re.search(r"pip\" install .*?\"torch==\$version\"", test_runs, re.DOTALL)
-    assert install is not None, test_runs
-    assert '--report "results/$FAMILY/$NAME.installed.json"' in install.group(0)
-    # The run's own index is what the stage action output, handed over in the staged artifact
-    assert '--index-url "$index_url"' in install.group(0)
-    assert 'index_url=$(sed -n 3p "staged/$FAMILY.txt")' in test_runs
-    # into a venv that is on PATH for the tests, which refuse to run with any other python
+    assert (
+        'wheelgate job install --installer pip --python "$PYTHON" --venv "$venv" \\\n'
+        '  --handover "staged/$FAMILY.txt" --evidence "results/$FAMILY/$NAME.installed.json"'
+    ) in test_runs
+    # into a venv that is on PATH for the tests (wheelgate job test refuses any other python)
     assert 'echo "$venv/bin" >> "$GITHUB_PATH"' in test_runs
     assert 'echo "VIRTUAL_ENV=$venv" >> "$GITHUB_ENV"' in test_runs
-    assert '"$(command -v python)" != "$VIRTUAL_ENV/bin/python"' in test_runs
-    assert test_runs.index("--report") < test_runs.index("command -v python")
-    build = jobs["build"]["steps"]
-    handover = next(s for s in build if "staged/$NAME.txt" in str(s.get("run", "")))
-    assert handover["env"]["INDEX_URL"] == "${{ steps.stage.outputs.index_url }}"
-    assert '"$INDEX" "$VERSION" "$INDEX_URL" > "staged/$NAME.txt"' in handover["run"]
+    assert test_runs.index("job install") < test_runs.index("job test")
     upload = next(s for s in jobs["test"]["steps"] if "results-" in str(s.get("with", {})))
     assert upload["with"]["path"] == "results/"
-    # The reporter (report.yml, called by the release workflow) passes each test's report on.
+    # The reporter (report.yml, called by the release workflow) collects each test's evidence
     assert jobs["report"]["uses"] == "./.github/workflows/report.yml"
     steps = load(EXAMPLES / "report.yml")["jobs"]["report"]["steps"]
-    report_runs = "\n".join(str(s.get("run", "")) for s in steps)
-    assert 'evidence="${results%.txt}.installed.json"' in report_runs
-    assert 'echo "${spec%%=*}=$evidence" >> installed.txt' in report_runs
+    (collect,) = (s for s in steps if "job collect" in str(s.get("run", "")))
+    assert collect["run"] == (
+        'wheelgate job collect --test-result "$TEST_JOB_RESULT" --run-url "$RUN_URL"'
+    )
     [report] = [s for s in steps if "/actions/report@" in str(s.get("uses", ""))]
     assert report["with"] == {"test-files": "tests.txt", "installed-files": "installed.txt"}
     # and the status step waits for the decision about that manifest
     [status] = [s for s in steps if "/actions/status@" in str(s.get("uses", ""))]
     assert status["with"] == {"manifest-sha256": "${{ steps.report.outputs.manifest_sha256 }}"}
+    # the setup action (wheelgate on PATH) runs before the role is assumed
+    uses = [str(s.get("uses", "")) for s in steps]
+    setup = next(i for i, u in enumerate(uses) if "/actions/setup@" in u)
+    assert setup < next(i for i, u in enumerate(uses) if u.startswith(CONFIGURE_AWS))
 
 
 def test_uv_release_installs_uv_by_hash_and_runs_the_tests_in_its_venv() -> None:
@@ -482,27 +490,21 @@ def test_uv_release_installs_uv_by_hash_and_runs_the_tests_in_its_venv() -> None
     pinned = (EXAMPLES / "wheelgate-uv.txt").read_text()
     assert re.search(r"^uv==\d+\.\d+\.\d+ \\$", pinned, re.MULTILINE)
     assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}\b", pinned)) == 2
-    # torch from the run's own index, into a uv venv whose contents wheelgate installed records,
-    # seeded with pip so the families file's `python -m pip install` works as in pip's route
-    (install,) = (i for i, r in enumerate(runs) if "uv pip install" in r)
-    assert 'uv venv --seed --python "$PYTHON" "$venv"' in runs[install]
-    assert '--index-url "$index_url"' in runs[install]
-    assert 'index_url=$(sed -n 3p "staged/$FAMILY.txt")' in runs[install]
-    assert (
-        'wheelgate installed --python "$venv/bin/python" -o "results/$FAMILY/$NAME.installed.json"'
-        in runs[install]
-    )
-    # and that venv is on PATH for the tests, which refuse to run with any other python
+    # what the build handed over, installed with uv into a venv wheelgate job install records
+    (install,) = (i for i, r in enumerate(runs) if "job install" in r)
+    assert '--installer uv --python "$PYTHON" --venv "$venv"' in runs[install]
+    assert '--evidence "results/$FAMILY/$NAME.installed.json"' in runs[install]
+    # and that venv is on PATH for the tests
     assert 'echo "$venv/bin" >> "$GITHUB_PATH"' in runs[install]
     (tests,) = (i for i, r in enumerate(runs) if "matrix.tests" in str(steps[i].get("env")))
-    assert '"$(command -v python)" != "$VIRTUAL_ENV/bin/python"' in runs[tests]
+    assert runs[tests].startswith("wheelgate job test ")
     assert uv < install < tests
     # The setup action (wheelgate on PATH) comes after uv, so it installs with it
     setup = next(i for i, s in enumerate(steps) if "/actions/setup@" in str(s.get("uses", "")))
     assert uv < setup < install
 
 
-def test_the_rehearsal_takes_no_role_and_runs_the_release_test_steps() -> None:
+def test_the_rehearsal_takes_no_role_and_runs_the_release_steps_with_wheelgate_rehearse() -> None:
     text = (EXAMPLES / "rehearse-release.yml").read_text()
     document = load(EXAMPLES / "rehearse-release.yml")
     # Manual, with no job that may request an OIDC token or assume a role, and no setting of
@@ -512,35 +514,27 @@ def test_the_rehearsal_takes_no_role_and_runs_the_release_test_steps() -> None:
         assert job.get("permissions", document["permissions"]) == {"contents": "read"}
         assert roles(job) == []
     assert "vars." not in text
-    assert 'wheelgate" local --index "$INDEX" "${required[@]}"' in text
-    assert 'startswith("http://127.0.0.1:")' in text
-    # and the release's own install and test scripts, not a copy that could drift: the install
-    # of the route the team picks (the installer input), the tests in either
+    # and the command a team runs on its own machine, which runs the release's own steps
+    # (wheelgate job ...), from the families file, for the family and installer asked for
     installer = triggers(document)["workflow_dispatch"]["inputs"]["installer"]
     assert (installer["type"], installer["options"]) == ("choice", ["uv", "pip"])
     rehearsal = document["jobs"]["rehearse"]["steps"]
-    routes = {
-        "release-nightly-uv.yml": (
-            "uv",
-            "Install uv, hash-pinned",
-            "Install torch from the run's staging index with uv, as users do",
-        ),
-        "release-nightly.yml": (
-            "pip",
-            "Install torch from the run's staging index with pip, as users do",
-        ),
-    }
-    for release, (route, *install) in routes.items():
-        steps = load(EXAMPLES / release)["jobs"]["test"]["steps"]
-        for name in (*install, "Run the tests"):
-            (ours,) = (s for s in rehearsal if s.get("name") == name)
-            (theirs,) = (s["run"] for s in steps if s.get("name") == name)
-            assert ours["run"] == theirs, name
-            only = None if name == "Run the tests" else f"${{{{ inputs.installer == '{route}' }}}}"
-            assert ours.get("if") == only, name
-    # The setup action (wheelgate on PATH through uv) runs on uv's route alone
-    (setup,) = (s for s in rehearsal if "/actions/setup@" in str(s.get("uses", "")))
-    assert setup["if"] == "${{ inputs.installer == 'uv' }}"
+    (rehearse,) = (s for s in rehearsal if "rehearse" in str(s.get("run", "")))
+    assert (
+        '"$RUNNER_TEMP/wheelgate-local/bin/wheelgate" rehearse \\\n'
+        '  --families .github/wheelgate-families.json --family "$FAMILY" \\\n'
+        '  --installer "$INSTALLER" --dist dist --python "$PYTHON_VERSION"'
+    ) in rehearse["run"]
+    assert rehearse["env"]["INSTALLER"] == "${{ inputs.installer }}"
+    # uv installed as the uv example installs it, on uv's route alone
+    (ours,) = (s for s in rehearsal if s.get("name") == "Install uv, hash-pinned")
+    (theirs,) = (
+        s
+        for s in load(EXAMPLES / "release-nightly-uv.yml")["jobs"]["test"]["steps"]
+        if s.get("name") == "Install uv, hash-pinned"
+    )
+    assert ours["run"] == theirs["run"]
+    assert ours["if"] == "${{ inputs.installer == 'uv' }}"
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -608,22 +602,33 @@ def test_a_release_example_names_no_family_runner_or_test_of_its_own(release: st
     assert written & words == set()
 
 
-def test_both_release_examples_differ_only_in_how_the_test_job_installs_torch() -> None:
+def test_both_release_examples_differ_only_in_the_test_jobs_installer() -> None:
     pip, uv = (load(EXAMPLES / release)["jobs"] for release in RELEASE_EXAMPLES)
-    # The plan, build and report jobs are one; the test job's setting and its test script too
+    # The plan, build and report jobs are one; the test job's setting and its test step too
     for job in ("plan", "build", "report"):
         assert pip[job] == uv[job], job
     assert {k: v for k, v in pip["test"].items() if k != "steps"} == {
         k: v for k, v in uv["test"].items() if k != "steps"
     }
-    (pip_tests,) = (s for s in pip["test"]["steps"] if s.get("name") == "Run the tests")
-    (uv_tests,) = (s for s in uv["test"]["steps"] if s.get("name") == "Run the tests")
-    assert pip_tests["run"] == uv_tests["run"]
-    assert pip_tests["env"] == uv_tests["env"]
-    # and pip's install runs neither uv nor the setup action
-    pip_text = (EXAMPLES / "release-nightly.yml").read_text()
-    assert not re.search(r"\buv\b", pip_text)
-    assert "/actions/setup@" not in str(pip["test"]["steps"])
+    # and every step but uv's own install, the install's name, comment and --installer
+    uv_steps = [s for s in uv["test"]["steps"] if s.get("name") != "Install uv, hash-pinned"]
+    assert len(uv_steps) == len(pip["test"]["steps"])
+    for ours, theirs in zip(pip["test"]["steps"], uv_steps, strict=True):
+        if "job install" in str(ours.get("run")):
+            assert ours["run"].replace("--installer pip", "--installer uv") == theirs["run"]
+            assert ours["env"] == theirs["env"]
+        else:
+            assert ours == theirs
+    # and pip's route never runs uv
+    assert not re.search(r"\buv\b", (EXAMPLES / "release-nightly.yml").read_text())
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_no_example_workflow_names_a_project(path: Path) -> None:
+    # The same for every project: the projects released and installed are the families file's
+    families = parse_families(json.loads(FAMILIES.read_text()))
+    words = {w.lower() for w in re.findall(r"[A-Za-z0-9_.-]+", path.read_text())}
+    assert {p.lower() for p in (*families.projects, *families.install)} & words == set()
 
 
 def test_both_release_examples_are_copied_with_the_one_families_file() -> None:
@@ -730,13 +735,13 @@ def test_action_checks_catch_bad_actions() -> None:
 
 
 def test_the_report_job_collects_a_test_job_per_python_and_names_a_family_left_untested(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given two staged families: one tested by a job per Python (results/<family>/*.txt, each
     # with its evidence), one whose test job left nothing
     (tmp_path / "staged").mkdir()
-    (tmp_path / "staged" / "gfx94X.txt").write_text("v2/gfx94X-dcgpu\n2.9.0\nhttps://s/\n")
-    (tmp_path / "staged" / "gfx120X.txt").write_text("v2/gfx120X-all\n2.9.0\nhttps://s/\n")
+    (tmp_path / "staged" / "gfx94X.txt").write_text("v2/gfx94X-dcgpu\ntorch==2.9.0\nhttps://s/\n")
+    (tmp_path / "staged" / "gfx120X.txt").write_text("v2/gfx120X-all\ntorch==2.9.0\nhttps://s/\n")
     results = tmp_path / "results" / "gfx94X"
     results.mkdir(parents=True)
     for python in ("3.11", "3.12"):
@@ -746,21 +751,16 @@ def test_the_report_job_collects_a_test_job_per_python_and_names_a_family_left_u
         (results / f"gfx94X-py{python}.installed.json").write_text("{}")
     steps = load(EXAMPLES / "report.yml")["jobs"]["report"]["steps"]
     (collect,) = (s for s in steps if s.get("name", "").startswith("Collect the test results"))
-    # When the report job's collection runs
-    done = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", collect["run"]],
-        cwd=tmp_path,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "TEST_JOB_RESULT": "failure",
-            "RUN_URL": "https://github.com/x",
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    assert collect["env"]["TEST_JOB_RESULT"] == "${{ inputs.test-result }}"
+    # When the report job's collection runs, as its step runs it
+    monkeypatch.chdir(tmp_path)
+    argv = shlex.split(
+        collect["run"]
+        .replace("$TEST_JOB_RESULT", "failure")
+        .replace("$RUN_URL", "https://github.com/x")
     )
-    assert done.returncode == 0, done.stderr
+    assert argv[0] == "wheelgate"
+    assert main(argv[1:]) == 0
     # Then each Python's tests are reported with their own evidence, and the untested family
     # is named as failed
     assert sorted((tmp_path / "tests.txt").read_text().splitlines()) == [

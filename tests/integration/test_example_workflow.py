@@ -142,7 +142,11 @@ def runner(
     for directory in (workspace, runner_temp, tools):
         directory.mkdir()
     base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
-    for command in ("python", "python3"):
+    for command in (
+        "python",
+        "python3",
+        f"python{sys.version_info.major}.{sys.version_info.minor}",
+    ):
         (tools / command).symlink_to(base)
     machine = {
         k: v
@@ -176,7 +180,11 @@ def families_file(directory: Path) -> None:
     (directory / ".github" / "wheelgate-families.json").write_text(
         json.dumps(
             {
+                "projects": ["torch"],
+                "install": ["torch"],
                 "build": 'mkdir -p dist && cp "$PREBUILT"/*.whl dist/',
+                # This Python: the one the runner has (python3.X), as setup-python's would be.
+                "pythons": [f"{sys.version_info.major}.{sys.version_info.minor}"],
                 "tests": {"smoke": STAND_IN_TEST, "unit": STAND_IN_TOOL_TEST},
                 "families": [
                     {
@@ -209,21 +217,20 @@ def copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, dirs_exist_ok=True)
 
 
-def find_torch_and_stage(job: Runner, find: dict[str, Any], job_env: dict[str, str]) -> None:
-    """The step that finds the torch version in dist/, then the stage action: their outputs
-    in the job's context, as the later steps read them."""
-    job.context["steps.torch.outputs.version"] = job.run(find, job_env)["version"]
+def stage(job: Runner) -> None:
+    """The stage action: its output in the job's context, as the later steps read it."""
     job.context["steps.stage.outputs.index_url"] = job.action(
         "stage", index=INDEX, files="dist/*.whl"
     )["index_url"]
 
 
 def build_job(build: Runner, release: str) -> None:
-    """The build job's steps after checkout: build, find the torch version, stage, hand over."""
+    """The build job's steps after checkout: setup, build, stage, hand over."""
     job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["build"]["env"]
     steps = workflow_steps(release, "build")
+    build.action("setup")
     build.run(steps["Build wheels"], job_env)
-    find_torch_and_stage(build, steps["Find the torch version the test jobs install"], job_env)
+    stage(build)
     build.run(steps["Tell the test jobs what to install, and from where"], job_env)
 
 
@@ -231,6 +238,7 @@ def report_and_wait(jobs: Runner, test_result: str = "success") -> dict[str, str
     """report.yml's steps after the downloads: collect, report, status."""
     steps = workflow_steps("report.yml", "report")
     jobs.context["inputs.test-result"] = test_result
+    jobs.action("setup")
     jobs.run(steps["Collect the test results of every staged directory"], {})
     reported = jobs.action(
         "report", **{"test-files": "tests.txt", "installed-files": "installed.txt"}
@@ -305,10 +313,15 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     steps = workflow_steps(release, "test")
     test.run(steps["Install uv, hash-pinned"], job_env)
     test.action("setup")
-    test.run(steps["Install torch from the run's staging index with uv, as users do"], job_env)
+    test.run(steps["Install from the run's staging index with uv, as users do"], job_env)
     test.run(steps["Run the tests"], job_env)
 
-    # Then the evidence is wheelgate installed's, of the uv venv, holding the staged torch
+    # Then the build handed over the torch version it built, and the evidence is wheelgate
+    # installed's, of the uv venv, holding the staged torch
+    assert (build.workspace / "staged" / f"{FAMILY}.txt").read_text().splitlines()[:2] == [
+        INDEX,
+        f"torch=={TORCH}",
+    ]
     results = test.workspace / "results" / FAMILY
     evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
     assert evidence["schema"] == "wheelgate/environment/v1"
@@ -338,7 +351,8 @@ def test_the_pip_example_stages_tests_in_the_pip_venv_with_its_report_and_is_pro
     test = start_test_job(night, build, entry)
     job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]["env"]
     steps = workflow_steps(release, "test")
-    test.run(steps["Install torch from the run's staging index with pip, as users do"], job_env)
+    test.action("setup")
+    test.run(steps["Install from the run's staging index with pip, as users do"], job_env)
     test.run(steps["Run the tests"], job_env)
 
     # Then the evidence is pip's report of the venv the test ran in, holding the staged torch
@@ -377,10 +391,9 @@ def rehearsal_dir(tmp_path: Path) -> Iterator[Path]:
             os.kill(pid, signal.SIGTERM)
 
 
-# The uv route only: the pip route's install step is the pip example's own script, which
-# tests/infra/test_workflows.py holds equal (with its `if:`) and the pip example test above
-# runs; every other step of the rehearsal is the routes' shared one. A second run here would
-# cost two minutes of CI for no step this one does not run.
+# The uv route only: the pip route differs in the --installer wheelgate rehearse gets, which
+# tests/integration/test_rehearse.py runs; a second run here would cost a minute of CI (the
+# local extra's install) for no step this one does not run.
 @pytest.mark.parametrize("installer", ["uv"])
 def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone(
     actions: Path, decoy: Decoy, rehearsal_dir: Path, installer: str
@@ -402,43 +415,24 @@ def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone
     build_wheel(job.workspace / "dist", "torch", TORCH)
     # and the WheelGate repository at the actions' commit, checked out to .wheelgate
     shutil.copytree(actions.parent, job.workspace / ".wheelgate")
-    entry = test_matrix[0]
+    (entry,) = test_matrix
     job.context |= {f"matrix.{k}": v for k, v in entry.items() if isinstance(v, str)}
-    job.context |= {"inputs.family": FAMILY, "toJSON(matrix.tests)": json.dumps(entry["tests"])}
-    job_env = {**workflow_env, **document["jobs"]["rehearse"]["env"]}
-    ordered = document["jobs"]["rehearse"]["steps"]
+    job.context |= {"inputs.family": FAMILY, "inputs.installer": installer}
     steps = workflow_steps("rehearse-release.yml", "rehearse")
 
-    # When the rehearsal job runs its steps
-    job.run(steps["Start wheelgate local, requiring this job's tests"], job_env)
-    # Then every later step talks to the embedded stack on this runner
-    assert job.added_env["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
-    assert job.added_env["WHEELGATE_ALLOWED_INDEXES"] == json.dumps([INDEX])
-    find_torch_and_stage(job, steps["Find the torch version to install"], job_env)
-    assert job.context["steps.stage.outputs.index_url"].startswith("http://127.0.0.1:")
-    job.run(steps["Hand over as the build job does"], job_env)
-    # the install steps of the route the team picked (the installer input), in their order
-    installs = ordered[ordered.index(steps["Hand over as the build job does"]) + 1 :]
-    installs = installs[: installs.index(steps["Run the tests"])]
-    picked = [s for s in installs if s["if"] == f"${{{{ inputs.installer == '{installer}' }}}}"]
-    assert picked, installer
-    for step in picked:
-        if "/actions/setup@" in str(step.get("uses")):
-            job.action("setup")
-        else:
-            job.run(step, job_env)
-    for name in ("Run the tests", "Collect the results as report.yml does"):
-        job.run(steps[name], job_env)
-    # Then both tests of the one families file passed in the route's venv, pip's tool install
-    # included
-    results = job.workspace / "results" / FAMILY
-    assert (results / f"{FAMILY}.txt").read_text() == passed_lines(run)
-    evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
-    assert ("install" in evidence) == (installer == "pip")
-    reported = job.action(
-        "report", **{"test-files": "tests.txt", "installed-files": "installed.txt"}
-    )
-    status = job.action("status", **{"manifest-sha256": reported["manifest_sha256"], "wait": "120"})
+    # When the rehearsal job runs its steps: uv (on its route), wheelgate's local extra, and
+    # wheelgate rehearse on the family
+    for name in (
+        "Install uv, hash-pinned",
+        "Install wheelgate with its local extra",
+        "Rehearse the release against the embedded stack",
+    ):
+        job.run(steps[name], workflow_env)
 
-    # And the embedded promoter, requiring the family's tests, promoted the run
-    assert (status["state"], status["reason"]) == ("promoted", "")
+    # Then the embedded promoter, requiring the family's tests, promoted the run: both tests
+    # of the one families file passed in uv's venv, pip's tool install included
+    decision = json.loads((job.runner_temp / "decision.json").read_text())
+    assert (decision["state"], decision["reason"]) == ("promoted", "")
+    assert decision["requirements"] == [f"torch=={TORCH}"]
+    assert decision["env"]["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
+    assert decision["env"]["WHEELGATE_ALLOWED_INDEXES"] == json.dumps([INDEX])

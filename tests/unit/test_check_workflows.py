@@ -488,24 +488,25 @@ def test_local_and_docker_actions_need_no_commit(
 def test_a_project_the_families_file_does_not_declare_is_named_on_each_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Given the families file of another project, beside the release example naming torch
+    # Given the families file of another project, beside a release workflow whose build step
+    # was edited to look for torch's wheel and whose install pins torch, as an older copy did
     repo = repository(tmp_path, "release-nightly.yml")
     families_path = repo / ".github" / "wheelgate-families.json"
     families = json.loads(families_path.read_text())
-    families["projects"] = ["jax"]
+    families["projects"] = families["install"] = ["jax"]
     families_path.write_text(json.dumps(families))
-    text = (repo / ".github/workflows/release-nightly.yml").read_text().splitlines()
-    torch_lines = [
-        i
-        for i, line in enumerate(text, start=1)
-        if ("torch==" in line or "torch-*.whl" in line) and not line.lstrip().startswith("#")
-    ]
+    workflow = repo / ".github/workflows/release-nightly.yml"
+    first = replace_line(
+        workflow, "bash -eo pipefail", 'run: ls dist/torch-*.whl && bash -eo pipefail -c "$BUILD"'
+    )
+    second = replace_line(
+        workflow, "wheelgate job install", 'pip install "torch==$version" && wheelgate job install'
+    )
     # When the workflows are checked
     assert check(repo, monkeypatch) == 1
     out = capsys.readouterr().out.splitlines()
     # Then each line naming torch is named, and nothing else
-    assert [int(line.split(":")[1]) for line in out] == torch_lines
-    assert len(torch_lines) == 2
+    assert [int(line.split(":")[1]) for line in out] == [first, second]
     assert all(": project-not-declared: names the project torch (`" in line for line in out)
     assert 'does not declare: add it to its "projects"' in out[0]
 

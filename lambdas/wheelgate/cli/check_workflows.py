@@ -155,6 +155,8 @@ def cmd_families(args: argparse.Namespace) -> int:
             families = families.named(args.family)
         except FamiliesError as exc:
             raise UsageError(f"--family: {exc}") from exc
+    if args.dev:
+        families = families.dev()
     configured_indexes([f.index for f in families.families], f"{args.file}: index")
     # One line each: $GITHUB_OUTPUT's name=value form.
     for name, value in (
@@ -240,4 +242,9 @@ def register(subparsers: Any) -> None:
         help=f"the families file (default: {DEFAULT_FAMILIES})",
     )
     families.add_argument("--family", metavar="NAME", help="only this family (a rehearsal of one)")
+    families.add_argument(
+        "--dev",
+        action="store_true",
+        help="only the families a pull request builds (dev_families; dev.yml)",
+    )
     families.set_defaults(func=cmd_families)

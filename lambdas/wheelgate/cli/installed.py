@@ -33,15 +33,21 @@ def _python(args: argparse.Namespace) -> str:
     return str(Path(venv) / ("Scripts/python.exe" if os.name == "nt" else "bin/python"))
 
 
-def cmd_installed(args: argparse.Namespace) -> int:
+def environment_record(python: str) -> tuple[dict[str, Any], str]:
+    """What the environment of ``python`` holds (its distributions and the SHA-256 of their
+    files), and the evidence file's text; UsageError naming an interpreter that cannot say."""
     from wheelgate.staging.environment import inventory
 
-    python = _python(args)
     try:
         document = inventory(python)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    text = json.dumps(document, indent=1, sort_keys=True) + "\n"
+    return document, json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
+def cmd_installed(args: argparse.Namespace) -> int:
+    python = _python(args)
+    document, text = environment_record(python)
     if args.output is None:
         sys.stdout.write(text)
     else:

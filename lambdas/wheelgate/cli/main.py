@@ -27,9 +27,11 @@ from wheelgate.cli import (
     deps,
     import_command,
     installed,
+    job,
     local,
     maintenance,
     pins,
+    rehearse,
     report,
     schema,
     stage,
@@ -76,6 +78,8 @@ COMMAND_GROUPS = (
     bisect,
     schema,
     check_workflows,
+    job,
+    rehearse,
 )
 
 
@@ -91,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="log debug output, boto3's included (secrets masked)"
     )
+    # A command that runs others (rehearse) runs them through main, as `wheelgate` runs them,
+    # without importing this module.
+    parser.set_defaults(main=main)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in COMMAND_GROUPS:
         group.register(subparsers)

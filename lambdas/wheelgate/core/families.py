@@ -1,13 +1,19 @@
 """The GPU families file (``.github/wheelgate-families.json``): a repository's index
 directories, the runner and Pythons of each, and the tests each must pass, written once.
 
-A release workflow reads it (``wheelgate families``) for the matrices of its build and test
-jobs, so that build, test and report cannot disagree; ``wheelgate check-workflows`` holds it
-to the deployment's ``index_dirs`` and ``required_tests``. The document::
+Everything of a release that is a project's own is here, so the example workflows are the same
+for every project: a release workflow reads it (``wheelgate families``) for the matrices of its
+build and test jobs, so that build, test and report cannot disagree, and its build job's
+handover (``wheelgate job handover``) for what the test jobs install; ``wheelgate
+check-workflows`` holds it to the deployment's ``index_dirs`` and ``required_tests``. The
+document::
 
     {
       "build": "./build_tools/build_wheels.sh --target \\"$NAME\\" --output-dir dist",
+      "build_runner": "ubuntu-24.04",
       "projects": ["torch"],
+      "install": ["torch"],
+      "dev_families": ["gfx94X-dcgpu"],
       "pythons": ["3.12"],
       "tests": {"smoke": "python -c 'import torch'", "unit": "python -m pytest -q tests"},
       "families": [
@@ -19,16 +25,22 @@ to the deployment's ``index_dirs`` and ``required_tests``. The document::
 A family with one Python reports each test under its own name; one with several runs a test
 job per Python and reports ``<test>-py<version>`` (``smoke-py3.11``), the names its
 ``required_tests`` must then list: every wheel staged is installed by a test. ``projects``
-(optional) names the projects the release's workflows may name (``check-workflows`` holds them
-to it).
+(optional) names the projects a run releases, which the release's workflows may name
+(``check-workflows`` holds them to it). ``install`` (default: ``projects``; ``wheelgate job
+handover`` needs one of the two) names the projects a test job installs, each at the version
+its wheels in ``dist/`` have. ``build_runner`` (default ``ubuntu-24.04``) is the runner of the
+build jobs, and ``dev_families`` (default: the first family) the families a pull request builds
+(``dev.yml``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+from packaging.utils import canonicalize_name
 
 from wheelgate.core.layout import LayoutError, check_index
 from wheelgate.core.manifest_tests import check_test_name
@@ -37,7 +49,13 @@ from wheelgate.core.manifest_tests import check_test_name
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 #: A Python version as ``actions/setup-python`` and ``uv venv --python`` take it.
 _PYTHON = re.compile(r"3\.\d{1,2}")
-_TOP_KEYS = frozenset({"build", "projects", "pythons", "tests", "families"})
+_TOP_KEYS = frozenset(
+    {"build", "build_runner", "projects", "install", "dev_families", "pythons", "tests", "families"}
+)
+#: The top-level keys with a default.
+_OPTIONAL_KEYS = frozenset({"build_runner", "projects", "install", "dev_families", "pythons"})
+#: The build jobs' runner when the file names none: GitHub's hosted Linux runner.
+DEFAULT_BUILD_RUNNER = "ubuntu-24.04"
 #: A project name as PEP 508 allows it.
 _PROJECT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _FAMILY_KEYS = frozenset({"index", "name", "runner", "tests", "pythons"})
@@ -82,14 +100,26 @@ class Families:
     build: str
     commands: Mapping[str, str]
     families: tuple[Family, ...]
-    #: The projects the release's workflows may name (``check-workflows``).
+    #: The projects a run releases, which the release's workflows may name (``check-workflows``).
     projects: tuple[str, ...] = ()
+    #: The projects a test job installs (``install``, else ``projects``).
+    install: tuple[str, ...] = ()
+    #: The runner of the build jobs.
+    build_runner: str = DEFAULT_BUILD_RUNNER
+    #: The names of the families a pull request builds.
+    dev_families: tuple[str, ...] = ()
 
     def build_matrix(self) -> list[dict[str, str]]:
         """One build job per family: ``index``, ``name``, ``pythons`` (space-separated),
-        ``build`` (the command)."""
+        ``build`` (the command), ``runner`` (the build runner)."""
         return [
-            {"index": f.index, "name": f.name, "pythons": " ".join(f.pythons), "build": self.build}
+            {
+                "index": f.index,
+                "name": f.name,
+                "pythons": " ".join(f.pythons),
+                "build": self.build,
+                "runner": self.build_runner,
+            }
             for f in self.families
         ]
 
@@ -122,7 +152,13 @@ class Families:
         if not chosen:
             known = ", ".join(f.name for f in self.families)
             raise FamiliesError(f"no family is named {name!r} (the file names {known})")
-        return Families(self.build, self.commands, chosen, self.projects)
+        return replace(self, families=chosen)
+
+    def dev(self) -> Families:
+        """Only the families a pull request builds (``dev_families``)."""
+        return replace(
+            self, families=tuple(f for f in self.families if f.name in self.dev_families)
+        )
 
 
 def parse_families(document: object) -> Families:
@@ -132,11 +168,11 @@ def parse_families(document: object) -> Families:
     invalid index directory or test name, an index or name given twice, a test without a
     command.
     """
-    top = _mapping(
-        document, "the families file", _TOP_KEYS, required=_TOP_KEYS - {"pythons", "projects"}
-    )
+    top = _mapping(document, "the families file", _TOP_KEYS, required=_TOP_KEYS - _OPTIONAL_KEYS)
     build = _string(top["build"], "build")
-    projects = _projects(top.get("projects", []))
+    build_runner = _string(top.get("build_runner", DEFAULT_BUILD_RUNNER), "build_runner")
+    projects = _projects(top.get("projects", []), "projects")
+    install = _install(top, projects)
     pythons = _pythons(top.get("pythons", ["3.12"]), "pythons")
     raw_tests = top["tests"]
     if not isinstance(raw_tests, dict) or not raw_tests:
@@ -157,15 +193,51 @@ def parse_families(document: object) -> Families:
             if value in seen:
                 raise FamiliesError(f"families[{i}].{attribute}: {value!r} is given twice")
             seen.add(value)
-    return Families(build, commands, families, projects)
+    dev = _dev_families(top.get("dev_families", [families[0].name]), families)
+    return Families(build, commands, families, projects, install, build_runner, dev)
 
 
-def _projects(value: object) -> tuple[str, ...]:
+def _projects(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list):
-        raise FamiliesError("projects must be a list of project names")
+        raise FamiliesError(f"{where} must be a list of project names")
     for project in value:
         if not isinstance(project, str) or not _PROJECT.fullmatch(project):
-            raise FamiliesError(f"projects: {project!r} is not a project name")
+            raise FamiliesError(f"{where}: {project!r} is not a project name")
+    if len({canonicalize_name(p) for p in value}) != len(value):
+        raise FamiliesError(f"{where} names a project twice")
+    return tuple(value)
+
+
+def _install(top: Mapping[str, Any], projects: tuple[str, ...]) -> tuple[str, ...]:
+    """``install``, each one of ``projects`` when the file names them; else ``projects``
+    (``wheelgate job handover`` refuses a file that names neither)."""
+    if "install" not in top:
+        return projects
+    install = _projects(top["install"], "install")
+    if not install:
+        raise FamiliesError("install must name at least one project a test job installs")
+    released = {canonicalize_name(p) for p in projects}
+    for project in install:
+        if projects and canonicalize_name(project) not in released:
+            raise FamiliesError(
+                f"install: {project!r} is not one of projects ({', '.join(projects)}), "
+                "the projects a run releases"
+            )
+    return install
+
+
+def _dev_families(value: object, families: tuple[Family, ...]) -> tuple[str, ...]:
+    names = [f.name for f in families]
+    if not isinstance(value, list) or not value:
+        raise FamiliesError("dev_families must be a non-empty list of family names")
+    for name in value:
+        if name not in names:
+            raise FamiliesError(
+                f"dev_families: {name!r} is not the name of a family (the file names "
+                f"{', '.join(names)})"
+            )
+    if len(set(value)) != len(value):
+        raise FamiliesError("dev_families names a family twice")
     return tuple(value)
 
 
