@@ -22,12 +22,21 @@ from wheelgate.core.metrics import (
     SERVICE_NAME,
 )
 from wheelgate.core.records import FileOutcome, HistoryEntry, PromotionRecord, SetOutcome, State
+from wheelgate.core.timestamps import parse_upload_time
 from wheelgate.lambda_function.telemetry import DecisionMetrics
-from wheelgate.promotion.observer import DecisionStats, decision_stats, latest_decision
+from wheelgate.promotion.decisions import Decision, DecisionStats, latest_decision
 
 WRITTEN = datetime(2026, 11, 30, 4, 0, 0, tzinfo=UTC)
 PUBLISHED = "2026-11-30T04:01:30.250000Z"
 INDEX = "v2/gfx94X-dcgpu"
+
+
+def decision_stats(
+    record: PromotionRecord, *, manifest_written_at: datetime | None
+) -> DecisionStats:
+    """The stats of ``record``'s decision, taken at its latest entry's time."""
+    at = parse_upload_time(record.history[-1].at)
+    return Decision(record, at, written_at=manifest_written_at).stats()
 
 
 def outcome(name: str, size: int, action: str) -> FileOutcome:

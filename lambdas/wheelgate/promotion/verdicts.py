@@ -32,6 +32,7 @@ from wheelgate.core.quotas import (
     VERDICT_SIGNS_PER_SECOND_FANOUT,
     VERDICT_SIGNS_PER_SECOND_PROMOTION,
 )
+from wheelgate.core.records import Promotion
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.core.verdicts import (
     ENVELOPE_CONTENT_TYPE,
@@ -55,7 +56,6 @@ from wheelgate.core.verdicts import (
     statement_bytes,
 )
 from wheelgate.index.pages import IndexEntry, upload_time
-from wheelgate.promotion.recorder import Promotion
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.conditional import Put, Rendered, StateUpdate, read_modify_write
 from wheelgate.storage.errors import PreconditionFailed

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from wheelgate.core.records import HistoryEntry, State
+from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.index.pages import upload_time
 from wheelgate.index.yank import parse_yank
 from wheelgate.promotion.decisions import Decided
 from wheelgate.promotion.event import Request
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.publish import Publisher
-from wheelgate.promotion.recorder import RecordStore, build_record
+from wheelgate.promotion.recorder import RecordStore
 
 
 class YankRoute:
@@ -64,14 +64,7 @@ class YankRoute:
             manifest_sha256=request.digest,
             actor=request.actor,
         )
-        return Decided(
-            self.records.save(
-                build_record(
-                    request.existing,
-                    decision,
-                    run_id=yank.run_id,
-                    pages=nightly.keys,
-                    invalidations=invalidations,
-                )
-            )
+        record = PromotionRecord.of(request.existing, yank.run_id).following(
+            decision, pages=nightly.keys, invalidations=invalidations
         )
+        return Decided(self.records.save(record))

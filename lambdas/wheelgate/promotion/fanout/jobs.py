@@ -9,14 +9,14 @@ from datetime import datetime
 from wheelgate.core.layout import STAGING
 from wheelgate.core.limits import FANOUT_LEASE_SECONDS
 from wheelgate.core.planning import SetPlan
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import HistoryEntry, Promotion, PromotionRecord, State
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.fanout.job import FanoutJob, JobItem, fanout_job_id, fanout_wanted
 from wheelgate.promotion.fanout.ports import Launcher
 from wheelgate.promotion.fanout.store import JobStore
 from wheelgate.promotion.lease import IndexLeases
-from wheelgate.promotion.recorder import Promotion, RecordStore, build_record
+from wheelgate.promotion.recorder import RecordStore
 from wheelgate.promotion.verification import VerifiedSet
 
 
@@ -122,7 +122,9 @@ class FanoutJobs:
                 actor=job.promotion.actor,
             )
             record = self.records.save(
-                build_record(existing, entry, run_id=job.run_id, commit=job.promotion.commit)
+                PromotionRecord.of(existing, job.run_id).following(
+                    entry, commit=job.promotion.commit
+                )
             )
         self.launcher.start(
             job_id=job.job_id,

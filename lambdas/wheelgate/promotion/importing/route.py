@@ -17,13 +17,12 @@ from wheelgate.core.manifest import ArtifactSet, Manifest
 from wheelgate.core.planning import NO_COMMIT
 from wheelgate.core.records import PromotionRecord, RefusedFile, SetOutcome, State
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.core.timestamps import upload_time
-from wheelgate.promotion.decisions import Decided, Decision, Imported, Promote
+from wheelgate.promotion.decisions import Decided, Imported, Promote, Routed
 from wheelgate.promotion.event import Request
 from wheelgate.promotion.fanout.ports import MessageSender
 from wheelgate.promotion.importing.gather import Gathered, Gatherer
 from wheelgate.promotion.importing.screen import Screener
-from wheelgate.promotion.recorder import RecordStore, rejected_record
+from wheelgate.promotion.recorder import RecordStore
 from wheelgate.promotion.redelivery import Redelivery
 
 
@@ -58,7 +57,7 @@ class ImportRoute:
         self.queue = queue
         self.clock = clock
 
-    def decide(self, request: Request) -> Decision:
+    def decide(self, request: Request) -> Routed:
         """Carry out the import request of ``request`` (whose writer the service checked).
 
         Returns the record saved while the source is gathered, a fan-out execution copies or
@@ -120,11 +119,9 @@ class ImportRoute:
             message=rejection.message,
             refused=list(refused),
         )
-        decision = rejected_record(
-            record,
+        decision = PromotionRecord.of(record, request.run_id).rejected(
             rejection,
-            run_id=request.run_id,
-            at=upload_time(self.clock()),
+            at=self.clock(),
             manifest_sha256=request.digest,
             actor=request.actor,
             sets=[outcome],
