@@ -127,18 +127,15 @@ def build_service(
         releaser=Releaser(
             staging=staging,
             nightly=nightly,
-            clock=now,
             workers=workers,
             single_request_limit=single_request_limit,
             part_size=part_size,
         ),
         verdicts=None
         if signer is None
-        else VerdictWriter(
-            settings=settings, nightly=nightly, signer=signer, clock=now, workers=workers
-        ),
+        else VerdictWriter(settings=settings, nightly=nightly, signer=signer, workers=workers),
         publisher=Publisher(
-            settings=settings, nightly_pages=nightly_pages, invalidator=invalidator, clock=now
+            settings=settings, nightly_pages=nightly_pages, invalidator=invalidator
         ),
     )
     return _service(parts, launcher, queue, projections, folder)

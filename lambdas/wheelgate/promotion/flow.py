@@ -106,7 +106,7 @@ class PromotionFlow:
         rejected, or pending while a fan-out execution copies, with the manifest and what
         verification read."""
         manifest, digest, existing = decision.manifest, decision.digest, decision.existing
-        resumed = self.redelivery.resume(manifest.run_id, digest, existing)
+        resumed = self.redelivery.resume(manifest.run_id, digest, existing, at=at)
         if resumed is not None:
             return Decision(resumed, at, manifest=manifest)
         acceptance = self._accept(manifest, decision)
@@ -161,10 +161,10 @@ class PromotionFlow:
                 },
             )
             if fanout is not None:
-                pending = self._hand_over(fanout, promotion, verified, held, existing, event)
+                pending = self._hand_over(fanout, promotion, verified, held, existing, event, at)
                 return replace(held_now, record=pending)
             try:
-                pages_nightly = self._release(promotion, verified)
+                pages_nightly = self._release(promotion, verified, at)
             except PromotionRejected as rejection:
                 return refused(rejection)
         invalidations = self.publisher.invalidate(pages_nightly)
@@ -237,20 +237,25 @@ class PromotionFlow:
         held: HeldLeases,
         existing: PromotionRecord | None,
         event: ManifestEvent,
+        at: datetime,
     ) -> PromotionRecord:
         job = fanout.prepare(promotion, verified, body=event.body, event_time=event.event_time)
         # The job keeps the leases until its publish or conclude step.
         held.hand_over(job.job_id, FANOUT_LEASE_SECONDS)
-        return fanout.launch(job, existing)
+        return fanout.launch(job, existing, at=at)
 
-    def _release(self, promotion: Promotion, verified: Sequence[VerifiedSet]) -> PageWrites:
-        entries = self.releaser.release(verified)
+    def _release(
+        self, promotion: Promotion, verified: Sequence[VerifiedSet], at: datetime
+    ) -> PageWrites:
+        entries = self.releaser.release(verified, at=at)
         if self.verdicts is not None:
             # Every verdict is written before the first page lists its file.
             steps = [step for v in verified for step in v.plan.steps]
             nightly_keys = {key for v in verified for key in v.nightly_keys}
-            entries = self.verdicts.attest_all(promotion, steps, entries, nightly_keys=nightly_keys)
-        return self.publisher.publish(verified, entries)
+            entries = self.verdicts.attest_all(
+                promotion, steps, entries, at=at, nightly_keys=nightly_keys
+            )
+        return self.publisher.publish(verified, entries, at=at)
 
     def _reject_accepted(
         self,

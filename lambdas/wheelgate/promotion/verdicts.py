@@ -101,7 +101,8 @@ class VerdictWriter:
     """Signs and stores the verdicts of released files in ``nightly`` with ``signer``.
 
     ``settings`` give the gate's identity (the nightly base URL) and the staging bucket that
-    holds the manifests; ``clock`` stamps ``timeVerified`` and a new key's ``valid_from``.
+    holds the manifests. ``timeVerified`` and a new key's ``valid_from`` are the decision's
+    time, which each signing is given.
     Signatures are paced to stay within KMS's shared ECC request quota
     (``VERDICT_SIGNS_PER_SECOND_PROMOTION`` for a promotion's files,
     ``VERDICT_SIGNS_PER_SECOND_FANOUT`` for a fan-out execution's publish step); ``sleep``
@@ -114,7 +115,6 @@ class VerdictWriter:
         settings: PromoterSettings,
         nightly: Bucket,
         signer: Signer,
-        clock: Callable[[], datetime],
         workers: int,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -123,7 +123,6 @@ class VerdictWriter:
         self._fanout_pace = Pacer(VERDICT_SIGNS_PER_SECOND_FANOUT, sleep=sleep)
         self.nightly = nightly
         self.signer = signer
-        self.clock = clock
         self.workers = workers
         self._keyid: str | None = None
         self._lock = threading.Lock()
@@ -134,11 +133,13 @@ class VerdictWriter:
         steps: Sequence[FileStep],
         entries: Sequence[IndexEntry],
         *,
+        at: datetime,
         fanout: bool = False,
         nightly_keys: Collection[str] = (),
     ) -> list[IndexEntry]:
         """Write the verdict of every released file of a promoted set (``steps`` and their
-        ``entries``, in the same order); return the entries, each now linking its verdict.
+        ``entries``, in the same order), verified ``at`` (the decision's time); return the
+        entries, each now linking its verdict.
 
         Before the first signature it reads the verdict keys that may hold one: those of files
         already in nightly, those in ``nightly_keys`` (what verification listed), and with
@@ -159,7 +160,7 @@ class VerdictWriter:
             held = dict(pool.map(self._held, to_read))
             return list(
                 pool.map(
-                    lambda job: self._attest(promotion, job[0], job[1], pace, held),
+                    lambda job: self._attest(promotion, job[0], job[1], pace, held, at),
                     zip(steps, entries, strict=True),
                 )
             )
@@ -181,12 +182,13 @@ class VerdictWriter:
         entry: IndexEntry,
         pace: Pacer,
         held: Mapping[str, bytes | None],
+        at: datetime,
     ) -> IndexEntry:
         key = NIGHTLY.verdict(step.index, step.file.filename)
         if held.get(key) is not None:
             return replace(entry, verdict=True)
-        keyid = self.publish_key()
-        payload = statement_bytes(build_statement(self.facts(promotion, step)))
+        keyid = self.publish_key(at)
+        payload = statement_bytes(build_statement(self.facts(promotion, step, at)))
         pace.wait()
         signature = self.signer.sign(pae(PAYLOAD_TYPE, payload))
         try:
@@ -202,8 +204,9 @@ class VerdictWriter:
             self._check_same(key, written[0] if written else None, step)
         return replace(entry, verdict=True)
 
-    def facts(self, promotion: Promotion, step: FileStep) -> VerdictFacts:
-        """What the verdict of ``step``'s file says, from the settled ``promotion``."""
+    def facts(self, promotion: Promotion, step: FileStep, at: datetime) -> VerdictFacts:
+        """What the verdict of ``step``'s file says, from the settled ``promotion`` verified
+        ``at``."""
         outcome = next(s for s in promotion.sets if s.index == step.index)
         released = next((f for f in outcome.files if f.filename == step.file.filename), None)
         kind = KIND_PROMOTION
@@ -226,7 +229,7 @@ class VerdictWriter:
             sha256=step.file.sha256,
             gate=self.settings.nightly_base_url,
             resource_uri=key_url(self.settings.nightly_base_url, step.target_key),
-            at=upload_time(self.clock()),
+            at=upload_time(at),
             manifest_uri=f"s3://{self.settings.staging_bucket}/"
             f"{STAGING.manifest(promotion.run_id)}",
             manifest_sha256=promotion.manifest_sha256,
@@ -239,9 +242,10 @@ class VerdictWriter:
             extra=extra,
         )
 
-    def publish_key(self) -> str:
+    def publish_key(self, at: datetime) -> str:
         """Make sure the keys document lists the signer's key as the signing key (once per
-        writer), through the one conditional read-modify-write loop
+        writer; valid from ``at`` when it is new), through the one conditional
+        read-modify-write loop
         (:func:`~wheelgate.storage.conditional.read_modify_write`); return its keyid.
         Raises :class:`~wheelgate.core.errors.TransientError` when the document cannot be
         read or concurrent writers keep winning its conditional write."""
@@ -249,9 +253,7 @@ class VerdictWriter:
             if self._keyid is not None:
                 return self._keyid
             der = self.signer.public_key_der()
-            key = PublishedKey(
-                keyid=keyid_of(der), pem=pem_of(der), valid_from=upload_time(self.clock())
-            )
+            key = PublishedKey(keyid=keyid_of(der), pem=pem_of(der), valid_from=upload_time(at))
 
             def read() -> tuple[KeyDocument, str | None]:
                 found = self.nightly.get(VERDICT_KEYS_KEY)

@@ -50,15 +50,16 @@ class YankRoute:
         the directory's lease.
         """
         yank = parse_yank(request.raw, expected_run_id=request.run_id)
+        at = self.clock()
         with self.leases.hold([yank.index], run_id=request.run_id):
-            nightly = self.publisher.yank(yank)
+            nightly = self.publisher.yank(yank, at=at)
         invalidations = self.publisher.invalidate(nightly)
         verb = "yanked" if yank.yanked else "unyanked"
         message = f"{verb} {yank.filename} in {yank.index}" + (
             f" (reason: {yank.reason})" if yank.reason else ""
         )
         decision = HistoryEntry(
-            at=upload_time(self.clock()),
+            at=upload_time(at),
             state=State.PROMOTED,
             message=message,
             manifest_sha256=request.digest,

@@ -102,9 +102,12 @@ class FanoutJobs:
         )
         return self.store.write(job)
 
-    def launch(self, job: FanoutJob, existing: PromotionRecord | None) -> PromotionRecord:
-        """Make sure ``job`` holds its leases, its PENDING entry is recorded and its execution
-        is started (each is a no-op when done already); return the run's record.
+    def launch(
+        self, job: FanoutJob, existing: PromotionRecord | None, *, at: datetime
+    ) -> PromotionRecord:
+        """Make sure ``job`` holds its leases, its PENDING entry is recorded (``at``, the
+        decision's time) and its execution is started (each is a no-op when done already);
+        return the run's record.
 
         The entry is recorded before the start: the execution may end (and record its
         decision) before this returns. Raises :class:`~wheelgate.promotion.lease.LeaseBusy`
@@ -115,7 +118,7 @@ class FanoutJobs:
         record = existing
         if record is None or all(h.message != message for h in record.history):
             entry = HistoryEntry(
-                at=upload_time(self.clock()),
+                at=upload_time(at),
                 state=State.PENDING,
                 message=message,
                 manifest_sha256=job.promotion.manifest_sha256,

@@ -90,8 +90,9 @@ class FanoutSteps:
                 raise StepError(
                     f"fan-out {name} step: item must be a non-negative integer, not {item!r}"
                 )
-            run = self.hash if name == "hash" else self.copy
-            return Stepped(self._refusals_noted(job_id, lambda: run(job_id, item)))
+            if name == "hash":
+                return Stepped(self._refusals_noted(job_id, lambda: self.hash(job_id, item)))
+            return Stepped(self._refusals_noted(job_id, lambda: self.copy(job_id, item, at=at)))
         if name == "publish":
             return self._refusals_noted(job_id, lambda: self.publish(job_id, at=at))
         if name == "conclude":
@@ -118,10 +119,10 @@ class FanoutSteps:
         self.verifier.check_hash(spec.step())
         return {"item": item, "hash": "checked"}
 
-    def copy(self, job_id: str, item: int) -> dict[str, Any]:
-        """Copy item ``item`` of the job, verify it, release its core metadata and write its
-        done marker; a done item returns at once. No verdict: the publish step signs the
-        promoted set's."""
+    def copy(self, job_id: str, item: int, *, at: datetime) -> dict[str, Any]:
+        """Copy item ``item`` of the job, verify it, release its core metadata (listed as
+        uploaded ``at``) and write its done marker; a done item returns at once. No verdict:
+        the publish step signs the promoted set's."""
         if self.store.is_done(job_id, item):
             return {"item": item, "done": "already"}
         spec = self.store.item(job_id, item)
@@ -138,7 +139,9 @@ class FanoutSteps:
                     f"verified {spec.metadata_sha256}",
                     index=step.index,
                 )
-        entry = self.releaser.release_file(step, metadata=metadata, in_nightly=spec.in_nightly)
+        entry = self.releaser.release_file(
+            step, metadata=metadata, in_nightly=spec.in_nightly, at=at
+        )
         self.store.mark_done(job_id, item, entry)
         return {"item": item, "done": "copied" if step.copy else "released"}
 
@@ -169,13 +172,14 @@ class FanoutSteps:
         if self.verdicts is not None:
             # Every verdict is written before the first page lists its file.
             entries = self.verdicts.attest_all(
-                promotion, [spec.step() for spec in job.items], entries, fanout=True
+                promotion, [spec.step() for spec in job.items], entries, at=at, fanout=True
             )
         writes = self.publisher.publish_entries(
             [
                 (spec.index, spec.file.distribution.project, entry)
                 for spec, entry in zip(job.items, entries, strict=True)
-            ]
+            ],
+            at=at,
         )
         invalidations = self.publisher.invalidate(writes)
         promoted = PromotionRecord.of(existing, job.run_id).promoted(

@@ -78,7 +78,7 @@ class ImportRoute:
         refusal = source_allowed(wanted.source_location, self.settings.import_sources, self.buckets)
         if refusal is not None:
             raise refusal
-        resumed = self.redelivery.resume(run_id, digest, request.existing)
+        resumed = self.redelivery.resume(run_id, digest, request.existing, at=self.clock())
         if resumed is not None:
             return Decided(resumed)
         gathered = self.gatherer.gather(wanted, digest, actor, request.existing)
