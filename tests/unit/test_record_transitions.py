@@ -13,6 +13,7 @@ from wheelgate.core.records import (
     SetOutcome,
     State,
 )
+from wheelgate.index.store import PageWrites
 
 AT = datetime(2026, 12, 6, 7, 0, 0, tzinfo=UTC)
 STAMP = "2026-12-06T07:00:00.000000Z"
@@ -47,13 +48,8 @@ def test_a_run_never_recorded_starts_with_no_attempt_and_no_history() -> None:
 
 def test_a_promotion_states_its_pages_and_what_each_directory_delisted_at_the_given_time() -> None:
     # When a run never recorded is promoted
-    record = PromotionRecord.of(None, "r1").promoted(
-        promotion(),
-        at=AT,
-        pages=[f"{INDEX}/pkg/index.html"],
-        delisted={INDEX: ["old.whl"]},
-        invalidations=["inv-1"],
-    )
+    written = PageWrites(keys=[f"{INDEX}/pkg/index.html"], delisted={INDEX: ["old.whl"]})
+    record = PromotionRecord.of(None, "r1").promoted(promotion(), written, ["inv-1"], at=AT)
     # Then it is promoted, once attempted, at the decision's time, with its pages and delistings
     assert (record.state, record.attempts, record.decided_at) == (State.PROMOTED, 1, STAMP)
     assert record.pages == [f"{INDEX}/pkg/index.html"]
@@ -73,9 +69,7 @@ def test_a_rejection_after_a_rejection_counts_a_second_attempt() -> None:
 def test_a_replay_refused_on_a_promoted_run_stays_promoted_with_the_refusal_in_its_history() -> (
     None
 ):
-    promoted = PromotionRecord.of(None, "r1").promoted(
-        promotion(), at=AT, pages=[], delisted={}, invalidations=[]
-    )
+    promoted = PromotionRecord.of(None, "r1").promoted(promotion(), PageWrites(), [], at=AT)
     replay = promoted.rejected(
         rejection(Reason.REPLAY_CONFLICT), at=AT, manifest_sha256="e" * 64, actor=None
     )
@@ -97,9 +91,7 @@ def test_a_pending_entry_keeps_the_progress_the_record_showed() -> None:
 
 
 def test_an_untrusted_write_on_a_decided_run_leaves_its_state_and_attempts() -> None:
-    promoted = PromotionRecord.of(None, "r1").promoted(
-        promotion(), at=AT, pages=[], delisted={}, invalidations=[]
-    )
+    promoted = PromotionRecord.of(None, "r1").promoted(promotion(), PageWrites(), [], at=AT)
     untrusted = PromotionRejected(Reason.UNTRUSTED_WRITER, "not the reporter")
     noted = promoted.noted(untrusted, at=AT, manifest_sha256=DIGEST, actor="AWS:X:y")
     assert (noted.state, noted.attempts) == (State.PROMOTED, 1)
@@ -112,9 +104,7 @@ def test_an_untrusted_write_on_a_decided_run_leaves_its_state_and_attempts() -> 
 
 
 def test_an_override_request_takes_its_targets_state_and_names_the_target() -> None:
-    target = PromotionRecord.of(None, "r1").promoted(
-        promotion(), at=AT, pages=[], delisted={}, invalidations=[]
-    )
+    target = PromotionRecord.of(None, "r1").promoted(promotion(), PageWrites(), [], at=AT)
     request = PromotionRecord.of(None, "override-1").overridden(
         target,
         override={"by": "oncall", "reason": "flaky", "request": "override-1"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -139,6 +139,17 @@ class Progress(BaseModel):
     read: int = 0
 
 
+class Published(Protocol):
+    """What a publication wrote: the pages' keys, and by index directory the files listing
+    retention took off its listing (``wheelgate.index.store.PageWrites``)."""
+
+    @property
+    def keys(self) -> Sequence[str]: ...
+
+    @property
+    def delisted(self) -> Mapping[str, Sequence[str]]: ...
+
+
 class Promotion(BaseModel):
     """What a promoted run's record will say, settled once every check passed: the sets with
     each file's outcome, and the message. One invocation records it right after publishing; a
@@ -261,17 +272,16 @@ class PromotionRecord(BaseModel):
     def promoted(
         self,
         promotion: Promotion,
+        published: Published,
+        invalidations: Sequence[str],
         *,
         at: datetime,
-        pages: Sequence[str],
-        delisted: Mapping[str, Sequence[str]],
-        invalidations: Sequence[str],
     ) -> PromotionRecord:
-        """The record of ``promotion`` once its ``pages`` are published (invalidated by
+        """The record of ``promotion`` once its pages are ``published`` (invalidated by
         ``invalidations``); each promoted set shows the files the publication took off its
-        directory's listing (``delisted``, by directory: listing retention)."""
+        directory's listing (listing retention)."""
         sets = [
-            s.model_copy(update={"delisted": list(delisted.get(s.index, ()))})
+            s.model_copy(update={"delisted": list(published.delisted.get(s.index, ()))})
             if s.state is State.PROMOTED
             else s
             for s in promotion.sets
@@ -287,7 +297,7 @@ class PromotionRecord(BaseModel):
             entry,
             commit=promotion.commit,
             sets=sets,
-            pages=pages,
+            pages=published.keys,
             invalidations=invalidations,
             override=promotion.override,
             imported_from=promotion.imported_from,

@@ -169,11 +169,7 @@ class PromotionFlow:
                 return refused(rejection)
         invalidations = self.publisher.invalidate(pages_nightly)
         promoted = PromotionRecord.of(existing, manifest.run_id).promoted(
-            promotion,
-            at=at,
-            pages=pages_nightly.keys,
-            delisted=pages_nightly.delisted,
-            invalidations=invalidations,
+            promotion, pages_nightly, invalidations, at=at
         )
         return replace(held_now, record=self.records.save(promoted))
 

@@ -183,11 +183,7 @@ class FanoutSteps:
         )
         invalidations = self.publisher.invalidate(writes)
         promoted = PromotionRecord.of(existing, job.run_id).promoted(
-            promotion,
-            at=at,
-            pages=writes.keys,
-            delisted=writes.delisted,
-            invalidations=invalidations,
+            promotion, writes, invalidations, at=at
         )
         record = self.records.save(promoted)
         self.leases.give_back(job.indexes, holder=job_id)
