@@ -122,7 +122,7 @@ def yank(filename: str, reason: str = "") -> Writer:
                 "reason": reason,
             }
         )
-        _publisher(bucket).yank(request)
+        _publisher(bucket).yank(request, at=datetime.now(UTC))
 
     return write
 
