@@ -136,6 +136,7 @@ class Promoter:
             actor=actor,
             existing=self.service.load_record(run_id),
             event=ManifestEvent(STAGING.manifest(run_id), actor),
+            at=NOW,
         )
 
     def in_nightly(self) -> list[str]:

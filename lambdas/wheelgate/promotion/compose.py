@@ -87,7 +87,9 @@ def build_service(
     """The service promoting manifests from ``staging`` into ``nightly``.
 
     ``invalidator`` drops the CDN's copies of changed pages (``None``: no CDN). ``clock``
-    stamps records and pages (``None``: the time now). ``workers`` bounds the requests a step
+    gives the time of each decision, read once by the service and carried to every record and
+    page it writes, and the deadlines of leases, jobs and an import's gathering (``None``: the
+    time now). ``workers`` bounds the requests a step
     makes at once. ``single_request_limit`` and ``part_size`` are S3's copy limits, lowered
     only by tests that exercise multipart copies with small files. ``metrics`` and
     ``status_site`` are the projections before and after the run history's (``None``: none).
@@ -193,7 +195,7 @@ def _service(
         fanout=fanout,
         redelivery=redelivery,
     )
-    yanks = YankRoute(publisher=parts.publisher, records=records, leases=parts.leases, clock=now)
+    yanks = YankRoute(publisher=parts.publisher, records=records, leases=parts.leases)
     return PromotionService(
         settings=settings,
         staging=parts.staging,
@@ -263,5 +265,4 @@ def _import_route(
         ),
         redelivery=redelivery,
         queue=queue,
-        clock=parts.clock,
     )

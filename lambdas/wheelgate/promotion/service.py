@@ -135,10 +135,10 @@ class PromotionService:
             self.fold_entry(event.key)
             return None
         at = self.clock()
-        request = parse_request(event, self.staging, self.records)
+        request = parse_request(event, self.staging, self.records, at=at)
         if request is None:
             return None
-        decision = replace(self._decide(request, at), written_at=event.event_time)
+        decision = replace(self._decide(request), written_at=event.event_time)
         self.project(decision)
         return decision
 
@@ -171,7 +171,8 @@ class PromotionService:
                     },
                 )
 
-    def _decide(self, request: Request, at: datetime) -> Decision:
+    def _decide(self, request: Request) -> Decision:
+        at = request.at
         if request.existing is not None and Redelivery.decided(request.existing, request.digest):
             return Decision(request.existing, at, new=False)  # these bytes were decided already
         try:

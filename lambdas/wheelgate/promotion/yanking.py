@@ -11,9 +11,6 @@ request's record written last.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-
 from wheelgate.core.records import HistoryEntry, PromotionRecord, State
 from wheelgate.index.pages import upload_time
 from wheelgate.index.yank import parse_yank
@@ -33,12 +30,10 @@ class YankRoute:
         publisher: Publisher,
         records: RecordStore,
         leases: IndexLeases,
-        clock: Callable[[], datetime],
     ) -> None:
         self.publisher = publisher
         self.leases = leases
         self.records = records
-        self.clock = clock
 
     def decide(self, request: Request) -> Decided:
         """Set the yank state ``request`` asks for on its released file's nightly pages.
@@ -50,7 +45,7 @@ class YankRoute:
         the directory's lease.
         """
         yank = parse_yank(request.raw, expected_run_id=request.run_id)
-        at = self.clock()
+        at = request.at
         with self.leases.hold([yank.index], run_id=request.run_id):
             nightly = self.publisher.yank(yank, at=at)
         invalidations = self.publisher.invalidate(nightly)

@@ -3,9 +3,6 @@ service as what to promote (see the package's docstring for the steps)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.import_rules import (
     SCHEMA_IMPORT_V1,
@@ -46,7 +43,6 @@ class ImportRoute:
         screener: Screener,
         redelivery: Redelivery,
         queue: MessageSender | None,
-        clock: Callable[[], datetime],
     ) -> None:
         self.settings = settings
         self.buckets = buckets
@@ -55,7 +51,6 @@ class ImportRoute:
         self.screener = screener
         self.redelivery = redelivery
         self.queue = queue
-        self.clock = clock
 
     def decide(self, request: Request) -> Routed:
         """Carry out the import request of ``request`` (whose writer the service checked).
@@ -78,7 +73,7 @@ class ImportRoute:
         refusal = source_allowed(wanted.source_location, self.settings.import_sources, self.buckets)
         if refusal is not None:
             raise refusal
-        resumed = self.redelivery.resume(run_id, digest, request.existing, at=self.clock())
+        resumed = self.redelivery.resume(run_id, digest, request.existing, at=request.at)
         if resumed is not None:
             return Decided(resumed)
         gathered = self.gatherer.gather(wanted, digest, actor, request.existing)
@@ -121,7 +116,7 @@ class ImportRoute:
         )
         decision = PromotionRecord.of(record, request.run_id).rejected(
             rejection,
-            at=self.clock(),
+            at=request.at,
             manifest_sha256=request.digest,
             actor=request.actor,
             sets=[outcome],
