@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from aws_cdk import CfnOutput
 from constructs import Construct
@@ -14,11 +14,44 @@ from constructs import Construct
 from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_TEST_URL_HOSTS
 
 if TYPE_CHECKING:
+    from wheelgate.core.settings import PromoterSettings
+
+    from .access import Access
+    from .cdn import IndexCdn
+    from .dashboard import PromotionDashboard
+    from .fanout_machine import FanOut
+    from .monitoring import Monitoring
+    from .promoter_function import PromoterFunction
     from .props import WheelGateProps
-    from .wheelgate import WheelGate
+    from .signing import VerdictKey
+    from .storage import Storage
 
 
-def wheelgate_outputs(gate: WheelGate, props: WheelGateProps) -> dict[str, str]:
+class OutputSources(Protocol):
+    """The parts of a built WheelGate the outputs read (:class:`~.wheelgate.WheelGate` has
+    them): a protocol, so that this module needs not import the construct that imports it."""
+
+    @property
+    def storage(self) -> Storage: ...
+    @property
+    def access(self) -> Access: ...
+    @property
+    def cdn(self) -> IndexCdn: ...
+    @property
+    def promoter(self) -> PromoterFunction: ...
+    @property
+    def fanout(self) -> FanOut: ...
+    @property
+    def monitoring(self) -> Monitoring: ...
+    @property
+    def dashboard(self) -> PromotionDashboard: ...
+    @property
+    def verdict_key(self) -> VerdictKey: ...
+    @property
+    def promoter_settings(self) -> PromoterSettings: ...
+
+
+def wheelgate_outputs(gate: OutputSources, props: WheelGateProps) -> dict[str, str]:
     """Each output of ``gate`` (built with ``props``) by its name."""
     storage, access, cdn = gate.storage, gate.access, gate.cdn
     environment = gate.promoter_settings.to_env()

@@ -189,7 +189,7 @@ def test_a_release_conflict_with_a_delisted_release_is_still_refused(
         ),
     )
     record = json.loads(local_k2.wheelgate("status", "ret-rebuild", "--wait", "60").stdout)
-    # Then the promoter checks it against the full history and refuses it.
+    # Then the promoter checks it against the archive and refuses it.
     assert record["state"] == "rejected", record
     assert record["reason"] == "release-conflict", record
 

@@ -26,7 +26,7 @@ import pytest
 
 from tests.integration.test_concurrency import repeats
 from wheelgate.core.layout import NIGHTLY, PAGES
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 from wheelgate.core.setting_values import RetentionRule
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import IndexEntry, upload_time
@@ -233,7 +233,7 @@ def test_two_writers_of_one_project_both_land_on_both_pages(
 
 def _decision(run_id: str) -> PromotionRecord:
     at = upload_time(datetime.now(UTC))
-    entry = HistoryEntry(at=at, state=State.REJECTED, reason="tests-failed", message=run_id)
+    entry = RecordEntry(at=at, state=State.REJECTED, reason="tests-failed", message=run_id)
     return PromotionRecord(
         run_id=run_id,
         state=State.REJECTED,

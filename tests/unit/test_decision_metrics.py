@@ -21,7 +21,7 @@ from wheelgate.core.metrics import (
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
-from wheelgate.core.records import FileOutcome, HistoryEntry, PromotionRecord, SetOutcome, State
+from wheelgate.core.records import FileOutcome, PromotionRecord, RecordEntry, SetOutcome, State
 from wheelgate.core.timestamps import parse_upload_time
 from wheelgate.lambda_function.telemetry import DecisionMetrics
 from wheelgate.promotion.decisions import Decision, DecisionStats, latest_decision
@@ -49,12 +49,12 @@ def promoted_record(*files: FileOutcome, pages: list[str] | None = None) -> Prom
         state=State.PROMOTED,
         sets=[SetOutcome(index=INDEX, state=State.PROMOTED, files=list(files))],
         pages=[f"{INDEX}/pkg/index.html"] if pages is None else pages,
-        history=[HistoryEntry(at=PUBLISHED, state=State.PROMOTED, manifest_sha256="1" * 64)],
+        history=[RecordEntry(at=PUBLISHED, state=State.PROMOTED, manifest_sha256="1" * 64)],
     )
 
 
-def rejected_entry(reason: str = "checksum-mismatch") -> HistoryEntry:
-    return HistoryEntry(
+def rejected_entry(reason: str = "checksum-mismatch") -> RecordEntry:
+    return RecordEntry(
         at=PUBLISHED, state=State.REJECTED, reason=reason, message="no", manifest_sha256="2" * 64
     )
 
@@ -207,7 +207,7 @@ def untrusted_note(run_id: str) -> PromotionRecord:
     return PromotionRecord(
         run_id=run_id,
         state=State.PENDING,
-        history=[HistoryEntry(at=PUBLISHED, state=State.PENDING, reason="untrusted-writer")],
+        history=[RecordEntry(at=PUBLISHED, state=State.PENDING, reason="untrusted-writer")],
     )
 
 

@@ -163,7 +163,7 @@ def test_a_manifest_event_enters_each_module_of_its_path_once_in_the_documented_
     assert path == [
         "wheelgate.promotion.event",
         "wheelgate.promotion.writers",
-        "wheelgate.promotion.run",
+        "wheelgate.promotion.routes.run",
         "wheelgate.promotion.flow",
         "wheelgate.promotion.run_history",
     ]

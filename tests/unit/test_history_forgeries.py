@@ -15,8 +15,7 @@ from tests.unit.promotion_world import COMMIT, INDEX, Promoter
 from tests.unit.test_history_writers import entry_for, history, staged_on, write_entry
 from wheelgate.core.layout import CHECKSUM_SUFFIX, NIGHTLY, STAGING
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID, META_SHA256
-from wheelgate.history.fold import REFUSED_INDEX, REFUSED_SHA256
-from wheelgate.history.folding import REFUSED_CAPPED, REFUSED_FORMAT
+from wheelgate.history.fold import REFUSED_CAPPED, REFUSED_FORMAT, REFUSED_INDEX, REFUSED_SHA256
 from wheelgate.history.model import CommitTimeBy, HistoryHead, RunState, StagedEntry
 from wheelgate.history.page import listed_runs
 from wheelgate.history.store import STAGED_RUNS_PER_DAY, HistoryStore

@@ -16,12 +16,12 @@ from tests.unit.test_promotion_service import override_request
 from wheelgate.core.layout import NIGHTLY, STAGING
 from wheelgate.history.fold import (
     REFUSED_COMMIT,
+    REFUSED_FORMAT,
     REFUSED_KEY,
     REFUSED_MISSING,
     REFUSED_REQUEST,
     REFUSED_SHA256,
 )
-from wheelgate.history.folding import REFUSED_FORMAT
 from wheelgate.history.model import (
     CommitTimeBy,
     EntryFile,

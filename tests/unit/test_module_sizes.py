@@ -1,5 +1,6 @@
 """One idea per module: no file, class or function of the package grows past what one idea
-needs, no stack constructor past composing, and no two modules import each other.
+needs, and no stack constructor past composing (no two modules import each other:
+``test_import_circles.py``).
 
 The limits are the house's (issue "One idea per module"): a file over 450 lines, a class over
 300 or a function over 80 holds several ideas; a stack or construct constructor over 90 lines
@@ -71,51 +72,6 @@ def test_no_stack_constructor_builds_instead_of_composing() -> None:
     constructors.sort(reverse=True)
     print("largest constructors: " + ", ".join(f"{n} ({size})" for size, n in constructors[:3]))
     assert [(name, n) for n, name in constructors if n > MAX_CONSTRUCTOR_LINES] == []
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imported_modules(path: Path, known: set[str]) -> set[str]:
-    """The package's modules ``path`` imports, wherever the import is (a ``TYPE_CHECKING``
-    block and a function body included): ``from a.b import c`` names ``a.b.c`` when that is a
-    module, else ``a.b``."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = module_name(path).split(".")
-                parent = parent[: len(parent) - node.level + (path.name == "__init__.py")]
-                base = ".".join([*parent, base] if base else parent)
-            for alias in node.names:
-                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
-    return {name for name in found if name in known}
-
-
-def test_no_import_circle_counting_type_checking_imports() -> None:
-    modules = {module_name(p): p for p in sources(PACKAGE)}
-    graph = {name: imported_modules(path, set(modules)) - {name} for name, path in modules.items()}
-    circles = []
-    state: dict[str, int] = {}
-
-    def visit(name: str, trail: list[str]) -> None:
-        state[name] = 1
-        for target in sorted(graph[name]):
-            if state.get(target) == 1:
-                circles.append([*trail[trail.index(target) :], target])
-            elif target not in state:
-                visit(target, [*trail, target])
-        state[name] = 2
-
-    for name in sorted(graph):
-        if name not in state:
-            visit(name, [name])
-    assert circles == []
 
 
 @pytest.mark.parametrize("kind", ["file", "class", "function"])

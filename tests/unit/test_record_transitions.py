@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.records import (
-    HistoryEntry,
     Progress,
     Promotion,
     PromotionRecord,
+    RecordEntry,
     SetOutcome,
     State,
 )
@@ -86,7 +86,7 @@ def test_a_failure_keeps_the_run_pending_and_names_its_attempt() -> None:
 def test_a_pending_entry_keeps_the_progress_the_record_showed() -> None:
     progress = Progress(phase="gathering", done=1, total=3)
     gathering = PromotionRecord(run_id="import-1", state=State.PENDING, progress=progress)
-    entry = HistoryEntry(at=STAMP, state=State.PENDING, message="still going")
+    entry = RecordEntry(at=STAMP, state=State.PENDING, message="still going")
     assert gathering.following(entry).progress == progress
 
 

@@ -1,19 +1,19 @@
-"""Which decision of a run's history is about a given manifest."""
+"""Which decision of a run's record is about a given manifest."""
 
 from __future__ import annotations
 
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 
 OLD, NEW = "a" * 64, "b" * 64
 
 
-def record(*history: HistoryEntry) -> PromotionRecord:
+def record(*history: RecordEntry) -> PromotionRecord:
     last = history[-1]
     return PromotionRecord(run_id="1", state=last.state, history=list(history))
 
 
-def entry(state: State, sha256: str | None, reason: str | None = None) -> HistoryEntry:
-    return HistoryEntry(
+def entry(state: State, sha256: str | None, reason: str | None = None) -> RecordEntry:
+    return RecordEntry(
         at="2026-12-01T00:00:00Z", state=state, reason=reason, manifest_sha256=sha256
     )
 

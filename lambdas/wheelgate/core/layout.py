@@ -89,8 +89,8 @@ VERDICT_SUFFIX = ".verdict.json"
 #: The public keys of verdicts, at a fixed nightly key no index directory can hold.
 VERDICT_KEYS_KEY = "_wheelgate/verdict-keys/index.json"
 HTML_PAGE = "index.html"
-#: The full-history ("archive") index of a directory: ``<index>/_archive/``. Normalized project
-#: names never contain ``_`` and index directory segments never start with it.
+#: The archive index of a directory (every file ever released): ``<index>/_archive/``.
+#: Normalized project names never contain ``_`` and index directory segments never start with it.
 ARCHIVE_DIR = "_archive"
 JSON_PAGE = "index.json"
 #: Names of index pages; never a distribution's file name, so listings can tell them apart.
@@ -364,7 +364,7 @@ class StagingLayout:
 @dataclass(frozen=True)
 class IndexLayout:
     """Index pages, the same shape in both buckets. ``archive=True`` names the pages of the
-    directory's full-history index (:data:`ARCHIVE_DIR`) instead of its listing."""
+    directory's archive index (:data:`ARCHIVE_DIR`) instead of its listing."""
 
     def pages_dir(self, index: str, *, archive: bool = False) -> str:
         """The directory a client's ``--index-url`` names: the listing's or the archive's."""

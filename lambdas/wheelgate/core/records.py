@@ -97,10 +97,10 @@ def recorded_tests(tests: Sequence[ManifestTest]) -> list[dict[str, str]]:
     ]
 
 
-class HistoryEntry(BaseModel):
-    """One decision on a run: the state, reason and message its record shows, and the entry
-    its history gains. ``at`` is an upload-time string; ``manifest_sha256`` names the bytes
-    decided on."""
+class RecordEntry(BaseModel):
+    """One decision on a run, an entry of its record's log (the record's ``history`` field,
+    named so in the stored JSON): the state, reason and message its record shows. ``at`` is an
+    upload-time string; ``manifest_sha256`` names the bytes decided on."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -114,7 +114,7 @@ class HistoryEntry(BaseModel):
     @classmethod
     def rejected(
         cls, rejection: PromotionRejected, *, at: str, manifest_sha256: str, actor: str | None
-    ) -> HistoryEntry:
+    ) -> RecordEntry:
         """The decision a permanent rejection stands for: its reason code and message."""
         return cls(
             at=at,
@@ -170,7 +170,8 @@ class Promotion(BaseModel):
 
 class PromotionRecord(BaseModel):
     """``records/<run_id>.json``. ``state`` and ``reason`` answer "was this run promoted, and
-    if not, why"; ``history`` keeps every decision taken on the run."""
+    if not, why"; ``history`` (the record's log, not the run history) keeps every
+    decision taken on the run."""
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
@@ -194,7 +195,7 @@ class PromotionRecord(BaseModel):
     imported_from: str | None = None
     #: Set while an import is under way (``None`` once it is decided).
     progress: Progress | None = None
-    history: list[HistoryEntry] = []
+    history: list[RecordEntry] = []
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
@@ -209,9 +210,9 @@ class PromotionRecord(BaseModel):
         manifest_sha256: str | None,
         actor: str | None,
     ) -> PromotionRecord:
-        """This record with a decision made of these fields appended to its history."""
+        """This record with a decision made of these fields appended to its log."""
         return self.with_entry(
-            HistoryEntry(
+            RecordEntry(
                 at=at,
                 state=state,
                 reason=reason,
@@ -221,8 +222,8 @@ class PromotionRecord(BaseModel):
             )
         )
 
-    def with_entry(self, entry: HistoryEntry) -> PromotionRecord:
-        """This record with ``entry`` appended to its history (the last 50 are kept)."""
+    def with_entry(self, entry: RecordEntry) -> PromotionRecord:
+        """This record with ``entry`` appended to its log (the last 50 are kept)."""
         return self.model_copy(update={"history": [*self.history, entry][-50:]})
 
     # The record's transitions: each returns the record to save once a decision is taken
@@ -230,13 +231,13 @@ class PromotionRecord(BaseModel):
 
     @classmethod
     def of(cls, existing: PromotionRecord | None, run_id: str) -> PromotionRecord:
-        """``existing``, or the record of ``run_id`` before any decision (no attempt, no
-        history): every transition starts from it."""
+        """``existing``, or the record of ``run_id`` before any decision (no attempt, an
+        empty log): every transition starts from it."""
         return existing if existing is not None else cls(run_id=run_id, state=State.PENDING)
 
     def following(
         self,
-        entry: HistoryEntry,
+        entry: RecordEntry,
         *,
         commit: str | None = None,
         sets: Sequence[SetOutcome] = (),
@@ -247,7 +248,7 @@ class PromotionRecord(BaseModel):
     ) -> PromotionRecord:
         """The record once ``entry`` is decided: it states the decision and what it did
         (``commit``, ``sets``, ``pages``, ``invalidations``, ``override``, ``imported_from``:
-        an import's keeps its source), counts one attempt more and keeps its history with
+        an import's keeps its source), counts one attempt more and keeps its log with
         ``entry`` appended. A pending entry keeps the progress this record showed."""
         record = PromotionRecord(
             run_id=self.run_id,
@@ -286,7 +287,7 @@ class PromotionRecord(BaseModel):
             else s
             for s in promotion.sets
         ]
-        entry = HistoryEntry(
+        entry = RecordEntry(
             at=upload_time(at),
             state=State.PROMOTED,
             message=promotion.message,
@@ -315,8 +316,8 @@ class PromotionRecord(BaseModel):
     ) -> PromotionRecord:
         """The record of a permanent rejection (of a manifest stating ``commit``, ``None``
         when it could not be read); a promoted run stays promoted, with the refused replay in
-        its history."""
-        entry = HistoryEntry.rejected(
+        its log."""
+        entry = RecordEntry.rejected(
             rejection, at=upload_time(at), manifest_sha256=manifest_sha256, actor=actor
         )
         if self.state is State.PROMOTED:
@@ -328,7 +329,7 @@ class PromotionRecord(BaseModel):
         ``then``: what happens next): the run stays pending."""
         message = f"attempt {self.attempts + 1} failed: {failure}; {then}"
         return self.following(
-            HistoryEntry(
+            RecordEntry(
                 at=upload_time(at), state=State.PENDING, reason="transient-error", message=message
             )
         )
@@ -344,7 +345,7 @@ class PromotionRecord(BaseModel):
         """The record once a manifest from a writer not trusted for it (``untrusted`` says
         why) is noted, as a pending entry that decides nothing: a decided run keeps its
         state."""
-        entry = HistoryEntry(
+        entry = RecordEntry(
             at=upload_time(at),
             state=State.PENDING,
             reason=untrusted.reason.value,
@@ -370,7 +371,7 @@ class PromotionRecord(BaseModel):
         outcome = f"override applied: run {target.run_id} {target.state.value}" + (
             f" ({target.reason}: {target.message})" if target.reason else ""
         )
-        entry = HistoryEntry(
+        entry = RecordEntry(
             at=upload_time(at),
             state=target.state,
             reason=target.reason,
@@ -382,7 +383,7 @@ class PromotionRecord(BaseModel):
             entry, commit=target.commit, override={**override, "target": target.run_id}
         )
 
-    def decision_about(self, manifest_sha256: str) -> HistoryEntry | None:
+    def decision_about(self, manifest_sha256: str) -> RecordEntry | None:
         """The latest decision on the manifest whose bytes have SHA-256 ``manifest_sha256``:
         promoted or rejected, or else the note that its writer is not trusted for it (the
         promoter never decides those bytes from that writer, so nothing more will come);

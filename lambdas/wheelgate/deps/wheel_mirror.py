@@ -53,7 +53,7 @@ class MirrorPlan:
 
 
 def plan_mirror(nightly: Bucket, wheels: Iterable[WheelTarget]) -> MirrorPlan:
-    """Compare each wheel with the nightly history (archive page) of each of its index
+    """Compare each wheel with the nightly archive (archive page) of each of its index
     directories: a file retention took off the listing is still released."""
     pages = IndexStore(nightly)
     listed: dict[tuple[str, str], dict[str, IndexEntry]] = {}
@@ -61,7 +61,7 @@ def plan_mirror(nightly: Bucket, wheels: Iterable[WheelTarget]) -> MirrorPlan:
     for wheel in wheels:
         for index in wheel.indexes:
             if (index, wheel.project) not in listed:
-                page, _ = pages.read_history(index, wheel.project)
+                page, _ = pages.read_archive(index, wheel.project)
                 listed[(index, wheel.project)] = {e.filename: e for e in page.entries}
             found = listed[(index, wheel.project)].get(wheel.filename)
             where = f"{index}/{wheel.filename}"

@@ -1,29 +1,41 @@
-"""Folding a stage call's entry into its month of run history: the checks and the merge.
+"""Folding a stage call's entry into its month of run history: read it, check it, merge it.
 
-The promoter folds each :class:`~wheelgate.history.model.StagedEntry` only after checking it
-(:func:`check_entry`): its directory is one the deployment serves, its key is the one its
-content names, its run is a CI run, and each file it lists is staged with the size, commit and
-SHA-256 it claims (S3's own checksum, or the promoter's hash of the bytes). A build job can
-write any entry it likes, so nothing it says is kept unless the staged objects say the same,
-and what no object says is the promoter's: when the run was staged is the earliest write of
-its objects. The entry's own ``staged_at`` is never kept.
+The promoter folds each :class:`~wheelgate.history.model.StagedEntry` (:class:`EntryFolder`)
+only after checking it (:func:`check_entry`): its directory is one the deployment serves, its
+key is the one its content names, its run is a CI run, and each file it lists is staged with
+the size, commit and SHA-256 it claims (S3's own checksum, or the promoter's hash of the
+bytes). A build job can write any entry it likes, so nothing it says is kept unless the staged
+objects say the same, and what no object says is the promoter's: when the run was staged is
+the earliest write of its objects (:func:`first_staged`). The entry's own ``staged_at`` is
+never kept.
+
+An entry that is not JSON, not an entry (a time without a zone included), for a directory the
+deployment does not serve, or does not match what is staged is refused with a reason and never
+retried (:class:`FoldResult`); only a storage error or a history that keeps changing raises, so
+that the event is delivered again.
 
 A run's commit time and attempt are those of its first folded entry (a later entry, which any
 build job may write, never changes them), until the reporter's manifest states its own
 (:mod:`~wheelgate.history.decision`). Once reported, a run's files are its manifest's: a stage
 entry describes only a run not yet reported, and changes nothing of one that was.
 
-Pure: the staged objects are handed in as :class:`StagedObject` values.
+The checks and the merge are pure (the staged objects are handed in as :class:`StagedObject`
+values); :class:`EntryFolder` does the reads and the write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import ValidationError
 
 from wheelgate.core.errors import Reason
 from wheelgate.core.layout import REQUEST_RUN_PREFIXES, STAGING, LayoutError
 from wheelgate.core.lifecycle import lifecycle_expiry
+from wheelgate.core.manifest import describe_errors
+from wheelgate.core.objects import META_COMMIT
 from wheelgate.core.timestamps import parse_upload_time, upload_time
 from wheelgate.history.model import (
     CommitTimeBy,
@@ -34,7 +46,10 @@ from wheelgate.history.model import (
     StagedEntry,
     project_and_version,
 )
-from wheelgate.history.offer import merged_offer
+from wheelgate.history.offer import NightlyReleases, merged_offer, with_offer
+from wheelgate.history.store import STAGED_RUNS_PER_DAY, HistoryStore
+from wheelgate.index.store import IndexStore
+from wheelgate.storage.bucket import Bucket
 
 #: Reason codes of a refused entry.
 REFUSED_KEY = "entry-key-mismatch"
@@ -45,6 +60,11 @@ REFUSED_COMMIT = "commit-mismatch"
 REFUSED_NAME = "not-a-distribution"
 #: The promoter's own reason code for a directory it does not serve (its grant names no other).
 REFUSED_INDEX = Reason.INDEX_NOT_ALLOWED.value
+#: Reason codes of an entry that could not be read.
+REFUSED_GONE = "entry-gone"
+REFUSED_FORMAT = "entry-format"
+#: A new never-reported run beyond its day's cap (:data:`~.store.STAGED_RUNS_PER_DAY`).
+REFUSED_CAPPED = "day-capped"
 
 
 class EntryRefused(ValueError):
@@ -215,3 +235,121 @@ def merged_run(existing: HistoryRun, staged: HistoryRun) -> HistoryRun:
             **merged_offer(existing, staged),
         }
     )
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """What folding an entry did: the run it folded (``None`` when refused), or the refusal's
+    reason code and sentence."""
+
+    key: str
+    run: HistoryRun | None = None
+    reason: str | None = None
+    message: str = ""
+
+    @property
+    def folded(self) -> bool:
+        return self.run is not None
+
+
+class EntryFolder:
+    """Folds entries written to ``staging`` into the history ``store``; each staged file gets
+    an expiry ``run_expiry_days`` after the run was staged (``None``: none recorded); each
+    entry's offer is checked against ``nightly_pages`` (:mod:`wheelgate.history.offer`). An
+    entry for a directory not in ``allowed_indexes`` (empty: any) is refused; a new
+    never-reported run beyond ``staged_runs_per_day`` of its day is dropped
+    (:meth:`~wheelgate.history.store.HistoryStore.add_staged_run`)."""
+
+    def __init__(
+        self,
+        staging: Bucket,
+        store: HistoryStore,
+        *,
+        run_expiry_days: int | None,
+        nightly_pages: IndexStore,
+        allowed_indexes: frozenset[str] = frozenset(),
+        staged_runs_per_day: int = STAGED_RUNS_PER_DAY,
+    ) -> None:
+        self.staging = staging
+        self.store = store
+        self.run_expiry_days = run_expiry_days
+        self.nightly_pages = nightly_pages
+        self.allowed_indexes = allowed_indexes
+        self.staged_runs_per_day = staged_runs_per_day
+
+    def fold(self, key: str) -> FoldResult:
+        """Fold the entry at ``key``. Returns a refused :class:`FoldResult` for an entry that
+        is gone, unreadable, for a directory not allowed, does not match its staged files, or
+        whose run was dropped by the day's cap; raises what storage raises."""
+        found = self.staging.get(key)
+        if found is None:
+            return FoldResult(key, reason=REFUSED_GONE, message=f"{key} is gone")
+        try:
+            entry = StagedEntry.model_validate_json(found[0])
+        except ValidationError as exc:
+            return FoldResult(
+                key,
+                reason=REFUSED_FORMAT,
+                message=f"{key} is not a history entry: {describe_errors(exc)}",
+            )
+        try:
+            check_index_allowed(key, entry, self.allowed_indexes)
+            check_entry(key, entry, self._staged(entry))
+        except EntryRefused as refused:
+            return FoldResult(key, reason=refused.reason, message=refused.message)
+        first = first_staged(self.staging, entry.run_id)
+        if first is None:  # its files were there a moment ago: gone since (expired)
+            return FoldResult(key, reason=REFUSED_GONE, message=f"run {entry.run_id} is gone")
+        staged = with_offer(
+            run_of_entry(entry, self.run_expiry_days, staged_at=upload_time(first)),
+            entry,
+            NightlyReleases(self.nightly_pages),
+        )
+        # A decision that came first put the run in the month its first staged object was
+        # written in (or, with none left, the month it was decided in): no earlier than this.
+        month = self.store.find_month(entry.index, entry.run_id, since=staged.month)
+        kept = self.store.add_staged_run(
+            entry.index,
+            month or staged.month,
+            entry.run_id,
+            lambda run: staged if run is None else merged_run(run, staged),
+            cap=self.staged_runs_per_day,
+        )
+        if kept is None:
+            return FoldResult(
+                key,
+                reason=REFUSED_CAPPED,
+                message=f"{entry.index} already lists {self.staged_runs_per_day} never-reported "
+                f"runs staged on {staged.staged_at[:10]}: run {entry.run_id} is left out until "
+                "it is reported",
+            )
+        return FoldResult(key, run=kept)
+
+    def _staged(self, entry: StagedEntry) -> dict[str, StagedObject | None]:
+        """What staging holds for each of the entry's files: one HEAD each, and for a file
+        S3 holds no SHA-256 of (uploaded in parts) whose size and commit are the entry's, one
+        read of its bytes, hashed. Never its writer's metadata or ``.sha256`` sidecar."""
+        staged: dict[str, StagedObject | None] = {}
+        for f in entry.files:
+            head = self.staging.head(STAGING.artifact(entry.run_id, entry.index, f.filename))
+            if head is None:
+                staged[f.filename] = None
+                continue
+            commit = head.metadata.get(META_COMMIT)
+            sha256 = head.s3_sha256
+            if sha256 is None and (head.size, commit) == (f.size, entry.commit):
+                sha256 = self.staging.sha256_of(head.key, head.etag)
+            staged[f.filename] = StagedObject(sha256=sha256, commit=commit, size=head.size)
+        return staged
+
+
+def first_staged(staging: Bucket, run_id: str) -> datetime | None:
+    """When run ``run_id`` was first staged, as S3 says: the earliest LastModified of its
+    objects (one LIST of ``runs/<run_id>/``); ``None`` when none is left. A build job may
+    write any time into an entry, not into S3's clock."""
+    times = [
+        o.last_modified
+        for o in staging.list(STAGING.run_prefix(run_id))
+        if o.last_modified is not None
+    ]
+    return min(times, default=None)

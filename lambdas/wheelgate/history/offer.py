@@ -109,7 +109,7 @@ class NightlyReleases:
     def __call__(self, index: str, project: str) -> Mapping[str, str]:
         if (index, project) not in self._read:
             try:
-                page, _etag = self.pages.read_history(index, project)
+                page, _etag = self.pages.read_archive(index, project)
                 files = {e.filename: e.sha256 for e in page.entries}
             except PageFormatError:
                 files = {}

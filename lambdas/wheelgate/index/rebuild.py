@@ -4,7 +4,7 @@ changed listing retention).
 Promotion keeps pages current incrementally; this is for the day a page is lost or damaged, or
 the directory's retention rule changed. The archive pages are rebuilt from every file in the
 directory, the listing pages from what the rule keeps of them
-(:func:`~wheelgate.index.history.update_history`). Yank state and upload times already on a
+(:func:`~wheelgate.index.archive.update_archive`). Yank state and upload times already on a
 page are kept for files whose bytes are unchanged. The command runs it under the directory's
 lease, as a promotion runs; without the lease it still loses nothing a concurrent writer adds:
 each page write reconciles the scan with the page as it then stands (:func:`rescanned`).
@@ -31,7 +31,7 @@ from wheelgate.core.objects import ListedObject
 from wheelgate.core.records import LeftInNightly
 from wheelgate.core.setting_values import PageRetention, RetentionRule
 from wheelgate.core.wheelmeta import core_metadata
-from wheelgate.index.history import add_projects, update_history
+from wheelgate.index.archive import add_projects, update_archive
 from wheelgate.index.pages import IndexEntry, merge_entries, upload_time
 from wheelgate.index.retention import retain
 from wheelgate.index.store import IndexStore, PageWrites
@@ -215,17 +215,17 @@ def rebuild(
     writes = PageWrites()
     left = left or {}
     for project in sorted(projects):
-        history = store.read_history(index, project)
+        known = store.read_archive(index, project)
         archived, _ = archive.read_project(index, project)
         listing, _ = store.read_project(index, project)
-        on_archive = {e.filename for e in history[0].entries}
+        on_archive = {e.filename for e in known[0].entries}
         unlisted = sorted(
             e.filename
             for e in scanned.get(project, [])
             if e.filename in left and e.filename not in on_archive
         )
         found = [e for e in scanned.get(project, []) if e.filename not in unlisted]
-        entries = reconcile(history[0].entries, found)
+        entries = reconcile(known[0].entries, found)
         listed = retain(entries, rule, now=now).listed
         added, removed, changed = _diff(listing.entries, listed)
         archive_added, archive_removed, archive_changed = _diff(archived.entries, entries)
@@ -243,14 +243,14 @@ def rebuild(
         )
         changes.append(change)
         if change.any and not dry_run:
-            written = update_history(
+            written = update_archive(
                 store,
                 index,
                 project,
                 rescanned(target, index, found),
                 rule=rule,
                 now=now,
-                known=history,
+                known=known,
             )
             writes.extend(written)
     if not dry_run:

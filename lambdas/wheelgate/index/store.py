@@ -176,7 +176,7 @@ class IndexStore:
         body, etag = found
         return self._loaded(index, _parsed(key, body, parse_project_json)), etag
 
-    def read_history(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
+    def read_archive(self, index: str, project: str) -> tuple[ProjectPage, str | None]:
         """Every released file of a project: its archive page and that page's ETag (on an
         archive store). Where the archive page does not exist yet (a directory published
         before archives existed), the listing's entries with no ETag, so that the first

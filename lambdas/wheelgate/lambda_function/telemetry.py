@@ -60,7 +60,7 @@ class DecisionMetrics:
         the files and bytes it copied, and its latency when it published pages; a rejection
         adds one ``PromotionsRejected`` and one ``RejectionsByReason`` with its reason, and
         one ``IntegrityRejections`` when that reason is an integrity reason. A pending entry
-        adds nothing. Raises ``ValueError`` for a record with no history."""
+        adds nothing. Raises ``ValueError`` for a record with an empty log."""
         decision = latest_decision(record)
         if decision.state is State.PROMOTED:
             self._count(METRIC_PROMOTIONS_SUCCEEDED, 1)

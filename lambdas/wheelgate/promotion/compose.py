@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from wheelgate.core.acceptance import AcceptancePolicy
 from wheelgate.core.layout import IMPORT_RUN_PREFIX, YANK_RUN_PREFIX
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.history.folding import EntryFolder
+from wheelgate.history.fold import EntryFolder
 from wheelgate.history.store import HistoryStore, PageWriter
 from wheelgate.index.store import IndexStore
 from wheelgate.promotion.decisions import Projection
@@ -26,20 +26,20 @@ from wheelgate.promotion.fanout.store import JobStore
 from wheelgate.promotion.flow import PromotionFlow
 from wheelgate.promotion.importing.gather import Gatherer
 from wheelgate.promotion.importing.progress import ImportProgress
-from wheelgate.promotion.importing.route import ImportRoute
 from wheelgate.promotion.importing.screen import Screener
 from wheelgate.promotion.lease import IndexLeases
-from wheelgate.promotion.override import OverrideRoute
 from wheelgate.promotion.publish import Invalidator, Publisher
 from wheelgate.promotion.recorder import RecordStore
 from wheelgate.promotion.redelivery import Redelivery
 from wheelgate.promotion.release import Releaser
-from wheelgate.promotion.run import RunRoute
+from wheelgate.promotion.routes.importing import ImportRoute
+from wheelgate.promotion.routes.override import OverrideRoute
+from wheelgate.promotion.routes.run import RunRoute
+from wheelgate.promotion.routes.yank import YankRoute
 from wheelgate.promotion.run_history import RunHistory
 from wheelgate.promotion.service import PromotionService
 from wheelgate.promotion.verdicts import Signer, VerdictWriter
 from wheelgate.promotion.verification import SetVerifier
-from wheelgate.promotion.yanking import YankRoute
 from wheelgate.storage.bucket import MULTIPART_PART_SIZE, SINGLE_REQUEST_LIMIT, Bucket
 
 

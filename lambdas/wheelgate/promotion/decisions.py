@@ -21,7 +21,7 @@ from typing import Protocol
 
 from wheelgate.core.manifest import Manifest
 from wheelgate.core.planning import SetPlan
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 from wheelgate.index.pages import ProjectPage
 from wheelgate.promotion.event import Request
 from wheelgate.promotion.importing.imported import ImportedSet
@@ -184,7 +184,7 @@ class Projection(Protocol):
     def project(self, decision: Decision) -> None: ...
 
 
-def latest_decision(record: PromotionRecord) -> HistoryEntry:
+def latest_decision(record: PromotionRecord) -> RecordEntry:
     """The latest decision ``record`` holds: its last history entry.
 
     Raises ``ValueError`` for a record with no history (no decision to tell of).

@@ -2,7 +2,7 @@
 
 Nightly's archive pages gain the released files (:func:`add_missing` keeps what a page already
 lists, so publishing again changes nothing) and each project page lists what the directory's
-listing retention keeps of them (:mod:`wheelgate.index.history`); a new project joins both root
+listing retention keeps of them (:mod:`wheelgate.index.archive`); a new project joins both root
 pages; the touched pages are invalidated on the CDN. A yank changes a file's state through the
 same pages.
 Runs only once every copy is verified: a page never lists a file that nightly does not hold.
@@ -20,7 +20,7 @@ from typing import Protocol
 
 from wheelgate.core.manifest import parse_distribution_filename
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.index.history import add_projects, page_keys, update_history
+from wheelgate.index.archive import add_projects, page_keys, update_archive
 from wheelgate.index.pages import IndexEntry, ProjectPage, merge_entries
 from wheelgate.index.store import IndexStore, PageWrites, pages_must_parse
 from wheelgate.index.yank import YankRequest, apply_yank
@@ -105,7 +105,7 @@ class Publisher:
         writes = PageWrites()
         for (index, project), page_entries in sorted(by_page.items()):
             with pages_must_parse(index):
-                written = update_history(
+                written = update_archive(
                     self.nightly_pages,
                     index,
                     project,
@@ -134,7 +134,7 @@ class Publisher:
         yanked: str | bool = (request.reason or True) if request.yanked else False
         project = parse_distribution_filename(request.filename).project
         with pages_must_parse(request.index):
-            return update_history(
+            return update_archive(
                 self.nightly_pages,
                 request.index,
                 project,

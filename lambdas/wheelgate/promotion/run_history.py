@@ -31,7 +31,7 @@ from wheelgate.core.manifest import ArtifactSetV2, Manifest, ManifestV2
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
 from wheelgate.core.timestamps import upload_time
 from wheelgate.history.decision import DecidedFile, RunDecision, decided_run
-from wheelgate.history.folding import first_staged
+from wheelgate.history.fold import first_staged
 from wheelgate.history.model import (
     HistoryRun,
     Moment,
@@ -203,7 +203,7 @@ class RunHistory:
         if project not in pages:
             page = held.get((index, project))
             if page is None:
-                page, _etag = self.nightly_pages.read_history(index, project)
+                page, _etag = self.nightly_pages.read_archive(index, project)
             pages[project] = {e.filename: e.sha256 for e in page.entries}
         if pages[project].get(filename) != sha256:
             return None

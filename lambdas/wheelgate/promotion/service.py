@@ -4,8 +4,9 @@
 An event's path: :meth:`PromotionService.handle` takes the time of the decision once, reads the
 request the event names (:func:`~.event.parse_request`), skips bytes decided already
 (:mod:`~.redelivery`), checks the writer (:mod:`~.writers`) and hands the request to its route:
-a run's manifest (:mod:`~.run`), a yank request (:mod:`~.yanking`), a break-glass override
-request (:mod:`~.override`) or an import request (:mod:`~.importing`). A route returns what it
+a run's manifest (:mod:`~.routes.run`), a yank request (:mod:`~.routes.yank`), a break-glass
+override request (:mod:`~.routes.override`) or an import request
+(:mod:`~.routes.importing`). A route returns what it
 decided (:mod:`~.decisions`): the record it wrote, or a manifest to promote through the flow
 (:mod:`~.flow`), tested, overridden or imported; a refusal is recorded here. Every record is a
 transition of :class:`~wheelgate.core.records.PromotionRecord`, saved by the one
@@ -14,7 +15,7 @@ in order (metrics, run history, status site), which reads nothing back. A fan-ou
 steps come through :meth:`PromotionService.step`, to the same projections. The parts are built
 in one place, :func:`~.compose.build_service`. An event for a stage entry of the run history
 (``history/_entries/``) is folded into the history instead
-(:mod:`wheelgate.history.folding`).
+(:mod:`wheelgate.history.fold`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from wheelgate.core.layout import (
 )
 from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.history.folding import EntryFolder, FoldResult
+from wheelgate.history.fold import EntryFolder, FoldResult
 from wheelgate.promotion.decisions import (
     Decided,
     Decision,
@@ -50,9 +51,9 @@ from wheelgate.promotion.event import ManifestEvent, Request, parse_request
 from wheelgate.promotion.fanout.jobs import FanoutJobs
 from wheelgate.promotion.fanout.steps import FanoutSteps
 from wheelgate.promotion.flow import PromotionFlow
-from wheelgate.promotion.override import OverrideRoute
 from wheelgate.promotion.recorder import RecordStore, stated_commit
 from wheelgate.promotion.redelivery import Redelivery
+from wheelgate.promotion.routes.override import OverrideRoute
 from wheelgate.promotion.writers import check_writer
 from wheelgate.storage.bucket import Bucket
 

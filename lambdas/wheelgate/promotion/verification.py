@@ -61,7 +61,7 @@ from wheelgate.storage.errors import PreconditionFailed
 
 
 def nightly_entry(page: tuple[ProjectPage, str | None], filename: str) -> IndexEntry | None:
-    """The nightly history's entry for a file: the file is released."""
+    """The nightly archive's entry for a file: the file is released."""
     return next((e for e in page[0].entries if e.filename == filename), None)
 
 
@@ -93,8 +93,8 @@ class VerifiedSet:
     publication reuse instead of reading again."""
 
     plan: SetPlan
-    #: The nightly history (archive page and its ETag, see
-    #: :meth:`~wheelgate.index.store.IndexStore.read_history`) of each of the set's projects.
+    #: The nightly archive (archive page and its ETag, see
+    #: :meth:`~wheelgate.index.store.IndexStore.read_archive`) of each of the set's projects.
     pages: dict[str, tuple[ProjectPage, str | None]]
     #: Each wheel's own METADATA, read from the staged wheel and checked against its sidecar.
     metadata: dict[str, CoreMetadata]
@@ -339,7 +339,7 @@ class SetVerifier:
         listed: set[str] = set()
         for project in projects:
             try:
-                page, _ = self.nightly_pages.read_history(index, project)
+                page, _ = self.nightly_pages.read_archive(index, project)
             except PageFormatError:
                 continue
             listed.update(e.filename for e in page.entries)
@@ -358,11 +358,11 @@ class SetVerifier:
         return left
 
     def _read_pages(self, artifact_set: ArtifactSet) -> dict[str, tuple[ProjectPage, str | None]]:
-        """The nightly history of each project of a set (one request a project; two for a
+        """The nightly archive of each project of a set (one request a project; two for a
         project whose archive page is not written yet)."""
         projects = sorted(artifact_set.projects)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             nightly = list(
-                pool.map(lambda p: self.nightly_pages.read_history(artifact_set.index, p), projects)
+                pool.map(lambda p: self.nightly_pages.read_archive(artifact_set.index, p), projects)
             )
         return dict(zip(projects, nightly, strict=True))

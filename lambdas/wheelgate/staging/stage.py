@@ -16,7 +16,7 @@ from wheelgate.core.layout import (
 from wheelgate.core.lifecycle import StageWindowClosed, check_stage_window
 from wheelgate.core.objects import META_COMMIT, META_RUN_ID, ObjectInfo
 from wheelgate.core.run_window import DEFAULT_RUN_STAGE_WINDOW_DAYS
-from wheelgate.history.folding import first_staged
+from wheelgate.history.fold import first_staged
 from wheelgate.index.pages import METADATA_CONTENT_TYPE, PageFormatError, ProjectPage, upload_time
 from wheelgate.index.store import PageWrites
 from wheelgate.staging.errors import StageError

@@ -351,7 +351,7 @@ def apply_record(state: StatusState, record: PromotionRecord) -> StatusState:
     """The state with the latest decision of ``record`` folded in.
 
     Idempotent: a decision already in the state (same run and time) replaces itself. The
-    decision is the record's last history entry; when it is the record's own current decision
+    decision is the record's last log entry; when it is the record's own current decision
     its per-directory outcomes are used, otherwise (a refused replay of a promoted run) it is
     listed as one run-level decision. Only a fresh promotion of a run (not a yank, an override
     or an import request) can become a directory's latest promoted run, and only if it is not

@@ -9,7 +9,7 @@ from datetime import datetime
 from wheelgate.core.layout import STAGING
 from wheelgate.core.limits import FANOUT_LEASE_SECONDS
 from wheelgate.core.planning import SetPlan
-from wheelgate.core.records import HistoryEntry, Promotion, PromotionRecord, State
+from wheelgate.core.records import Promotion, PromotionRecord, RecordEntry, State
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.fanout.job import FanoutJob, JobItem, fanout_job_id, fanout_wanted
@@ -117,7 +117,7 @@ class FanoutJobs:
         message = job.pending_message()
         record = existing
         if record is None or all(h.message != message for h in record.history):
-            entry = HistoryEntry(
+            entry = RecordEntry(
                 at=upload_time(at),
                 state=State.PENDING,
                 message=message,

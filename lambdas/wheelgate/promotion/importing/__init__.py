@@ -1,6 +1,7 @@
-"""The import route: an import request (``manifests/import-*.json``) carried out.
+"""The import route's machinery: an import request (``manifests/import-*.json``) carried out.
 
-One idea per module: the route (:mod:`.route`), gathering (:mod:`.gather`) and its record
+One idea per module: the route itself is :mod:`wheelgate.promotion.routes.importing` (with the
+other routes); here are gathering (:mod:`.gather`) and its record
 (:mod:`.progress`), screening (:mod:`.screen`), what the service's flow is handed
 (:mod:`.imported`), what the route and a dry run read alike (:mod:`.sources`) and the dry run
 (:mod:`.preview`).

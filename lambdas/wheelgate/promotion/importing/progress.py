@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from wheelgate.core.import_rules import ImportRequest
-from wheelgate.core.records import HistoryEntry, Progress, PromotionRecord, State
+from wheelgate.core.records import Progress, PromotionRecord, RecordEntry, State
 from wheelgate.core.timestamps import upload_time
 from wheelgate.promotion.recorder import RecordStore
 
@@ -32,7 +32,7 @@ class ImportProgress:
             h.manifest_sha256 == digest and h.message == message for h in existing.history
         ):
             return existing
-        entry = HistoryEntry(
+        entry = RecordEntry(
             at=upload_time(self.clock()),
             state=State.PENDING,
             message=message,

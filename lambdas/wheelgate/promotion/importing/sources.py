@@ -64,7 +64,7 @@ def released_files(
     SHA-256, size, from the archive pages (every file ever released)."""
     projects = sorted({parse_distribution_filename(name).project for name in filenames})
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        pages = list(pool.map(lambda p: nightly_pages.read_history(index, p), projects))
+        pages = list(pool.map(lambda p: nightly_pages.read_archive(index, p), projects))
     return {e.filename: (e.sha256, e.size) for page, _ in pages for e in page.entries}
 
 

@@ -1,9 +1,9 @@
-"""A project's history and its listing: the archive page is written first, the listing follows.
+"""A project's archive and its listing: the archive page is written first, the listing follows.
 
 The archive page (``<index>/_archive/<project>/``) lists every file ever released and is the
 state every change starts from; the listing page (``<index>/<project>/``) is derived from it by
 the directory's :class:`~wheelgate.core.settings.RetentionRule`. Promotion, yank and rebuild all
-change a project through :func:`update_history`, so the two pages never disagree for long: a
+change a project through :func:`update_archive`, so the two pages never disagree for long: a
 crash between them leaves the listing one change behind, and the retry (whose archive update
 finds nothing to do) writes it.
 
@@ -26,7 +26,7 @@ from wheelgate.index.retention import retain
 from wheelgate.index.store import EntriesTransform, IndexStore, PageWrites
 
 
-def update_history(
+def update_archive(
     pages: IndexStore,
     index: str,
     project: str,
@@ -36,10 +36,10 @@ def update_history(
     now: datetime,
     known: tuple[ProjectPage, str | None] | None = None,
 ) -> PageWrites:
-    """Apply ``transform`` to a project's history, then list what ``rule`` keeps of it.
+    """Apply ``transform`` to a project's archive, then list what ``rule`` keeps of it.
 
-    ``pages`` is the listing store; ``known`` the history (page and archive ETag) the caller
-    read already with :meth:`~wheelgate.index.store.IndexStore.read_history`. Returns the
+    ``pages`` is the listing store; ``known`` the archive (page and ETag) the caller
+    read already with :meth:`~wheelgate.index.store.IndexStore.read_archive`. Returns the
     writes of both pages, with ``page`` the listing as written and ``delisted`` the files the
     listing had before and no longer has. Raises what
     :meth:`~wheelgate.index.store.IndexStore.update_project` raises, and whatever
@@ -47,13 +47,13 @@ def update_history(
     """
     archive = pages.archive_view()
     if known is None:
-        known = archive.read_history(index, project)
-    history = archive.update_project(index, project, transform, known=known)
+        known = archive.read_archive(index, project)
+    archived = archive.update_project(index, project, transform, known=known)
     left: list[str] = []
 
     def relist(current: tuple[IndexEntry, ...]) -> tuple[IndexEntry, ...]:
         # Read here, after the listing this attempt changes: see the module's docstring.
-        entries = archive.read_history(index, project)[0].entries
+        entries = archive.read_archive(index, project)[0].entries
         listed = retain(entries, rule, now=now).listed
         kept = {e.filename for e in listed}
         left[:] = [e.filename for e in current if e.filename not in kept]
@@ -61,7 +61,7 @@ def update_history(
 
     listing = pages.update_project(index, project, relist)
     writes = PageWrites()
-    writes.extend(history)
+    writes.extend(archived)
     writes.extend(listing)
     writes.page = listing.page
     if left:

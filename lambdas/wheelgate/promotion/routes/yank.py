@@ -11,7 +11,7 @@ request's record written last.
 
 from __future__ import annotations
 
-from wheelgate.core.records import HistoryEntry, PromotionRecord, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 from wheelgate.index.pages import upload_time
 from wheelgate.index.yank import parse_yank
 from wheelgate.promotion.decisions import Decided
@@ -53,7 +53,7 @@ class YankRoute:
         message = f"{verb} {yank.filename} in {yank.index}" + (
             f" (reason: {yank.reason})" if yank.reason else ""
         )
-        decision = HistoryEntry(
+        decision = RecordEntry(
             at=upload_time(at),
             state=State.PROMOTED,
             message=message,
