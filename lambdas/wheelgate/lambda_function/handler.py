@@ -68,7 +68,6 @@ from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.fanout.ports import Launcher
 from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.service import PromotionService
-from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
 from wheelgate.storage.signing import KmsSigner
@@ -127,18 +126,13 @@ def build_promoter(launchers: LauncherFactory = state_machine_launcher) -> Promo
     signer = None
     if settings.verdict_key_arn:
         signer = KmsSigner(boto3.client("kms", config=config), settings.verdict_key_arn)
-    # The status site lives in staging (served at the nightly domain's /status/): a rejected
-    # run must not change a byte of nightly.
-    status = StatusStore(
-        staging, indexes=settings.allowed_indexes, dashboard_url=settings.dashboard_url
-    )
     return build_service(
         settings=settings,
         staging=staging,
         nightly=Bucket(s3, settings.nightly_bucket),
         invalidator=invalidator,
         metrics=DecisionMetrics(metrics, namespace=METRICS_NAMESPACE),
-        status_site=StatusSite(status, metrics),
+        status_site=StatusSite.of(settings, staging, metrics),
         launcher=launcher,
         queue=queue,
         signer=signer,

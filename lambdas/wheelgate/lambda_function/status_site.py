@@ -11,8 +11,10 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from wheelgate.core.metrics import METRIC_STATUS_PAGE_ERRORS
+from wheelgate.core.settings import PromoterSettings
 from wheelgate.promotion.decisions import Decision
 from wheelgate.status.store import StatusStore
+from wheelgate.storage.bucket import Bucket
 
 
 class StatusSite:
@@ -23,6 +25,15 @@ class StatusSite:
     def __init__(self, store: StatusStore, metrics: Metrics) -> None:
         self.store = store
         self.metrics = metrics
+
+    @classmethod
+    def of(cls, settings: PromoterSettings, staging: Bucket, metrics: Metrics) -> StatusSite:
+        """The status site the ``settings`` describe. It lives in ``staging`` (served at the
+        nightly domain's ``/status/``): a rejected run must not change a byte of nightly."""
+        store = StatusStore(
+            staging, indexes=settings.allowed_indexes, dashboard_url=settings.dashboard_url
+        )
+        return cls(store, metrics)
 
     def project(self, decision: Decision) -> None:
         try:
