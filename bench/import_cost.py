@@ -185,7 +185,8 @@ def main() -> int:
             counted = Counted()
             service = promoter(counted)
             event = ManifestEvent(request_import(prefix, index), f"AWS:{BREAK_GLASS_ID}:bench")
-            record, seconds = timed(lambda service=service, event=event: service.handle(event))
+            decision, seconds = timed(lambda service=service, event=event: service.handle(event))
+            record = None if decision is None else decision.record
             if record is None or record.state.value != "promoted":
                 raise SystemExit(f"{label} failed: {record}")
             [outcome] = record.sets

@@ -97,7 +97,8 @@ def one_round(
         signer=KmsSigner(counting_client(counter, "kms"), settings.verdict_key_arn or ""),
     )
     started = time.perf_counter()
-    record = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
+    decision = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
+    record = None if decision is None else decision.record
     elapsed = time.perf_counter() - started
     if record is None or record.state.value != "promoted":
         raise SystemExit(f"promotion failed: {record}")

@@ -172,7 +172,8 @@ def promote(
     staging.put(key, json.dumps(manifest).encode(), content_type="application/json")
     # Written by the reporter role, the one writer the promoter trusts for a run's manifest.
     event = ManifestEvent(key=key, principal_id=f"AWS:{REPORTER_ID}:ceph")
-    record = promoter(s3, nightly_bucket, page_retention).handle(event)
+    decision = promoter(s3, nightly_bucket, page_retention).handle(event)
+    record = None if decision is None else decision.record
     assert record is not None
     return record
 

@@ -38,7 +38,6 @@ from wheelgate.core.limits import (
     LEASE_BUSY_RETRY_SECONDS,
 )
 from wheelgate.core.override import new_request_id
-from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function import handler
 from wheelgate.lambda_function.handler import manifest_events
@@ -48,9 +47,9 @@ from wheelgate.local.promoter_loop import sqs_lambda_event
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.compose import build_service
+from wheelgate.promotion.decisions import Decision, DecisionStats
 from wheelgate.promotion.fanout.job import FanoutIncomplete, fanout_job_id
 from wheelgate.promotion.lease import IndexLeases
-from wheelgate.promotion.observer import DecisionStats
 from wheelgate.staging.local_artifacts import inspect_files
 from wheelgate.staging.stage import stage
 from wheelgate.storage.bucket import Bucket
@@ -80,13 +79,14 @@ class Gate:
 
 
 class Decisions:
-    """The decision observer's calls: (state, stats) per decision it heard of."""
+    """The metrics projection's view: (state, stats) per new decision on a run."""
 
     def __init__(self) -> None:
         self.heard: list[tuple[str, DecisionStats]] = []
 
-    def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
-        self.heard.append((record.history[-1].state.value, stats))
+    def project(self, decision: Decision) -> None:
+        if decision.new and not decision.noted:
+            self.heard.append((decision.record.history[-1].state.value, decision.stats()))
 
 
 class Fanout:
@@ -130,7 +130,7 @@ class Fanout:
             nightly=self.nightly,
             launcher=self.launcher,
             queue=SqsSender(sqs),
-            observer=self.decisions,
+            metrics=self.decisions,
             # The local stack's verdict key, as the promoter function signs with it.
             signer=KmsSigner(boto3.client("kms"), settings.verdict_key_arn or ""),
         )
@@ -144,7 +144,7 @@ class Fanout:
 
         def real() -> Any:
             assert self.promoter.steps is not None
-            return self.promoter.steps.step(event)
+            return self.promoter.step(event)
 
         for fault in self.faults:
             handled = fault(event, real)
@@ -155,7 +155,8 @@ class Fanout:
     def deliver(self, body: str) -> dict[str, Any]:
         """Hand one SQS message body to the promoter, as the handler does."""
         [event] = manifest_events(body, self.staging.name)
-        record = self.promoter.handle(event)
+        decision = self.promoter.handle(event)
+        record = None if decision is None else decision.record
         assert record is not None
         return record.model_dump(mode="json", by_alias=True)
 
@@ -591,7 +592,7 @@ def test_a_timed_out_execution_is_concluded_from_its_status_change(
     assert not leases_free(fanout.staging, run.index)
     # When EventBridge hands its status change to the promoter as the stack's rule shapes it
     # (the job id is the execution's name)...
-    fanout.promoter.steps.step(
+    fanout.promoter.step(
         {
             FANOUT_STEP_FIELD: "conclude",
             "job_id": run.job(),
@@ -665,7 +666,7 @@ def test_publish_refuses_while_an_item_is_not_done(
     # When its publish step is run out of turn, Then it refuses (to be retried) and no page
     # is written.
     with pytest.raises(FanoutIncomplete, match="3 of 3 item"):
-        fanout.promoter.steps.step({"fanout_step": "publish", "job_id": run.job()})
+        fanout.promoter.step({"fanout_step": "publish", "job_id": run.job()})
     assert nightly_objects(s3, run.index + "/") == {}
     # And the execution, once it runs, still promotes the run.
     fanout.gate.open()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ def key_published(promoter: Fanout) -> Fanout:
     it, `verify` refuses every file for want of the gate's keys, proving nothing here)."""
     assert promoter.promoter.steps is not None
     assert promoter.promoter.steps.verdicts is not None
-    promoter.promoter.steps.verdicts.publish_key()
+    promoter.promoter.steps.verdicts.publish_key(datetime.now(UTC))
     return promoter
 
 

@@ -463,7 +463,8 @@ def test_a_large_import_goes_on_in_the_next_invocation(
     body = str(sqs_event(key, BREAK_GLASS)["Records"][0]["body"])
     [event] = manifest_events(body, staging.name)
     # When its invocations are handed the message, and each time the one it sent back...
-    first = service.handle(event)
+    decision = service.handle(event)
+    first = None if decision is None else decision.record
     assert first is not None
     assert first.state.value == "pending"
     assert first.progress is not None
@@ -473,7 +474,8 @@ def test_a_large_import_goes_on_in_the_next_invocation(
     decided = first
     while decided.state.value == "pending":
         [event] = manifest_events(queue.sent[-1][1], staging.name)
-        result = service.handle(event)
+        decision = service.handle(event)
+        result = None if decision is None else decision.record
         assert result is not None
         decided = result
         rounds += 1
@@ -574,7 +576,8 @@ def test_a_file_over_the_copy_limit_is_read_once_and_never_again(
     [event] = manifest_events(body, staging.name)
     s3.meta.events.register("provide-client-params.s3.GetObject", spy)
     try:
-        decided = service.handle(event)
+        decision = service.handle(event)
+        decided = None if decision is None else decision.record
     finally:
         s3.meta.events.unregister("provide-client-params.s3.GetObject", spy)
     # Then the large file alone was read, once, from its source; the small one never.

@@ -100,7 +100,8 @@ def test_multipart_staged_wheel_is_multipart_copied_with_a_verifiable_hash(
         staging=staging,
         nightly=nightly,
     )
-    record = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
+    decision = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
+    record = None if decision is None else decision.record
     assert record is not None
     assert record.state.value == "promoted", record.message
     copy = s3.head_object(Bucket=NIGHTLY_BUCKET, Key=f"{index}/{big.name}")
@@ -140,7 +141,8 @@ def test_a_multipart_staged_file_with_other_bytes_is_rejected_before_any_copy(
     s3.meta.events.register("provide-client-params.s3.GetObject", spy)
     try:
         # When the single invocation promotes it...
-        record = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
+        decision = promoter.handle(ManifestEvent(f"manifests/{run}.json", LOCAL_REPORTER_PRINCIPAL))
+        record = None if decision is None else decision.record
     finally:
         s3.meta.events.unregister("provide-client-params.s3.GetObject", spy)
     # Then its bytes were read once, in that invocation, and found not to be the manifest's

@@ -105,7 +105,7 @@ def _released(bucket: Bucket, index: str, filename: str) -> IndexEntry:
 def promote(filename: str) -> Writer:
     def write(bucket: Bucket, index: str) -> None:
         entry = _released(bucket, index, filename)
-        _publisher(bucket).publish_entries([(index, PROJECT, entry)])
+        _publisher(bucket).publish_entries([(index, PROJECT, entry)], at=datetime.now(UTC))
 
     return write
 
@@ -122,7 +122,7 @@ def yank(filename: str, reason: str = "") -> Writer:
                 "reason": reason,
             }
         )
-        _publisher(bucket).yank(request)
+        _publisher(bucket).yank(request, at=datetime.now(UTC))
 
     return write
 
@@ -177,7 +177,7 @@ class Scene:
     def make(cls, nightly: Bucket, index: str, *, damaged: bool) -> Scene:
         entries = [_released(nightly, index, name) for name in (KEPT, OLD)]
         publisher = _publisher(nightly)
-        publisher.publish_entries([(index, PROJECT, e) for e in entries])
+        publisher.publish_entries([(index, PROJECT, e) for e in entries], at=datetime.now(UTC))
         yank(OLD, "old")(nightly, index)
         if damaged:
             store = IndexStore(nightly)

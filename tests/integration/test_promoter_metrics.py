@@ -217,7 +217,7 @@ def test_an_override_counts_one_promotion_with_its_target_runs_copies(
     # Given a break-glass role, and a run rejected for a failed test
     monkeypatch.setenv(ENV_BREAK_GLASS_ID, BREAK_GLASS_ID)
     handler.promoter.cache_clear()
-    handler.promoter()[0].clock = lambda: NOW
+    handler.promoter().clock = lambda: NOW
     w = wheel(run.tmp, "overridden")
     run.stage(w)
     assert report(run, capsys, run.manifest(result="failed"))[0]["state"] == "rejected"

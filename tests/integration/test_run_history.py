@@ -34,7 +34,6 @@ from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.service import PromotionService
 from wheelgate.staging.local_artifacts import inspect_files, sha256_file
 from wheelgate.staging.stage import stage
-from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.http import fetch
 
@@ -215,7 +214,7 @@ def test_an_entry_for_a_directory_not_served_is_refused_through_the_handler_not_
     staging = Bucket(denying_history_writes(denied), STAGING_BUCKET)
     settings = stack.settings().model_copy(update={"allowed_indexes": frozenset({"hist/served"})})
     promoter = build_service(settings=settings, staging=staging, nightly=buckets()[1])
-    lambda_handler = handler.entry_point(lambda: (promoter, StatusStore(staging)))
+    lambda_handler = handler.entry_point(lambda: promoter)
     # When the entry's event is handled by the function's handler
     response = lambda_handler(sqs_event(key, None), Context())
     # Then the message succeeds (nothing for the dead-letter queue), the entry is refused with

@@ -29,7 +29,8 @@ def test_a_stage_entry_offers_a_nightly_dependency_and_the_fold_keeps_it_checked
     key = STAGING.manifest("7001")
     body = json.dumps(manifest_for("7001", COMMIT, index, [dep])).encode()
     staging.put(key, body, content_type="application/json")
-    record = service(stack).handle(ManifestEvent(key, LOCAL_REPORTER_PRINCIPAL))
+    decision = service(stack).handle(ManifestEvent(key, LOCAL_REPORTER_PRINCIPAL))
+    record = None if decision is None else decision.record
     assert record is not None
     assert record.state.value == "promoted", record
     dep_sha = hashlib.sha256(dep.read_bytes()).hexdigest()

@@ -226,7 +226,7 @@ def through(
     )
     handler.promoter.cache_clear()
     harness = ThroughStepFunctions(buckets, machine, sfn)
-    service, _ = handler.promoter()
+    service = handler.promoter()
     # The production launcher, not local mode's in-process engine.
     assert service.fanout is not None
     assert isinstance(service.fanout.launcher, StepFunctionsLauncher)

@@ -36,7 +36,6 @@ from wheelgate.local.names import LOCAL_REPORTER_PRINCIPAL, NIGHTLY_BUCKET, STAG
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.stack import LocalWheelGate
 from wheelgate.promotion.compose import build_service
-from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
 from wheelgate.storage.errors import StorageUnavailable
@@ -267,7 +266,7 @@ def handler_meeting(storage: BrokenStorage) -> handler.LambdaHandler:
         staging=staging,
         nightly=Bucket(broken_client(storage), NIGHTLY_BUCKET),
     )
-    return handler.entry_point(lambda: (service, StatusStore(staging)))
+    return handler.entry_point(lambda: service)
 
 
 @pytest.mark.parametrize("kind", ["unreachable", "bad-credentials", "slow-down", "timeout"])

@@ -18,8 +18,8 @@ from wheelgate.core.records import PromotionRecord
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.local.sample_wheels import build_wheel, manifest_for
 from wheelgate.promotion.compose import build_service
+from wheelgate.promotion.decisions import Decision, Projection
 from wheelgate.promotion.event import ManifestEvent, Request
-from wheelgate.promotion.observer import DecisionStats
 from wheelgate.promotion.service import PromotionService
 from wheelgate.storage.limits import TransferLimits
 
@@ -61,17 +61,24 @@ class _Observer:
     def __init__(self, heard: Heard) -> None:
         self.heard = heard
 
-    def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
-        self.heard.decided.append(record)
-
-    def ignored(self, record: PromotionRecord) -> None:
-        self.heard.ignored.append(record)
+    def project(self, decision: Decision) -> None:
+        if not decision.new:
+            return
+        heard = self.heard.ignored if decision.noted else self.heard.decided
+        heard.append(decision.record)
 
 
 class Promoter:
     """The service over one in-memory world, with the steps of a story."""
 
-    def __init__(self, tmp: Path, **overrides: Any) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        metrics: Projection | None = None,
+        status_site: Projection | None = None,
+        **overrides: Any,
+    ) -> None:
         self.tmp = tmp
         self.world = World(limits=TransferLimits(workers=2))
         self.staging: MemoryBucket = self.world.bucket("staging")
@@ -82,7 +89,8 @@ class Promoter:
             staging=self.staging,  # type: ignore[arg-type]
             nightly=self.nightly,  # type: ignore[arg-type]
             clock=lambda: NOW,
-            observer=_Observer(self.heard),
+            metrics=metrics or _Observer(self.heard),
+            status_site=status_site,
         )
 
     def wheel(self, name: str = "pkg", version: str = "1.0") -> Path:
@@ -107,7 +115,8 @@ class Promoter:
         return key
 
     def deliver(self, key: str, principal: str | None = REPORTER) -> PromotionRecord | None:
-        return self.service.handle(ManifestEvent(key, principal, event_time=NOW))
+        decision = self.service.handle(ManifestEvent(key, principal, event_time=NOW))
+        return None if decision is None else decision.record
 
     def report(
         self, run_id: str, document: dict[str, Any] | bytes, principal: str | None = REPORTER
@@ -127,6 +136,7 @@ class Promoter:
             actor=actor,
             existing=self.service.load_record(run_id),
             event=ManifestEvent(STAGING.manifest(run_id), actor),
+            at=NOW,
         )
 
     def in_nightly(self) -> list[str]:

@@ -9,6 +9,7 @@ import pytest
 from aws_lambda_powertools import Metrics
 
 from tests.emf import emitted, values
+from wheelgate.core.errors import TransientError
 from wheelgate.core.metrics import (
     METRIC_BYTES_COPIED,
     METRIC_FILES_COPIED,
@@ -18,16 +19,27 @@ from wheelgate.core.metrics import (
     METRIC_PROMOTIONS_SUCCEEDED,
     METRIC_REASON_DIMENSION,
     METRIC_REJECTIONS_BY_REASON,
+    METRIC_STATUS_PAGE_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
 from wheelgate.core.records import FileOutcome, PromotionRecord, RecordEntry, SetOutcome, State
+from wheelgate.core.timestamps import parse_upload_time
+from wheelgate.lambda_function.status_site import StatusSite
 from wheelgate.lambda_function.telemetry import DecisionMetrics
-from wheelgate.promotion.observer import DecisionStats, decision_stats, latest_decision
+from wheelgate.promotion.decisions import Decision, DecisionStats, latest_decision
 
 WRITTEN = datetime(2026, 11, 30, 4, 0, 0, tzinfo=UTC)
 PUBLISHED = "2026-11-30T04:01:30.250000Z"
 INDEX = "v2/gfx94X-dcgpu"
+
+
+def decision_stats(
+    record: PromotionRecord, *, manifest_written_at: datetime | None
+) -> DecisionStats:
+    """The stats of ``record``'s decision, taken at its latest entry's time."""
+    at = parse_upload_time(record.history[-1].at)
+    return Decision(record, at, written_at=manifest_written_at).stats()
 
 
 def outcome(name: str, size: int, action: str) -> FileOutcome:
@@ -220,3 +232,33 @@ def test_a_pending_entry_emits_nothing(
     record = untrusted_note("r3")
     emit(metrics, record, DecisionStats())
     assert emitted(capsys.readouterr().out) == []
+
+
+def test_the_metrics_projection_counts_a_new_decision_once_and_a_redelivery_not_at_all(
+    metrics: Metrics, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a promotion, handed to the metrics projection new and then as a redelivery
+    record = promoted_record(outcome("a.whl", 1000, "copied"))
+    at = parse_upload_time(PUBLISHED)
+    projection = DecisionMetrics(metrics, namespace=METRICS_NAMESPACE)
+    projection.project(Decision(record, at, written_at=WRITTEN))
+    projection.project(Decision(record, at, new=False, written_at=WRITTEN))
+    metrics.flush_metrics(raise_on_empty_metrics=False)
+    # Then one promotion is counted, with its latency to the decision's time
+    out = capsys.readouterr().out
+    assert values(out, METRIC_PROMOTIONS_SUCCEEDED) == [1]
+    assert values(out, METRIC_PROMOTION_LATENCY) == [90.25]
+
+
+def test_the_status_site_projection_counts_a_failure_and_raises_it(
+    metrics: Metrics, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Down:
+        def update(self, record: PromotionRecord, *, run: PromotionRecord | None = None) -> None:
+            raise TransientError("status state keeps changing")
+
+    site = StatusSite(Down(), metrics)  # type: ignore[arg-type]
+    with pytest.raises(TransientError):
+        site.project(Decision(promoted_record(), parse_upload_time(PUBLISHED)))
+    metrics.flush_metrics(raise_on_empty_metrics=False)
+    assert values(capsys.readouterr().out, METRIC_STATUS_PAGE_ERRORS) == [1]

@@ -418,8 +418,8 @@ def test_local_mode_runs_executions_in_process_and_the_function_on_step_function
     handler, monkeypatch = handler_env
     monkeypatch.setenv(ENV_FANOUT_STATE_MACHINE_ARN, MACHINE)
     # When local mode builds its service, and then the function builds its own
-    local_service, _ = in_process_parts(hash_concurrency=3, copy_concurrency=4)()
-    service, _ = handler.promoter()
+    local_service = in_process_parts(hash_concurrency=3, copy_concurrency=4)()
+    service = handler.promoter()
     # Then local mode's executions run in this process and step through its own service...
     assert local_service is not service
     assert local_service.fanout is not None
@@ -427,7 +427,7 @@ def test_local_mode_runs_executions_in_process_and_the_function_on_step_function
     assert isinstance(launcher, InProcessLauncher)
     assert launcher.concurrency == {"hash": 3, "copy": 4}
     heard: list[dict[str, Any]] = []
-    monkeypatch.setattr(local_service.steps, "step", lambda event: heard.append(event) or {})
+    monkeypatch.setattr(local_service, "step", lambda event: heard.append(event) or {})
     launcher.run_step({"fanout_step": "publish", "job_id": "j"})
     assert heard == [{"fanout_step": "publish", "job_id": "j"}]
     # ...while the function starts them on Step Functions, local mode built or not

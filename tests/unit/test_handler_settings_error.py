@@ -144,7 +144,7 @@ def test_a_settings_error_without_named_problems_is_still_logged_whole(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given parts whose build fails on a setting read by a parser of its own
-    def parts() -> handler.Parts:
+    def parts() -> handler.Promoter:
         raise SettingsError("WHEELGATE_RUN_STAGE_WINDOW_DAYS must be a positive whole number")
 
     # When a message reaches an entry point over them

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.manifest import ManifestFile, ManifestTest
+from wheelgate.core.timestamps import upload_time
 
 
 class State(StrEnum):
@@ -137,6 +139,35 @@ class Progress(BaseModel):
     read: int = 0
 
 
+class Published(Protocol):
+    """What a publication wrote: the pages' keys, and by index directory the files listing
+    retention took off its listing (``wheelgate.index.store.PageWrites``)."""
+
+    @property
+    def keys(self) -> Sequence[str]: ...
+
+    @property
+    def delisted(self) -> Mapping[str, Sequence[str]]: ...
+
+
+class Promotion(BaseModel):
+    """What a promoted run's record will say, settled once every check passed: the sets with
+    each file's outcome, and the message. One invocation records it right after publishing; a
+    fan-out job keeps it in its plan until its publish step records it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    commit: str | None
+    manifest_sha256: str
+    actor: str | None = None
+    override: dict[str, str] | None = None
+    #: An import's source (``s3://bucket/prefix/``).
+    imported_from: str | None = None
+    sets: list[SetOutcome]
+    message: str
+
+
 class PromotionRecord(BaseModel):
     """``records/<run_id>.json``. ``state`` and ``reason`` answer "was this run promoted, and
     if not, why"; ``history`` (the record's log, not the run history) keeps every
@@ -194,6 +225,163 @@ class PromotionRecord(BaseModel):
     def with_entry(self, entry: RecordEntry) -> PromotionRecord:
         """This record with ``entry`` appended to its log (the last 50 are kept)."""
         return self.model_copy(update={"history": [*self.history, entry][-50:]})
+
+    # The record's transitions: each returns the record to save once a decision is taken
+    # ``at`` (the one time its promoter took for it), counting one attempt more.
+
+    @classmethod
+    def of(cls, existing: PromotionRecord | None, run_id: str) -> PromotionRecord:
+        """``existing``, or the record of ``run_id`` before any decision (no attempt, an
+        empty log): every transition starts from it."""
+        return existing if existing is not None else cls(run_id=run_id, state=State.PENDING)
+
+    def following(
+        self,
+        entry: RecordEntry,
+        *,
+        commit: str | None = None,
+        sets: Sequence[SetOutcome] = (),
+        pages: Sequence[str] = (),
+        invalidations: Sequence[str] = (),
+        override: dict[str, str] | None = None,
+        imported_from: str | None = None,
+    ) -> PromotionRecord:
+        """The record once ``entry`` is decided: it states the decision and what it did
+        (``commit``, ``sets``, ``pages``, ``invalidations``, ``override``, ``imported_from``:
+        an import's keeps its source), counts one attempt more and keeps its log with
+        ``entry`` appended. A pending entry keeps the progress this record showed."""
+        record = PromotionRecord(
+            run_id=self.run_id,
+            state=entry.state,
+            reason=entry.reason,
+            message=entry.message,
+            commit=commit,
+            manifest_sha256=entry.manifest_sha256,
+            decided_at=entry.at,
+            actor=entry.actor,
+            attempts=self.attempts + 1,
+            sets=list(sets),
+            pages=list(pages),
+            invalidations=list(invalidations),
+            override=override,
+            imported_from=imported_from or self.imported_from,
+            progress=self.progress if entry.state is State.PENDING else None,
+            history=self.history,
+        )
+        return record.with_entry(entry)
+
+    def promoted(
+        self,
+        promotion: Promotion,
+        published: Published,
+        invalidations: Sequence[str],
+        *,
+        at: datetime,
+    ) -> PromotionRecord:
+        """The record of ``promotion`` once its pages are ``published`` (invalidated by
+        ``invalidations``); each promoted set shows the files the publication took off its
+        directory's listing (listing retention)."""
+        sets = [
+            s.model_copy(update={"delisted": list(published.delisted.get(s.index, ()))})
+            if s.state is State.PROMOTED
+            else s
+            for s in promotion.sets
+        ]
+        entry = RecordEntry(
+            at=upload_time(at),
+            state=State.PROMOTED,
+            message=promotion.message,
+            manifest_sha256=promotion.manifest_sha256,
+            actor=promotion.actor,
+        )
+        return self.following(
+            entry,
+            commit=promotion.commit,
+            sets=sets,
+            pages=published.keys,
+            invalidations=invalidations,
+            override=promotion.override,
+            imported_from=promotion.imported_from,
+        )
+
+    def rejected(
+        self,
+        rejection: PromotionRejected,
+        *,
+        at: datetime,
+        manifest_sha256: str,
+        actor: str | None,
+        commit: str | None = None,
+        sets: Sequence[SetOutcome] = (),
+    ) -> PromotionRecord:
+        """The record of a permanent rejection (of a manifest stating ``commit``, ``None``
+        when it could not be read); a promoted run stays promoted, with the refused replay in
+        its log."""
+        entry = RecordEntry.rejected(
+            rejection, at=upload_time(at), manifest_sha256=manifest_sha256, actor=actor
+        )
+        if self.state is State.PROMOTED:
+            return self.with_entry(entry)
+        return self.following(entry, commit=commit or None, sets=sets)
+
+    def failed(self, *, at: datetime, failure: str, then: str) -> PromotionRecord:
+        """The record of a transient failure of an undecided run (``failure``: what failed;
+        ``then``: what happens next): the run stays pending."""
+        message = f"attempt {self.attempts + 1} failed: {failure}; {then}"
+        return self.following(
+            RecordEntry(
+                at=upload_time(at), state=State.PENDING, reason="transient-error", message=message
+            )
+        )
+
+    def noted(
+        self,
+        untrusted: PromotionRejected,
+        *,
+        at: datetime,
+        manifest_sha256: str,
+        actor: str | None,
+    ) -> PromotionRecord:
+        """The record once a manifest from a writer not trusted for it (``untrusted`` says
+        why) is noted, as a pending entry that decides nothing: a decided run keeps its
+        state."""
+        entry = RecordEntry(
+            at=upload_time(at),
+            state=State.PENDING,
+            reason=untrusted.reason.value,
+            message=f"ignored: {untrusted.message}",
+            manifest_sha256=manifest_sha256,
+            actor=actor,
+        )
+        if self.state is not State.PENDING:
+            return self.with_entry(entry)
+        return self.following(entry)
+
+    def overridden(
+        self,
+        target: PromotionRecord,
+        *,
+        override: Mapping[str, str],
+        at: datetime,
+        manifest_sha256: str,
+        actor: str | None,
+    ) -> PromotionRecord:
+        """An override request's record once its ``target`` run's record was written: it
+        takes the target's state, and its ``override`` names the target too."""
+        outcome = f"override applied: run {target.run_id} {target.state.value}" + (
+            f" ({target.reason}: {target.message})" if target.reason else ""
+        )
+        entry = RecordEntry(
+            at=upload_time(at),
+            state=target.state,
+            reason=target.reason,
+            message=outcome,
+            manifest_sha256=manifest_sha256,
+            actor=actor,
+        )
+        return self.following(
+            entry, commit=target.commit, override={**override, "target": target.run_id}
+        )
 
     def decision_about(self, manifest_sha256: str) -> RecordEntry | None:
         """The latest decision on the manifest whose bytes have SHA-256 ``manifest_sha256``:

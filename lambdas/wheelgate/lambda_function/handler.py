@@ -1,20 +1,23 @@
 """The promoter function's handler: SQS messages carrying S3 events for
 ``manifests/<run_id>.json``.
 
-Thin by design: parse the event, build the adapters once per container, hand each manifest to
-:class:`wheelgate.promotion.service.PromotionService`. A permanent rejection is recorded and the
+Thin by design: parse the event, build the service once per container, hand it each manifest
+(:meth:`wheelgate.promotion.service.PromotionService.handle`) and report the decision it
+returns. A permanent rejection is recorded and the
 message is done; a transient error fails only that message (partial batch response) so SQS
 retries it and, after the redrive limit, moves it to the dead-letter queue. Missing or bad
 settings fail every message and step in the same way, each time with an ERROR line naming each
-variable and a ``SettingsErrors`` count (the stack alarms on it). Decision metrics
-are counted by :class:`wheelgate.lambda_function.telemetry.DecisionMetrics`, which the service tells
-of each new decision once (a redelivered manifest counts nothing). A message whose index
+variable and a ``SettingsErrors`` count (the stack alarms on it). What a decision means
+elsewhere is the service's projections, in order: its metrics
+(:class:`wheelgate.lambda_function.telemetry.DecisionMetrics`; a redelivered manifest counts
+nothing), the run history, and the status site
+(:class:`wheelgate.lambda_function.status_site.StatusSite`). A message whose index
 directory is leased by another promotion is made visible again after
 ``LEASE_BUSY_RETRY_SECONDS`` rather than the queue's whole visibility timeout (a fan-out job's
 lease: ``FANOUT_LEASE_BUSY_RETRY_SECONDS``).
 
 The same function runs the fan-out state machine's steps: an event with ``FANOUT_STEP_FIELD``
-is a step (:meth:`wheelgate.promotion.fanout.steps.FanoutSteps.step`), not an SQS batch; its
+is a step (:meth:`wheelgate.promotion.service.PromotionService.step`), not an SQS batch; its
 exception, if any, is the step's error (``PromotionRejected`` is not retried).
 """
 
@@ -51,21 +54,20 @@ from wheelgate.core.metrics import (
     METRIC_POISON_MESSAGES,
     METRIC_PROMOTION_ERRORS,
     METRIC_SETTINGS_ERRORS,
-    METRIC_STATUS_PAGE_ERRORS,
     METRICS_NAMESPACE,
     SERVICE_NAME,
 )
-from wheelgate.core.records import State
+from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.setting_values import SettingProblem, SettingsError
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.history.page_writer import HistoryPageWriter
+from wheelgate.lambda_function.status_site import StatusSite
 from wheelgate.lambda_function.telemetry import DecisionMetrics
 from wheelgate.promotion.compose import build_service
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.fanout.ports import Launcher
 from wheelgate.promotion.lease import LeaseBusy
 from wheelgate.promotion.service import PromotionService
-from wheelgate.status.store import StatusStore
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.cdn import CloudFrontInvalidator
 from wheelgate.storage.signing import KmsSigner
@@ -86,8 +88,9 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 S3_TEST_EVENT = "s3:TestEvent"
 
 
-#: What the handler works with: the promotion service and the status site's store.
-Parts = tuple[PromotionService, StatusStore]
+#: The service the function hands each manifest event and fan-out step to (named here for
+#: the local stack, which may not import promotion).
+Promoter = PromotionService
 #: What starts fan-out executions, given the settings and the staging bucket (``None``: every
 #: run is promoted in one invocation).
 LauncherFactory = Callable[[PromoterSettings, Bucket], Launcher | None]
@@ -102,8 +105,8 @@ def state_machine_launcher(settings: PromoterSettings, staging: Bucket) -> Launc
     return StepFunctionsLauncher(boto3.client("stepfunctions"), settings.fanout_state_machine_arn)
 
 
-def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
-    """The promotion service and the status site updater, from the environment's settings;
+def build_promoter(launchers: LauncherFactory = state_machine_launcher) -> PromotionService:
+    """The promotion service with its projections, from the environment's settings;
     ``launchers`` builds what starts the service's fan-out executions."""
     redact.install(streams=False)
     settings = PromoterSettings.from_env(os.environ)
@@ -123,12 +126,13 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
     signer = None
     if settings.verdict_key_arn:
         signer = KmsSigner(boto3.client("kms", config=config), settings.verdict_key_arn)
-    service = build_service(
+    return build_service(
         settings=settings,
         staging=staging,
         nightly=Bucket(s3, settings.nightly_bucket),
         invalidator=invalidator,
-        observer=DecisionMetrics(metrics, namespace=METRICS_NAMESPACE),
+        metrics=DecisionMetrics(metrics, namespace=METRICS_NAMESPACE),
+        status_site=StatusSite.of(settings, staging, metrics),
         launcher=launcher,
         queue=queue,
         signer=signer,
@@ -139,25 +143,16 @@ def build_parts(launchers: LauncherFactory = state_machine_launcher) -> Parts:
             clock=lambda: datetime.now(UTC),
         ),
     )
-    # The status site lives in staging (served at the nightly domain's /status/): a rejected
-    # run must not change a byte of nightly.
-    status = StatusStore(
-        staging,
-        indexes=settings.allowed_indexes,
-        dashboard_url=settings.dashboard_url,
-        history_base_url=settings.staging_base_url,
-    )
-    return service, status
 
 
 @cache
-def promoter() -> Parts:
-    """The function's :data:`Parts`, built on first use and kept for the container's life (no
-    work at import). A build that raised is not kept: the next message builds them again."""
-    return build_parts()
+def promoter() -> PromotionService:
+    """The function's service, built on first use and kept for the container's life (no work
+    at import). A build that raised is not kept: the next message builds it again."""
+    return build_promoter()
 
 
-def built(parts: Callable[[], Parts]) -> Parts:
+def built(parts: Callable[[], PromotionService]) -> PromotionService:
     """What ``parts`` returns; on a :class:`SettingsError`, an ERROR line for each missing or
     bad variable and one count of ``METRIC_SETTINGS_ERRORS``, then the error again, so the
     message (or step) fails and nothing is released. The batch processor logs a message's
@@ -256,10 +251,11 @@ def manifest_events(body: str, staging_bucket: str) -> list[ManifestEvent]:
 
 
 @tracer.capture_method
-def record_handler(record: SQSRecord, parts: Callable[[], Parts] = promoter) -> None:
-    """Hand each manifest event of one SQS message to the service of ``parts``; raise (and so
-    fail only this message) on a poison body, a settings error or a transient error."""
-    service, status = built(parts)
+def record_handler(record: SQSRecord, parts: Callable[[], PromotionService] = promoter) -> None:
+    """Hand each manifest event of one SQS message to the service ``parts`` returns and report
+    its decision; raise (and so fail only this message) on a poison body, a settings error or
+    a transient error."""
+    service = built(parts)
     try:
         events = manifest_events(record.body, service.settings.staging_bucket)
     except ValueError:
@@ -269,7 +265,7 @@ def record_handler(record: SQSRecord, parts: Callable[[], Parts] = promoter) -> 
     for event in events:
         logger.append_keys(manifest_key=event.key)
         try:
-            result = service.handle(event)
+            decision = service.handle(event)
         except LeaseBusy as exc:
             # A fan-out job may hold the lease for hours: come back less often, so the
             # receives before the dead-letter queue outlast it.
@@ -287,36 +283,35 @@ def record_handler(record: SQSRecord, parts: Callable[[], Parts] = promoter) -> 
             metrics.add_metric(name=METRIC_PROMOTION_ERRORS, unit=MetricUnit.Count, value=1)
             service.record_failure(event.key, exc)
             raise
-        if result is None:
+        if decision is None:
             logger.info("not a manifest, or the manifest is gone; nothing to do")
             continue
-        try:
-            status.update(result)
-        except Exception:
-            # Best effort: the decision is made and recorded; the next one rewrites the pages.
-            logger.exception("status page not updated", extra={"run_id": result.run_id})
-            metrics.add_metric(name=METRIC_STATUS_PAGE_ERRORS, unit=MetricUnit.Count, value=1)
-        decision = {
-            "run_id": result.run_id,
-            "state": result.state.value,
-            "reason": result.reason,
-            "decision_message": result.message,
-        }
-        if result.state is State.PENDING and result.reason is None:
-            logger.info("promotion handed to a fan-out execution", extra=decision)
-        elif result.state is State.PENDING:
-            # An untrusted write, noted without deciding the run.
-            logger.warning("manifest ignored", extra=decision)
-        elif result.state is State.PROMOTED:
-            logger.info("promoted", extra=decision)
-        else:
-            logger.warning("rejected", extra=decision)
+        report(decision.record)
 
 
-def entry_point(parts: Callable[[], Parts]) -> LambdaHandler:
-    """A handler of SQS batches and fan-out steps over the service and status store that
-    ``parts`` returns (called once per message or step, so a cached ``parts`` builds them on
-    the first), with the function's logging, tracing and metrics."""
+def report(result: PromotionRecord) -> None:
+    """Log the decision ``result`` records, at WARNING for a rejection or an ignored write."""
+    decision = {
+        "run_id": result.run_id,
+        "state": result.state.value,
+        "reason": result.reason,
+        "decision_message": result.message,
+    }
+    if result.state is State.PENDING and result.reason is None:
+        logger.info("promotion handed to a fan-out execution", extra=decision)
+    elif result.state is State.PENDING:
+        # An untrusted write, noted without deciding the run.
+        logger.warning("manifest ignored", extra=decision)
+    elif result.state is State.PROMOTED:
+        logger.info("promoted", extra=decision)
+    else:
+        logger.warning("rejected", extra=decision)
+
+
+def entry_point(parts: Callable[[], PromotionService]) -> LambdaHandler:
+    """A handler of SQS batches and fan-out steps over the service ``parts`` returns (called
+    once per message or step, so a cached ``parts`` builds it on the first), with the
+    function's logging, tracing and metrics."""
 
     # Named as the function's entry point: X-Ray names the handler's subsegment after it.
     # clear_state: keys a step appended (its job id) must not label a later invocation's logs
@@ -349,22 +344,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     return _container_handler(event, context)
 
 
-def fanout_step(event: dict[str, Any], parts: Callable[[], Parts] = promoter) -> dict[str, Any]:
+def fanout_step(
+    event: dict[str, Any], parts: Callable[[], PromotionService] = promoter
+) -> dict[str, Any]:
     """Run one step of a fan-out execution; its exception is the step's error."""
-    service, status = built(parts)
-    if service.steps is None:
-        raise ValueError(
-            "fan-out step received, but no fan-out state machine is configured "
-            "(WHEELGATE_FANOUT_STATE_MACHINE_ARN)"
-        )
+    service = built(parts)
     logger.append_keys(fanout_step=event.get(FANOUT_STEP_FIELD), job_id=event.get("job_id"))
-    result = service.steps.step(event)
-    run_id = result.get("run_id")
-    record = service.load_record(run_id) if isinstance(run_id, str) else None
-    if record is not None:
-        # Best effort, as for a decision taken on a message.
-        try:
-            status.update(record)
-        except Exception:
-            logger.exception("status page not updated", extra={"run_id": run_id})
-    return result
+    return service.step(event)

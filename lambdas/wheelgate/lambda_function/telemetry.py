@@ -1,9 +1,9 @@
 """The promoter function's decision metrics: what each new decision adds to CloudWatch (EMF via
 Powertools).
 
-:class:`DecisionMetrics` is the service's
-:class:`~wheelgate.promotion.observer.DecisionObserver`, so a metric counts a decision once,
-when it is recorded, never a redelivery of it. The counts (``PromotionsSucceeded``,
+:class:`DecisionMetrics` is the service's first projection
+(:class:`~wheelgate.promotion.decisions.Projection`), so a metric counts a decision once, after
+it is recorded, never a redelivery of it. The counts (``PromotionsSucceeded``,
 ``PromotionsRejected``, and ``IntegrityRejections``, the one the stack's alarm watches: a
 rejection for one of ``INTEGRITY_REASONS`` or an untrusted write) and the copy and latency
 metrics go into the invocation's metric set, which carries only the ``service`` dimension; the
@@ -30,7 +30,7 @@ from wheelgate.core.metrics import (
     SERVICE_NAME,
 )
 from wheelgate.core.records import PromotionRecord, State
-from wheelgate.promotion.observer import DecisionStats, latest_decision
+from wheelgate.promotion.decisions import Decision, DecisionStats, latest_decision
 
 #: The reason dimension of a rejected decision recorded without a reason code.
 UNKNOWN_REASON = "unknown"
@@ -44,6 +44,16 @@ class DecisionMetrics:
         self.metrics = metrics
         self.namespace = namespace
         self.service = service
+
+    def project(self, decision: Decision) -> None:
+        """Count a new ``decision``: an untrusted write noted (:meth:`ignored`), else the
+        decision on the run (:meth:`decided`). A redelivery counts nothing."""
+        if not decision.new:
+            return
+        if decision.noted:
+            self.ignored(decision.record)
+        else:
+            self.decided(decision.record, decision.stats())
 
     def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
         """Count ``record``'s latest decision. A promotion adds one ``PromotionsSucceeded``,

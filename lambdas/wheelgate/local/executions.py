@@ -170,15 +170,15 @@ class InProcessLauncher:
                 attempt += 1
 
 
-def in_process_parts(**options: Any) -> Callable[[], handler.Parts]:
-    """The promoter function's service and status store, built on first call (then kept) from
+def in_process_parts(**options: Any) -> Callable[[], handler.Promoter]:
+    """The promoter function's service, built on first call (then kept) from
     the environment as the function builds its own, but with fan-out executions run in this
     process by an :class:`InProcessLauncher` (built with ``options``) whose steps go to this
     same service. Without a state machine in the settings, no run fans out."""
 
     @cache
-    def parts() -> handler.Parts:
-        return handler.build_parts(launchers)
+    def parts() -> handler.Promoter:
+        return handler.build_promoter(launchers)
 
     def run_step(event: dict[str, Any]) -> dict[str, Any]:
         return handler.fanout_step(event, parts)

@@ -1,8 +1,9 @@
 """The composition root of promotion: every part of the service built once, in one place.
 
-The promoter function's handler (:func:`wheelgate.lambda_function.handler.build_parts`) calls
-:func:`build_service` once per container; tests and benchmarks call it with their own clients,
-clock, and buckets built with their own limits.
+The promoter function's handler (:func:`wheelgate.lambda_function.handler.build_promoter`)
+calls :func:`build_service` once per container; tests and benchmarks call it with their own
+clients, clock, and buckets built with their own limits. The service's projections run in one
+order: metrics, then the run history, then the status site.
 """
 
 from __future__ import annotations
@@ -17,17 +18,16 @@ from wheelgate.core.settings import PromoterSettings
 from wheelgate.history.fold import EntryFolder
 from wheelgate.history.store import HistoryStore, PageWriter
 from wheelgate.index.store import IndexStore
+from wheelgate.promotion.decisions import Projection
 from wheelgate.promotion.fanout.jobs import FanoutJobs
 from wheelgate.promotion.fanout.ports import Launcher, MessageSender
 from wheelgate.promotion.fanout.steps import FanoutSteps
 from wheelgate.promotion.fanout.store import JobStore
 from wheelgate.promotion.flow import PromotionFlow
-from wheelgate.promotion.history_recorder import HistoryRecorder
 from wheelgate.promotion.importing.gather import Gatherer
 from wheelgate.promotion.importing.progress import ImportProgress
 from wheelgate.promotion.importing.screen import Screener
 from wheelgate.promotion.lease import IndexLeases
-from wheelgate.promotion.observer import DecisionObserver, NoObserver
 from wheelgate.promotion.publish import Invalidator, Publisher
 from wheelgate.promotion.recorder import RecordStore
 from wheelgate.promotion.redelivery import Redelivery
@@ -36,6 +36,7 @@ from wheelgate.promotion.routes.importing import ImportRoute
 from wheelgate.promotion.routes.override import OverrideRoute
 from wheelgate.promotion.routes.run import RunRoute
 from wheelgate.promotion.routes.yank import YankRoute
+from wheelgate.promotion.run_history import RunHistory
 from wheelgate.promotion.service import PromotionService
 from wheelgate.promotion.verdicts import Signer, VerdictWriter
 from wheelgate.promotion.verification import SetVerifier
@@ -70,7 +71,8 @@ def build_service(
     nightly: Bucket,
     invalidator: Invalidator | None = None,
     clock: Callable[[], datetime] | None = None,
-    observer: DecisionObserver | None = None,
+    metrics: Projection | None = None,
+    status_site: Projection | None = None,
     launcher: Launcher | None = None,
     queue: MessageSender | None = None,
     signer: Signer | None = None,
@@ -79,23 +81,26 @@ def build_service(
     """The service promoting manifests from ``staging`` into ``nightly``.
 
     ``invalidator`` drops the CDN's copies of changed pages (``None``: no CDN). ``clock``
-    stamps records and pages (``None``: the time now). The requests a step makes at once and
-    S3's copy limits are the buckets' own (:class:`~wheelgate.storage.limits.TransferLimits`,
-    lowered only by tests that exercise multipart copies with small files). ``observer``
-    hears of each new decision once. ``launcher`` starts fan-out executions (``None``: every
-    run is promoted in one invocation); ``queue`` sends a failed execution's or an unfinished
-    import's event back. ``signer`` signs each released file's verdict (``None``: no verdicts).
+    gives the time of each decision, read once by the service and carried to every record and
+    page it writes, and the deadlines of leases, jobs and an import's gathering (``None``: the
+    time now). The requests a step makes at once and S3's copy limits are the buckets' own
+    (:class:`~wheelgate.storage.limits.TransferLimits`, lowered only by tests that exercise
+    multipart copies with small files). ``metrics`` and ``status_site`` are the projections
+    before and after the run history's (``None``: none). ``launcher`` starts fan-out executions
+    (``None``: every run is promoted in one invocation); ``queue`` sends a failed execution's or
+    an unfinished import's event back. ``signer`` signs each released file's verdict (``None``:
+    no verdicts).
     ``page_writer`` writes a directory's history page after each change to its run history
-    (``None``: no page); every decision is recorded in the history, and stage entries folded.
+    (``None``: no page); every decision is recorded in the run history (its projection), and
+    stage entries folded.
     """
     now = clock or _now
     records = RecordStore(staging)
     # Pages alone get the short lock; files are copied without lock headers and keep the
     # bucket's default retention.
     nightly_pages = IndexStore(nightly, retention=settings.page_retention)
-    told, folder = _history(
-        settings, staging, nightly_pages, records, now, observer or NoObserver(), page_writer
-    )
+    history, folder = _history(settings, staging, nightly_pages, page_writer)
+    projections = [p for p in (metrics, history, status_site) if p is not None]
     parts = _Parts(
         settings=settings,
         staging=staging,
@@ -111,37 +116,31 @@ def build_service(
             allow_build_tag_rereleases=settings.allow_build_tag_rereleases,
             allow_new_local_labels=settings.allow_new_local_labels,
         ),
-        releaser=Releaser(staging=staging, nightly=nightly, clock=now),
+        releaser=Releaser(staging=staging, nightly=nightly),
         verdicts=None
         if signer is None
-        else VerdictWriter(settings=settings, nightly=nightly, signer=signer, clock=now),
+        else VerdictWriter(settings=settings, nightly=nightly, signer=signer),
         publisher=Publisher(
-            settings=settings, nightly_pages=nightly_pages, invalidator=invalidator, clock=now
+            settings=settings, nightly_pages=nightly_pages, invalidator=invalidator
         ),
     )
-    return _service(parts, launcher, queue, told, folder)
+    return _service(parts, launcher, queue, projections, folder)
 
 
 def _history(
     settings: PromoterSettings,
     staging: Bucket,
     nightly_pages: IndexStore,
-    records: RecordStore,
-    now: Callable[[], datetime],
-    observer: DecisionObserver,
     page_writer: PageWriter | None,
-) -> tuple[HistoryRecorder, EntryFolder]:
-    """The run history's writers: ``observer`` wrapped so that each decision is recorded in
-    the history too, and the folder of stage entries."""
+) -> tuple[RunHistory, EntryFolder]:
+    """The run history's writers: its projection of each decision, and the folder of stage
+    entries."""
     history = HistoryStore(staging, page_writer=page_writer)
-    recorder = HistoryRecorder(
-        inner=observer,
+    recorder = RunHistory(
         store=history,
         staging=staging,
         nightly_pages=nightly_pages,
-        records=records,
         run_expiry_days=settings.run_expiry_days,
-        clock=now,
     )
     folder = EntryFolder(
         staging,
@@ -157,10 +156,10 @@ def _service(
     parts: _Parts,
     launcher: Launcher | None,
     queue: MessageSender | None,
-    observer: DecisionObserver,
+    projections: list[Projection],
     folder: EntryFolder,
 ) -> PromotionService:
-    fanout, steps = (None, None) if launcher is None else _fanout(parts, launcher, queue, observer)
+    fanout, steps = (None, None) if launcher is None else _fanout(parts, launcher, queue)
     redelivery = Redelivery(fanout)
     settings, records, now = parts.settings, parts.records, parts.clock
     flow = PromotionFlow(
@@ -178,23 +177,20 @@ def _service(
         leases=parts.leases,
         fanout=fanout,
         redelivery=redelivery,
-        clock=now,
     )
-    yanks = YankRoute(publisher=parts.publisher, records=records, leases=parts.leases, clock=now)
+    yanks = YankRoute(publisher=parts.publisher, records=records, leases=parts.leases)
     return PromotionService(
         settings=settings,
         staging=parts.staging,
         records=records,
         flow=flow,
         runs=RunRoute(settings=settings),
-        overrides=OverrideRoute(
-            staging=parts.staging, records=records, redelivery=redelivery, clock=now
-        ),
+        overrides=OverrideRoute(staging=parts.staging, records=records, redelivery=redelivery),
         routes={
             YANK_RUN_PREFIX: yanks,
             IMPORT_RUN_PREFIX: _import_route(parts, redelivery, queue),
         },
-        observer=observer,
+        projections=projections,
         clock=now,
         fanout=fanout,
         steps=steps,
@@ -203,7 +199,7 @@ def _service(
 
 
 def _fanout(
-    parts: _Parts, launcher: Launcher, queue: MessageSender | None, observer: DecisionObserver
+    parts: _Parts, launcher: Launcher, queue: MessageSender | None
 ) -> tuple[FanoutJobs, FanoutSteps]:
     store = JobStore(staging=parts.staging, clock=parts.clock)
     jobs = FanoutJobs(
@@ -224,8 +220,6 @@ def _fanout(
         publisher=parts.publisher,
         records=parts.records,
         leases=parts.leases,
-        observer=observer,
-        clock=parts.clock,
     )
     return jobs, steps
 
@@ -250,5 +244,4 @@ def _import_route(
         ),
         redelivery=redelivery,
         queue=queue,
-        clock=parts.clock,
     )

@@ -37,7 +37,9 @@ class ManifestEvent:
 @dataclass(frozen=True)
 class Request:
     """A manifest or request as its event's writer wrote it: the run id its key names, its
-    bytes and their SHA-256, the writer (``actor``), and the run's record so far."""
+    bytes and their SHA-256, the writer (``actor``), and the run's record so far. ``at`` is
+    the time of the decision on it, taken once by the service: every record and page the
+    decision writes is stamped with it."""
 
     run_id: str
     raw: bytes
@@ -45,13 +47,16 @@ class Request:
     actor: str | None
     existing: PromotionRecord | None
     event: ManifestEvent
+    at: datetime
 
 
-def parse_request(event: ManifestEvent, staging: Bucket, records: RecordStore) -> Request | None:
+def parse_request(
+    event: ManifestEvent, staging: Bucket, records: RecordStore, *, at: datetime
+) -> Request | None:
     """The request ``event`` names, read from ``staging`` (the version its writer wrote), with
-    its run's record from ``records``. ``None`` when the key is not a manifest's, or the object
-    is gone or was overwritten since (the newer write has an event of its own, judged on its own
-    writer)."""
+    its run's record from ``records``, to be decided ``at``. ``None`` when the key is not a
+    manifest's, or the object is gone or was overwritten since (the newer write has an event
+    of its own, judged on its own writer)."""
     try:
         run_id = STAGING.run_id_from_manifest_key(event.key)
     except LayoutError:
@@ -70,4 +75,5 @@ def parse_request(event: ManifestEvent, staging: Bucket, records: RecordStore) -
         actor=event.principal_id,
         existing=records.load(run_id),
         event=event,
+        at=at,
     )

@@ -13,7 +13,8 @@ fan-out execution's (:mod:`~wheelgate.promotion.fanout`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from wheelgate.core.acceptance import AcceptanceDecision, AcceptancePolicy, decide
@@ -21,27 +22,22 @@ from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.limits import FANOUT_LEASE_SECONDS
 from wheelgate.core.manifest import Manifest
 from wheelgate.core.records import (
+    Promotion,
     PromotionRecord,
     SetOutcome,
     State,
     recorded_tests,
     staged_files,
 )
-from wheelgate.index.pages import upload_time
+from wheelgate.core.timestamps import upload_time
 from wheelgate.index.store import PageWrites
-from wheelgate.promotion.decisions import Imported, Override, Promote, Tested
+from wheelgate.promotion.decisions import Decision, Imported, Override, Promote, Tested
 from wheelgate.promotion.event import ManifestEvent
 from wheelgate.promotion.fanout.jobs import FanoutJobs
 from wheelgate.promotion.lease import HeldLeases, IndexLeases
 from wheelgate.promotion.leftovers import account_for_copies, rejected_outcomes
 from wheelgate.promotion.publish import Publisher
-from wheelgate.promotion.recorder import (
-    Promotion,
-    RecordStore,
-    promoted_record,
-    rejected_record,
-    settle_promotion,
-)
+from wheelgate.promotion.recorder import RecordStore, settle_promotion
 from wheelgate.promotion.redelivery import Redelivery
 from wheelgate.promotion.release import Releaser
 from wheelgate.promotion.verdicts import VerdictWriter
@@ -70,7 +66,6 @@ class PromotionFlow:
         leases: IndexLeases,
         fanout: FanoutJobs | None,
         redelivery: Redelivery,
-        clock: Callable[[], datetime],
     ) -> None:
         self.policy = policy
         self.staging = staging
@@ -82,7 +77,6 @@ class PromotionFlow:
         self.leases = leases
         self.fanout = fanout
         self.redelivery = redelivery
-        self.clock = clock
 
     def reject(
         self,
@@ -93,32 +87,28 @@ class PromotionFlow:
         existing: PromotionRecord | None,
         sets: Sequence[SetOutcome] = (),
         commit: str | None = None,
+        *,
+        at: datetime,
     ) -> PromotionRecord:
-        """Record the rejection of ``run_id`` (its bytes' SHA-256 ``digest``, by ``actor``;
-        ``commit``: the one its manifest states, ``None`` when unreadable)."""
+        """Record the rejection of ``run_id`` (its bytes' SHA-256 ``digest``, by ``actor``,
+        decided ``at``; ``commit``: the one its manifest states, ``None`` when unreadable)."""
         return self.records.save(
-            rejected_record(
-                existing,
-                rejection,
-                run_id=run_id,
-                at=upload_time(self.clock()),
-                manifest_sha256=digest,
-                actor=actor,
-                commit=commit,
-                sets=sets,
+            PromotionRecord.of(existing, run_id).rejected(
+                rejection, at=at, manifest_sha256=digest, actor=actor, commit=commit, sets=sets
             )
         )
 
     def promote(
-        self, decision: Promote, *, actor: str | None, event: ManifestEvent
-    ) -> PromotionRecord:
-        """Promote what ``decision`` names, written by ``actor`` and delivered by ``event``;
-        return the run's record: promoted, rejected, or pending while a fan-out execution
-        copies."""
+        self, decision: Promote, *, actor: str | None, event: ManifestEvent, at: datetime
+    ) -> Decision:
+        """Promote what ``decision`` names, written by ``actor`` and delivered by ``event``,
+        decided ``at``; return the :class:`~.decisions.Decision` on the run: promoted,
+        rejected, or pending while a fan-out execution copies, with the manifest and what
+        verification read."""
         manifest, digest, existing = decision.manifest, decision.digest, decision.existing
-        resumed = self.redelivery.resume(manifest.run_id, digest, existing)
+        resumed = self.redelivery.resume(manifest.run_id, digest, existing, at=at)
         if resumed is not None:
-            return resumed
+            return Decision(resumed, at, manifest=manifest)
         acceptance = self._accept(manifest, decision)
         rejected_sets = [
             SetOutcome(
@@ -133,14 +123,23 @@ class PromotionFlow:
         ]
         if not acceptance.accepted:
             first = acceptance.rejected[0][1]
-            return self.reject(
-                manifest.run_id, first, digest, actor, existing, rejected_sets, manifest.commit
+            rejected = self.reject(
+                manifest.run_id,
+                first,
+                digest,
+                actor,
+                existing,
+                rejected_sets,
+                manifest.commit,
+                at=at,
             )
+            return Decision(rejected, at, manifest=manifest)
 
-        def refused(rejection: PromotionRejected) -> PromotionRecord:
-            return self._reject_accepted(
-                manifest, rejection, acceptance, rejected_sets, digest, actor, existing
+        def refused(rejection: PromotionRejected) -> Decision:
+            record = self._reject_accepted(
+                manifest, rejection, acceptance, rejected_sets, digest, actor, existing, at
             )
+            return Decision(record, at, manifest=manifest)
 
         # One promotion per index directory at a time, from the first check to the last
         # page write (see lease.py); verify every accepted set before copying anything.
@@ -151,35 +150,50 @@ class PromotionFlow:
                 verified, fanout = self._verify(manifest, acceptance, decision)
             except PromotionRejected as rejection:
                 return refused(rejection)
-            promotion = settle_promotion(
-                run_id=manifest.run_id,
-                commit=manifest.commit,
-                plans=[v.plan for v in verified],
-                accepted={s.index: s for s in acceptance.accepted},
-                rejected_sets=rejected_sets,
-                manifest_sha256=digest,
-                actor=actor,
-                override=decision.mode.as_record() if isinstance(decision.mode, Override) else None,
-                imported=(
-                    decision.mode.gathered.outcome if isinstance(decision.mode, Imported) else None
-                ),
-                signed=self.verdicts is not None,
+            promotion = self._settle(decision, verified, acceptance, rejected_sets, actor)
+            held_now = Decision(
+                PromotionRecord.of(existing, manifest.run_id),
+                at,
+                manifest=manifest,
+                plans=tuple(v.plan for v in verified),
+                pages={
+                    (v.plan.index, p): page for v in verified for p, (page, _) in v.pages.items()
+                },
             )
             if fanout is not None:
-                return self._hand_over(fanout, promotion, verified, held, existing, event)
+                pending = self._hand_over(fanout, promotion, verified, held, existing, event, at)
+                return replace(held_now, record=pending)
             try:
-                pages_nightly = self._release(promotion, verified)
+                pages_nightly = self._release(promotion, verified, at)
             except PromotionRejected as rejection:
                 return refused(rejection)
         invalidations = self.publisher.invalidate(pages_nightly)
-        return self.records.save(
-            promoted_record(
-                existing,
-                promotion,
-                at=upload_time(self.clock()),
-                writes=pages_nightly,
-                invalidations=invalidations,
-            )
+        promoted = PromotionRecord.of(existing, manifest.run_id).promoted(
+            promotion, pages_nightly, invalidations, at=at
+        )
+        return replace(held_now, record=self.records.save(promoted))
+
+    def _settle(
+        self,
+        decision: Promote,
+        verified: Sequence[VerifiedSet],
+        acceptance: AcceptanceDecision,
+        rejected_sets: Sequence[SetOutcome],
+        actor: str | None,
+    ) -> Promotion:
+        """What the record of the promoted ``verified`` sets will say."""
+        manifest, mode = decision.manifest, decision.mode
+        return settle_promotion(
+            run_id=manifest.run_id,
+            commit=manifest.commit,
+            plans=[v.plan for v in verified],
+            accepted={s.index: s for s in acceptance.accepted},
+            rejected_sets=rejected_sets,
+            manifest_sha256=decision.digest,
+            actor=actor,
+            override=mode.as_record() if isinstance(mode, Override) else None,
+            imported=mode.gathered.outcome if isinstance(mode, Imported) else None,
+            signed=self.verdicts is not None,
         )
 
     def _accept(self, manifest: Manifest, decision: Promote) -> AcceptanceDecision:
@@ -219,20 +233,25 @@ class PromotionFlow:
         held: HeldLeases,
         existing: PromotionRecord | None,
         event: ManifestEvent,
+        at: datetime,
     ) -> PromotionRecord:
         job = fanout.prepare(promotion, verified, body=event.body, event_time=event.event_time)
         # The job keeps the leases until its publish or conclude step.
         held.hand_over(job.job_id, FANOUT_LEASE_SECONDS)
-        return fanout.launch(job, existing)
+        return fanout.launch(job, existing, at=at)
 
-    def _release(self, promotion: Promotion, verified: Sequence[VerifiedSet]) -> PageWrites:
-        entries = self.releaser.release(verified)
+    def _release(
+        self, promotion: Promotion, verified: Sequence[VerifiedSet], at: datetime
+    ) -> PageWrites:
+        entries = self.releaser.release(verified, at=at)
         if self.verdicts is not None:
             # Every verdict is written before the first page lists its file.
             steps = [step for v in verified for step in v.plan.steps]
             nightly_keys = {key for v in verified for key in v.nightly_keys}
-            entries = self.verdicts.attest_all(promotion, steps, entries, nightly_keys=nightly_keys)
-        return self.publisher.publish(verified, entries)
+            entries = self.verdicts.attest_all(
+                promotion, steps, entries, at=at, nightly_keys=nightly_keys
+            )
+        return self.publisher.publish(verified, entries, at=at)
 
     def _reject_accepted(
         self,
@@ -243,6 +262,7 @@ class PromotionFlow:
         digest: str,
         actor: str | None,
         existing: PromotionRecord | None,
+        at: datetime,
     ) -> PromotionRecord:
         """Record the rejection of accepted sets found under the leases, with the copies
         earlier attempts left in nightly (:mod:`~wheelgate.promotion.leftovers`)."""
@@ -252,7 +272,7 @@ class PromotionFlow:
             run_id=manifest.run_id,
             rejection=rejection,
             sets=[(s.index, [f.filename for f in s.files]) for s in acceptance.accepted],
-            at=upload_time(self.clock()),
+            at=upload_time(at),
         )
         sets = rejected_outcomes([s.index for s in acceptance.accepted], rejection, left)
         staged = {s.index: staged_files(s.files) for s in acceptance.accepted}
@@ -265,4 +285,5 @@ class PromotionFlow:
             existing,
             sets + rejected_sets,
             manifest.commit,
+            at=at,
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from wheelgate.core.manifest import parse_distribution_filename
@@ -49,14 +49,10 @@ def add_missing(
     return transform
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Publisher:
     """Updates nightly's index pages, then invalidates them on the CDN (``invalidator`` is
-    ``None`` where there is no CDN). ``clock`` is the moment listing retention counts days
-    from."""
+    ``None`` where there is no CDN). Listing retention counts days from the decision's time,
+    which each publication is given."""
 
     def __init__(
         self,
@@ -64,15 +60,15 @@ class Publisher:
         settings: PromoterSettings,
         nightly_pages: IndexStore,
         invalidator: Invalidator | None,
-        clock: Callable[[], datetime] = _now,
     ) -> None:
         self.settings = settings
         self.nightly_pages = nightly_pages
         self.invalidator = invalidator
-        self.clock = clock
 
-    def publish(self, sets: Sequence[VerifiedSet], entries: Sequence[IndexEntry]) -> PageWrites:
-        """List released files on the nightly pages of their projects.
+    def publish(
+        self, sets: Sequence[VerifiedSet], entries: Sequence[IndexEntry], *, at: datetime
+    ) -> PageWrites:
+        """List released files on the nightly pages of their projects (decided ``at``).
 
         ``entries`` are the released files' entries in plan order, as
         :meth:`~wheelgate.promotion.release.Releaser.release` returns them. Returns the page
@@ -87,24 +83,26 @@ class Publisher:
             page_key = (step.index, step.file.distribution.project)
             by_page[page_key].append(entry)
             known[page_key] = verified.pages[step.file.distribution.project]
-        return self._publish(by_page, known)
+        return self._publish(by_page, known, at)
 
-    def publish_entries(self, entries: Sequence[tuple[str, str, IndexEntry]]) -> PageWrites:
+    def publish_entries(
+        self, entries: Sequence[tuple[str, str, IndexEntry]], *, at: datetime
+    ) -> PageWrites:
         """List released files, given as ``(index, project, entry)`` in plan order, on their
         nightly pages, reading each page as it stands (a fan-out job publishes long after
         verification read them). Returns the page writes, as :meth:`publish` does."""
         by_page: dict[tuple[str, str], list[IndexEntry]] = defaultdict(list)
         for index, project, entry in entries:
             by_page[(index, project)].append(entry)
-        return self._publish(by_page, {})
+        return self._publish(by_page, {}, at)
 
     def _publish(
         self,
         by_page: Mapping[tuple[str, str], Sequence[IndexEntry]],
         known: Mapping[tuple[str, str], tuple[ProjectPage, str | None]],
+        now: datetime,
     ) -> PageWrites:
         writes = PageWrites()
-        now = self.clock()
         for (index, project), page_entries in sorted(by_page.items()):
             with pages_must_parse(index):
                 written = update_archive(
@@ -128,7 +126,7 @@ class Publisher:
                 writes.extend(add_projects(self.nightly_pages, index, projects))
         return writes
 
-    def yank(self, request: YankRequest) -> PageWrites:
+    def yank(self, request: YankRequest, *, at: datetime) -> PageWrites:
         """Set a released file's yank state (PEP 592) on its archive page, and list what the
         directory's retention keeps (a yank can change which versions count). Raises
         :class:`~wheelgate.core.errors.PromotionRejected` when nightly never released it, or
@@ -142,7 +140,7 @@ class Publisher:
                 project,
                 lambda current: apply_yank(current, request.filename, yanked),
                 rule=self.settings.listing_retention.rule_for(request.index),
-                now=self.clock(),
+                now=at,
             )
 
     def invalidate(self, writes: PageWrites) -> list[str]:

@@ -1,9 +1,9 @@
-"""Recording a decision: the one builder of a run's promotion record, and its storage.
+"""The one store of promotion records, and what a promoted run's record will say.
 
-Every decision on a run (promoted, rejected, or pending after a transient error) becomes the
-record to save through :func:`build_record`, which counts the attempt and carries the run's
-history forward with the decision appended. The record is saved last, after everything it
-reports has happened.
+A record's transitions (promoted, rejected, failed, noted, overridden) are methods of
+:class:`~wheelgate.core.records.PromotionRecord`; :class:`RecordStore` saves what they return,
+last, after everything the record reports has happened. :func:`settle_promotion` settles the
+:class:`~wheelgate.core.records.Promotion` of verified plans.
 """
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
-from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.evidence import evidence_by_file
 from wheelgate.core.layout import NIGHTLY, STAGING
 from wheelgate.core.manifest import ArtifactSet, is_commit
@@ -22,8 +19,8 @@ from wheelgate.core.manifest_limits import MAX_MANIFEST_BYTES
 from wheelgate.core.planning import SetPlan
 from wheelgate.core.records import (
     FileOutcome,
+    Promotion,
     PromotionRecord,
-    RecordEntry,
     RefusedFile,
     SetOutcome,
     StagedFile,
@@ -31,53 +28,7 @@ from wheelgate.core.records import (
     recorded_tests,
 )
 from wheelgate.core.redact import Redactor
-from wheelgate.index.store import PageWrites
 from wheelgate.storage.bucket import Bucket
-
-
-def next_attempt(existing: PromotionRecord | None) -> int:
-    """The attempt number of a decision on a run whose record so far is ``existing``."""
-    return (existing.attempts if existing else 0) + 1
-
-
-def build_record(
-    existing: PromotionRecord | None,
-    decision: RecordEntry,
-    *,
-    run_id: str,
-    commit: str | None = None,
-    sets: Sequence[SetOutcome] = (),
-    pages: Sequence[str] = (),
-    invalidations: Sequence[str] = (),
-    override: dict[str, str] | None = None,
-    imported_from: str | None = None,
-) -> PromotionRecord:
-    """The record to save for ``decision`` on ``run_id``.
-
-    It states the decision and what it did (``commit``, ``sets``, ``pages``, ``invalidations``,
-    ``override``, ``imported_from``: an import's keeps its source), counts one attempt more
-    than ``existing`` (``None`` for a run never recorded) and keeps its log with this
-    decision appended. A pending decision keeps the progress ``existing`` showed.
-    """
-    record = PromotionRecord(
-        run_id=run_id,
-        state=decision.state,
-        reason=decision.reason,
-        message=decision.message,
-        commit=commit,
-        manifest_sha256=decision.manifest_sha256,
-        decided_at=decision.at,
-        actor=decision.actor,
-        attempts=next_attempt(existing),
-        sets=list(sets),
-        pages=list(pages),
-        invalidations=list(invalidations),
-        override=override,
-        imported_from=imported_from or (existing.imported_from if existing else None),
-        progress=(existing.progress if existing and decision.state is State.PENDING else None),
-        history=existing.history if existing else [],
-    )
-    return record.with_entry(decision)
 
 
 @dataclass(frozen=True)
@@ -86,24 +37,6 @@ class ImportOutcome:
 
     source: str
     refused: tuple[RefusedFile, ...] = ()
-
-
-class Promotion(BaseModel):
-    """What a promoted run's record will say, settled once every check passed: the sets with
-    each file's outcome, and the message. One invocation records it right after publishing; a
-    fan-out job keeps it in its plan until its publish step records it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    run_id: str
-    commit: str | None
-    manifest_sha256: str
-    actor: str | None = None
-    override: dict[str, str] | None = None
-    #: An import's source (``s3://bucket/prefix/``).
-    imported_from: str | None = None
-    sets: list[SetOutcome]
-    message: str
 
 
 def settle_promotion(
@@ -189,63 +122,6 @@ def staged_of(promotion: Promotion, index: str) -> list[StagedFile]:
     ]
 
 
-def promoted_record(
-    existing: PromotionRecord | None,
-    promotion: Promotion,
-    *,
-    at: str,
-    writes: PageWrites,
-    invalidations: Sequence[str],
-) -> PromotionRecord:
-    """The record of ``promotion`` once its pages are published: ``writes``, the pages
-    (invalidated by ``invalidations``) and, per index directory, the files the publication took
-    off the listing (listing retention), which each promoted set shows."""
-    sets = [
-        s.model_copy(update={"delisted": list(writes.delisted.get(s.index, ()))})
-        if s.state is State.PROMOTED
-        else s
-        for s in promotion.sets
-    ]
-    decision = RecordEntry(
-        at=at,
-        state=State.PROMOTED,
-        message=promotion.message,
-        manifest_sha256=promotion.manifest_sha256,
-        actor=promotion.actor,
-    )
-    return build_record(
-        existing,
-        decision,
-        run_id=promotion.run_id,
-        commit=promotion.commit,
-        sets=sets,
-        pages=writes.keys,
-        invalidations=invalidations,
-        override=promotion.override,
-        imported_from=promotion.imported_from,
-    )
-
-
-def rejected_record(
-    existing: PromotionRecord | None,
-    rejection: PromotionRejected,
-    *,
-    run_id: str,
-    at: str,
-    manifest_sha256: str,
-    actor: str | None,
-    commit: str | None = None,
-    sets: Sequence[SetOutcome] = (),
-) -> PromotionRecord:
-    """The record of a permanent rejection (of a manifest stating ``commit``, ``None`` when it
-    could not be read); a promoted run stays promoted, with the refused replay in its
-    history."""
-    decision = RecordEntry.rejected(rejection, at=at, manifest_sha256=manifest_sha256, actor=actor)
-    if existing is not None and existing.state is State.PROMOTED:
-        return existing.with_entry(decision)
-    return build_record(existing, decision, run_id=run_id, commit=commit or None, sets=sets)
-
-
 def stated_commit(raw: bytes) -> str | None:
     """The commit a manifest's bytes state, read even from a manifest rejected as invalid:
     ``None`` when they are no JSON object, state no full commit SHA, or are a manifest too
@@ -258,16 +134,6 @@ def stated_commit(raw: bytes) -> str | None:
         return None
     commit = body.get("commit") if isinstance(body, dict) else None
     return commit if isinstance(commit, str) and is_commit(commit) else None
-
-
-def failure_record(
-    existing: PromotionRecord | None, *, run_id: str, at: str, failure: str, then: str
-) -> PromotionRecord:
-    """The record of a transient failure of an undecided run (``failure``: what failed;
-    ``then``: what happens next): the run stays pending."""
-    message = f"attempt {next_attempt(existing)} failed: {failure}; {then}"
-    decision = RecordEntry(at=at, state=State.PENDING, reason="transient-error", message=message)
-    return build_record(existing, decision, run_id=run_id)
 
 
 class RecordStore:

@@ -10,6 +10,8 @@ new (:meth:`Redelivery.resume`).
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from wheelgate.core.records import PromotionRecord, State
 from wheelgate.promotion.fanout.jobs import FanoutJobs
 
@@ -43,11 +45,12 @@ class Redelivery:
         return self.fanout is not None and self.fanout.running(run_id, digest) is not None
 
     def resume(
-        self, run_id: str, digest: str, existing: PromotionRecord | None
+        self, run_id: str, digest: str, existing: PromotionRecord | None, *, at: datetime
     ) -> PromotionRecord | None:
         """The run's record when a fan-out execution of these bytes still runs (its leases,
-        pending entry and start made sure of once more), else ``None``: go on."""
+        pending entry, noted ``at``, and start made sure of once more), else ``None``: go
+        on."""
         if self.fanout is None:
             return None
         job = self.fanout.running(run_id, digest)
-        return None if job is None else self.fanout.launch(job, existing)
+        return None if job is None else self.fanout.launch(job, existing, at=at)

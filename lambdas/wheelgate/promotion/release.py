@@ -9,7 +9,7 @@ every copy has succeeded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
@@ -26,8 +26,7 @@ from wheelgate.storage.errors import PreconditionFailed
 class Releaser:
     """Copies verified files from staging into nightly, within nightly's limits (its
     ``workers`` files at a time, its copy limits: see
-    :meth:`~wheelgate.storage.bucket.Bucket.copy_in`); ``clock`` stamps each entry's upload
-    time.
+    :meth:`~wheelgate.storage.bucket.Bucket.copy_in`).
     """
 
     def __init__(
@@ -35,14 +34,13 @@ class Releaser:
         *,
         staging: Bucket,
         nightly: Bucket,
-        clock: Callable[[], datetime],
     ) -> None:
         self.staging = staging
         self.nightly = nightly
-        self.clock = clock
 
-    def release(self, sets: Sequence[VerifiedSet]) -> list[IndexEntry]:
-        """Copy every planned file of ``sets`` and its core metadata into nightly.
+    def release(self, sets: Sequence[VerifiedSet], *, at: datetime) -> list[IndexEntry]:
+        """Copy every planned file of ``sets`` and its core metadata into nightly, each listed
+        as uploaded ``at`` (the decision's time).
 
         Returns the nightly page entry of each file, in plan order (set by set, step by step).
         Raises :class:`~wheelgate.core.errors.PromotionRejected` when nightly holds other bytes
@@ -51,24 +49,26 @@ class Releaser:
         """
         jobs = [(s, step) for s in sets for step in s.plan.steps]
         with ThreadPoolExecutor(max_workers=self.nightly.limits.workers) as pool:
-            return list(pool.map(lambda job: self._release_one(*job), jobs))
+            return list(pool.map(lambda job: self._release_one(job[0], job[1], at), jobs))
 
-    def _release_one(self, verified: VerifiedSet, step: FileStep) -> IndexEntry:
+    def _release_one(self, verified: VerifiedSet, step: FileStep, at: datetime) -> IndexEntry:
         return self.release_file(
             step,
             metadata=verified.metadata[step.file.filename] if step.is_wheel else None,
             in_nightly=step.target_key in verified.nightly_keys,
+            at=at,
         )
 
     def release_file(
-        self, step: FileStep, *, metadata: CoreMetadata | None, in_nightly: bool
+        self, step: FileStep, *, metadata: CoreMetadata | None, in_nightly: bool, at: datetime
     ) -> IndexEntry:
         """Copy one planned file (a multipart copy in parallel parts when it is large) and
         release its core metadata; return its nightly page entry.
 
         ``metadata`` is the wheel's verified METADATA (``None`` for an sdist); ``in_nightly``
         says verification found the target key in nightly already (it is then checked, never
-        written). Raises :class:`~wheelgate.core.errors.PromotionRejected` as :meth:`release`.
+        written); the entry's upload time is ``at``, the time its step took. Raises
+        :class:`~wheelgate.core.errors.PromotionRejected` as :meth:`release`.
         """
         if step.copy:
             self._copy(step, in_nightly=in_nightly)
@@ -83,7 +83,7 @@ class Releaser:
             page_dir=PAGES.project_dir(step.index, step.file.distribution.project),
             sha256=step.file.sha256,
             size=step.file.size,
-            uploaded=source.upload_time if source else upload_time(self.clock()),
+            uploaded=source.upload_time if source else upload_time(at),
             metadata=metadata,
             yanked=source.yanked if source else False,
         )

@@ -1,22 +1,30 @@
-"""Promotion of one manifest: the service that routes a manifest event and acts on what its
-route decides.
+"""Promotion of one manifest: the service that routes a manifest event, comes to one
+:class:`~.decisions.Decision`, and hands it to its projections.
 
-:class:`PromotionService` reads the request an event names (:func:`~.event.parse_request`),
-skips bytes decided already (:mod:`~.redelivery`), checks the writer (:mod:`~.writers`), and
-hands the request to its route: a run's manifest (:mod:`~.run`), a yank request
-(:mod:`~.yanking`), a break-glass override request (:mod:`~.override`) or an import request
-(:mod:`~.importing`). A route returns a decision (:mod:`~.decisions`): the record it wrote, or
-a manifest to promote through the flow (:mod:`~.flow`), tested, overridden or imported; a
-refusal is recorded here. The parts are built in one place, :func:`~.compose.build_service`.
-An event for a stage entry of the run history (``history/_entries/``) is folded into the
-history instead (:mod:`wheelgate.history.fold`).
+An event's path: :meth:`PromotionService.handle` takes the time of the decision once, reads the
+request the event names (:func:`~.event.parse_request`), skips bytes decided already
+(:mod:`~.redelivery`), checks the writer (:mod:`~.writers`) and hands the request to its route:
+a run's manifest (:mod:`~.routes.run`), a yank request (:mod:`~.routes.yank`), a break-glass
+override request (:mod:`~.routes.override`) or an import request
+(:mod:`~.routes.importing`). A route returns what it
+decided (:mod:`~.decisions`): the record it wrote, or a manifest to promote through the flow
+(:mod:`~.flow`), tested, overridden or imported; a refusal is recorded here. Every record is a
+transition of :class:`~wheelgate.core.records.PromotionRecord`, saved by the one
+:class:`~.recorder.RecordStore`. The :class:`~.decisions.Decision` then goes to each projection
+in order (metrics, run history, status site), which reads nothing back. A fan-out execution's
+steps come through :meth:`PromotionService.step`, to the same projections. The parts are built
+in one place, :func:`~.compose.build_service`. An event for a stage entry of the run history
+(``history/_entries/``) is folded into the history instead
+(:mod:`wheelgate.history.fold`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from wheelgate.core.errors import PromotionRejected
 from wheelgate.core.layout import (
@@ -28,22 +36,22 @@ from wheelgate.core.layout import (
     YANK_RUN_PREFIX,
     LayoutError,
 )
-from wheelgate.core.records import PromotionRecord, RecordEntry, State
+from wheelgate.core.records import PromotionRecord, State
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.history.fold import EntryFolder, FoldResult
-from wheelgate.index.pages import upload_time
-from wheelgate.promotion.decisions import Decided, Override, Promote, Route
+from wheelgate.promotion.decisions import (
+    Decided,
+    Decision,
+    Override,
+    Projection,
+    Promote,
+    Route,
+)
 from wheelgate.promotion.event import ManifestEvent, Request, parse_request
 from wheelgate.promotion.fanout.jobs import FanoutJobs
 from wheelgate.promotion.fanout.steps import FanoutSteps
 from wheelgate.promotion.flow import PromotionFlow
-from wheelgate.promotion.observer import DecisionObserver, decision_stats
-from wheelgate.promotion.recorder import (
-    RecordStore,
-    build_record,
-    failure_record,
-    stated_commit,
-)
+from wheelgate.promotion.recorder import RecordStore, stated_commit
 from wheelgate.promotion.redelivery import Redelivery
 from wheelgate.promotion.routes.override import OverrideRoute
 from wheelgate.promotion.writers import check_writer
@@ -56,13 +64,14 @@ HISTORY_ENTRIES_KEY_PREFIX = HISTORY_PREFIX + HISTORY_ENTRIES_DIR
 
 
 class PromotionService:
-    """Routes manifests from the staging bucket and acts on their routes' decisions.
+    """Routes manifests from the staging bucket, decides, and projects each decision.
 
     ``routes`` maps a request's run id prefix (yank, override, import) to its route;
-    ``runs`` takes every other manifest. ``observer`` hears of each new promoted or rejected
-    decision once (see :class:`~wheelgate.promotion.observer.DecisionObserver`). ``fanout``
-    and ``steps`` are the fan-out jobs and the execution's steps (``None``: no fan-out).
-    ``folder`` folds the run history's stage entries (``None``: their events are ignored).
+    ``runs`` takes every other manifest. ``projections`` are run in order on each
+    :class:`~.decisions.Decision` (see :meth:`handle`). ``clock`` gives the time of each
+    decision, taken once. ``fanout`` and ``steps`` are the fan-out jobs and the execution's
+    steps (``None``: no fan-out). ``folder`` folds the run history's stage entries (``None``:
+    their events are ignored).
     """
 
     def __init__(
@@ -75,7 +84,7 @@ class PromotionService:
         runs: Route,
         overrides: OverrideRoute,
         routes: dict[str, Route],
-        observer: DecisionObserver,
+        projections: Sequence[Projection],
         clock: Callable[[], datetime],
         fanout: FanoutJobs | None = None,
         steps: FanoutSteps | None = None,
@@ -88,7 +97,7 @@ class PromotionService:
         self.runs = runs
         self.overrides = overrides
         self.routes = {OVERRIDE_RUN_PREFIX: overrides, **routes}
-        self.observer = observer
+        self.projections = tuple(projections)
         self.clock = clock
         self.fanout = fanout
         self.steps = steps
@@ -107,54 +116,89 @@ class PromotionService:
         existing = self.load_record(run_id)
         if existing is not None and existing.state is not State.PENDING:
             return
-        self.records.save(
-            failure_record(
-                existing,
-                run_id=run_id,
-                at=upload_time(self.clock()),
-                failure=f"{type(error).__name__}: {error}",
-                then="it will be retried",
-            )
+        failed = PromotionRecord.of(existing, run_id).failed(
+            at=self.clock(),
+            failure=f"{type(error).__name__}: {error}",
+            then="it will be retried",
         )
+        self.records.save(failed)
 
-    def handle(self, event: ManifestEvent) -> PromotionRecord | None:
-        """Decide on the manifest at ``event.key`` and act on it.
+    def handle(self, event: ManifestEvent) -> Decision | None:
+        """Decide on the manifest at ``event.key``, then project the decision.
 
-        Returns the record written (or the existing one when this manifest was already
-        decided), ``None`` when the key is not a manifest or the manifest is gone, and for a
-        history entry, which is folded (:meth:`fold_entry`). Permanent
-        rejections are recorded and returned, never raised; transient errors raise. Each new
-        promoted or rejected decision is told to ``observer`` once; a redelivered manifest and
-        an untrusted write (noted as pending) are not.
+        Returns the :class:`~.decisions.Decision` (not ``new`` when this manifest was decided
+        already), ``None`` when the key is not a manifest or the manifest is gone, and for a
+        history entry, which is folded (:meth:`fold_entry`). Permanent rejections are recorded
+        and returned, never raised; transient errors raise, before any projection. Each
+        projection sees every decision, in order, after its record was stored.
         """
         if event.key.startswith(HISTORY_ENTRIES_KEY_PREFIX):
             self.fold_entry(event.key)
             return None
-        request = parse_request(event, self.staging, self.records)
+        at = self.clock()
+        request = parse_request(event, self.staging, self.records, at=at)
         if request is None:
             return None
-        if Redelivery.decided(request.existing, request.digest):
-            return request.existing  # these exact bytes were decided already: no-op
+        decision = replace(self._decide(request), written_at=event.event_time)
+        self.project(decision)
+        return decision
+
+    def step(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Run the fan-out step ``event`` names and project the decision it records (a publish
+        or conclude step's); return the step's output. Raises ``ValueError`` without fan-out,
+        and what the step raises (see :meth:`~.fanout.steps.FanoutSteps.step`)."""
+        if self.steps is None:
+            raise ValueError(
+                "fan-out step received, but no fan-out state machine is configured "
+                "(WHEELGATE_FANOUT_STATE_MACHINE_ARN)"
+            )
+        stepped = self.steps.step(event, at=self.clock())
+        if stepped.decision is not None:
+            self.project(stepped.decision)
+        return stepped.output
+
+    def project(self, decision: Decision) -> None:
+        """Run each projection on ``decision`` in order. One that raises is logged and the
+        next still runs: the decision is made and recorded, and must not become a retry."""
+        for projection in self.projections:
+            try:
+                projection.project(decision)
+            except Exception:
+                logger.exception(
+                    "projection of a decision failed",
+                    extra={
+                        "projection": type(projection).__name__,
+                        "run_id": decision.record.run_id,
+                    },
+                )
+
+    def _decide(self, request: Request) -> Decision:
+        at = request.at
+        if request.existing is not None and Redelivery.decided(request.existing, request.digest):
+            return Decision(request.existing, at, new=False)  # these bytes were decided already
         try:
             check_writer(self.settings, request.run_id, request.actor)
         except PromotionRejected as untrusted:
             if not request.run_id.startswith(OVERRIDE_RUN_PREFIX):
-                return self._ignore(request, untrusted)
+                return self._ignore(request, untrusted, at)
             # An override request from anyone else is refused on its own record.
-            return self._observed(request, self._reject(request, untrusted))
+            return self._reject(request, untrusted, at)
         try:
             match self._route(request.run_id).decide(request):
                 case Decided(record):
-                    return self._observed(request, record)
-                case Promote(mode=Override() as override) as decision:
-                    target = self.flow.promote(decision, actor=request.actor, event=event)
-                    record = self.overrides.settle(request, override, target)
-                    return self._observed(request, record, copies_from=target)
-                case Promote() as decision:
-                    record = self.flow.promote(decision, actor=request.actor, event=event)
-                    return self._observed(request, record)
+                    return Decision(record, at)
+                case Promote(mode=Override() as override) as promote:
+                    target = self.flow.promote(
+                        promote, actor=request.actor, event=request.event, at=at
+                    )
+                    record = self.overrides.settle(request, override, target.record, at=at)
+                    return replace(target, record=record, run=target.record)
+                case Promote() as promote:
+                    return self.flow.promote(
+                        promote, actor=request.actor, event=request.event, at=at
+                    )
         except PromotionRejected as rejection:
-            return self._observed(request, self._reject(request, rejection))
+            return self._reject(request, rejection, at)
 
     def fold_entry(self, key: str) -> FoldResult | None:
         """Fold the run history's stage entry at ``key`` (``None``: no folder). A refused
@@ -178,33 +222,19 @@ class PromotionService:
                 return self.routes[prefix]
         return self.runs
 
-    def _reject(self, request: Request, rejection: PromotionRejected) -> PromotionRecord:
-        return self.flow.reject(
+    def _reject(self, request: Request, rejection: PromotionRejected, at: datetime) -> Decision:
+        record = self.flow.reject(
             request.run_id,
             rejection,
             request.digest,
             request.actor,
             request.existing,
+            at=at,
             commit=stated_commit(request.raw),
         )
+        return Decision(record, at)
 
-    def _observed(
-        self,
-        request: Request,
-        record: PromotionRecord,
-        *,
-        copies_from: PromotionRecord | None = None,
-    ) -> PromotionRecord:
-        """Tell the observer of the new decision ``record`` holds, and return ``record``.
-
-        ``copies_from`` is the record that shows the copies and pages, when another run's
-        (an override request's decision is its target run's promotion).
-        """
-        stats = decision_stats(copies_from or record, manifest_written_at=request.event.event_time)
-        self.observer.decided(record, stats)
-        return record
-
-    def _ignore(self, request: Request, untrusted: PromotionRejected) -> PromotionRecord:
+    def _ignore(self, request: Request, untrusted: PromotionRejected, at: datetime) -> Decision:
         """Note a manifest from a writer not trusted for it, without deciding the run.
 
         An untrusted write must never decide a run: it is recorded as a pending entry, which
@@ -212,20 +242,11 @@ class PromotionService:
         same bytes) is still decided on its own. A decided run keeps its state.
         """
         existing = request.existing
-        if Redelivery.noted(existing, request.digest, request.actor, untrusted.reason):
-            assert existing is not None
-            return existing  # this very write was noted already (at-least-once delivery)
-        note = RecordEntry(
-            at=upload_time(self.clock()),
-            state=State.PENDING,
-            reason=untrusted.reason.value,
-            message=f"ignored: {untrusted.message}",
-            manifest_sha256=request.digest,
-            actor=request.actor,
+        if existing is not None and Redelivery.noted(
+            existing, request.digest, request.actor, untrusted.reason
+        ):
+            return Decision(existing, at, new=False)  # noted already (at-least-once delivery)
+        noted = PromotionRecord.of(existing, request.run_id).noted(
+            untrusted, at=at, manifest_sha256=request.digest, actor=request.actor
         )
-        if existing is not None and existing.state is not State.PENDING:
-            noted = self.records.save(existing.with_entry(note))
-        else:
-            noted = self.records.save(build_record(existing, note, run_id=request.run_id))
-        self.observer.ignored(noted)
-        return noted
+        return Decision(self.records.save(noted), at, noted=True)

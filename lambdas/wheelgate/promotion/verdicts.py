@@ -32,6 +32,7 @@ from wheelgate.core.quotas import (
     VERDICT_SIGNS_PER_SECOND_FANOUT,
     VERDICT_SIGNS_PER_SECOND_PROMOTION,
 )
+from wheelgate.core.records import Promotion
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.core.verdicts import (
     ENVELOPE_CONTENT_TYPE,
@@ -55,7 +56,6 @@ from wheelgate.core.verdicts import (
     statement_bytes,
 )
 from wheelgate.index.pages import IndexEntry, upload_time
-from wheelgate.promotion.recorder import Promotion
 from wheelgate.storage.bucket import Bucket
 from wheelgate.storage.conditional import Put, Rendered, StateUpdate, read_modify_write
 from wheelgate.storage.errors import PreconditionFailed
@@ -101,7 +101,8 @@ class VerdictWriter:
     """Signs and stores the verdicts of released files in ``nightly`` with ``signer``.
 
     ``settings`` give the gate's identity (the nightly base URL) and the staging bucket that
-    holds the manifests; ``clock`` stamps ``timeVerified`` and a new key's ``valid_from``.
+    holds the manifests. ``timeVerified`` and a new key's ``valid_from`` are the decision's
+    time, which each signing is given.
     Signatures are paced to stay within KMS's shared ECC request quota
     (``VERDICT_SIGNS_PER_SECOND_PROMOTION`` for a promotion's files,
     ``VERDICT_SIGNS_PER_SECOND_FANOUT`` for a fan-out execution's publish step); ``sleep``
@@ -114,7 +115,6 @@ class VerdictWriter:
         settings: PromoterSettings,
         nightly: Bucket,
         signer: Signer,
-        clock: Callable[[], datetime],
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
@@ -122,7 +122,6 @@ class VerdictWriter:
         self._fanout_pace = Pacer(VERDICT_SIGNS_PER_SECOND_FANOUT, sleep=sleep)
         self.nightly = nightly
         self.signer = signer
-        self.clock = clock
         self.workers = nightly.limits.workers
         self._keyid: str | None = None
         self._lock = threading.Lock()
@@ -133,11 +132,13 @@ class VerdictWriter:
         steps: Sequence[FileStep],
         entries: Sequence[IndexEntry],
         *,
+        at: datetime,
         fanout: bool = False,
         nightly_keys: Collection[str] = (),
     ) -> list[IndexEntry]:
         """Write the verdict of every released file of a promoted set (``steps`` and their
-        ``entries``, in the same order); return the entries, each now linking its verdict.
+        ``entries``, in the same order), verified ``at`` (the decision's time); return the
+        entries, each now linking its verdict.
 
         Before the first signature it reads the verdict keys that may hold one: those of files
         already in nightly, those in ``nightly_keys`` (what verification listed), and with
@@ -158,7 +159,7 @@ class VerdictWriter:
             held = dict(pool.map(self._held, to_read))
             return list(
                 pool.map(
-                    lambda job: self._attest(promotion, job[0], job[1], pace, held),
+                    lambda job: self._attest(promotion, job[0], job[1], pace, held, at),
                     zip(steps, entries, strict=True),
                 )
             )
@@ -180,12 +181,13 @@ class VerdictWriter:
         entry: IndexEntry,
         pace: Pacer,
         held: Mapping[str, bytes | None],
+        at: datetime,
     ) -> IndexEntry:
         key = NIGHTLY.verdict(step.index, step.file.filename)
         if held.get(key) is not None:
             return replace(entry, verdict=True)
-        keyid = self.publish_key()
-        payload = statement_bytes(build_statement(self.facts(promotion, step)))
+        keyid = self.publish_key(at)
+        payload = statement_bytes(build_statement(self.facts(promotion, step, at)))
         pace.wait()
         signature = self.signer.sign(pae(PAYLOAD_TYPE, payload))
         try:
@@ -201,8 +203,9 @@ class VerdictWriter:
             self._check_same(key, written[0] if written else None, step)
         return replace(entry, verdict=True)
 
-    def facts(self, promotion: Promotion, step: FileStep) -> VerdictFacts:
-        """What the verdict of ``step``'s file says, from the settled ``promotion``."""
+    def facts(self, promotion: Promotion, step: FileStep, at: datetime) -> VerdictFacts:
+        """What the verdict of ``step``'s file says, from the settled ``promotion`` verified
+        ``at``."""
         outcome = next(s for s in promotion.sets if s.index == step.index)
         released = next((f for f in outcome.files if f.filename == step.file.filename), None)
         kind = KIND_PROMOTION
@@ -225,7 +228,7 @@ class VerdictWriter:
             sha256=step.file.sha256,
             gate=self.settings.nightly_base_url,
             resource_uri=key_url(self.settings.nightly_base_url, step.target_key),
-            at=upload_time(self.clock()),
+            at=upload_time(at),
             manifest_uri=f"s3://{self.settings.staging_bucket}/"
             f"{STAGING.manifest(promotion.run_id)}",
             manifest_sha256=promotion.manifest_sha256,
@@ -238,9 +241,10 @@ class VerdictWriter:
             extra=extra,
         )
 
-    def publish_key(self) -> str:
+    def publish_key(self, at: datetime) -> str:
         """Make sure the keys document lists the signer's key as the signing key (once per
-        writer), through the one conditional read-modify-write loop
+        writer; valid from ``at`` when it is new), through the one conditional
+        read-modify-write loop
         (:func:`~wheelgate.storage.conditional.read_modify_write`); return its keyid.
         Raises :class:`~wheelgate.core.errors.TransientError` when the document cannot be
         read or concurrent writers keep winning its conditional write."""
@@ -248,9 +252,7 @@ class VerdictWriter:
             if self._keyid is not None:
                 return self._keyid
             der = self.signer.public_key_der()
-            key = PublishedKey(
-                keyid=keyid_of(der), pem=pem_of(der), valid_from=upload_time(self.clock())
-            )
+            key = PublishedKey(keyid=keyid_of(der), pem=pem_of(der), valid_from=upload_time(at))
 
             def read() -> tuple[KeyDocument, str | None]:
                 found = self.nightly.get(VERDICT_KEYS_KEY)

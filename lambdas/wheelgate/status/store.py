@@ -91,9 +91,10 @@ class StatusStore:
             return [record]
         return [PromotionRecord.model_validate_json(found[0]), record]
 
-    def update(self, record: PromotionRecord) -> list[str]:
+    def update(self, record: PromotionRecord, *, run: PromotionRecord | None = None) -> list[str]:
         """Fold ``record``'s latest decision into the state and rewrite the pages it touches
-        (an override request's with its target run's, :meth:`_shown`).
+        (an override request's with its target run's: ``run`` when the caller holds it, else
+        read, :meth:`_shown`).
 
         Returns the keys written (none when the decision was already shown). Raises
         :class:`TransientError` when the state keeps changing under us, and the storage
@@ -103,7 +104,7 @@ class StatusStore:
         # and principals as every output shows them.
         shown = [
             PromotionRecord.model_validate_json(mask_principals(Redactor()(r.to_json())))
-            for r in self._shown(record)
+            for r in ([run, record] if run is not None else self._shown(record))
         ]
         link = self.dashboard_url
         # Directory pages an attempt that lost wrote from its state: written again.

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from wheelgate.core.errors import Reason, TransientError
 from wheelgate.core.manifest import ManifestFile
 from wheelgate.core.planning import FileStep, Provenance, SetPlan
-from wheelgate.promotion.recorder import Promotion
+from wheelgate.core.records import Promotion
 
 #: Step Functions execution names: at most 80 characters of these.
 _EXECUTION_NAME_MAX = 80

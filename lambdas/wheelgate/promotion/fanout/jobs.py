@@ -9,14 +9,14 @@ from datetime import datetime
 from wheelgate.core.layout import STAGING
 from wheelgate.core.limits import FANOUT_LEASE_SECONDS
 from wheelgate.core.planning import SetPlan
-from wheelgate.core.records import PromotionRecord, RecordEntry, State
+from wheelgate.core.records import Promotion, PromotionRecord, RecordEntry, State
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.index.pages import upload_time
 from wheelgate.promotion.fanout.job import FanoutJob, JobItem, fanout_job_id, fanout_wanted
 from wheelgate.promotion.fanout.ports import Launcher
 from wheelgate.promotion.fanout.store import JobStore
 from wheelgate.promotion.lease import IndexLeases
-from wheelgate.promotion.recorder import Promotion, RecordStore, build_record
+from wheelgate.promotion.recorder import RecordStore
 from wheelgate.promotion.verification import VerifiedSet
 
 
@@ -102,9 +102,12 @@ class FanoutJobs:
         )
         return self.store.write(job)
 
-    def launch(self, job: FanoutJob, existing: PromotionRecord | None) -> PromotionRecord:
-        """Make sure ``job`` holds its leases, its PENDING entry is recorded and its execution
-        is started (each is a no-op when done already); return the run's record.
+    def launch(
+        self, job: FanoutJob, existing: PromotionRecord | None, *, at: datetime
+    ) -> PromotionRecord:
+        """Make sure ``job`` holds its leases, its PENDING entry is recorded (``at``, the
+        decision's time) and its execution is started (each is a no-op when done already);
+        return the run's record.
 
         The entry is recorded before the start: the execution may end (and record its
         decision) before this returns. Raises :class:`~wheelgate.promotion.lease.LeaseBusy`
@@ -115,14 +118,16 @@ class FanoutJobs:
         record = existing
         if record is None or all(h.message != message for h in record.history):
             entry = RecordEntry(
-                at=upload_time(self.clock()),
+                at=upload_time(at),
                 state=State.PENDING,
                 message=message,
                 manifest_sha256=job.promotion.manifest_sha256,
                 actor=job.promotion.actor,
             )
             record = self.records.save(
-                build_record(existing, entry, run_id=job.run_id, commit=job.promotion.commit)
+                PromotionRecord.of(existing, job.run_id).following(
+                    entry, commit=job.promotion.commit
+                )
             )
         self.launcher.start(
             job_id=job.job_id,

@@ -8,7 +8,7 @@ from datetime import datetime
 from wheelgate.core.import_rules import ImportRequest
 from wheelgate.core.records import Progress, PromotionRecord, RecordEntry, State
 from wheelgate.core.timestamps import upload_time
-from wheelgate.promotion.recorder import RecordStore, build_record
+from wheelgate.promotion.recorder import RecordStore
 
 
 class ImportProgress:
@@ -39,10 +39,13 @@ class ImportProgress:
             manifest_sha256=digest,
             actor=actor,
         )
-        record = build_record(existing, entry, run_id=request.run_id, imported_from=request.source)
         if existing is not None and existing.state is not State.PENDING:
             # An import asked again after a decision: the decision stands until the new one.
             record = existing.with_entry(entry)
+        else:
+            record = PromotionRecord.of(existing, request.run_id).following(
+                entry, imported_from=request.source
+            )
         return self.records.save(record)
 
     def gathered(

@@ -3,9 +3,6 @@ service as what to promote (see the package's docstring for the steps)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-
 from wheelgate.core.errors import PromotionRejected, Reason, TransientError
 from wheelgate.core.import_rules import (
     SCHEMA_IMPORT_V1,
@@ -17,13 +14,12 @@ from wheelgate.core.manifest import ArtifactSet, Manifest
 from wheelgate.core.planning import NO_COMMIT
 from wheelgate.core.records import PromotionRecord, RefusedFile, SetOutcome, State
 from wheelgate.core.settings import PromoterSettings
-from wheelgate.core.timestamps import upload_time
-from wheelgate.promotion.decisions import Decided, Decision, Imported, Promote
+from wheelgate.promotion.decisions import Decided, Imported, Promote, Routed
 from wheelgate.promotion.event import Request
 from wheelgate.promotion.fanout.ports import MessageSender
 from wheelgate.promotion.importing.gather import Gathered, Gatherer
 from wheelgate.promotion.importing.screen import Screener
-from wheelgate.promotion.recorder import RecordStore, rejected_record
+from wheelgate.promotion.recorder import RecordStore
 from wheelgate.promotion.redelivery import Redelivery
 
 
@@ -47,7 +43,6 @@ class ImportRoute:
         screener: Screener,
         redelivery: Redelivery,
         queue: MessageSender | None,
-        clock: Callable[[], datetime],
     ) -> None:
         self.settings = settings
         self.buckets = buckets
@@ -56,9 +51,8 @@ class ImportRoute:
         self.screener = screener
         self.redelivery = redelivery
         self.queue = queue
-        self.clock = clock
 
-    def decide(self, request: Request) -> Decision:
+    def decide(self, request: Request) -> Routed:
         """Carry out the import request of ``request`` (whose writer the service checked).
 
         Returns the record saved while the source is gathered, a fan-out execution copies or
@@ -79,7 +73,7 @@ class ImportRoute:
         refusal = source_allowed(wanted.source_location, self.settings.import_sources, self.buckets)
         if refusal is not None:
             raise refusal
-        resumed = self.redelivery.resume(run_id, digest, request.existing)
+        resumed = self.redelivery.resume(run_id, digest, request.existing, at=request.at)
         if resumed is not None:
             return Decided(resumed)
         gathered = self.gatherer.gather(wanted, digest, actor, request.existing)
@@ -120,11 +114,9 @@ class ImportRoute:
             message=rejection.message,
             refused=list(refused),
         )
-        decision = rejected_record(
-            record,
+        decision = PromotionRecord.of(record, request.run_id).rejected(
             rejection,
-            run_id=request.run_id,
-            at=upload_time(self.clock()),
+            at=request.at,
             manifest_sha256=request.digest,
             actor=request.actor,
             sets=[outcome],

@@ -13,18 +13,16 @@ who and why, is written after the target's (:meth:`OverrideRoute.settle`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from datetime import datetime
 
 from wheelgate.core.errors import PromotionRejected, Reason
 from wheelgate.core.layout import STAGING
 from wheelgate.core.manifest import parse_manifest
 from wheelgate.core.override import parse_override
-from wheelgate.core.records import PromotionRecord, RecordEntry, State
-from wheelgate.index.pages import upload_time
+from wheelgate.core.records import PromotionRecord, State
 from wheelgate.promotion.decisions import Override, Promote
 from wheelgate.promotion.event import Request
-from wheelgate.promotion.recorder import RecordStore, build_record
+from wheelgate.promotion.recorder import RecordStore
 from wheelgate.promotion.redelivery import Redelivery
 from wheelgate.storage.bucket import Bucket
 
@@ -40,12 +38,10 @@ class OverrideRoute:
         staging: Bucket,
         records: RecordStore,
         redelivery: Redelivery,
-        clock: Callable[[], datetime],
     ) -> None:
         self.staging = staging
         self.records = records
         self.redelivery = redelivery
-        self.clock = clock
 
     def decide(self, request: Request) -> Promote:
         """The target run of the override ``request`` to promote in override mode.
@@ -78,27 +74,16 @@ class OverrideRoute:
         return Promote(manifest, target_digest, target_record, mode)
 
     def settle(
-        self, request: Request, override: Override, target: PromotionRecord
+        self, request: Request, override: Override, target: PromotionRecord, *, at: datetime
     ) -> PromotionRecord:
-        """Record the override ``request`` after its ``target`` run's record was written: its
-        ``override`` names the target too (``target``), whose record the status site shows."""
-        outcome = f"override applied: run {target.run_id} {target.state.value}" + (
-            f" ({target.reason}: {target.message})" if target.reason else ""
-        )
-        decision = RecordEntry(
-            at=upload_time(self.clock()),
-            state=target.state,
-            reason=target.reason,
-            message=outcome,
+        """Record the override ``request`` (decided ``at``) after its ``target`` run's record
+        was written: its ``override`` names the target too, whose record the status site
+        shows."""
+        overridden = PromotionRecord.of(request.existing, request.run_id).overridden(
+            target,
+            override=override.as_record(),
+            at=at,
             manifest_sha256=request.digest,
             actor=request.actor,
         )
-        return self.records.save(
-            build_record(
-                request.existing,
-                decision,
-                run_id=request.run_id,
-                commit=target.commit,
-                override={**override.as_record(), "target": target.run_id},
-            )
-        )
+        return self.records.save(overridden)

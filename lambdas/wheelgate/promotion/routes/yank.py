@@ -11,17 +11,14 @@ request's record written last.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-
-from wheelgate.core.records import RecordEntry, State
+from wheelgate.core.records import PromotionRecord, RecordEntry, State
 from wheelgate.index.pages import upload_time
 from wheelgate.index.yank import parse_yank
 from wheelgate.promotion.decisions import Decided
 from wheelgate.promotion.event import Request
 from wheelgate.promotion.lease import IndexLeases
 from wheelgate.promotion.publish import Publisher
-from wheelgate.promotion.recorder import RecordStore, build_record
+from wheelgate.promotion.recorder import RecordStore
 
 
 class YankRoute:
@@ -33,12 +30,10 @@ class YankRoute:
         publisher: Publisher,
         records: RecordStore,
         leases: IndexLeases,
-        clock: Callable[[], datetime],
     ) -> None:
         self.publisher = publisher
         self.leases = leases
         self.records = records
-        self.clock = clock
 
     def decide(self, request: Request) -> Decided:
         """Set the yank state ``request`` asks for on its released file's nightly pages.
@@ -50,28 +45,22 @@ class YankRoute:
         the directory's lease.
         """
         yank = parse_yank(request.raw, expected_run_id=request.run_id)
+        at = request.at
         with self.leases.hold([yank.index], run_id=request.run_id):
-            nightly = self.publisher.yank(yank)
+            nightly = self.publisher.yank(yank, at=at)
         invalidations = self.publisher.invalidate(nightly)
         verb = "yanked" if yank.yanked else "unyanked"
         message = f"{verb} {yank.filename} in {yank.index}" + (
             f" (reason: {yank.reason})" if yank.reason else ""
         )
         decision = RecordEntry(
-            at=upload_time(self.clock()),
+            at=upload_time(at),
             state=State.PROMOTED,
             message=message,
             manifest_sha256=request.digest,
             actor=request.actor,
         )
-        return Decided(
-            self.records.save(
-                build_record(
-                    request.existing,
-                    decision,
-                    run_id=yank.run_id,
-                    pages=nightly.keys,
-                    invalidations=invalidations,
-                )
-            )
+        record = PromotionRecord.of(request.existing, yank.run_id).following(
+            decision, pages=nightly.keys, invalidations=invalidations
         )
+        return Decided(self.records.save(record))

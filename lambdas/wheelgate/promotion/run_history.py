@@ -1,41 +1,33 @@
-"""Each decision recorded in the run history: an observer of decisions that tells the history
-what each set of a run came to (:class:`HistoryRecorder`).
+"""The run history projection: each decision on a run recorded in the run history of its
+sets' directories (:class:`RunHistory`).
 
-The promoter tells its observer of every new decision once (:mod:`~.observer`), whatever flow
+The service hands every :class:`~.decisions.Decision` to its projections once, whatever flow
 made it (one invocation or a fan-out's steps), so the history hears of each the same way. An
 override request's decision is its target run's promotion; yanks and imports are not runs.
-Each set's tests come from the decided manifest with the files each installed, and each
-installed file that is not one of the run's is looked up on nightly's page of its project in
-that directory (the page verification read), so ``wheelgate bisect`` can fetch it from there.
+Each set's tests come from the decided manifest the decision carries, with the files each
+installed, and each installed file that is not one of the run's is looked up on nightly's
+archive page of its project in that directory: the page the flow read, when it read it, so
+``wheelgate bisect`` can fetch it from there.
 
 The manifest is the reporter's word on its run: the files each set names become the run's
 files in its directory's history, and the commit time and attempt it states (``commit_time``,
 ``attempt``) replace what a build job's stage entry said. A stated time without a zone is
 left out (the history keeps UTC times alone).
 
-Recording must not turn a decision into a retry: a failure is logged, and the next decision of
-the run, or its stage entry, brings the history up to date.
+Recording must not turn a decision into a retry: the service logs a failure, and the next
+decision of the run, or its stage entry, brings the history up to date.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
 
 from pydantic import TypeAdapter, ValidationError
 
-from wheelgate.core.errors import PromotionRejected
-from wheelgate.core.layout import (
-    IMPORT_RUN_PREFIX,
-    NIGHTLY,
-    OVERRIDE_RUN_PREFIX,
-    STAGING,
-    YANK_RUN_PREFIX,
-)
-from wheelgate.core.manifest import ArtifactSetV2, Manifest, ManifestV2, parse_manifest
+from wheelgate.core.layout import IMPORT_RUN_PREFIX, NIGHTLY, YANK_RUN_PREFIX
+from wheelgate.core.manifest import ArtifactSetV2, Manifest, ManifestV2
 from wheelgate.core.records import PromotionRecord, SetOutcome, State
 from wheelgate.core.timestamps import upload_time
 from wheelgate.history.decision import DecidedFile, RunDecision, decided_run
@@ -48,9 +40,9 @@ from wheelgate.history.model import (
     project_and_version,
 )
 from wheelgate.history.store import HistoryStore
+from wheelgate.index.pages import ProjectPage
 from wheelgate.index.store import IndexStore
-from wheelgate.promotion.observer import DecisionObserver, DecisionStats, latest_decision
-from wheelgate.promotion.recorder import RecordStore
+from wheelgate.promotion.decisions import Decision, latest_decision
 from wheelgate.storage.bucket import Bucket
 
 logger = logging.getLogger(__name__)
@@ -59,55 +51,43 @@ _MOMENT: TypeAdapter[str] = TypeAdapter(Moment)
 _STATES = {State.PROMOTED: RunState.PROMOTED, State.REJECTED: RunState.REJECTED}
 
 
-class HistoryRecorder:
-    """Records each decision ``inner`` hears of in the run history of ``store`` (after telling
-    ``inner``). ``staging`` holds the manifests and records, ``nightly_pages`` nightly's index
-    pages; ``run_expiry_days`` dates a staged file the history did not know yet."""
+class RunHistory:
+    """Writes each new decision on a run into the run history of ``store``. ``staging`` holds
+    the runs' staged objects, ``nightly_pages`` nightly's index pages (read only for a page the
+    flow did not hold); ``run_expiry_days`` dates a staged file the history did not know
+    yet."""
 
     def __init__(
         self,
         *,
-        inner: DecisionObserver,
         store: HistoryStore,
         staging: Bucket,
         nightly_pages: IndexStore,
-        records: RecordStore,
         run_expiry_days: int | None,
-        clock: Callable[[], datetime],
     ) -> None:
-        self.inner = inner
         self.store = store
         self.staging = staging
         self.nightly_pages = nightly_pages
-        self.records = records
         self.run_expiry_days = run_expiry_days
-        self.clock = clock
 
-    def decided(self, record: PromotionRecord, stats: DecisionStats) -> None:
-        self.inner.decided(record, stats)
-        try:
-            self.record(record, stats.manifest_written_at)
-        except Exception:
-            logger.exception("run history not updated", extra={"run_id": record.run_id})
+    def project(self, decision: Decision) -> None:
+        """Record ``decision`` when it is new and decides a run (see :meth:`record`)."""
+        if decision.new and not decision.noted:
+            self.record(decision)
 
-    def ignored(self, record: PromotionRecord) -> None:
-        self.inner.ignored(record)
-
-    def record(self, record: PromotionRecord, reported: datetime | None) -> list[HistoryRun]:
-        """Put ``record``'s decision on its run in the history of each of its sets'
-        directories; the runs kept. An override request's decision goes on its target run;
-        a yank's and an import's on none. Raises what storage raises."""
+    def record(self, decision: Decision) -> list[HistoryRun]:
+        """Put ``decision`` on its run in the history of each of its sets' directories; the
+        runs kept. An override request's decision goes on its target run, once promoted; a
+        yank's and an import's on none. Raises what storage raises."""
+        record = decision.subject
         if record.run_id.startswith((YANK_RUN_PREFIX, IMPORT_RUN_PREFIX)):
             return []
-        if record.run_id.startswith(OVERRIDE_RUN_PREFIX):
-            target = (record.override or {}).get("target")
-            found = self.records.load(target) if target else None
-            if found is None or found.state is not State.PROMOTED:
-                return []
-            record = found
+        if decision.run is not None and record.state is not State.PROMOTED:
+            return []
         if record.state not in _STATES:
             return []
-        manifest = self._manifest(record)
+        manifest = decision.manifest
+        reported = decision.written_at
         commit = record.commit or (manifest.commit if manifest else None)
         if commit is None or not record.sets:
             return []  # refused before its sets were read: no directory to record it in
@@ -118,15 +98,15 @@ class HistoryRecorder:
         commit_time, attempt = _stated(manifest)
         kept = []
         for outcome in record.sets:
-            decision = self._decision(record, outcome, sets.get(outcome.index))
-            decision = replace(
-                decision,
+            run_decision = self._decision(record, outcome, sets.get(outcome.index), decision.pages)
+            run_decision = replace(
+                run_decision,
                 commit=commit,
                 reported_at=upload_time(reported) if reported else None,
                 commit_time=commit_time,
                 attempt=attempt,
             )
-            kept.append(self._apply(decision, staged_at))
+            kept.append(self._apply(run_decision, staged_at))
         return kept
 
     def _apply(self, decision: RunDecision, staged_at: str | None) -> HistoryRun:
@@ -146,7 +126,11 @@ class HistoryRecorder:
         )
 
     def _decision(
-        self, record: PromotionRecord, outcome: SetOutcome, manifest_set: ArtifactSetV2 | None
+        self,
+        record: PromotionRecord,
+        outcome: SetOutcome,
+        manifest_set: ArtifactSetV2 | None,
+        held: Mapping[tuple[str, str], ProjectPage],
     ) -> RunDecision:
         state = _STATES.get(outcome.state, _STATES[record.state])
         own = {f.sha256 for f in outcome.files} | {f.sha256 for f in outcome.staged}
@@ -169,12 +153,16 @@ class HistoryRecorder:
             decided_at=record.decided_at or latest_decision(record).at,
             reasons=(reason,) if reason else (),
             message=outcome.message or record.message,
-            tests=self._tests(outcome, manifest_set, own),
+            tests=self._tests(outcome, manifest_set, own, held),
             files=_first_per_name(files),
         )
 
     def _tests(
-        self, outcome: SetOutcome, manifest_set: ArtifactSetV2 | None, own: set[str]
+        self,
+        outcome: SetOutcome,
+        manifest_set: ArtifactSetV2 | None,
+        own: set[str],
+        held: Mapping[tuple[str, str], ProjectPage],
     ) -> tuple[TestRecord, ...]:
         if manifest_set is None:
             return tuple(
@@ -188,7 +176,7 @@ class HistoryRecorder:
             for f in t.installed:
                 if f.sha256 in own or f.filename is None:
                     continue
-                key = self._nightly_key(outcome.index, f.filename, f.sha256, pages)
+                key = self._nightly_key(outcome.index, f.filename, f.sha256, pages, held)
                 if key is not None:
                     keys[f.sha256] = key
             tests.append(
@@ -199,34 +187,27 @@ class HistoryRecorder:
         return tuple(tests)
 
     def _nightly_key(
-        self, index: str, filename: str, sha256: str, pages: dict[str, dict[str, str]]
+        self,
+        index: str,
+        filename: str,
+        sha256: str,
+        pages: dict[str, dict[str, str]],
+        held: Mapping[tuple[str, str], ProjectPage],
     ) -> str | None:
         """The nightly key of ``filename`` in ``index`` if nightly released these bytes under
-        that name (its project's archive page, read once per project)."""
+        that name (its project's archive page: the one the flow held, else read once)."""
         try:
             project, _ = project_and_version(filename)
         except ValueError:
             return None
         if project not in pages:
-            page, _etag = self.nightly_pages.read_archive(index, project)
+            page = held.get((index, project))
+            if page is None:
+                page, _etag = self.nightly_pages.read_archive(index, project)
             pages[project] = {e.filename: e.sha256 for e in page.entries}
         if pages[project].get(filename) != sha256:
             return None
         return NIGHTLY.artifact(index, filename)
-
-    def _manifest(self, record: PromotionRecord) -> Manifest | None:
-        """The decided manifest (its v2 sets carry the tests' evidence); ``None`` when it is
-        gone, unreadable, or not the bytes decided."""
-        found = self.staging.get(STAGING.manifest(record.run_id))
-        if found is None:
-            return None
-        decided = latest_decision(record).manifest_sha256
-        if decided is not None and hashlib.sha256(found[0]).hexdigest() != decided:
-            return None
-        try:
-            return parse_manifest(found[0], expected_run_id=record.run_id)
-        except PromotionRejected:
-            return None
 
 
 def _stated(manifest: Manifest | None) -> tuple[str | None, int | None]:
