@@ -330,33 +330,6 @@ def test_a_family_with_several_pythons_runs_a_test_job_per_python_and_names_its_
     assert families.build_matrix()[0]["pythons"] == "3.11 3.12"
 
 
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        (
-            lambda d: d["families"][1].update(index="v2/gfx94X-dcgpu"),
-            "families[1].index: 'v2/gfx94X-dcgpu' is given twice",
-        ),
-        (
-            lambda d: d["families"][0].update(tests=["smoke", "perf"]),
-            "families[0].tests: 'perf' is not one of tests",
-        ),
-        (lambda d: d["families"][0].update(runnr="x"), "families[0]: unknown key 'runnr'"),
-        (lambda d: d.update(pythons=["3"]), "pythons: '3' is not a Python version"),
-        (lambda d: d["families"][0].update(index="/v2"), "families[0].index: "),
-    ],
-    ids=["index-twice", "unknown-test", "typo", "bad-python", "bad-index"],
-)
-def test_a_bad_families_file_is_refused_naming_the_key(
-    change: Callable[[dict[str, Any]], None], message: str
-) -> None:
-    document = json.loads(json.dumps(FAMILIES))
-    change(document)
-    with pytest.raises(FamiliesError) as raised:
-        parse_families(document)
-    assert message in str(raised.value)
-
-
 def test_every_kind_of_mismatch_is_a_row_of_the_examples_readme() -> None:
     text = (EXAMPLES / "README.md").read_text()
     section = text[text.index("## `wheelgate check-workflows`") :]

@@ -1,6 +1,7 @@
-"""The families file's keys for what is a project's own: the projects a test installs
-(``install``), the build jobs' runner (``build_runner``) and the families a pull request builds
-(``dev_families``), each refused with a message naming the key when it is wrong."""
+"""The families file's keys: what is a project's own (the projects a test installs,
+``install``; the build jobs' runner, ``build_runner``; the families a pull request builds,
+``dev_families``) and each family's, each refused with a message naming the key when it is
+wrong."""
 
 from __future__ import annotations
 
@@ -63,6 +64,17 @@ def test_the_rehearsal_of_one_family_keeps_what_it_installs() -> None:
             "dev_families names a family twice",
         ),
         (lambda d: d.update(instal=["torch"]), "the families file: unknown key 'instal'"),
+        (
+            lambda d: d["families"][1].update(index="v2/gfx94X-dcgpu"),
+            "families[1].index: 'v2/gfx94X-dcgpu' is given twice",
+        ),
+        (
+            lambda d: d["families"][0].update(tests=["smoke", "perf"]),
+            "families[0].tests: 'perf' is not one of tests",
+        ),
+        (lambda d: d["families"][0].update(runnr="x"), "families[0]: unknown key 'runnr'"),
+        (lambda d: d.update(pythons=["3"]), "pythons: '3' is not a Python version"),
+        (lambda d: d["families"][0].update(index="/v2"), "families[0].index: "),
     ],
     ids=[
         "empty-install",
@@ -75,6 +87,11 @@ def test_the_rehearsal_of_one_family_keeps_what_it_installs() -> None:
         "unknown-dev-family",
         "dev-family-twice",
         "misspelt-key",
+        "index-twice",
+        "unknown-test",
+        "family-key-typo",
+        "bad-python",
+        "bad-index",
     ],
 )
 def test_a_bad_key_is_refused_naming_it(
