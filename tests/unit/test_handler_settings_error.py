@@ -18,7 +18,12 @@ from tests.unit.samples import PROMOTER_ENV
 from tests.unit.test_events_and_cli import s3_event
 from tests.unit.test_settings import GATE_SETTINGS
 from wheelgate.core.fanout_steps import FANOUT_STEP_FIELD
-from wheelgate.core.metrics import METRIC_SETTINGS_ERRORS, METRICS_NAMESPACE, SERVICE_NAME
+from wheelgate.core.metrics import (
+    METRIC_PROMOTION_ERRORS,
+    METRIC_SETTINGS_ERRORS,
+    METRICS_NAMESPACE,
+    SERVICE_NAME,
+)
 from wheelgate.core.setting_values import SettingsError
 from wheelgate.core.settings import PromoterSettings
 from wheelgate.lambda_function import handler
@@ -156,3 +161,24 @@ def test_a_settings_error_without_named_problems_is_still_logged_whole(
         "WHEELGATE_RUN_STAGE_WINDOW_DAYS must be a positive whole number"
     )
     assert [m.value for m in emitted(output) if m.name == METRIC_SETTINGS_ERRORS] == [1.0]
+
+
+def test_a_build_failure_that_is_no_settings_error_is_logged_at_error_with_its_cause(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given parts whose build fails for a reason of its own (a client that cannot be made)
+    def parts() -> handler.Promoter:
+        raise RuntimeError("no region for the KMS client")
+
+    # When a message reaches an entry point over them
+    response, output = deliver(capsys, "m-1", to=handler.entry_point(parts))
+    # Then the message fails, one ERROR line names the cause with its traceback, and it is
+    # counted as a promotion error, not a settings error
+    assert response == failed("m-1")
+    [line] = error_lines(output)
+    assert line["message"] == (
+        "promoter could not be built, nothing released: RuntimeError: no region for the KMS client"
+    )
+    assert "RuntimeError" in line["exception"]
+    assert [m.value for m in emitted(output) if m.name == METRIC_PROMOTION_ERRORS] == [1.0]
+    assert not [m for m in emitted(output) if m.name == METRIC_SETTINGS_ERRORS]

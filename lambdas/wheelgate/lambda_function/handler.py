@@ -155,8 +155,11 @@ def promoter() -> PromotionService:
 def built(parts: Callable[[], PromotionService]) -> PromotionService:
     """What ``parts`` returns; on a :class:`SettingsError`, an ERROR line for each missing or
     bad variable and one count of ``METRIC_SETTINGS_ERRORS``, then the error again, so the
-    message (or step) fails and nothing is released. The batch processor logs a message's
-    exception at debug only: without these lines the gate would fail closed in silence."""
+    message (or step) fails and nothing is released. Any other failure to build (a client
+    that cannot be made, say) is logged at ERROR with its traceback and counted as one
+    ``METRIC_PROMOTION_ERRORS``, then raised. The batch
+    processor logs a message's exception at debug only: without these lines the gate would
+    fail closed in silence."""
     try:
         return parts()
     except SettingsError as exc:
@@ -167,6 +170,12 @@ def built(parts: Callable[[], PromotionService]) -> PromotionService:
                 extra={"variable": problem.variable, "problem": problem.problem},
             )
         metrics.add_metric(name=METRIC_SETTINGS_ERRORS, unit=MetricUnit.Count, value=1)
+        raise
+    except Exception as exc:
+        logger.exception(
+            f"promoter could not be built, nothing released: {type(exc).__name__}: {exc}"
+        )
+        metrics.add_metric(name=METRIC_PROMOTION_ERRORS, unit=MetricUnit.Count, value=1)
         raise
 
 
