@@ -2,16 +2,19 @@
 ``run:`` scripts read from ``examples/github/*.yml`` and run as the runner runs them (``bash -eo
 pipefail``, ``GITHUB_OUTPUT``/``GITHUB_PATH``/``GITHUB_ENV`` honoured between steps), the
 WheelGate actions run from a checkout of this repository (``tests/integration/composite.py``),
-with the build and the GPU tests replaced by a stand-in ``torch`` wheel and a test that imports
-it. What a user copies is what runs: the families file read into matrices, the hash-pinned uv,
-the uv venv on PATH with ``wheelgate installed`` as evidence (or pip's report), the report
-job's collection, ``report`` and ``status`` deciding ``promoted``."""
+with the build and the GPU tests replaced by a stand-in wheel and a test that imports it: torch
+for the uv example, and for the pip example and the rehearsal projects the examples were not
+written for (a hyphenated name with a compiled tag, a pure Python one), since no line of theirs
+may name a project. What a user copies is what runs: the families file read into matrices,
+the hash-pinned uv, the uv venv on PATH with ``wheelgate installed`` as evidence (or pip's
+report), the report job's collection, ``report`` and ``status`` deciding ``promoted``."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -36,15 +39,37 @@ EXAMPLES = REPO / "examples" / "github"
 INDEX = "v2/gfx-example"
 FAMILY = "gfx-example"
 COMMIT = "b" * 40
-TORCH = "2.9.0"
-#: The pip example's release: another version, since both examples release into one local
-#: stack's nightly, where a second 2.9.0 with other bytes would be a nightly conflict.
-TORCH_PIP = "2.9.1"
-#: The stand-in for the GPU tests: torch imports, from the venv the job installed into.
-STAND_IN_TEST = (
-    "python -c 'import os, sys, torch; "
-    'assert sys.prefix == os.environ["VIRTUAL_ENV"], sys.prefix; print(torch.__version__)\''
-)
+_CPYTHON = f"cp{sys.version_info.major}{sys.version_info.minor}"
+
+
+@dataclass(frozen=True)
+class Project:
+    """The project a families file releases: its name, the version built and the wheel's tag."""
+
+    name: str
+    version: str
+    tag: str = "py3-none-any"
+
+    @property
+    def module(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def stand_in_test(self) -> str:
+        """The stand-in for the GPU tests: the module imports, from the job's venv."""
+        return (
+            f"python -c 'import os, sys, {self.module}; "
+            'assert sys.prefix == os.environ["VIRTUAL_ENV"], sys.prefix; '
+            f"print({self.module}.__version__)'"
+        )
+
+
+TORCH = Project("torch", "2.9.0")
+#: The pip example's project: a name with a hyphen (its wheel says acme_widget) and this
+#: Python's compiled-extension tag, as a project with C extensions builds for Linux.
+WIDGET = Project("acme-widget", "1.2.0", f"{_CPYTHON}-{_CPYTHON}-linux_{platform.machine()}")
+#: The rehearsal's project: pure Python.
+TINY = Project("tiny-tool", "0.3.1")
 #: A test that installs a tool as the example's families file does, with `python -m pip`
 #: (the one command for both routes: uv's venv is seeded with pip), hermetically from $TOOLS.
 STAND_IN_TOOL_TEST = (
@@ -172,20 +197,20 @@ def runner(
     return Runner(workspace, env, runner_temp, actions, context)
 
 
-def families_file(directory: Path) -> None:
-    """The user's families file, one family whose build hands over a stand-in torch wheel and
-    whose tests import it and install a tool with pip (from ``TOOLS``, which :func:`runner`
-    sets)."""
+def families_file(directory: Path, project: Project) -> None:
+    """The user's families file, one family whose build hands over the project's stand-in
+    wheel and whose tests import it and install a tool with pip (from ``TOOLS``, which
+    :func:`runner` sets)."""
     (directory / ".github").mkdir(parents=True, exist_ok=True)
     (directory / ".github" / "wheelgate-families.json").write_text(
         json.dumps(
             {
-                "projects": ["torch"],
-                "install": ["torch"],
+                "projects": [project.name],
+                "install": [project.name],
                 "build": 'mkdir -p dist && cp "$PREBUILT"/*.whl dist/',
                 # This Python: the one the runner has (python3.X), as setup-python's would be.
                 "pythons": [f"{sys.version_info.major}.{sys.version_info.minor}"],
-                "tests": {"smoke": STAND_IN_TEST, "unit": STAND_IN_TOOL_TEST},
+                "tests": {"smoke": project.stand_in_test, "unit": STAND_IN_TOOL_TEST},
                 "families": [
                     {
                         "index": INDEX,
@@ -261,30 +286,30 @@ class Night:
         return runner(self.tmp_path, name, self.local.env, self.actions, self.decoy, self.run)
 
 
-def plan_and_build(night: Night, release: str, torch: str) -> tuple[Runner, dict[str, Any]]:
+def plan_and_build(night: Night, release: str, project: Project) -> tuple[Runner, dict[str, Any]]:
     """A release example's plan job (setup, then the families file read into the matrices)
-    and its build job (the families file's command, a stand-in torch of version ``torch``,
+    and its build job (the families file's command, the project's stand-in wheel,
     stage, hand over): the build's runner, and the test matrix's one entry."""
     plan = night.runner("plan")
-    families_file(plan.workspace)
+    families_file(plan.workspace, project)
     plan.action("setup")
     outputs = plan.run(workflow_steps(release, "plan")["Read the families"], {})
     build_matrix, test_matrix = json.loads(outputs["build"]), json.loads(outputs["test"])
     assert [b["index"] for b in build_matrix] == [t["index"] for t in test_matrix] == [INDEX]
 
-    build_wheel(night.tmp_path / "prebuilt", "torch", torch)
+    build_wheel(night.tmp_path / "prebuilt", project.name, project.version, tag=project.tag)
     build = night.runner("build")
-    families_file(build.workspace)
+    families_file(build.workspace, project)
     build.env["PREBUILT"] = str(night.tmp_path / "prebuilt")
     build.context |= {f"matrix.{k}": v for k, v in build_matrix[0].items()}
     build_job(build, release)
     return build, test_matrix[0]
 
 
-def start_test_job(night: Night, build: Runner, entry: dict[str, Any]) -> Runner:
+def start_test_job(night: Night, build: Runner, entry: dict[str, Any], project: Project) -> Runner:
     """The test job of the matrix ``entry`` on a fresh runner, with the build's artifact."""
     test = night.runner("test")
-    families_file(test.workspace)
+    families_file(test.workspace, project)
     copy_tree(build.workspace / "staged", test.workspace / "staged")
     test.context |= {f"matrix.{k}": v for k, v in entry.items() if isinstance(v, str)}
     test.context["toJSON(matrix.tests)"] = json.dumps(entry["tests"])
@@ -308,7 +333,7 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     build, entry = plan_and_build(night, release, TORCH)
 
     # When the test job installs uv by its hashes, torch with it, and runs the stand-in test
-    test = start_test_job(night, build, entry)
+    test = start_test_job(night, build, entry, TORCH)
     job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]["env"]
     steps = workflow_steps(release, "test")
     test.run(steps["Install uv, hash-pinned"], job_env)
@@ -320,12 +345,14 @@ def test_the_uv_example_stages_tests_in_the_uv_venv_reports_and_is_promoted(
     # installed's, of the uv venv, holding the staged torch
     assert (build.workspace / "staged" / f"{FAMILY}.txt").read_text().splitlines()[:2] == [
         INDEX,
-        f"torch=={TORCH}",
+        f"torch=={TORCH.version}",
     ]
     results = test.workspace / "results" / FAMILY
     evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
     assert evidence["schema"] == "wheelgate/environment/v1"
-    assert [d["version"] for d in evidence["distributions"] if d["name"] == "torch"] == [TORCH]
+    assert [d["version"] for d in evidence["distributions"] if d["name"] == "torch"] == [
+        TORCH.version
+    ]
     assert (results / f"{FAMILY}.txt").read_text() == passed_lines(run)
 
     # When the report job collects the artifacts, reports and waits
@@ -342,24 +369,29 @@ def test_the_pip_example_stages_tests_in_the_pip_venv_with_its_report_and_is_pro
     run, release = "example-pip", "release-nightly.yml"
     night = Night(tmp_path, local, actions, decoy, run)
     # Given the plan job's matrices, and the build job that built, staged and handed over
-    build, entry = plan_and_build(night, release, TORCH_PIP)
+    # for a project the examples were not written for: acme-widget, with a compiled tag
+    build, entry = plan_and_build(night, release, WIDGET)
     # and pinned the run's closure (what a --require-hashes test would install)
-    pins = Path(build.action("pins", index=INDEX, projects="torch")["requirements"]).read_text()
-    assert f"torch=={TORCH_PIP} \\\n    --hash=sha256:" in pins
+    pins = build.action("pins", index=INDEX, projects=WIDGET.name)["requirements"]
+    assert f"{WIDGET.name}=={WIDGET.version} \\\n    --hash=sha256:" in Path(pins).read_text()
+    handover = (build.workspace / "staged" / f"{FAMILY}.txt").read_text().splitlines()
+    assert handover[:2] == [INDEX, f"{WIDGET.name}=={WIDGET.version}"]
 
-    # When the test job installs torch with pip, keeping its report, and runs the stand-in test
-    test = start_test_job(night, build, entry)
+    # When the test job installs it with pip, keeping its report, and runs the stand-in test
+    test = start_test_job(night, build, entry, WIDGET)
     job_env = yaml.safe_load((EXAMPLES / release).read_text())["jobs"]["test"]["env"]
     steps = workflow_steps(release, "test")
     test.action("setup")
     test.run(steps["Install from the run's staging index with pip, as users do"], job_env)
     test.run(steps["Run the tests"], job_env)
 
-    # Then the evidence is pip's report of the venv the test ran in, holding the staged torch
+    # Then the evidence is pip's report of the venv the test ran in, holding the staged wheel
     results = test.workspace / "results" / FAMILY
     evidence = json.loads((results / f"{FAMILY}.installed.json").read_text())
     installed = {i["metadata"]["name"]: i["metadata"]["version"] for i in evidence["install"]}
-    assert installed == {"torch": TORCH_PIP}
+    assert installed == {WIDGET.name: WIDGET.version}
+    wheels = [i["download_info"]["url"].rsplit("/", 1)[-1] for i in evidence["install"]]
+    assert wheels == [f"{WIDGET.module}-{WIDGET.version}-{WIDGET.tag}.whl"]
     assert (results / f"{FAMILY}.txt").read_text() == passed_lines(run)
 
     # When the report job collects the artifacts, reports and waits
@@ -402,17 +434,17 @@ def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone
     document = yaml.safe_load((EXAMPLES / "rehearse-release.yml").read_text())
     workflow_env = document["env"]
     # Given the plan job for the family asked for (workflow_dispatch's input), on a runner
-    # with no AWS or WheelGate setting at all
+    # with no AWS or WheelGate setting at all, of a project that is not torch
     plan = runner(tmp_path, "plan", {}, actions, decoy, run)
-    families_file(plan.workspace)
+    families_file(plan.workspace, TINY)
     plan.context["inputs.family"] = FAMILY
     plan.action("setup")
     steps = workflow_steps("rehearse-release.yml", "plan")
     test_matrix = json.loads(plan.run(steps["Read the family"], workflow_env)["test"])
     # and the dist/ the build job uploaded
     job = runner(tmp_path, "rehearse", {}, actions, decoy, run)
-    families_file(job.workspace)
-    build_wheel(job.workspace / "dist", "torch", TORCH)
+    families_file(job.workspace, TINY)
+    build_wheel(job.workspace / "dist", TINY.name, TINY.version, tag=TINY.tag)
     # and the WheelGate repository at the actions' commit, checked out to .wheelgate
     shutil.copytree(actions.parent, job.workspace / ".wheelgate")
     (entry,) = test_matrix
@@ -433,6 +465,6 @@ def test_the_rehearsal_runs_a_family_against_wheelgate_local_on_the_runner_alone
     # of the one families file passed in uv's venv, pip's tool install included
     decision = json.loads((job.runner_temp / "decision.json").read_text())
     assert (decision["state"], decision["reason"]) == ("promoted", "")
-    assert decision["requirements"] == [f"torch=={TORCH}"]
+    assert decision["requirements"] == [f"{TINY.name}=={TINY.version}"]
     assert decision["env"]["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
     assert decision["env"]["WHEELGATE_ALLOWED_INDEXES"] == json.dumps([INDEX])
