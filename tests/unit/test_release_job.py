@@ -64,6 +64,36 @@ def test_a_handover_reads_back_as_written_and_anything_else_is_named() -> None:
     assert "staged/cpu.txt is not a build job's handover" in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("requirements", "url", "named"),
+    [
+        ("torch==2.9.0 --extra-index-url=https://elsewhere/", "https://s/", "'--extra-index-url"),
+        ("torch>=2.9", "https://s/", "'torch>=2.9' is not NAME==VERSION"),
+        ("torch==2.*", "https://s/", "'torch==2.*' is not NAME==VERSION"),
+        ("torch[cuda]==2.9.0", "https://s/", "'torch[cuda]==2.9.0' is not NAME==VERSION"),
+        ("torch==2.9.0", "file:///home/x/wheels/", "'file:///home/x/wheels/' is not the run's"),
+        ("torch==2.9.0", "-i", "'-i' is not the run's index URL"),
+    ],
+)
+def test_a_handover_a_build_job_bent_is_refused_naming_the_token(
+    requirements: str, url: str, named: str
+) -> None:
+    # Given a handover whose requirements or URL are not what job handover writes (a build
+    # job writes the artifact; job install passes them to pip and uv as arguments)
+    text = f"v1/cpu\n{requirements}\n{url}\n"
+    # When a test job reads it, it is refused naming the token, before anything is installed
+    with pytest.raises(HandoverError) as raised:
+        Handover.parse(text, "staged/cpu.txt")
+    assert str(raised.value).startswith("staged/cpu.txt: ")
+    assert named in str(raised.value)
+
+
+def test_a_local_version_pin_is_a_handover_too() -> None:
+    # torch==2.9.0+rocm7.0 is the exact version the build left, as pinned_requirements writes it
+    text = "v2/gfx94X-dcgpu\ntorch==2.9.0+rocm7.0 triton-rocm==3.5.0\nhttps://s/runs/1/\n"
+    assert Handover.parse(text, "x").requirements == ("torch==2.9.0+rocm7.0", "triton-rocm==3.5.0")
+
+
 def test_collection_gives_each_test_its_jobs_evidence_and_an_untested_family_a_line() -> None:
     jobs = {"cpu": [JobResults(("v1/cpu:smoke=passed@u", "v1/cpu:unit=failed@u"), "e.json")]}
     collected = collect({"cpu": "v1/cpu", "gpu": "v1/gpu"}, jobs, "skipped", "https://r")
@@ -151,7 +181,7 @@ def test_job_install_refuses_a_venv_that_exists_and_a_bad_handover(
     args = ["job", "install", "--installer", "pip", "--python", "python3", "--evidence", "e.json"]
     assert main([*args, "--venv", "new", "--handover", "staged.txt"]) == 2
     assert "staged.txt is not a build job's handover" in capsys.readouterr().err
-    (repo / "staged.txt").write_text(Handover("v1/cpu", ("a==1",), "u").render())
+    (repo / "staged.txt").write_text(Handover("v1/cpu", ("a==1",), "https://s/").render())
     assert main([*args, "--venv", "venv", "--handover", "staged.txt"]) == 2
     assert "--venv venv exists" in capsys.readouterr().err
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 
@@ -42,7 +44,34 @@ class Handover:
                 f"{where} is not a build job's handover (three lines: the index directory, "
                 "the requirements, the run's index URL)"
             )
-        return cls(lines[0], tuple(lines[1].split()), lines[2])
+        requirements = tuple(lines[1].split())
+        for requirement in requirements:
+            if not _pinned(requirement):
+                raise HandoverError(
+                    f"{where}: {requirement!r} is not NAME==VERSION (a test job installs "
+                    "exactly the versions the build left, and takes no installer option)"
+                )
+        url = urlsplit(lines[2])
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise HandoverError(f"{where}: {lines[2]!r} is not the run's index URL (http or https)")
+        return cls(lines[0], requirements, lines[2])
+
+
+def _pinned(text: str) -> bool:
+    """Whether ``text`` is ``name==version`` and nothing more (no extra, marker or URL)."""
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        return False
+    specifiers = list(requirement.specifier)
+    return (
+        not requirement.extras
+        and requirement.url is None
+        and requirement.marker is None
+        and len(specifiers) == 1
+        and specifiers[0].operator == "=="
+        and "*" not in specifiers[0].version
+    )
 
 
 def pinned_requirements(
