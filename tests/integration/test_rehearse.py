@@ -89,9 +89,12 @@ def copied_repository(root: Path, document: dict[str, Any]) -> Path:
     return root / "repo"
 
 
-def runner_env(root: Path, decoy: Decoy) -> dict[str, str]:
-    """This machine as a team's: no AWS or WheelGate setting, no decoy, and on PATH the
-    family's Python (python3.X), uv and the system's tools."""
+def runner_env(root: Path, decoy: Decoy, *, planted: bool) -> dict[str, str]:
+    """This machine as a team's: on PATH the family's Python (python3.X), uv and the system's
+    tools, and in the shell the settings of a deployed stack (:func:`deployed_settings`), which
+    the rehearsal must not use. With ``planted``, pip's and uv's configuration is the decoy's,
+    so an install that is not hermetic fails the test (pip's route reads no index but the
+    run's); else it is the machine's own (uv seeds its venv with pip from its index)."""
     tools = root / "tools"
     tools.mkdir()
     base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
@@ -101,14 +104,31 @@ def runner_env(root: Path, decoy: Decoy) -> dict[str, str]:
     build_wheel(root / "tools-wheels", "standin-tool", "1.0")
     machine = {
         k: v
-        for k, v in decoy.unplanted(os.environ).items()
+        for k, v in (os.environ if planted else decoy.unplanted(os.environ)).items()
         if not k.startswith(("AWS_", "WHEELGATE_"))
     }
     return {
         **machine,
+        **deployed_settings(decoy),
         "PATH": f"{tools}{os.pathsep}{SYSTEM_PATH}",
         "TOOLS": str(root / "tools-wheels"),
         "PREBUILT": str(root / "prebuilt"),
+    }
+
+
+def deployed_settings(decoy: Decoy) -> dict[str, str]:
+    """A team's shell after working on its deployed stack: a profile this machine does not
+    have, service endpoints (which boto3 takes over ``AWS_ENDPOINT_URL``) and WheelGate
+    settings the embedded stack does not set, all pointing at the decoy, which counts any
+    request as the test's failure. A rehearsal that kept one would fail or reach it."""
+    return {
+        "AWS_PROFILE": "deployed",
+        "AWS_ENDPOINT_URL_S3": f"{decoy.url}/deployed-s3/",
+        "AWS_ENDPOINT_URL_SQS": f"{decoy.url}/deployed-sqs/",
+        "AWS_ENDPOINT_URL_KMS": f"{decoy.url}/deployed-kms/",
+        "WHEELGATE_STAGING_BUCKET": "deployed-staging",
+        "WHEELGATE_STAGING_BASE_URL": f"{decoy.url}/deployed-staging/",
+        "WHEELGATE_VERDICT_KEY_ARN": "arn:aws:kms:us-east-1:111122223333:key/deployed",
     }
 
 
@@ -158,7 +178,8 @@ def rehearse(tmp_path: Path, decoy: Decoy) -> Iterator[Callable[..., Rehearsal]]
         module = project.replace("-", "_")
         build_wheel(tmp_path / "prebuilt", project, version, tag=tag)
         repo = copied_repository(tmp_path, families(project, module))
-        started.append(Rehearsal(repo, runner_env(tmp_path, decoy), installer))
+        env = runner_env(tmp_path, decoy, planted=installer == "pip")
+        started.append(Rehearsal(repo, env, installer))
         return started[-1]
 
     yield run

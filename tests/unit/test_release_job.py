@@ -186,6 +186,44 @@ def test_job_install_refuses_a_venv_that_exists_and_a_bad_handover(
     assert "--venv venv exists" in capsys.readouterr().err
 
 
+#: A runner's own pip and uv settings, which an install from the run's index must not read.
+RUNNER_SETTINGS = {
+    "PIP_CONFIG_FILE": "/etc/runner/pip.conf",
+    "PIP_EXTRA_INDEX_URL": "https://elsewhere/simple/",
+    "PIP_FIND_LINKS": "/srv/wheels",
+    "UV_INDEX": "https://elsewhere/simple/",
+    "UV_FIND_LINKS": "/srv/wheels",
+}
+
+
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_job_install_installs_from_the_runs_index_alone_whatever_the_runner_set(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, installer: str
+) -> None:
+    # Given a runner whose pip and uv settings add other indexes, and a handover
+    for name, value in RUNNER_SETTINGS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr("wheelgate.cli.job._record", lambda python, evidence: None)
+    (repo / "staged.txt").write_text(Handover("v1/cpu", ("a==1",), "https://s/r/").render())
+    ran: list[tuple[list[str], dict[str, str] | None]] = []
+
+    def run(command: list[str], env: dict[str, str] | None = None, check: bool = False) -> object:
+        ran.append((command, env))
+        return type("Done", (), {"returncode": 0})()
+
+    monkeypatch.setattr("wheelgate.cli.job.subprocess.run", run)
+    # When the test job installs the handover's requirements
+    args = ["job", "install", "--installer", installer, "--python", "python3", "--venv", "v"]
+    assert main([*args, "--handover", "staged.txt", "--evidence", "e.json"]) == 0
+    # Then the install from the run's index ran with none of them, and no configuration file
+    (command, env) = next((c, e) for c, e in ran if "--index-url" in c)
+    assert command[-3:] == ["--index-url", "https://s/r/", "a==1"]
+    assert env is not None
+    assert not {"PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX", "UV_FIND_LINKS"} & set(env)
+    assert (env["PIP_CONFIG_FILE"], env["UV_NO_CONFIG"]) == (os.devnull, "1")
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

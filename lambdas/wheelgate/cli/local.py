@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from wheelgate.cli.common import EXIT_OK, UsageError, buckets, checked
-from wheelgate.core.env_names import ENV_ALLOWED_INDEXES, ENV_LISTING_RETENTION
+from wheelgate.core.env_names import (
+    AWS_PREFIX,
+    ENV_ALLOWED_INDEXES,
+    ENV_LISTING_RETENTION,
+    environment,
+    without_settings,
+)
 from wheelgate.core.import_sources import check_import_sources
 from wheelgate.core.layout import check_index_dirs
 from wheelgate.core.setting_values import ListingRetention, SettingsError
@@ -87,8 +93,14 @@ def cmd_local(args: argparse.Namespace) -> int:
     from wheelgate.local.extra import LocalExtraMissing, require_local_extra
     from wheelgate.local.moto_version import UnpatchedMoto
 
+    # The embedded stack's promoter and clients use its endpoint and credentials alone: an AWS
+    # setting of this shell (a profile, a per-service endpoint, a session token) would send
+    # them to a deployed stack or fail them, from the promoter's first import on. Its WheelGate
+    # settings stay: the promoter reads them, as on Lambda (WHEELGATE_LISTING_RETENTION...).
+    embedded = without_settings(os.environ, AWS_PREFIX)
     try:
-        require_local_extra()
+        with environment(embedded):
+            require_local_extra()
     except (LocalExtraMissing, UnpatchedMoto) as exc:
         raise UsageError(str(exc)) from exc
     from wheelgate.local.stack import LocalWheelGate
@@ -124,7 +136,8 @@ def cmd_local(args: argparse.Namespace) -> int:
         import_sources=args.import_source,
     )
     # This process is the local promoter's: its handler reads the environment, as on Lambda.
-    os.environ.update(gate.start())
+    os.environ.clear()
+    os.environ.update({**embedded, **gate.start()})
     if not args.no_promoter:
         gate.run_promoter()
     if args.env_file is not None:

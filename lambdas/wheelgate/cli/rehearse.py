@@ -39,6 +39,12 @@ from typing import Any
 from wheelgate.cli.check_workflows import DEFAULT_FAMILIES, read_families
 from wheelgate.cli.common import EXIT_OK, EXIT_PENDING, EXIT_REJECTED, UsageError
 from wheelgate.cli.job import INSTALLED_FILE, INSTALLERS, TESTS_FILE
+from wheelgate.core.env_names import (
+    AWS_PREFIX,
+    WHEELGATE_PREFIX,
+    environment,
+    without_settings,
+)
 from wheelgate.core.families import FamiliesError
 from wheelgate.core.release_job import Handover
 
@@ -59,7 +65,7 @@ def _say(message: str) -> None:
 def _outside_env() -> dict[str, str]:
     """This environment without any AWS or WheelGate setting: a rehearsal talks to the
     embedded stack alone."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "WHEELGATE_"))}
+    return without_settings(os.environ, AWS_PREFIX, WHEELGATE_PREFIX)
 
 
 def _step(command: Sequence[str], env: Mapping[str, str]) -> None:
@@ -70,20 +76,6 @@ def _step(command: Sequence[str], env: Mapping[str, str]) -> None:
     done = subprocess.run(list(command), env=dict(env), stdout=sys.stderr.fileno(), check=False)
     if done.returncode != 0:
         raise UsageError(f"`{shown}` ended with exit code {done.returncode} (its output is above)")
-
-
-@contextlib.contextmanager
-def _environment(env: Mapping[str, str]) -> Iterator[None]:
-    """This process's environment is ``env`` meanwhile: a step reads its settings, and the
-    processes it starts inherit them, as a workflow step's do."""
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 @contextlib.contextmanager
@@ -121,7 +113,7 @@ def _wheelgate(
     _say(f"$ {shown}")
     printed = io.StringIO()
     with (
-        _environment(env),
+        environment(env),
         contextlib.chdir(cwd or Path.cwd()),
         contextlib.redirect_stdout(printed if capture else sys.stderr),
         contextlib.nullcontext() if capture else _children_print_to_stderr(),
@@ -325,7 +317,10 @@ def _report(run: _Run, passed: bool) -> tuple[str, dict[str, Any]]:
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
     family = _family(args)
-    _require_local_extra()
+    # Nothing of a deployed stack, from the first import on: the promoter's modules build
+    # clients as they load, and a profile this machine does not have would fail them.
+    with environment(_outside_env()):
+        _require_local_extra()
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         return _rehearse(args, family)

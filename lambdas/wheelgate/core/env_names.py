@@ -4,6 +4,10 @@ and the promoter reads) and the few only the CLI reads."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+
 ENV_STAGING_BUCKET = "WHEELGATE_STAGING_BUCKET"
 ENV_NIGHTLY_BUCKET = "WHEELGATE_NIGHTLY_BUCKET"
 #: Public base URL of the nightly index (CloudFront), used for absolute links in staging pages.
@@ -94,3 +98,31 @@ ENV_RUN_EXPIRY_DAYS = "WHEELGATE_RUN_EXPIRY_DAYS"
 #: Web URL of the repository the runs are built from (``https://github.com/<github_repo>``):
 #: the run history page links each run's commit under it. Unset: commits are not linked.
 ENV_REPOSITORY_URL = "WHEELGATE_REPOSITORY_URL"
+
+#: The prefix of every AWS SDK setting: credentials, profile, region, and endpoints, among them
+#: the per-service ones (``AWS_ENDPOINT_URL_S3``) that boto3 takes over ``AWS_ENDPOINT_URL``.
+AWS_PREFIX = "AWS_"
+#: The prefix of every WheelGate setting.
+WHEELGATE_PREFIX = "WHEELGATE_"
+
+
+def without_settings(env: Mapping[str, str], *prefixes: str) -> dict[str, str]:
+    """``env`` without the variables starting with any of ``prefixes``: what the embedded
+    stack (``wheelgate local``, ``rehearse``, the demo) starts from, so that a shell set up for
+    a deployed stack neither sends its clients there nor fails them (a profile this machine
+    does not have)."""
+    return {k: v for k, v in env.items() if not k.startswith(prefixes)}
+
+
+@contextlib.contextmanager
+def environment(env: Mapping[str, str]) -> Iterator[None]:
+    """This process's environment is ``env`` meanwhile (what it imports, the clients it builds
+    and the processes it starts read it), and what it was afterwards."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

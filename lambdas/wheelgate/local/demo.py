@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wheelgate.core.env_names import AWS_PREFIX, without_settings
 from wheelgate.local import day_two, demo_bisect
 from wheelgate.local.sample_wheels import build_wheel
 from wheelgate.local.snapshot import version_snapshot
@@ -332,6 +333,11 @@ class Demo:
 
 
 def main() -> int:
+    # The demo talks to the embedded stack alone, in this process and in the commands it runs,
+    # whatever this shell's AWS settings are set up for (a deployed stack's profile, endpoints).
+    outside = without_settings(os.environ, AWS_PREFIX)
+    os.environ.clear()
+    os.environ.update(outside)
     with tempfile.TemporaryDirectory(prefix="wheelgate-demo-") as tmp:
         demo = Demo(Path(tmp))
         try:
